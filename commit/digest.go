@@ -1,0 +1,129 @@
+package commit
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// ParamsDomainSeparator prefixes the canonical parameters in the parameter
+// digest, so that no digest computed for another purpose (an entry hash, a
+// tier table) can be taken for one of parameters. A future format changes
+// this string.
+const ParamsDomainSeparator = "ledger/v1/params\n"
+
+// digestPrefix names the hash function in the text form of a Digest.
+const digestPrefix = "sha256:"
+
+// Digest is a SHA-256 digest. Its text form is "sha256:" followed by 64
+// lower-case hexadecimal digits.
+type Digest [sha256.Size]byte
+
+// errMalformedDigest is the cause of every ParseDigest refusal.
+var errMalformedDigest = errors.New("malformed digest")
+
+// ParseDigest parses the text form of a Digest. It accepts exactly one
+// spelling: the "sha256:" prefix and 64 lower-case hexadecimal digits.
+func ParseDigest(s string) (Digest, error) {
+	var d Digest
+	if len(s) != len(digestPrefix)+2*len(d) || s[:len(digestPrefix)] != digestPrefix {
+		return Digest{}, fmt.Errorf("commit: %w: want %q and %d lower-case hex digits", errMalformedDigest, digestPrefix, 2*len(d))
+	}
+	h := s[len(digestPrefix):]
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return Digest{}, fmt.Errorf("commit: %w: character %d is not a lower-case hex digit", errMalformedDigest, len(digestPrefix)+i)
+		}
+	}
+	if _, err := hex.Decode(d[:], []byte(h)); err != nil {
+		return Digest{}, fmt.Errorf("commit: %w: %v", errMalformedDigest, err)
+	}
+	return d, nil
+}
+
+// String returns the text form, "sha256:<hex>".
+func (d Digest) String() string {
+	b, _ := d.MarshalText()
+	return string(b)
+}
+
+// MarshalText returns the text form, "sha256:<hex>".
+func (d Digest) MarshalText() ([]byte, error) {
+	b := make([]byte, len(digestPrefix)+hex.EncodedLen(len(d)))
+	copy(b, digestPrefix)
+	hex.Encode(b[len(digestPrefix):], d[:])
+	return b, nil
+}
+
+// UnmarshalText parses the text form as ParseDigest does.
+func (d *Digest) UnmarshalText(text []byte) error {
+	v, err := ParseDigest(string(text))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// Equal reports whether d and o are the same digest, in time that does not
+// depend on where they differ.
+func (d Digest) Equal(o Digest) bool {
+	return subtle.ConstantTimeCompare(d[:], o[:]) == 1
+}
+
+// Commitment is what the ledger records of an action's parameters: the
+// parameter digest and the length of the canonical form it was computed
+// over.
+type Commitment struct {
+	Digest Digest
+	Size   int
+}
+
+// Equal reports whether c and o commit to the same canonical bytes. The
+// digests are compared in constant time.
+func (c Commitment) Equal(o Commitment) bool {
+	return c.Digest.Equal(o.Digest) && c.Size == o.Size
+}
+
+// commitCanonical computes the commitment to canonical parameter bytes.
+func commitCanonical(canonical []byte) Commitment {
+	h := sha256.New()
+	h.Write([]byte(ParamsDomainSeparator))
+	h.Write(canonical)
+	var c Commitment
+	h.Sum(c.Digest[:0])
+	c.Size = len(canonical)
+	return c
+}
+
+// Params checks raw parameters, given as JSON text, against the domain and
+// returns their commitment:
+//
+//	SHA-256("ledger/v1/params\n" || JCS(params))
+//
+// with the length of JCS(params). Parameters must be a JSON object.
+func (d Domain) Params(data []byte) (Commitment, error) {
+	p := parser{data: data, domain: d}
+	n, err := p.parseDocument()
+	if err != nil {
+		return Commitment{}, err
+	}
+	if n.kind != kindObject {
+		return Commitment{}, &DomainError{Kind: ErrNotObject, Offset: firstNonSpace(data)}
+	}
+	return commitCanonical(appendCanonical(make([]byte, 0, len(data)), &n)), nil
+}
+
+// Params is Domain{}.Params.
+func Params(data []byte) (Commitment, error) { return Domain{}.Params(data) }
+
+func firstNonSpace(data []byte) int {
+	for i, c := range data {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+	}
+	return len(data)
+}
