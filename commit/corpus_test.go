@@ -23,7 +23,7 @@ type corpusRow struct {
 	inputs  [][]byte
 }
 
-func readCorpus(t *testing.T, path string) []corpusRow {
+func readCorpus(t testing.TB, path string) []corpusRow {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -60,7 +60,7 @@ func readCorpus(t *testing.T, path string) []corpusRow {
 	return rows
 }
 
-func parseCorpusHeader(t *testing.T, n int, line string) corpusRow {
+func parseCorpusHeader(t testing.TB, n int, line string) corpusRow {
 	t.Helper()
 	row := corpusRow{line: n}
 	verb, rest, _ := strings.Cut(line, " ")
