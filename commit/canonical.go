@@ -53,7 +53,7 @@ func (d Domain) maxDepth() int {
 // returns its RFC 8785 canonical form. Input outside the domain is refused
 // with a *DomainError; nothing is normalized.
 func (d Domain) Canonicalize(data []byte) ([]byte, error) {
-	p := parser{data: data, domain: d}
+	p := newParser(data, d)
 	n, err := p.parseDocument()
 	if err != nil {
 		return nil, err
@@ -68,7 +68,8 @@ func (d Domain) Canonicalize(data []byte) ([]byte, error) {
 // pass Canonicalize. Names that become equal once normalized are refused
 // with ErrDuplicateKey.
 func (d Domain) NormalizeNFC(data []byte) ([]byte, error) {
-	p := parser{data: data, domain: d, normalize: true}
+	p := newParser(data, d)
+	p.normalize = true
 	n, err := p.parseDocument()
 	if err != nil {
 		return nil, err
@@ -126,7 +127,7 @@ func appendCanonical(b []byte, n *node) []byte {
 // appendString writes s as RFC 8785 requires: the two-character escapes
 // \" \\ \b \f \n \r \t, \u00xx (lower-case hex) for other control
 // characters, and every other character as itself in UTF-8.
-func appendString(b []byte, s string) []byte {
+func appendString(b []byte, s []byte) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0

@@ -240,7 +240,7 @@ func TestCompareUTF16(t *testing.T) {
 	order := []string{"", "a", "ab", "\x7f", "\u00e9", "\U0001F602", "\U0001F603", "\ue000", "\ufffd"}
 	for i := range order {
 		for j := range order {
-			got := compareUTF16(order[i], order[j])
+			got := compareUTF16([]byte(order[i]), []byte(order[j]))
 			if (i < j) != (got < 0) || (i == j) != (got == 0) {
 				t.Errorf("compareUTF16(%q, %q) = %d", order[i], order[j], got)
 			}

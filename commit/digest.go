@@ -87,15 +87,14 @@ func (c Commitment) Equal(o Commitment) bool {
 	return c.Digest.Equal(o.Digest) && c.Size == o.Size
 }
 
-// commitCanonical computes the commitment to canonical parameter bytes.
-func commitCanonical(canonical []byte) Commitment {
-	h := sha256.New()
-	h.Write([]byte(ParamsDomainSeparator))
-	h.Write(canonical)
-	var c Commitment
-	h.Sum(c.Digest[:0])
-	c.Size = len(canonical)
-	return c
+// commitNode computes the commitment to a checked parameter object. The
+// canonical form is written after the domain separator in one buffer,
+// sized for the input, and hashed in one call.
+func commitNode(n *node, sizeHint int) Commitment {
+	buf := make([]byte, 0, len(ParamsDomainSeparator)+sizeHint)
+	buf = append(buf, ParamsDomainSeparator...)
+	buf = appendCanonical(buf, n)
+	return Commitment{Digest: sha256.Sum256(buf), Size: len(buf) - len(ParamsDomainSeparator)}
 }
 
 // Params checks raw parameters, given as JSON text, against the domain and
@@ -105,7 +104,7 @@ func commitCanonical(canonical []byte) Commitment {
 //
 // with the length of JCS(params). Parameters must be a JSON object.
 func (d Domain) Params(data []byte) (Commitment, error) {
-	p := parser{data: data, domain: d}
+	p := newParser(data, d)
 	n, err := p.parseDocument()
 	if err != nil {
 		return Commitment{}, err
@@ -113,7 +112,7 @@ func (d Domain) Params(data []byte) (Commitment, error) {
 	if n.kind != kindObject {
 		return Commitment{}, &DomainError{Kind: ErrNotObject, Offset: firstNonSpace(data)}
 	}
-	return commitCanonical(appendCanonical(make([]byte, 0, len(data)), &n)), nil
+	return commitNode(&n, len(data)), nil
 }
 
 // Params is Domain{}.Params.

@@ -103,7 +103,7 @@ func (e *DomainError) Unwrap() error { return e.Kind }
 // location is one step of a path from the document root: a member name or
 // an array index.
 type location struct {
-	name  string
+	name  []byte
 	index int
 	isKey bool
 }

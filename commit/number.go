@@ -116,7 +116,7 @@ func numberNode(tok string, allowNonInteger, rfc8785 bool) (node, Kind) {
 		if err != nil {
 			return node{}, ErrNonFinite
 		}
-		return node{kind: kindNumber, text: text}, ""
+		return node{kind: kindNumber, text: []byte(text)}, ""
 	}
 	d := parseDecimal(tok)
 	if d.isInteger() {
@@ -137,5 +137,5 @@ func numberNode(tok string, allowNonInteger, rfc8785 bool) (node, Kind) {
 	if err != nil || parseDecimal(text) != d {
 		return node{}, ErrInexactNumber
 	}
-	return node{kind: kindNumber, text: text}, ""
+	return node{kind: kindNumber, text: []byte(text)}, ""
 }

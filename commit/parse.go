@@ -1,7 +1,9 @@
 package commit
 
 import (
+	"bytes"
 	"slices"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -27,13 +29,13 @@ const (
 type node struct {
 	kind    nodeKind
 	num     int64
-	text    string
+	text    []byte
 	elems   []node
 	members []member
 }
 
 type member struct {
-	name   string
+	name   []byte
 	offset int // of the name's opening quote, to report a duplicate
 	value  node
 }
@@ -48,12 +50,55 @@ type parser struct {
 	path   []location
 	domain Domain
 
+	// Children of the open containers, innermost last. A container copies
+	// its own into one exact allocation when it closes.
+	elemStack   []node
+	memberStack []member
+
 	// normalize converts strings and names to NFC instead of refusing them
 	// (NormalizeNFC). rfc8785 drops the domain's Unicode and number rules
 	// and canonicalizes numbers as RFC 8785 does; it exists only so that
 	// tests can hold the canonical writer to the RFC's reference vectors.
 	normalize bool
 	rfc8785   bool
+}
+
+func newParser(data []byte, d Domain) *parser {
+	return &parser{data: data, domain: d}
+}
+
+// scratch holds a parser's stacks between calls, so that a steady stream
+// of parameters parses without growing them again each time.
+type scratch struct {
+	path    []location
+	elems   []node
+	members []member
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxPooledStack bounds the stacks kept for reuse: one huge document must
+// not pin its stacks' memory forever.
+const maxPooledStack = 1024
+
+func (p *parser) takeScratch() *scratch {
+	s := scratchPool.Get().(*scratch)
+	p.path, p.elemStack, p.memberStack = s.path[:0], s.elems[:0], s.members[:0]
+	return s
+}
+
+// returnScratch clears what the stacks still reference (after a refusal,
+// parts of the input) and pools them.
+func (p *parser) returnScratch(s *scratch) {
+	if cap(p.path) > maxPooledStack || cap(p.elemStack) > maxPooledStack || cap(p.memberStack) > maxPooledStack {
+		return
+	}
+	clear(p.path)
+	clear(p.elemStack)
+	clear(p.memberStack)
+	s.path, s.elems, s.members = p.path[:0], p.elemStack[:0], p.memberStack[:0]
+	p.path, p.elemStack, p.memberStack = nil, nil, nil
+	scratchPool.Put(s)
 }
 
 func (p *parser) fail(kind Kind, offset int) error {
@@ -69,6 +114,7 @@ func (p *parser) parseDocument() (node, error) {
 	if max := p.domain.maxBytes(); len(p.data) > max {
 		return node{}, &DomainError{Kind: ErrTooLarge, Offset: max}
 	}
+	defer p.returnScratch(p.takeScratch())
 	p.skipSpace()
 	n, err := p.parseValue()
 	if err != nil {
@@ -140,7 +186,7 @@ func (p *parser) parseArray() (node, error) {
 		return node{}, err
 	}
 	p.pos++ // '['
-	var elems []node
+	base := len(p.elemStack)
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
@@ -148,14 +194,14 @@ func (p *parser) parseArray() (node, error) {
 		return node{kind: kindArray, elems: []node{}}, nil
 	}
 	for {
-		p.path = append(p.path, location{index: len(elems)})
+		p.path = append(p.path, location{index: len(p.elemStack) - base})
 		p.skipSpace()
 		n, err := p.parseValue()
 		if err != nil {
 			return node{}, err
 		}
 		p.path = p.path[:len(p.path)-1]
-		elems = append(elems, n)
+		p.elemStack = append(p.elemStack, n)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return node{}, p.fail(ErrSyntax, p.pos)
@@ -166,6 +212,9 @@ func (p *parser) parseArray() (node, error) {
 		case ']':
 			p.pos++
 			p.depth--
+			elems := slices.Clone(p.elemStack[base:])
+			clear(p.elemStack[base:])
+			p.elemStack = p.elemStack[:base]
 			return node{kind: kindArray, elems: elems}, nil
 		default:
 			return node{}, p.fail(ErrSyntax, p.pos)
@@ -178,12 +227,12 @@ func (p *parser) parseObject() (node, error) {
 		return node{}, err
 	}
 	p.pos++ // '{'
-	members := []member{}
+	base := len(p.memberStack)
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
 		p.depth--
-		return node{kind: kindObject, members: members}, nil
+		return node{kind: kindObject, members: []member{}}, nil
 	}
 	for {
 		p.skipSpace()
@@ -210,7 +259,7 @@ func (p *parser) parseObject() (node, error) {
 			return node{}, err
 		}
 		p.path = p.path[:len(p.path)-1]
-		members = append(members, member{name: name, offset: start, value: n})
+		p.memberStack = append(p.memberStack, member{name: name, offset: start, value: n})
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return node{}, p.fail(ErrSyntax, p.pos)
@@ -221,6 +270,9 @@ func (p *parser) parseObject() (node, error) {
 		case '}':
 			p.pos++
 			p.depth--
+			members := slices.Clone(p.memberStack[base:])
+			clear(p.memberStack[base:])
+			p.memberStack = p.memberStack[:base]
 			if err := p.sortMembers(members); err != nil {
 				return node{}, err
 			}
@@ -248,7 +300,7 @@ func (p *parser) sortMembers(members []member) error {
 func sortMembers(members []member) int {
 	slices.SortFunc(members, func(a, b member) int { return compareUTF16(a.name, b.name) })
 	for i := 1; i < len(members); i++ {
-		if members[i-1].name == members[i].name {
+		if bytes.Equal(members[i-1].name, members[i].name) {
 			return i
 		}
 	}
@@ -261,7 +313,7 @@ func sortMembers(members []member) int {
 // (encoded as surrogates, 0xD800–0xDFFF) meets one in U+E000–U+FFFF, so the
 // strings are compared bytewise up to their first difference and only the
 // two characters found there are converted.
-func compareUTF16(a, b string) int {
+func compareUTF16(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
 	for i < n && a[i] == b[i] {
@@ -273,8 +325,8 @@ func compareUTF16(a, b string) int {
 	for i > 0 && !utf8.RuneStart(a[i]) {
 		i--
 	}
-	ra, _ := utf8.DecodeRuneInString(a[i:])
-	rb, _ := utf8.DecodeRuneInString(b[i:])
+	ra, _ := utf8.DecodeRune(a[i:])
+	rb, _ := utf8.DecodeRune(b[i:])
 	return int(utf16Key(ra)) - int(utf16Key(rb))
 }
 
@@ -291,20 +343,20 @@ func utf16Key(r rune) rune {
 }
 
 // checkText applies the domain's Unicode rule to a decoded string.
-func (p *parser) checkText(s string) (string, Kind) {
+func (p *parser) checkText(s []byte) ([]byte, Kind) {
 	if p.rfc8785 || isASCII(s) {
 		return s, ""
 	}
-	if norm.NFC.IsNormalString(s) {
+	if norm.NFC.IsNormal(s) {
 		return s, ""
 	}
 	if p.normalize {
-		return norm.NFC.String(s), ""
+		return norm.NFC.Bytes(s), ""
 	}
-	return "", ErrNotNFC
+	return nil, ErrNotNFC
 }
 
-func isASCII(s string) bool {
+func isASCII(s []byte) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false
@@ -313,9 +365,11 @@ func isASCII(s string) bool {
 	return true
 }
 
-// parseString decodes the string whose opening quote is at p.pos. On a
-// refusal it returns the kind and the offset of the offending byte.
-func (p *parser) parseString() (string, Kind, int) {
+// parseString decodes the string whose opening quote is at p.pos. Without
+// escapes the result is a slice of the input, which must not change while
+// the tree is in use. On a refusal it returns the kind and the offset of
+// the offending byte.
+func (p *parser) parseString() ([]byte, Kind, int) {
 	p.pos++ // '"'
 	start := p.pos
 	// Fast path: no escapes.
@@ -326,17 +380,17 @@ func (p *parser) parseString() (string, Kind, int) {
 			raw := p.data[start:p.pos]
 			p.pos++
 			if bad := invalidUTF8At(raw); bad >= 0 {
-				return "", ErrInvalidUTF8, start + bad
+				return nil, ErrInvalidUTF8, start + bad
 			}
-			return string(raw), "", 0
+			return raw, "", 0
 		case c == '\\':
 			return p.parseEscapedString(start)
 		case c < 0x20:
-			return "", ErrSyntax, p.pos
+			return nil, ErrSyntax, p.pos
 		}
 		p.pos++
 	}
-	return "", ErrSyntax, p.pos
+	return nil, ErrSyntax, p.pos
 }
 
 // invalidUTF8At returns the offset of the first byte of b that does not
@@ -355,34 +409,34 @@ func invalidUTF8At(b []byte) int {
 	return -1
 }
 
-func (p *parser) parseEscapedString(start int) (string, Kind, int) {
+func (p *parser) parseEscapedString(start int) ([]byte, Kind, int) {
 	buf := make([]byte, 0, p.pos-start+16)
 	buf = append(buf, p.data[start:p.pos]...)
 	if bad := invalidUTF8At(buf); bad >= 0 {
-		return "", ErrInvalidUTF8, start + bad
+		return nil, ErrInvalidUTF8, start + bad
 	}
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
 		switch {
 		case c == '"':
 			p.pos++
-			return string(buf), "", 0
+			return buf, "", 0
 		case c < 0x20:
-			return "", ErrSyntax, p.pos
+			return nil, ErrSyntax, p.pos
 		case c < utf8.RuneSelf && c != '\\':
 			buf = append(buf, c)
 			p.pos++
 		case c >= utf8.RuneSelf:
 			r, size := utf8.DecodeRune(p.data[p.pos:])
 			if r == utf8.RuneError && size <= 1 {
-				return "", ErrInvalidUTF8, p.pos
+				return nil, ErrInvalidUTF8, p.pos
 			}
 			buf = append(buf, p.data[p.pos:p.pos+size]...)
 			p.pos += size
 		default: // backslash
 			at := p.pos
 			if p.pos+1 >= len(p.data) {
-				return "", ErrSyntax, at
+				return nil, ErrSyntax, at
 			}
 			e := p.data[p.pos+1]
 			p.pos += 2
@@ -402,29 +456,29 @@ func (p *parser) parseEscapedString(start int) (string, Kind, int) {
 			case 'u':
 				r, ok := p.hex4()
 				if !ok {
-					return "", ErrSyntax, at
+					return nil, ErrSyntax, at
 				}
 				if utf16.IsSurrogate(r) {
 					lo, ok := rune(0), false
 					if r < 0xDC00 && p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
 						p.pos += 2
 						if lo, ok = p.hex4(); !ok {
-							return "", ErrSyntax, p.pos - 2
+							return nil, ErrSyntax, p.pos - 2
 						}
 						ok = lo >= 0xDC00 && lo <= 0xDFFF
 					}
 					if !ok {
-						return "", ErrLoneSurrogate, at
+						return nil, ErrLoneSurrogate, at
 					}
 					r = utf16.DecodeRune(r, lo)
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:
-				return "", ErrSyntax, at
+				return nil, ErrSyntax, at
 			}
 		}
 	}
-	return "", ErrSyntax, p.pos
+	return nil, ErrSyntax, p.pos
 }
 
 // hex4 reads four hexadecimal digits (either case) at p.pos.
@@ -447,6 +501,30 @@ func (p *parser) hex4() (rune, bool) {
 	}
 	p.pos += 4
 	return r, true
+}
+
+// plainInteger reads the common case fast: a token of at most 15 digits,
+// with an optional minus sign and no fraction or exponent, which is always
+// a safe integer.
+func plainInteger(tok []byte) (int64, bool) {
+	neg := tok[0] == '-'
+	if neg {
+		tok = tok[1:]
+	}
+	if len(tok) > 15 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range tok {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // parseNumber scans a number per the RFC 8259 grammar
@@ -489,6 +567,9 @@ func (p *parser) parseNumber() (node, error) {
 		if digits() == 0 {
 			return node{}, p.fail(ErrSyntax, start)
 		}
+	}
+	if n, ok := plainInteger(p.data[start:p.pos]); ok && !p.rfc8785 {
+		return node{kind: kindInteger, num: n}, nil
 	}
 	n, kind := numberNode(string(p.data[start:p.pos]), p.domain.AllowNonInteger, p.rfc8785)
 	if kind != "" {

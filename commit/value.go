@@ -43,11 +43,11 @@ func (d Domain) ParamsValue(v any) (Commitment, error) {
 	if n.kind != kindObject {
 		return Commitment{}, &DomainError{Kind: ErrNotObject, Offset: -1}
 	}
-	canonical, err := d.appendBounded(&n)
-	if err != nil {
-		return Commitment{}, err
+	c := commitNode(&n, 0)
+	if max := d.maxBytes(); c.Size > max {
+		return Commitment{}, &DomainError{Kind: ErrTooLarge, Offset: -1}
 	}
-	return commitCanonical(canonical), nil
+	return c, nil
 }
 
 // CanonicalizeValue is Domain{}.CanonicalizeValue.
@@ -84,12 +84,12 @@ func (c *valueConverter) failKey(kind Kind) error {
 	return &DomainError{Kind: kind, Pointer: pointer(c.path), Key: true, Offset: -1}
 }
 
-func (c *valueConverter) text(s string) (string, Kind) {
+func (c *valueConverter) text(s string) ([]byte, Kind) {
 	if !utf8.ValidString(s) {
-		return "", ErrInvalidUTF8
+		return nil, ErrInvalidUTF8
 	}
 	p := parser{}
-	return p.checkText(s)
+	return p.checkText([]byte(s))
 }
 
 func (c *valueConverter) convert(v any) (node, error) {
@@ -247,7 +247,7 @@ func (c *valueConverter) float(f float64) (node, error) {
 	if err != nil {
 		return node{}, c.fail(ErrNonFinite)
 	}
-	return node{kind: kindNumber, text: text}, nil
+	return node{kind: kindNumber, text: []byte(text)}, nil
 }
 
 func (c *valueConverter) enter() error {
@@ -259,14 +259,14 @@ func (c *valueConverter) enter() error {
 }
 
 func (c *valueConverter) member(name string, v any) (member, error) {
-	name, kind := c.text(name)
+	text, kind := c.text(name)
 	if kind != "" {
 		return member{}, c.failKey(kind)
 	}
-	c.path = append(c.path, location{name: name, isKey: true})
+	c.path = append(c.path, location{name: text, isKey: true})
 	n, err := c.convert(v)
 	c.path = c.path[:len(c.path)-1]
-	return member{name: name, offset: -1, value: n}, err
+	return member{name: text, offset: -1, value: n}, err
 }
 
 func (c *valueConverter) element(i int, v any) (node, error) {

@@ -1,0 +1,189 @@
+// Command ledger-verify is the auditor's offline tool. It trusts nothing
+// but what it is given on the command line.
+//
+// Usage:
+//
+//	ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
+//
+// digest prints the parameter commitment (digest and canonical size) of the
+// JSON parameters in FILE ("-" for standard input), as docs/commitment.md
+// defines it, or says why the parameters are refused.
+//
+// Exit status: 0 on success, 1 when the input is refused or fails
+// verification, 2 on bad usage or unreadable input.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/decisionledger/ledger/commit"
+)
+
+const usage = `Usage:
+    ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
+
+Commands:
+    digest    Print the parameter commitment of the JSON parameters in FILE
+              ("-" reads standard input): the digest
+              SHA-256("ledger/v1/params\n" || JCS(params)) and the size of
+              the canonical form. Parameters outside the strict domain are
+              refused with the kind of fault and its JSON pointer.
+
+Options for digest:
+    --allow-non-integer   Admit numbers with a fractional part (refused by
+                          default; amounts belong in integer minor units).
+    --canonical           Write the canonical bytes instead of the digest,
+                          to reproduce the digest with standard tools.
+    --json                Machine-readable output on standard output.
+
+Exit status: 0 success, 1 input refused or verification failed,
+2 bad usage or unreadable input.
+
+Example:
+    $ ledger-verify digest testdata/commit/example-payment.json
+    digest sha256:e19d67a48f4991a8c6d703eadcc9b39f8cc56e0e1fb9bbdd667daf2ad2f2d0a8
+    size   146
+`
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	programName = "ledger-verify"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "digest":
+		return runDigest(args[1:], stdin, stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	errorf(stderr, "unknown command %q", args[0])
+	hintf(stderr, "run %s --help for the list of commands", programName)
+	return exitUsage
+}
+
+func errorf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "%s: error: %s\n", programName, fmt.Sprintf(format, args...))
+}
+
+func hintf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "%s: hint: %s\n", programName, fmt.Sprintf(format, args...))
+}
+
+// readInput reads a named file, or standard input for "-".
+func readInput(name string, stdin io.Reader, limit int) ([]byte, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	// Read one byte past the limit so the domain reports too_large itself.
+	return io.ReadAll(io.LimitReader(r, int64(limit)+1))
+}
+
+func runDigest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("digest", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	allowNonInteger := fs.Bool("allow-non-integer", false, "")
+	canonicalOut := fs.Bool("canonical", false, "")
+	jsonOut := fs.Bool("json", false, "")
+	if err := fs.Parse(args); err != nil {
+		errorf(stderr, "digest: %v", err)
+		hintf(stderr, "usage: %s digest [--allow-non-integer] [--canonical] [--json] FILE", programName)
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		errorf(stderr, "digest takes exactly one FILE (\"-\" for standard input)")
+		hintf(stderr, "usage: %s digest [--allow-non-integer] [--canonical] [--json] FILE", programName)
+		return exitUsage
+	}
+	if *canonicalOut && *jsonOut {
+		errorf(stderr, "digest: --canonical and --json exclude each other")
+		return exitUsage
+	}
+	name := fs.Arg(0)
+	domain := commit.Domain{AllowNonInteger: *allowNonInteger}
+	raw, err := readInput(name, stdin, commit.DefaultMaxBytes)
+	if err != nil {
+		errorf(stderr, "%v", err)
+		return exitUsage
+	}
+
+	c, err := domain.Params(raw)
+	var de *commit.DomainError
+	if errors.As(err, &de) {
+		return reportRefusal(stdout, stderr, name, de, *jsonOut)
+	}
+	if err != nil {
+		errorf(stderr, "%s: %v", name, err)
+		return exitFailed
+	}
+
+	switch {
+	case *canonicalOut:
+		canonical, err := domain.Canonicalize(raw)
+		if err != nil { // Params accepted raw, so this cannot happen
+			errorf(stderr, "%s: %v", name, err)
+			return exitFailed
+		}
+		stdout.Write(canonical)
+	case *jsonOut:
+		writeJSON(stdout, map[string]any{"result": "ok", "digest": c.Digest, "size": c.Size})
+	default:
+		fmt.Fprintf(stdout, "digest %s\nsize   %d\n", c.Digest, c.Size)
+	}
+	return exitOK
+}
+
+func reportRefusal(stdout, stderr io.Writer, name string, de *commit.DomainError, jsonOut bool) int {
+	if jsonOut {
+		writeJSON(stdout, map[string]any{
+			"result": "refused",
+			"refusal": map[string]any{
+				"kind":    de.Kind,
+				"pointer": de.Pointer,
+				"in_name": de.Key,
+				"offset":  de.Offset,
+			},
+		})
+		return exitFailed
+	}
+	errorf(stderr, "%s: parameters refused: %v", name, de)
+	switch de.Kind {
+	case commit.ErrNotNFC:
+		hintf(stderr, "the strict domain never normalizes Unicode; convert the text to NFC on purpose before committing")
+	case commit.ErrNonInteger:
+		hintf(stderr, "send amounts as integers in minor units, or pass --allow-non-integer if the deployment admits other numbers")
+	case commit.ErrIntegerRange:
+		hintf(stderr, "integers must lie within ±9007199254740991; send larger values as strings")
+	}
+	hintf(stderr, "docs/commitment.md lists every rule of the strict domain")
+	return exitFailed
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
