@@ -158,3 +158,16 @@ func appendString(b []byte, s []byte) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// AppendString appends s to b as an RFC 8785 JSON string, after checking
+// that s lies inside the domain: well-formed UTF-8 in Unicode NFC. It lets
+// other formats (entries) write canonical JSON without a second parser. A
+// refusal is a *DomainError with an empty pointer and Offset -1; the caller
+// knows which field it was writing.
+func AppendString(b []byte, s string) ([]byte, error) {
+	text, kind := goText(s)
+	if kind != "" {
+		return b, &DomainError{Kind: kind, Offset: -1}
+	}
+	return appendString(b, text), nil
+}

@@ -51,10 +51,13 @@ func (d Digest) String() string {
 
 // MarshalText returns the text form, "sha256:<hex>".
 func (d Digest) MarshalText() ([]byte, error) {
-	b := make([]byte, len(digestPrefix)+hex.EncodedLen(len(d)))
-	copy(b, digestPrefix)
-	hex.Encode(b[len(digestPrefix):], d[:])
-	return b, nil
+	return d.AppendText(make([]byte, 0, len(digestPrefix)+hex.EncodedLen(len(d))))
+}
+
+// AppendText appends the text form, "sha256:<hex>", to b.
+func (d Digest) AppendText(b []byte) ([]byte, error) {
+	b = append(b, digestPrefix...)
+	return hex.AppendEncode(b, d[:]), nil
 }
 
 // UnmarshalText parses the text form as ParseDigest does.

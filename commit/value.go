@@ -84,7 +84,8 @@ func (c *valueConverter) failKey(kind Kind) error {
 	return &DomainError{Kind: kind, Pointer: pointer(c.path), Key: true, Offset: -1}
 }
 
-func (c *valueConverter) text(s string) ([]byte, Kind) {
+// goText checks a Go string against the domain's text rules.
+func goText(s string) ([]byte, Kind) {
 	if !utf8.ValidString(s) {
 		return nil, ErrInvalidUTF8
 	}
@@ -102,7 +103,7 @@ func (c *valueConverter) convert(v any) (node, error) {
 		}
 		return node{kind: kindFalse}, nil
 	case string:
-		s, kind := c.text(v)
+		s, kind := goText(v)
 		if kind != "" {
 			return node{}, c.fail(kind)
 		}
@@ -259,7 +260,7 @@ func (c *valueConverter) enter() error {
 }
 
 func (c *valueConverter) member(name string, v any) (member, error) {
-	text, kind := c.text(name)
+	text, kind := goText(name)
 	if kind != "" {
 		return member{}, c.failKey(kind)
 	}

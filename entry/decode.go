@@ -1,0 +1,180 @@
+package entry
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+)
+
+// fields are the members of a signed entry, in canonical order.
+var fields = []string{
+	"action", "attributes", "decision", "index", "key_id", "mediator",
+	"origin", "params_digest", "params_size", "policies", "prev",
+	"principal", "sig", "tiers_digest", "time", "version",
+}
+
+// Parse decodes a signed entry strictly. It refuses input that is not the
+// canonical JSON of a valid entry: non-canonical bytes (whitespace, member
+// order, escapes, number spelling), unknown or missing members, wrong
+// types, values outside their rules, and anything that would not re-encode
+// to exactly the same bytes. It does not check the signature (Verify does).
+func Parse(b []byte) (*Entry, error) {
+	if len(b) > MaxEntryBytes {
+		return nil, fieldError("", "longer than %d bytes", MaxEntryBytes)
+	}
+	canonical, err := commit.Canonicalize(b)
+	if err != nil {
+		var de *commit.DomainError
+		if errors.As(err, &de) {
+			return nil, fieldError("", "outside the strict JSON domain: %s at %q", de.Kind, de.Pointer)
+		}
+		return nil, fieldError("", "%v", err)
+	}
+	if !bytes.Equal(canonical, b) {
+		return nil, ErrNotCanonical
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return nil, fieldError("", "not a JSON object")
+	}
+	for name := range members {
+		if !isField(name) {
+			return nil, fieldError(name, "unknown member")
+		}
+	}
+	for _, name := range fields {
+		if _, ok := members[name]; !ok {
+			return nil, fieldError(name, "missing")
+		}
+	}
+
+	d := decoder{members: members}
+	if v := d.uint("version"); d.err == nil && v != Version {
+		return nil, fieldError("version", "unsupported version %d (this reader knows %d)", v, Version)
+	}
+	e := &Entry{
+		Action:    d.string("action"),
+		Decision:  Decision(d.string("decision")),
+		Index:     d.uint("index"),
+		KeyID:     d.string("key_id"),
+		Mediator:  d.string("mediator"),
+		Origin:    d.string("origin"),
+		Principal: d.string("principal"),
+		Policies:  d.strings("policies"),
+		Prev:      d.digest("prev"),
+		Tiers:     d.digest("tiers_digest"),
+		Time:      d.time("time"),
+		Signature: d.signature("sig"),
+	}
+	e.Params.Digest = d.digest("params_digest")
+	e.Params.Size = int(d.uint("params_size"))
+	if raw := members["attributes"]; len(raw) > 0 && raw[0] == '{' {
+		e.Attributes = bytes.Clone(raw)
+	} else if d.err == nil {
+		d.err = fieldError("attributes", "not an object")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	again, err := e.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(again, b) {
+		// Unreachable if the checks above are complete; kept so that no
+		// bytes are ever accepted that do not re-encode identically.
+		return nil, ErrNotCanonical
+	}
+	return e, nil
+}
+
+func isField(name string) bool {
+	for _, f := range fields {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+// decoder reads typed members, keeping the first error.
+type decoder struct {
+	members map[string]json.RawMessage
+	err     error
+}
+
+func (d *decoder) fail(field, format string, args ...any) {
+	if d.err == nil {
+		d.err = fieldError(field, format, args...)
+	}
+}
+
+func (d *decoder) string(field string) string {
+	raw := d.members[field]
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		d.fail(field, "not a string")
+	}
+	return s
+}
+
+func (d *decoder) uint(field string) uint64 {
+	v, err := strconv.ParseUint(string(d.members[field]), 10, 64)
+	if err != nil || v > commit.MaxSafeInteger {
+		d.fail(field, "not an integer in 0..2^53-1")
+	}
+	return v
+}
+
+func (d *decoder) strings(field string) []string {
+	raw := d.members[field]
+	var ss []string
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &ss) != nil {
+		d.fail(field, "not an array of strings")
+	}
+	if ss == nil {
+		ss = []string{}
+	}
+	return ss
+}
+
+func (d *decoder) digest(field string) commit.Digest {
+	s := d.string(field)
+	if d.err != nil {
+		return commit.Digest{}
+	}
+	v, err := commit.ParseDigest(s)
+	if err != nil {
+		d.fail(field, "not a digest (sha256:<64 lower-case hex digits>)")
+	}
+	return v
+}
+
+func (d *decoder) time(field string) time.Time {
+	s := d.string(field)
+	if d.err != nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(TimeLayout, s)
+	if err != nil || t.Format(TimeLayout) != s {
+		d.fail(field, "not a UTC time written as %s", TimeLayout)
+	}
+	return t
+}
+
+func (d *decoder) signature(field string) []byte {
+	s := d.string(field)
+	if d.err != nil {
+		return nil
+	}
+	sig, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil || len(sig) != 64 {
+		d.fail(field, "not a base64 Ed25519 signature")
+	}
+	return sig
+}

@@ -1,0 +1,52 @@
+// Package entry defines a ledger entry: one mediator decision, signed and
+// hash-linked to the entry before it. docs/entry.md is the full
+// specification; this is its summary.
+//
+// # Encoding
+//
+// An entry is a JSON object in RFC 8785 canonical form with exactly these
+// members (in canonical order):
+//
+//	action        string   the tool action decided on, e.g. "send_email"
+//	attributes    object   the minimized attributes (canonical JSON)
+//	decision      string   "allow", "deny" or "needs_approval"
+//	index         integer  position in the log, from 0
+//	key_id        string   "<key name>+<8 hex digits>", the note key's name and hash
+//	mediator      string   the mediator, from its credential
+//	origin        string   the log's origin (its checkpoints' first line)
+//	params_digest string   "sha256:<hex>", the parameter commitment (package commit)
+//	params_size   integer  length of the canonical parameters
+//	policies      array    determining policy ids, sorted in byte order, no repeats
+//	prev          string   "sha256:<hex>", the previous entry's hash; zeros at index 0
+//	principal     string   on whose behalf the agent acted
+//	sig           string   standard base64 of the Ed25519 signature
+//	tiers_digest  string   "sha256:<hex>", the applied-tiers digest
+//	time          string   UTC, exactly "YYYY-MM-DDTHH:MM:SS.ffffffZ"
+//	version       integer  1
+//
+// All strings are non-empty (policy ids included), NFC, at most 1024 bytes;
+// the entry is at most 128 KiB and its attributes at most 64 KiB.
+//
+// # Hashes and signature
+//
+//	M          = "ledger/v1/entry\n" || JCS(entry without "sig")
+//	sig        = Ed25519(key, M)
+//	entry hash = SHA-256(M)                     (the next entry's prev)
+//	leaf       = JCS(entry with "sig")          (what is stored and exported)
+//	leaf hash  = SHA-256(0x00 || leaf)          (RFC 6962 Merkle leaf)
+//
+// Because prev covers the previous entry without its signature, a ledger can
+// build the chain in order cheaply and sign entries in parallel; the Merkle
+// tree, over leaves, commits to the signatures too.
+//
+// # Decoding
+//
+// Parse accepts only bytes that are exactly the canonical encoding of a
+// valid entry; anything else is ErrNotCanonical or a *FieldError naming the
+// member. Verify checks the signature against a trusted key.
+//
+// # Changes
+//
+// A new member, a changed rule or a new hash starts version 2 with the
+// separator "ledger/v2/entry\n"; a version 1 reader refuses version 2.
+package entry

@@ -1,0 +1,304 @@
+package entry
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+)
+
+// Version is the entry format version this package writes and reads.
+const Version = 1
+
+// SignedDomainSeparator prefixes the canonical unsigned entry in the signed
+// message, so that an entry signature can never be taken for a signature
+// over anything else (checkpoints are signed notes, with their own form).
+const SignedDomainSeparator = "ledger/v1/entry\n"
+
+// TimeLayout is the only accepted spelling of an entry's time: UTC, with
+// exactly six fractional digits.
+const TimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// Bounds on an entry's parts. They keep one entry small enough to sign,
+// store and verify quickly, and an attacker's entry from costing more.
+const (
+	MaxEntryBytes      = 128 << 10 // the whole signed entry
+	MaxAttributesBytes = 64 << 10  // the canonical attributes object
+	MaxStringBytes     = 1024      // origin, mediator, principal, action, key id, each policy id
+	MaxPolicies        = 256
+)
+
+// Decision is the mediator's verdict on an action.
+type Decision string
+
+const (
+	Allow         Decision = "allow"
+	Deny          Decision = "deny"
+	NeedsApproval Decision = "needs_approval"
+)
+
+func (d Decision) valid() bool { return d == Allow || d == Deny || d == NeedsApproval }
+
+// Entry is one decision in the ledger. The fields are those of the JSON
+// object; docs/entry.md specifies each.
+type Entry struct {
+	Origin    string
+	Index     uint64
+	Time      time.Time // truncated to microseconds, UTC
+	Mediator  string    // from the mediator's credential, never from a request body
+	Principal string
+	Action    string
+	Decision  Decision
+	// Policies are the ids of the determining policies, sorted in byte
+	// order, without repeats.
+	Policies []string
+	// Params commits to the action's full raw parameters.
+	Params commit.Commitment
+	// Tiers is the applied-tiers digest: the disclosure rules applied.
+	Tiers commit.Digest
+	// Attributes is the canonical JSON object of the minimized attributes.
+	Attributes []byte
+	// Prev is the entry hash of the entry at Index-1; zero at index 0.
+	Prev commit.Digest
+	// KeyID names the signing key: "<name>+<8 hex digits>", the name and
+	// key hash of its note verifier key.
+	KeyID     string
+	Signature []byte // Ed25519, 64 bytes; nil before signing
+}
+
+// Errors. Malformed entries give a *FieldError (errors.Is ErrMalformed) or
+// ErrNotCanonical; a signature that does not verify gives ErrSignature.
+var (
+	ErrMalformed    = errors.New("malformed entry")
+	ErrNotCanonical = errors.New("entry: not in canonical form (RFC 8785)")
+	ErrSignature    = errors.New("entry: signature does not verify")
+	ErrKeyID        = errors.New("entry: signed by another key")
+)
+
+// FieldError says which field of an entry is wrong and how. It never holds
+// the field's value.
+type FieldError struct {
+	Field   string // JSON member name; "" for the entry as a whole
+	Problem string
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return "entry: " + e.Problem
+	}
+	return fmt.Sprintf("entry: field %q: %s", e.Field, e.Problem)
+}
+
+func (e *FieldError) Unwrap() error { return ErrMalformed }
+
+func fieldError(field, format string, args ...any) error {
+	return &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// check validates every field but the signature.
+func (e *Entry) check() error {
+	if e.Index > commit.MaxSafeInteger {
+		return fieldError("index", "beyond 2^53-1")
+	}
+	if e.Time.IsZero() || e.Time.Year() < 1 || e.Time.Year() > 9999 {
+		return fieldError("time", "outside years 0001-9999")
+	}
+	if !e.Decision.valid() {
+		return fieldError("decision", "not allow, deny or needs_approval")
+	}
+	if len(e.Policies) > MaxPolicies {
+		return fieldError("policies", "more than %d", MaxPolicies)
+	}
+	for i := 1; i < len(e.Policies); i++ {
+		if e.Policies[i-1] >= e.Policies[i] {
+			return fieldError("policies", "not sorted in byte order without repeats (at %d)", i)
+		}
+	}
+	if e.Params.Size < 2 || e.Params.Size > commit.MaxSafeInteger {
+		return fieldError("params_size", "not a canonical object size")
+	}
+	if len(e.Attributes) > MaxAttributesBytes {
+		return fieldError("attributes", "longer than %d bytes", MaxAttributesBytes)
+	}
+	if len(e.Attributes) < 2 || e.Attributes[0] != '{' {
+		return fieldError("attributes", "not a JSON object")
+	}
+	canonical, err := commit.Canonicalize(e.Attributes)
+	if err != nil {
+		var de *commit.DomainError
+		if errors.As(err, &de) {
+			return fieldError("attributes", "%s at %q", de.Kind, de.Pointer)
+		}
+		return fieldError("attributes", "%v", err)
+	}
+	if !bytes.Equal(canonical, e.Attributes) {
+		return fieldError("attributes", "not in canonical form")
+	}
+	return nil
+}
+
+// appendJSON appends the canonical JSON of e, with or without its
+// signature. Members are written in RFC 8785 order (all names are ASCII, so
+// byte order is UTF-16 order).
+func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
+	var err error
+	str := func(field, s string, required bool) {
+		if err != nil {
+			return
+		}
+		if required && s == "" {
+			err = fieldError(field, "empty")
+			return
+		}
+		if len(s) > MaxStringBytes {
+			err = fieldError(field, "longer than %d bytes", MaxStringBytes)
+			return
+		}
+		var de error
+		if b, de = commit.AppendString(b, s); de != nil {
+			var k *commit.DomainError
+			errors.As(de, &k)
+			err = fieldError(field, "%s", k.Kind)
+		}
+	}
+	b = append(b, `{"action":`...)
+	str("action", e.Action, true)
+	b = append(b, `,"attributes":`...)
+	b = append(b, e.Attributes...)
+	b = append(b, `,"decision":`...)
+	str("decision", string(e.Decision), true)
+	b = append(b, `,"index":`...)
+	b = strconv.AppendUint(b, e.Index, 10)
+	b = append(b, `,"key_id":`...)
+	str("key_id", e.KeyID, true)
+	b = append(b, `,"mediator":`...)
+	str("mediator", e.Mediator, true)
+	b = append(b, `,"origin":`...)
+	str("origin", e.Origin, true)
+	b = append(b, `,"params_digest":"`...)
+	b, _ = e.Params.Digest.AppendText(b)
+	b = append(b, `","params_size":`...)
+	b = strconv.AppendInt(b, int64(e.Params.Size), 10)
+	b = append(b, `,"policies":[`...)
+	for i, p := range e.Policies {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		str("policies", p, true)
+	}
+	b = append(b, `],"prev":"`...)
+	b, _ = e.Prev.AppendText(b)
+	b = append(b, `","principal":`...)
+	str("principal", e.Principal, true)
+	if withSignature {
+		if len(e.Signature) != ed25519.SignatureSize {
+			return nil, fieldError("sig", "not a %d-byte Ed25519 signature", ed25519.SignatureSize)
+		}
+		b = append(b, `,"sig":"`...)
+		b = base64.StdEncoding.AppendEncode(b, e.Signature)
+		b = append(b, '"')
+	}
+	b = append(b, `,"tiers_digest":"`...)
+	b, _ = e.Tiers.AppendText(b)
+	b = append(b, `","time":"`...)
+	b = e.Time.UTC().AppendFormat(b, TimeLayout)
+	b = append(b, `","version":`...)
+	b = strconv.AppendInt(b, Version, 10)
+	b = append(b, '}')
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// SignedMessage returns the message an entry's signature covers:
+//
+//	"ledger/v1/entry\n" || JCS(entry without "sig")
+func (e *Entry) SignedMessage() ([]byte, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 512+len(e.Attributes))
+	b = append(b, SignedDomainSeparator...)
+	return e.appendJSON(b, false)
+}
+
+// Hash returns the entry hash, SHA-256 of the signed message. The next
+// entry's Prev is this hash. It does not cover the signature, so the chain
+// can be built before (and independently of) signing.
+func (e *Entry) Hash() (commit.Digest, error) {
+	m, err := e.SignedMessage()
+	if err != nil {
+		return commit.Digest{}, err
+	}
+	return sha256.Sum256(m), nil
+}
+
+// Sign sets e.KeyID and signs e with sign, which returns the Ed25519
+// signature of its argument. It returns the entry hash.
+func (e *Entry) Sign(keyID string, sign func(message []byte) []byte) (commit.Digest, error) {
+	e.KeyID = keyID
+	m, err := e.SignedMessage()
+	if err != nil {
+		return commit.Digest{}, err
+	}
+	e.Signature = sign(m)
+	return sha256.Sum256(m), nil
+}
+
+// Verify checks that e was signed by the key keyID with public key pub.
+func (e *Entry) Verify(keyID string, pub ed25519.PublicKey) error {
+	if e.KeyID != keyID {
+		return ErrKeyID
+	}
+	m, err := e.SignedMessage()
+	if err != nil {
+		return err
+	}
+	if len(e.Signature) != ed25519.SignatureSize || !ed25519.Verify(pub, m, e.Signature) {
+		return ErrSignature
+	}
+	return nil
+}
+
+// Marshal returns the signed entry in canonical JSON: the bytes that are
+// stored, exported, and hashed as the entry's Merkle leaf.
+func (e *Entry) Marshal() ([]byte, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	b, err := e.appendJSON(make([]byte, 0, 600+len(e.Attributes)), true)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxEntryBytes {
+		return nil, fieldError("", "longer than %d bytes", MaxEntryBytes)
+	}
+	return b, nil
+}
+
+// LeafHash returns the RFC 6962 leaf hash of an entry's bytes:
+// SHA-256(0x00 || entry).
+func LeafHash(entry []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte{0})
+	h.Write(entry)
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// SortPolicies returns ids sorted in byte order without repeats, as an
+// entry requires.
+func SortPolicies(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
