@@ -287,4 +287,3 @@ func BenchmarkParseVerify(b *testing.B) {
 		}
 	}
 }
-
