@@ -1,0 +1,208 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkAppend measures durable appends to a badger store on disk from
+// 64 concurrent appenders, each in a closed loop (append, wait for the
+// receipt, append again), with ~300-byte attributes and default options.
+// Run it over 200,000 entries with
+//
+//	go test -run '^$' -bench 'Append$' -benchtime 200000x ./ledger/
+//
+// It reports appends/s, the append latency median and p99, the latency
+// from append to the first signed checkpoint covering the entry (p99), and
+// the process's peak RSS.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	s, err := OpenBadger(ctx, b.TempDir(), BadgerOptions{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	l, err := Open(ctx, s, testKey(b), Options{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	records := make([]Record, 1000)
+	for i := range records {
+		records[i] = testRecord(b, i)
+	}
+
+	const appenders = 64
+	latencies := make([]time.Duration, b.N)
+	var next atomic.Int64
+	// Every 100th entry is sampled for the time from Append to the first
+	// signed checkpoint that covers it.
+	type sample struct {
+		index     uint64
+		submitted time.Time
+	}
+	var mu sync.Mutex
+	var pending []sample
+	var covered []time.Duration
+	stopWatch := make(chan struct{})
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for {
+			select {
+			case <-stopWatch:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			_, size := l.Checkpoint()
+			now := time.Now()
+			mu.Lock()
+			kept := pending[:0]
+			for _, s := range pending {
+				if s.index < size {
+					covered = append(covered, now.Sub(s.submitted))
+				} else {
+					kept = append(kept, s)
+				}
+			}
+			pending = kept
+			mu.Unlock()
+		}
+	}()
+
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				t0 := time.Now()
+				r, err := l.Append(ctx, records[i%len(records)])
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				latencies[i] = time.Since(t0)
+				if i%100 == 0 {
+					mu.Lock()
+					pending = append(pending, sample{r.Index, t0})
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	// Wait for a checkpoint to cover everything, then stop the watcher.
+	for waited := time.Duration(0); ; waited += 5 * time.Millisecond {
+		if _, size := l.Checkpoint(); size >= uint64(b.N) {
+			break
+		}
+		if waited > 30*time.Second {
+			b.Fatalf("no checkpoint covers the %d entries after 30 s", b.N)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond)
+	close(stopWatch)
+	<-watchDone
+
+	slices.Sort(latencies)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
+	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "ms-p50")
+	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "ms-p99")
+	if len(covered) > 0 {
+		slices.Sort(covered)
+		b.ReportMetric(float64(covered[len(covered)*99/100].Milliseconds()), "ms-checkpointed-p99")
+	}
+	if rss := peakRSS(); rss > 0 {
+		b.ReportMetric(float64(rss)/(1<<20), "MiB-peak-RSS")
+	}
+}
+
+// peakRSS reads the process's peak resident set (VmHWM) in bytes.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// BenchmarkInclusionProof measures an inclusion proof by index at tree
+// size 1,000,000 from a badger store. Building the tree takes a while;
+// run it with
+//
+//	go test -run '^$' -bench InclusionProof -benchtime 2000x ./ledger/
+func BenchmarkInclusionProof(b *testing.B) {
+	const size = 1_000_000
+	ctx := context.Background()
+	s, err := OpenBadger(ctx, b.TempDir(), BadgerOptions{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	// Entries are written straight to the store in large batches (the
+	// benchmark is of proofs, not appends): real signed entries, a real
+	// tree.
+	key := testKey(b)
+	l, err := Open(ctx, s, key, Options{Logger: discardLogger(), CheckpointInterval: -1, MaxBatch: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const writers = 512
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= size {
+					return
+				}
+				r, err := makeRecord(int(i % 1000))
+				if err == nil {
+					_, err = l.Append(ctx, r)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := l.Publish(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		index := uint64(i*7919) % size
+		if _, err := l.InclusionProof(ctx, index, size); err != nil {
+			b.Fatal(fmt.Errorf("proof %d: %w", index, err))
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Checkpoints are C2SP tlog-checkpoint notes: the origin (the key's name),
+// the tree size and the base64 root hash, each on its own line, signed by
+// the ledger's key as a C2SP signed note.
+
+func sumSHA256(b []byte) [sha256.Size]byte { return sha256.Sum256(b) }
+
+// parseCheckpoint opens a signed checkpoint with the ledger's own key.
+func parseCheckpoint(signed []byte, key *Key) (*log.Checkpoint, error) {
+	v, err := note.NewVerifier(key.VerifierKey())
+	if err != nil {
+		return nil, err
+	}
+	cp, _, _, err := log.ParseCheckpoint(signed, key.Name(), v)
+	if err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// Checkpoint returns the latest signed checkpoint and its tree size; nil
+// and 0 before the first.
+func (l *Ledger) Checkpoint() ([]byte, uint64) {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
+	return bytes.Clone(l.cp), l.cpSize
+}
+
+// CheckpointAt returns the signed checkpoint published for exactly size.
+func (l *Ledger) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
+	return l.store.Checkpoint(ctx, size)
+}
+
+// Publish signs and stores a checkpoint for the current tree if it has
+// grown since the latest one, and returns the latest signed checkpoint.
+// Before signing, it checks from stored tiles that the new tree is
+// consistent with the latest signed one: a ledger never signs two
+// inconsistent checkpoints, across restarts too.
+func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
+	l.mu.Lock()
+	e, failed := l.edge, l.failed
+	l.mu.Unlock()
+	if failed != nil {
+		return nil, fmt.Errorf("%w: %w", ErrClosed, failed)
+	}
+	size := e.size()
+	if size == l.cpSize {
+		return bytes.Clone(l.cp), nil // nil while the log is empty
+	}
+	root := e.root()
+	if err := l.verifyConsistency(ctx, l.cpSize, l.cpRoot, size, root); err != nil {
+		l.mu.Lock()
+		l.failed = fmt.Errorf("%w: tree of size %d is not consistent with the checkpoint of size %d: %w", errCorrupt, size, l.cpSize, err)
+		err = l.failed
+		l.mu.Unlock()
+		l.log.ErrorContext(ctx, "ledger: refusing to sign an inconsistent checkpoint; appends stopped", "size", size, "checkpoint_size", l.cpSize, "error", err)
+		return nil, err
+	}
+	text := log.Checkpoint{Origin: l.key.Name(), Size: size, Hash: root}.Marshal()
+	signed, err := note.Sign(&note.Note{Text: string(text)}, l.key.Signer())
+	if err != nil {
+		return nil, fmt.Errorf("ledger: signing checkpoint: %w", err)
+	}
+	if err := l.store.AddCheckpoint(ctx, size, signed); err != nil {
+		return nil, fmt.Errorf("ledger: storing checkpoint of size %d: %w", size, err)
+	}
+	l.cp, l.cpSize, l.cpRoot = signed, size, root
+	return bytes.Clone(signed), nil
+}
+
+// publishLoop signs a checkpoint every CheckpointInterval while the tree
+// grows.
+func (l *Ledger) publishLoop() {
+	defer l.done.Done()
+	t := time.NewTicker(l.opts.CheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			if _, err := l.Publish(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+				l.log.Error("ledger: publishing checkpoint", "error", err)
+			}
+		}
+	}
+}

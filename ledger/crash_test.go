@@ -1,0 +1,256 @@
+package ledger
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/entry"
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/proof"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// The crash test runs this test binary again as a child that appends
+// under concurrent load to a badger store and reports, one line each, every
+// receipt and every checkpoint it was given:
+//
+//	ack <index> <leaf hash hex>
+//	cp <size> <base64 signed checkpoint>
+//
+// The parent kills it with SIGKILL at a random moment, reopens the store
+// and checks that nothing acknowledged was lost or changed.
+const crashChildEnv = "LEDGER_CRASH_CHILD"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		crashChild(dir)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func crashChild(dir string) {
+	ctx := context.Background()
+	key, err := LoadKey(filepath.Join(dir, "key"), KeyOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	s, err := OpenBadger(ctx, filepath.Join(dir, "db"), BadgerOptions{Logger: discardLogger()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	l, err := Open(ctx, s, key, Options{CheckpointInterval: 20 * time.Millisecond, QuickOpen: true, Logger: discardLogger()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format, args...)
+		out.Flush()
+	}
+	go func() {
+		var last uint64
+		for {
+			time.Sleep(5 * time.Millisecond)
+			if cp, size := l.Checkpoint(); size > last {
+				last = size
+				say("cp %d %s\n", size, base64.StdEncoding.EncodeToString(cp))
+			}
+		}
+	}()
+	base := int(l.Size())
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				r, err := l.Append(ctx, crashRecord(base+w*1_000_000+i))
+				if err != nil {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				say("ack %d %s\n", r.Index, hex.EncodeToString(r.LeafHash[:]))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func crashRecord(i int) Record {
+	r, err := makeRecord(i % 1000)
+	if err != nil {
+		panic(err)
+	}
+	r.Principal = "agent-" + strconv.Itoa(i)
+	return r
+}
+
+func entryLeafHashHex(b []byte) string {
+	lh := entry.LeafHash(b)
+	return hex.EncodeToString(lh[:])
+}
+
+// TestCrash kills an appending child with SIGKILL at random moments
+// (20 times in short mode, 100 otherwise) and checks after each kill that
+// every acknowledged entry is present and unchanged, that the entries,
+// chain and tree verify, and that the next checkpoint is consistent with
+// every checkpoint published before.
+func TestCrash(t *testing.T) {
+	iterations := 100
+	if testing.Short() {
+		iterations = 20
+	}
+	start := time.Now()
+	dir := t.TempDir()
+	skey, _, err := GenerateKey("ledger.example.com/crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "key"), []byte(skey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := LoadKey(filepath.Join(dir, "key"), KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := note.NewVerifier(key.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := map[uint64]string{} // index -> leaf hash hex
+	roots := map[uint64][]byte{} // checkpoint size -> root
+	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+
+	for iter := range iterations {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		// Kill at a random moment once the child is appending.
+		var deadline <-chan time.Time
+		killed := false
+		for line := range lines {
+			if deadline == nil {
+				deadline = time.After(time.Duration(rng.IntN(150)) * time.Millisecond)
+			}
+			if !killed {
+				select {
+				case <-deadline:
+					cmd.Process.Kill() // SIGKILL
+					killed = true
+				default:
+				}
+			}
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 3 && f[0] == "ack":
+				i, _ := strconv.ParseUint(f[1], 10, 64)
+				if old, ok := acked[i]; ok && old != f[2] {
+					t.Fatalf("iteration %d: index %d acknowledged twice with different entries", iter, i)
+				}
+				acked[i] = f[2]
+			case len(f) == 3 && f[0] == "cp":
+				signed, _ := base64.StdEncoding.DecodeString(f[2])
+				cp, _, _, err := log.ParseCheckpoint(signed, key.Name(), verifier)
+				if err != nil {
+					t.Fatalf("iteration %d: checkpoint: %v", iter, err)
+				}
+				roots[cp.Size] = cp.Hash
+			}
+		}
+		if !killed {
+			cmd.Process.Kill()
+		}
+		cmd.Wait()
+		if strings.TrimSpace(stderr.String()) != "" {
+			t.Fatalf("iteration %d: child said: %s", iter, stderr.String())
+		}
+		checkAfterCrash(t, iter, dir, key, acked, roots)
+	}
+	t.Logf("%d kills in %v, %d entries acknowledged, %d checkpoints", iterations, time.Since(start).Round(time.Millisecond), len(acked), len(roots))
+}
+
+func checkAfterCrash(t *testing.T, iter int, dir string, key *Key, acked map[uint64]string, roots map[uint64][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := OpenBadger(ctx, filepath.Join(dir, "db"), BadgerOptions{Logger: discardLogger()})
+	if err != nil {
+		t.Fatalf("iteration %d: reopening store: %v", iter, err)
+	}
+	defer s.Close()
+	// Full open: every stored entry rehashed against tiles and checkpoint.
+	l, err := Open(ctx, s, key, Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatalf("iteration %d: Open: %v", iter, err)
+	}
+	defer l.Close()
+	for i, want := range acked {
+		b, err := l.Entry(ctx, i)
+		if err != nil {
+			t.Fatalf("iteration %d: acknowledged entry %d lost: %v", iter, i, err)
+		}
+		if lh := entryLeafHashHex(b); lh != want {
+			t.Fatalf("iteration %d: acknowledged entry %d changed", iter, i)
+		}
+	}
+	cp, err := l.Publish(ctx)
+	if err != nil {
+		t.Fatalf("iteration %d: Publish: %v", iter, err)
+	}
+	if cp == nil {
+		return
+	}
+	v, _ := note.NewVerifier(key.VerifierKey())
+	latest, _, _, err := log.ParseCheckpoint(cp, key.Name(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for size, root := range roots {
+		p, err := l.ConsistencyProof(ctx, size, latest.Size)
+		if err != nil {
+			t.Fatalf("iteration %d: consistency proof %d -> %d: %v", iter, size, latest.Size, err)
+		}
+		if err := proof.VerifyConsistency(hasher, size, latest.Size, p, root, latest.Hash); err != nil {
+			t.Fatalf("iteration %d: checkpoint %d is not consistent with the new one (%d): %v", iter, size, latest.Size, err)
+		}
+	}
+	roots[latest.Size] = latest.Hash
+	if iter%5 == 4 || iter == 0 {
+		checkLog(t, l, key, map[uint64][]byte{latest.Size: cp}, func(max uint64) uint64 { return max / 2 })
+	}
+}

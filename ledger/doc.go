@@ -1,0 +1,59 @@
+// Package ledger sequences, signs and stores decision entries in an
+// RFC 6962 Merkle log, publishes signed checkpoints and serves proofs.
+// docs/log.md is the specification of what it writes; this is its summary.
+//
+// # Appending
+//
+// Append takes a Record (a mediator's decision) from any goroutine and
+// returns a Receipt once the entry is durable. One goroutine sequences:
+// each record, as it arrives, gets the next index, a time (UTC,
+// microseconds, never earlier than the entry before) and prev, the entry
+// hash of the entry before (package entry). Its signature is then computed
+// by a pool of workers, on every core, while the previous batch is being
+// stored. Whenever the store is free, everything chained since the last
+// batch is committed as one group: one storage transaction and one sync.
+// Receipts are sent only after that commit returns. A full queue refuses at
+// once (ErrQueueFull); a storage failure stops all further appends
+// (ErrClosed) until the ledger is reopened, because the store may be
+// unable to say whether the failed batch became durable.
+//
+// # Tree and tiles
+//
+// The Merkle tree is RFC 6962's (SHA-256; leaf hash SHA-256(0x00 || entry
+// bytes)). Its node hashes are stored as tiles in the C2SP tlog-tiles
+// layout: tile (L, N) holds the hashes at tree level 8L with indices 256N
+// to 256N+255; a partial tile holds the first W of them. Level 0 tiles hold
+// the leaf hashes. Every other node is recomputed from the tile below it.
+//
+// # Checkpoints
+//
+// A checkpoint is a C2SP tlog-checkpoint (origin, tree size, base64 root
+// hash), signed as a C2SP signed note by the ledger's key, whose name is
+// the origin. Checkpoints are signed every CheckpointInterval (1 s) while
+// the tree grows, and on demand (Publish). Before signing, Publish checks
+// with a consistency proof read from the stored tiles that the new tree
+// extends the latest signed one, so the ledger never signs two
+// inconsistent checkpoints, across restarts too. Every checkpoint is kept.
+//
+// # Opening
+//
+// Open verifies the latest stored checkpoint's signature, then by default
+// rehashes every stored entry, rebuilds every tile and compares both with
+// the stored tiles and with the checkpoint's root; it refuses to start if
+// anything differs. QuickOpen checks only the right edge and the root.
+// Entries made durable after the latest checkpoint are kept.
+//
+// # Storage
+//
+// Store is the one storage interface; its contract is written in MUST
+// words, and storetest.Run is the conformance suite every implementation
+// passes. OpenBadger is the default, durable store; NewMemStore is for
+// tests.
+//
+// # Keys
+//
+// One Ed25519 key signs entries and checkpoints: a note-format private key
+// file or an OpenSSH ed25519 key, optionally passphrase-protected; files
+// readable by group or others are refused. Entries carry the key's id so
+// keys can rotate.
+package ledger

@@ -1,0 +1,701 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/transparency-dev/merkle/proof"
+)
+
+// Errors of the ledger, wrapped with detail; test with errors.Is.
+var (
+	// ErrQueueFull: the append queue is at its bound; retry later. Nothing
+	// was appended.
+	ErrQueueFull = errors.New("ledger: append queue full")
+	// ErrClosed: the ledger is closed, or stopped after a storage failure.
+	ErrClosed = errors.New("ledger: closed")
+	// ErrInvalidRecord: the decision record breaks a rule of the entry
+	// format. Nothing was appended.
+	ErrInvalidRecord = errors.New("ledger: invalid record")
+	// ErrSize: a tree size beyond the latest checkpoint, or an index
+	// outside the tree.
+	ErrSize = errors.New("ledger: size or index out of range")
+)
+
+// Options configure a Ledger. The zero value is the default configuration.
+type Options struct {
+	// MaxBatch bounds the entries in one group commit. Optional; default
+	// 256.
+	MaxBatch int
+	// MaxBatchBytes bounds the bytes of entries in one group commit, so a
+	// batch stays within one storage transaction (the default badger store
+	// takes about 600 KiB). Optional; default 512 KiB.
+	MaxBatchBytes int
+	// MaxBatchWait is how long the sequencer waits for more records after
+	// the first of a batch arrives. Optional; default 0: a batch is what
+	// queued while the previous batch was being made durable.
+	MaxBatchWait time.Duration
+	// QueueSize bounds the records waiting to be sequenced; Append
+	// returns ErrQueueFull beyond it. Optional; default 8192.
+	QueueSize int
+	// CheckpointInterval is how often a checkpoint is signed when the tree
+	// has grown. Optional; default 1 s. Negative disables the timer
+	// (Publish still signs on demand).
+	CheckpointInterval time.Duration
+	// SignWorkers is how many goroutines sign entries in parallel.
+	// Optional; default GOMAXPROCS.
+	SignWorkers int
+	// QuickOpen skips rehashing every stored entry at Open. By default
+	// Open recomputes every leaf hash and tile from the stored entries and
+	// checks them against the stored tiles and the latest checkpoint; with
+	// QuickOpen it checks only the tiles on the tree's right edge and the
+	// root at the latest checkpoint. Optional; default false.
+	QuickOpen bool
+	// Now is the clock. Optional; default time.Now.
+	Now func() time.Time
+	// Logger receives operational events. Optional; default slog.Default().
+	// It never receives attribute values or keys.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = 512 << 10
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 8192
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = time.Second
+	}
+	if o.SignWorkers <= 0 {
+		o.SignWorkers = runtime.GOMAXPROCS(0)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Record is a mediator's decision as submitted for appending. The ledger
+// adds origin, index, time, prev, key id and signature.
+type Record struct {
+	Mediator  string // from the mediator's credential
+	Principal string
+	Action    string
+	Decision  entry.Decision
+	// Policies are the determining policy ids, in any order; the ledger
+	// sorts them. Repeats are refused.
+	Policies []string
+	Params   commit.Commitment
+	Tiers    commit.Digest
+	// Attributes is a JSON object inside the strict domain; the ledger
+	// stores its canonical form.
+	Attributes []byte
+}
+
+// Receipt acknowledges a durable entry.
+type Receipt struct {
+	Index    uint64
+	Entry    []byte // the signed entry, as stored
+	LeafHash [HashSize]byte
+}
+
+// Ledger sequences, signs and stores decision entries and publishes signed
+// checkpoints. Its methods are safe for concurrent use.
+type Ledger struct {
+	store  Store
+	key    *Key
+	opts   Options
+	log    *slog.Logger
+	queue  chan *request
+	stop   chan struct{}
+	done   sync.WaitGroup
+	closed sync.Once
+
+	// mu guards the state below, which the sequencer changes after each
+	// durable batch.
+	mu       sync.Mutex
+	edge     *edge         // the durable tree
+	lastHash commit.Digest // entry hash of the last durable entry
+	lastTime time.Time
+	failed   error // set when storage failed: the ledger stops appending
+
+	// cpMu serializes checkpoint signing and guards the latest checkpoint.
+	cpMu   sync.Mutex
+	cp     []byte // latest signed checkpoint
+	cpSize uint64
+	cpRoot []byte
+}
+
+type request struct {
+	entry *entry.Entry
+	reply chan result
+}
+
+type result struct {
+	receipt Receipt
+	err     error
+}
+
+// Open checks the store against its own tiles and latest checkpoint, and
+// starts the ledger. It refuses to start, with an error wrapping a clear
+// cause, if the stored tree does not match the latest signed checkpoint,
+// if that checkpoint was not signed by key, or (unless QuickOpen) if any
+// stored entry or tile was changed. Entries made durable after the latest
+// checkpoint are kept.
+func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, error) {
+	opts = opts.withDefaults()
+	l := &Ledger{
+		store: store, key: key, opts: opts, log: opts.Logger,
+		queue: make(chan *request, opts.QueueSize),
+		stop:  make(chan struct{}),
+	}
+	st, err := store.State(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading store state: %w", err)
+	}
+	if st.Checkpoint != nil {
+		cp, err := parseCheckpoint(st.Checkpoint, key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: latest checkpoint: %w", errCorrupt, err)
+		}
+		if cp.Size != st.CheckpointSize || cp.Size > st.Size {
+			return nil, fmt.Errorf("%w: latest checkpoint is for size %d, stored as %d, tree size %d", errCorrupt, cp.Size, st.CheckpointSize, st.Size)
+		}
+		l.cp, l.cpSize, l.cpRoot = st.Checkpoint, cp.Size, cp.Hash
+	}
+	if opts.QuickOpen {
+		err = l.openQuick(ctx, st.Size)
+	} else {
+		err = l.openFull(ctx, st.Size)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Size > 0 {
+		last, err := store.Entry(ctx, st.Size-1)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: reading last entry: %w", err)
+		}
+		e, err := entry.Parse(last)
+		if err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %w", errCorrupt, st.Size-1, err)
+		}
+		if l.lastHash, err = e.Hash(); err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %w", errCorrupt, st.Size-1, err)
+		}
+		l.lastTime = e.Time
+	}
+	l.log.InfoContext(ctx, "ledger opened", "size", st.Size, "checkpoint_size", l.cpSize, "origin", key.Name())
+
+	l.done.Add(1)
+	go l.sequence()
+	if opts.CheckpointInterval > 0 {
+		l.done.Add(1)
+		go l.publishLoop()
+	}
+	return l, nil
+}
+
+// openQuick rebuilds the right edge from stored tiles and checks the root
+// at the latest checkpoint.
+func (l *Ledger) openQuick(ctx context.Context, size uint64) error {
+	r := newTileReader(ctx, l.store)
+	e, err := r.edgeAt(size)
+	if err != nil {
+		return fmt.Errorf("ledger: rebuilding the tree edge: %w", err)
+	}
+	root, err := r.rootAt(l.cpSize)
+	if err != nil {
+		return fmt.Errorf("ledger: root at checkpoint size %d: %w", l.cpSize, err)
+	}
+	if l.cp != nil && !bytes.Equal(root, l.cpRoot) {
+		return fmt.Errorf("%w: stored tiles give root %x at size %d, the signed checkpoint says %x", errCorrupt, root, l.cpSize, l.cpRoot)
+	}
+	l.edge = e
+	return nil
+}
+
+// openFull rehashes every stored entry, rebuilds every tile, and checks
+// them against the stored tiles and the latest checkpoint's root.
+func (l *Ledger) openFull(ctx context.Context, size uint64) error {
+	e := newEdge()
+	const chunk = 4096
+	var leafHashes [][HashSize]byte
+	feed := func(end uint64) error {
+		for e.size() < end {
+			n := min(end, e.size()+chunk)
+			leafHashes = leafHashes[:0]
+			err := l.store.ReadEntries(ctx, e.size(), n, func(_ uint64, b []byte) error {
+				leafHashes = append(leafHashes, entry.LeafHash(b))
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("ledger: reading entries: %w", err)
+			}
+			start := e.size()
+			tiles, err := e.appendLeaves(leafHashes)
+			if err != nil {
+				return err
+			}
+			for _, t := range tiles {
+				stored, err := l.store.Tile(ctx, t.Level, t.Index)
+				if err != nil {
+					return fmt.Errorf("%w: tile %d/%d: %w", errCorrupt, t.Level, t.Index, err)
+				}
+				if !bytes.HasPrefix(stored, t.Hashes) {
+					return fmt.Errorf("%w: stored tile %d/%d does not match entries %d to %d", errCorrupt, t.Level, t.Index, start, n-1)
+				}
+				if n == size && len(stored) != len(t.Hashes) {
+					return fmt.Errorf("%w: stored tile %d/%d is longer than the tree", errCorrupt, t.Level, t.Index)
+				}
+			}
+		}
+		return nil
+	}
+	if err := feed(l.cpSize); err != nil {
+		return err
+	}
+	if l.cp != nil {
+		if root := e.root(); !bytes.Equal(root, l.cpRoot) {
+			return fmt.Errorf("%w: stored entries give root %x at size %d, the signed checkpoint says %x", errCorrupt, root, l.cpSize, l.cpRoot)
+		}
+	}
+	if err := feed(size); err != nil {
+		return err
+	}
+	l.edge = e
+	return nil
+}
+
+// Append submits a decision and returns its receipt once the entry is
+// durable. Many goroutines may call it at once; their records are
+// sequenced in the order the sequencer receives them and committed in
+// groups. When the queue is full it returns ErrQueueFull at once. If ctx
+// ends first, the entry may still be appended.
+func (l *Ledger) Append(ctx context.Context, rec Record) (Receipt, error) {
+	e, err := l.prepare(rec)
+	if err != nil {
+		return Receipt{}, err
+	}
+	req := &request{entry: e, reply: make(chan result, 1)}
+	l.mu.Lock()
+	failed := l.failed
+	l.mu.Unlock()
+	if failed != nil {
+		return Receipt{}, fmt.Errorf("%w: %w", ErrClosed, failed)
+	}
+	select {
+	case <-l.stop:
+		return Receipt{}, ErrClosed
+	default:
+	}
+	select {
+	case l.queue <- req:
+	default:
+		return Receipt{}, ErrQueueFull
+	}
+	select {
+	case res := <-req.reply:
+		return res.receipt, res.err
+	case <-ctx.Done():
+		return Receipt{}, ctx.Err()
+	}
+}
+
+// prepare checks a record against the entry format, in the caller's
+// goroutine, so that one bad record never fails a batch.
+func (l *Ledger) prepare(rec Record) (*entry.Entry, error) {
+	policies := entry.SortPolicies(rec.Policies)
+	if len(policies) != len(rec.Policies) {
+		return nil, fmt.Errorf("%w: policies: repeated id", ErrInvalidRecord)
+	}
+	attrs, err := commit.Canonicalize(rec.Attributes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: attributes: %w", ErrInvalidRecord, err)
+	}
+	e := &entry.Entry{
+		Origin: l.key.Name(), Time: time.Unix(0, 0).UTC(),
+		Mediator: rec.Mediator, Principal: rec.Principal, Action: rec.Action,
+		Decision: rec.Decision, Policies: policies,
+		Params: rec.Params, Tiers: rec.Tiers, Attributes: attrs,
+		KeyID: l.key.ID(),
+	}
+	if _, err := e.SignedMessage(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	return e, nil
+}
+
+// sequence is the single writer. It chains each record as it arrives
+// (index, time, prev) and hands it to the signing workers at once, so that
+// signing runs on every core while the previous batch is being stored.
+// Whenever commitLoop is idle it takes everything chained so far as one
+// batch: commits run back to back, each carrying what arrived during the
+// one before.
+func (l *Ledger) sequence() {
+	defer l.done.Done()
+	commits := make(chan *built)
+	idle := make(chan struct{}, 1)
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		l.commitLoop(commits, idle)
+	}()
+	jobs := make(chan signJob, l.opts.MaxBatch)
+	var workers sync.WaitGroup
+	for range l.opts.SignWorkers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for j := range jobs {
+				j.run(l.key)
+			}
+		}()
+	}
+	defer func() {
+		close(jobs)
+		workers.Wait()
+		close(commits)
+		<-committed
+	}()
+
+	l.mu.Lock()
+	tip := tipState{edge: l.edge, hash: l.lastHash, time: l.lastTime}
+	l.mu.Unlock()
+	cur := newPendingBatch(tip.edge.size(), l.opts.MaxBatch)
+	for {
+		queue, ready := l.queue, idle
+		if cur.full(l.opts) {
+			queue = nil // wait for the store before taking more
+		}
+		if len(cur.requests) == 0 {
+			ready = nil
+		}
+		select {
+		case r := <-queue:
+			if err := l.failure(); err != nil {
+				r.reply <- result{err: fmt.Errorf("%w: %w", ErrClosed, err)}
+				continue
+			}
+			if err := cur.add(r, &tip, l.opts.Now); err != nil {
+				r.reply <- result{err: err}
+				continue
+			}
+			cur.signing.Add(1)
+			jobs <- signJob{entry: r.entry, message: cur.messages[len(cur.messages)-1], done: &cur.signing,
+				leaf: &cur.leaves[len(cur.leaves)-1], hash: &cur.hashes[len(cur.hashes)-1], err: &cur.errs[len(cur.errs)-1]}
+		case <-ready:
+			b, err := cur.finish(&tip)
+			if err != nil {
+				// tip already chains these entries: nothing after them
+				// may be appended.
+				l.mu.Lock()
+				l.failed = err
+				l.mu.Unlock()
+				answerAll(cur.requests, err)
+				idle <- struct{}{} // the committer is still idle
+			} else {
+				commits <- b
+			}
+			cur = newPendingBatch(tip.edge.size(), l.opts.MaxBatch)
+		case <-l.stop:
+			l.drain()
+			if len(cur.requests) > 0 {
+				<-idle
+				if b, err := cur.finish(&tip); err != nil {
+					answerAll(cur.requests, err)
+				} else {
+					commits <- b
+				}
+			}
+			return
+		}
+	}
+}
+
+// pendingBatch collects chained records until the committer takes them.
+// leaves, hashes and errs are filled in by the signing workers; they are
+// pointers into preallocated chunks so that appending never moves an
+// element a worker is writing.
+type pendingBatch struct {
+	start    uint64
+	requests []*request
+	messages [][]byte
+	leaves   [][]byte
+	hashes   [][HashSize]byte
+	errs     []error
+	bytes    int
+	signing  sync.WaitGroup
+}
+
+func newPendingBatch(start uint64, maxBatch int) *pendingBatch {
+	return &pendingBatch{
+		start:    start,
+		requests: make([]*request, 0, maxBatch),
+		messages: make([][]byte, 0, maxBatch),
+		leaves:   make([][]byte, 0, maxBatch),
+		hashes:   make([][HashSize]byte, 0, maxBatch),
+		errs:     make([]error, 0, maxBatch),
+	}
+}
+
+func (p *pendingBatch) full(o Options) bool {
+	return len(p.requests) >= o.MaxBatch || p.bytes >= o.MaxBatchBytes
+}
+
+// add chains r onto tip. The slices were allocated at MaxBatch capacity
+// and full stops adds before it, so the pointers handed to workers stay
+// valid.
+func (p *pendingBatch) add(r *request, tip *tipState, now func() time.Time) error {
+	e := r.entry
+	e.Index = p.start + uint64(len(p.requests))
+	t := now().UTC().Truncate(time.Microsecond)
+	if t.Before(tip.time) {
+		t = tip.time // entry times never go backwards
+	}
+	e.Time, e.Prev = t, tip.hash
+	m, err := e.SignedMessage()
+	if err != nil { // prepare checked the record: a bug, not bad input
+		return fmt.Errorf("ledger: entry %d: %w", e.Index, err)
+	}
+	tip.time, tip.hash = t, sumSHA256(m)
+	p.requests = append(p.requests, r)
+	p.messages = append(p.messages, m)
+	p.leaves = append(p.leaves, nil)
+	p.hashes = append(p.hashes, [HashSize]byte{})
+	p.errs = append(p.errs, nil)
+	p.bytes += entryBytesEstimate(r)
+	return nil
+}
+
+// finish waits for the batch's signatures and extends the tree.
+func (p *pendingBatch) finish(tip *tipState) (*built, error) {
+	p.signing.Wait()
+	if err := errors.Join(p.errs...); err != nil {
+		return nil, fmt.Errorf("ledger: encoding batch: %w", err)
+	}
+	next := tip.edge.clone()
+	tiles, err := next.appendLeaves(p.hashes)
+	if err != nil {
+		return nil, err
+	}
+	tip.edge = next
+	return &built{
+		requests: p.requests,
+		batch:    Batch{Start: p.start, Entries: p.leaves, LeafHashes: p.hashes, Tiles: tiles},
+		tip:      *tip,
+	}, nil
+}
+
+type signJob struct {
+	entry   *entry.Entry
+	message []byte
+	leaf    *[]byte
+	hash    *[HashSize]byte
+	err     *error
+	done    *sync.WaitGroup
+}
+
+func (j signJob) run(key *Key) {
+	defer j.done.Done()
+	j.entry.Signature = key.Sign(j.message)
+	leaf, err := j.entry.Marshal()
+	*j.leaf, *j.err = leaf, err
+	if err == nil {
+		*j.hash = entry.LeafHash(leaf)
+	}
+}
+
+// tipState is the end of the chain and tree including batches not yet
+// durable.
+type tipState struct {
+	edge *edge
+	hash commit.Digest
+	time time.Time
+}
+
+// built is a signed batch on its way to the store.
+type built struct {
+	requests []*request
+	batch    Batch
+	tip      tipState // after this batch
+}
+
+func answerAll(batch []*request, err error) {
+	for _, r := range batch {
+		r.reply <- result{err: err}
+	}
+}
+
+func (l *Ledger) failure() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
+// entryBytesEstimate bounds an entry's stored size from above: its
+// attributes plus the rest of an entry, which the string bounds keep small.
+func entryBytesEstimate(r *request) int {
+	e := r.entry
+	n := len(e.Attributes) + len(e.Mediator) + len(e.Principal) + len(e.Action) + len(e.Origin) + len(e.KeyID) + 600
+	for _, p := range e.Policies {
+		n += len(p) + 3
+	}
+	return n
+}
+
+// drain answers everything still queued at Close with ErrClosed.
+func (l *Ledger) drain() {
+	for {
+		select {
+		case r := <-l.queue:
+			r.reply <- result{err: ErrClosed}
+		default:
+			return
+		}
+	}
+}
+
+// commitLoop stores built batches in order and answers their requests once
+// durable. After a storage failure it stores nothing more: the store may
+// be unable to say whether the failed batch is durable (a failed fsync),
+// and the batches built on top of it would reuse or skip indices.
+// Reopening reads the truth from the store.
+func (l *Ledger) commitLoop(commits <-chan *built, idle chan<- struct{}) {
+	idle <- struct{}{}
+	for b := range commits {
+		l.store1(b)
+		idle <- struct{}{}
+	}
+}
+
+func (l *Ledger) store1(b *built) {
+	if err := l.failure(); err != nil {
+		answerAll(b.requests, fmt.Errorf("%w: %w", ErrClosed, err))
+		return
+	}
+	if err := l.store.Commit(context.Background(), b.batch); err != nil {
+		l.mu.Lock()
+		l.failed = err
+		l.mu.Unlock()
+		l.log.Error("ledger: storing a batch failed; appends stopped", "start", b.batch.Start, "entries", len(b.requests), "error", err)
+		answerAll(b.requests, fmt.Errorf("%w: storing the batch: %w", ErrClosed, err))
+		return
+	}
+	l.mu.Lock()
+	l.edge, l.lastHash, l.lastTime = b.tip.edge, b.tip.hash, b.tip.time
+	l.mu.Unlock()
+	for i, r := range b.requests {
+		r.reply <- result{receipt: Receipt{Index: b.batch.Start + uint64(i), Entry: b.batch.Entries[i], LeafHash: b.batch.LeafHashes[i]}}
+	}
+}
+
+// Close stops the ledger: queued records not yet in a batch are refused
+// with ErrClosed, a batch being stored is finished and acknowledged, and a
+// final checkpoint is signed. The store is not closed.
+func (l *Ledger) Close() error {
+	var err error
+	l.closed.Do(func() {
+		close(l.stop)
+		l.done.Wait()
+		_, err = l.Publish(context.Background())
+		if errors.Is(err, ErrClosed) {
+			err = nil
+		}
+	})
+	return err
+}
+
+// Size returns the number of durable entries.
+func (l *Ledger) Size() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.edge.size()
+}
+
+// VerifierKey returns the note verifier key of the ledger's signing key.
+func (l *Ledger) VerifierKey() string { return l.key.VerifierKey() }
+
+// Entry returns the stored bytes of the entry at index.
+func (l *Ledger) Entry(ctx context.Context, index uint64) ([]byte, error) {
+	return l.store.Entry(ctx, index)
+}
+
+// InclusionProof returns the proof that the entry at index is in the tree
+// of the given size, which must not exceed the latest checkpoint's.
+func (l *Ledger) InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error) {
+	if err := l.checkSize(size); err != nil {
+		return nil, err
+	}
+	if index >= size {
+		return nil, fmt.Errorf("%w: index %d not below size %d", ErrSize, index, size)
+	}
+	return newTileReader(ctx, l.store).inclusionProof(index, size)
+}
+
+// InclusionProofByHash finds the entry with the given leaf hash and returns
+// its index and its inclusion proof in the tree of the given size.
+func (l *Ledger) InclusionProofByHash(ctx context.Context, leafHash [HashSize]byte, size uint64) (uint64, [][]byte, error) {
+	if err := l.checkSize(size); err != nil {
+		return 0, nil, err
+	}
+	index, err := l.store.IndexOf(ctx, leafHash)
+	if err != nil {
+		return 0, nil, err
+	}
+	if index >= size {
+		return 0, nil, fmt.Errorf("%w: leaf %x is entry %d, not in the tree of size %d", ErrNotFound, leafHash, index, size)
+	}
+	p, err := newTileReader(ctx, l.store).inclusionProof(index, size)
+	return index, p, err
+}
+
+// ConsistencyProof returns the proof that the tree of size1 is a prefix of
+// the tree of size2 (size1 <= size2 <= the latest checkpoint's size).
+func (l *Ledger) ConsistencyProof(ctx context.Context, size1, size2 uint64) ([][]byte, error) {
+	if err := l.checkSize(size2); err != nil {
+		return nil, err
+	}
+	if size1 > size2 {
+		return nil, fmt.Errorf("%w: size1 %d exceeds size2 %d", ErrSize, size1, size2)
+	}
+	return newTileReader(ctx, l.store).consistencyProof(size1, size2)
+}
+
+func (l *Ledger) checkSize(size uint64) error {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
+	if size > l.cpSize {
+		return fmt.Errorf("%w: size %d exceeds the latest checkpoint's %d", ErrSize, size, l.cpSize)
+	}
+	return nil
+}
+
+// verifyConsistency checks, from stored tiles, that the tree of size2 with
+// root2 extends the tree of size1 with root1.
+func (l *Ledger) verifyConsistency(ctx context.Context, size1 uint64, root1 []byte, size2 uint64, root2 []byte) error {
+	if size1 == 0 {
+		return nil
+	}
+	p, err := newTileReader(ctx, l.store).consistencyProof(size1, size2)
+	if err != nil {
+		return err
+	}
+	return proof.VerifyConsistency(hasher, size1, size2, p, root1, root2)
+}

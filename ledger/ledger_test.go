@@ -1,0 +1,383 @@
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/proof"
+	"golang.org/x/mod/sumdb/note"
+	"pgregory.net/rapid"
+)
+
+func testKey(t testing.TB) *Key {
+	t.Helper()
+	skey, _, err := GenerateKey("ledger.example.com/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ParseKey([]byte(skey), KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func testRecord(t testing.TB, i int) Record {
+	t.Helper()
+	r, err := makeRecord(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// makeRecord returns a realistic record: about 300 bytes of attributes.
+func makeRecord(i int) (Record, error) {
+	params := fmt.Sprintf(`{"to":"user%d@example.com","subject":"report %d","amount_minor":%d}`, i, i, i*100)
+	c, err := commit.Params([]byte(params))
+	if err != nil {
+		return Record{}, err
+	}
+	attrs := fmt.Sprintf(`{"recipient_domain":"example.com","amount_minor":%d,"currency":"EUR","payee_known":true,`+
+		`"endpoint_host":"api.example.org","route_shape":"/v1/invoices/{id}","resource_dir":"/records/2026/11",`+
+		`"attachment_count":2,"body_size":48213,"purpose":"monthly-billing-run","urgent":false}`, i*100)
+	return Record{
+		Mediator: "mediator-1", Principal: fmt.Sprintf("agent-%d", i%7), Action: "send_email",
+		Decision: entry.Allow, Policies: []string{"mail.domains", "mail.allow"},
+		Params: c, Tiers: sha256.Sum256([]byte("tiers")),
+		Attributes: []byte(attrs),
+	}, nil
+}
+
+func openTest(t testing.TB, s Store, k *Key) *Ledger {
+	t.Helper()
+	l, err := Open(context.Background(), s, k, Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// appendN appends n records from up to 8 goroutines at once.
+func appendN(t testing.TB, l *Ledger, from, n int) []Receipt {
+	t.Helper()
+	receipts := make([]Receipt, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			receipts[i], errs[i] = l.Append(context.Background(), testRecord(t, from+i))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return receipts
+}
+
+// checkLog verifies everything stored with code we did not write: every
+// checkpoint with note and formats/log, every inclusion and consistency
+// proof with merkle/proof, and the entries' signatures and chain.
+func checkLog(t testing.TB, l *Ledger, k *Key, checkpoints map[uint64][]byte, draw func(max uint64) uint64) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := note.NewVerifier(k.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := map[uint64][]byte{}
+	for size, signed := range checkpoints {
+		cp, _, _, err := log.ParseCheckpoint(signed, k.Name(), v)
+		if err != nil {
+			t.Fatalf("checkpoint %d: %v", size, err)
+		}
+		if _, err := note.Open(signed, note.VerifierList(v)); err != nil {
+			t.Fatalf("checkpoint %d: note.Open: %v", size, err)
+		}
+		if cp.Size != size {
+			t.Fatalf("checkpoint for %d says size %d", size, cp.Size)
+		}
+		roots[size] = cp.Hash
+	}
+	var prev commit.Digest
+	leafHashes := make([][]byte, l.Size())
+	for i := range l.Size() {
+		b, err := l.Entry(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := entry.Parse(b)
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if e.Index != i || e.Prev != prev {
+			t.Fatalf("entry %d: index %d, prev %s, want prev %s", i, e.Index, e.Prev, prev)
+		}
+		if err := e.Verify(k.ID(), k.Public()); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		prev, _ = e.Hash()
+		lh := entry.LeafHash(b)
+		leafHashes[i] = lh[:]
+	}
+	for size, root := range roots {
+		for range 5 {
+			if size == 0 {
+				break
+			}
+			index := draw(size - 1)
+			p, err := l.InclusionProof(ctx, index, size)
+			if err != nil {
+				t.Fatalf("inclusion proof (%d, %d): %v", index, size, err)
+			}
+			if err := proof.VerifyInclusion(hasher, index, size, leafHashes[index], p, root); err != nil {
+				t.Fatalf("inclusion proof (%d, %d) does not verify: %v", index, size, err)
+			}
+			var lh [HashSize]byte
+			copy(lh[:], leafHashes[index])
+			gotIndex, p2, err := l.InclusionProofByHash(ctx, lh, size)
+			if err != nil || gotIndex != index || proof.VerifyInclusion(hasher, index, size, leafHashes[index], p2, root) != nil {
+				t.Fatalf("inclusion proof by hash (%d, %d): %d, %v", index, size, gotIndex, err)
+			}
+		}
+		for size1, root1 := range roots {
+			if size1 > size {
+				continue
+			}
+			p, err := l.ConsistencyProof(ctx, size1, size)
+			if err != nil {
+				t.Fatalf("consistency proof (%d, %d): %v", size1, size, err)
+			}
+			if err := proof.VerifyConsistency(hasher, size1, size, p, root1, root); err != nil {
+				t.Fatalf("consistency proof (%d, %d) does not verify: %v", size1, size, err)
+			}
+		}
+	}
+}
+
+// TestPropertyProofsVerify: for random append sequences (batch shapes,
+// checkpoint moments, reopenings), every checkpoint, inclusion proof and
+// consistency proof verifies with code we did not write.
+func TestPropertyProofsVerify(t *testing.T) {
+	k := testKey(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		s := NewMemStore()
+		l := openTest(t, s, k)
+		checkpoints := map[uint64][]byte{}
+		total := 0
+		steps := rapid.IntRange(1, 8).Draw(rt, "steps")
+		for range steps {
+			n := rapid.SampledFrom([]int{1, 2, 3, 7, 64, 255, 256, 257, 600}).Draw(rt, "appends")
+			appendN(t, l, total, n)
+			total += n
+			if rapid.Bool().Draw(rt, "publish") {
+				cp, err := l.Publish(context.Background())
+				if err != nil {
+					rt.Fatal(err)
+				}
+				checkpoints[l.Size()] = cp
+			}
+			if rapid.IntRange(0, 4).Draw(rt, "reopen") == 0 {
+				if err := l.Close(); err != nil {
+					rt.Fatal(err)
+				}
+				cp, size := l.Checkpoint()
+				checkpoints[size] = cp
+				l = openTest(t, s, k)
+			}
+		}
+		cp, err := l.Publish(context.Background())
+		if err != nil {
+			rt.Fatal(err)
+		}
+		checkpoints[uint64(total)] = cp
+		if l.Size() != uint64(total) {
+			rt.Fatalf("size %d after %d appends", l.Size(), total)
+		}
+		checkLog(t, l, k, checkpoints, func(max uint64) uint64 {
+			return rapid.Uint64Range(0, max).Draw(rt, "index")
+		})
+		l.Close()
+	})
+}
+
+func TestAppendRefusesInvalidRecords(t *testing.T) {
+	k := testKey(t)
+	l := openTest(t, NewMemStore(), k)
+	defer l.Close()
+	bad := map[string]func(*Record){
+		"repeated-policy": func(r *Record) { r.Policies = []string{"a", "a"} },
+		"attributes-dup":  func(r *Record) { r.Attributes = []byte(`{"a":1,"a":2}`) },
+		"attributes-list": func(r *Record) { r.Attributes = []byte(`[1]`) },
+		"decision":        func(r *Record) { r.Decision = "perhaps" },
+		"no-mediator":     func(r *Record) { r.Mediator = "" },
+		"params-size":     func(r *Record) { r.Params.Size = 0 },
+	}
+	for name, mutate := range bad {
+		r := testRecord(t, 1)
+		mutate(&r)
+		if _, err := l.Append(context.Background(), r); !errors.Is(err, ErrInvalidRecord) {
+			t.Errorf("%s: got %v, want ErrInvalidRecord", name, err)
+		}
+	}
+	if l.Size() != 0 {
+		t.Errorf("size %d after refused records", l.Size())
+	}
+	// Policies arrive in any order and are stored sorted.
+	rec, err := l.Append(context.Background(), testRecord(t, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := entry.Parse(rec.Entry)
+	if e.Policies[0] != "mail.allow" {
+		t.Errorf("policies %v", e.Policies)
+	}
+}
+
+func TestProofSizeBounds(t *testing.T) {
+	k := testKey(t)
+	l := openTest(t, NewMemStore(), k)
+	defer l.Close()
+	appendN(t, l, 0, 10)
+	ctx := context.Background()
+	if _, err := l.InclusionProof(ctx, 0, 5); !errors.Is(err, ErrSize) {
+		t.Errorf("proof beyond the checkpoint: %v", err)
+	}
+	if _, err := l.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.InclusionProof(ctx, 10, 10); !errors.Is(err, ErrSize) {
+		t.Errorf("index beyond size: %v", err)
+	}
+	if _, err := l.ConsistencyProof(ctx, 6, 5); !errors.Is(err, ErrSize) {
+		t.Errorf("size1 > size2: %v", err)
+	}
+	if _, err := l.ConsistencyProof(ctx, 5, 11); !errors.Is(err, ErrSize) {
+		t.Errorf("size2 beyond checkpoint: %v", err)
+	}
+	if _, _, err := l.InclusionProofByHash(ctx, [HashSize]byte{1}, 10); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown leaf: %v", err)
+	}
+}
+
+// Entry times never go backwards, whatever the clock does.
+func TestTimesMonotonic(t *testing.T) {
+	k := testKey(t)
+	var mu sync.Mutex
+	clock := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(-time.Second)
+		return clock
+	}
+	l, err := Open(context.Background(), NewMemStore(), k, Options{CheckpointInterval: -1, Now: now, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	receipts := appendN(t, l, 0, 20)
+	var last time.Time
+	for i := range receipts {
+		b, _ := l.Entry(context.Background(), uint64(i))
+		e, _ := entry.Parse(b)
+		if e.Time.Before(last) {
+			t.Fatalf("entry %d time %v before %v", i, e.Time, last)
+		}
+		last = e.Time
+	}
+}
+
+func TestQueueFull(t *testing.T) {
+	k := testKey(t)
+	s := &slowStore{Store: NewMemStore(), delay: 50 * time.Millisecond}
+	l, err := Open(context.Background(), s, k, Options{CheckpointInterval: -1, QueueSize: 4, MaxBatch: 1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var full, ok int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := l.Append(context.Background(), testRecord(t, i))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, ErrQueueFull):
+				full++
+			case err == nil:
+				ok++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if full == 0 || uint64(ok) != l.Size() {
+		t.Errorf("%d appended, %d refused, size %d", ok, full, l.Size())
+	}
+}
+
+// A storage failure stops appends: nothing is acknowledged that is not
+// durable, and no index is reused.
+func TestStoreFailureStopsAppends(t *testing.T) {
+	k := testKey(t)
+	s := &failingStore{Store: NewMemStore()}
+	l := openTest(t, s, k)
+	defer l.Close()
+	appendN(t, l, 0, 3)
+	s.fail = true
+	if _, err := l.Append(context.Background(), testRecord(t, 9)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("got %v", err)
+	}
+	s.fail = false
+	if _, err := l.Append(context.Background(), testRecord(t, 10)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after failure: %v", err)
+	}
+	if l.Size() != 3 {
+		t.Errorf("size %d", l.Size())
+	}
+}
+
+type slowStore struct {
+	Store
+	delay time.Duration
+}
+
+func (s *slowStore) Commit(ctx context.Context, b Batch) error {
+	time.Sleep(s.delay)
+	return s.Store.Commit(ctx, b)
+}
+
+type failingStore struct {
+	Store
+	fail bool
+}
+
+func (s *failingStore) Commit(ctx context.Context, b Batch) error {
+	if s.fail {
+		return errors.New("disk on fire")
+	}
+	return s.Store.Commit(ctx, b)
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

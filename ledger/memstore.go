@@ -1,0 +1,269 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// errMemStoreClosed is returned by a MemStore used after Close.
+var errMemStoreClosed = errors.New("ledger: store is closed")
+
+// errEmptyCheckpoint refuses an empty signed checkpoint: State reports "no
+// checkpoint" as nil, so an empty one could not be told apart from none.
+var errEmptyCheckpoint = errors.New("ledger: empty signed checkpoint")
+
+// checkBatchShape refuses, wrapping ErrConflict, a batch that no Store may
+// commit whatever it holds: an empty one, one whose entries and leaf hashes
+// differ in number, or one with a tile that is not 1 to TileWidth hashes.
+// Every Store in this package calls it before writing anything.
+func checkBatchShape(b Batch) error {
+	if len(b.Entries) == 0 {
+		return fmt.Errorf("ledger: batch at %d is empty: %w", b.Start, ErrConflict)
+	}
+	if len(b.Entries) != len(b.LeafHashes) {
+		return fmt.Errorf("ledger: batch at %d has %d entries but %d leaf hashes: %w",
+			b.Start, len(b.Entries), len(b.LeafHashes), ErrConflict)
+	}
+	for _, t := range b.Tiles {
+		if n := len(t.Hashes); n == 0 || n%HashSize != 0 || n > TileWidth*HashSize {
+			return fmt.Errorf("ledger: batch at %d: tile %d/%d has %d bytes, not 1 to %d hashes: %w",
+				b.Start, t.Level, t.Index, n, TileWidth, ErrConflict)
+		}
+	}
+	return nil
+}
+
+// MemStore is a Store held in memory, for tests. It is safe for concurrent
+// use and copies every slice on the way in and out, so neither the caller
+// nor the store can change the other's bytes.
+//
+// Its data lives as long as something refers to it: Close ends this handle,
+// and Reopen gives a new handle over the same data, as a restart would.
+type MemStore struct {
+	closed atomic.Bool
+	data   *memData
+}
+
+type memData struct {
+	mu          sync.RWMutex
+	entries     [][]byte // never changed once stored, so readers may use them unlocked
+	leafIndex   map[[HashSize]byte]uint64
+	tiles       map[memTileKey][]byte
+	checkpoints map[uint64][]byte
+	// latest is the size of the latest checkpoint, if hasCheckpoint.
+	latest        uint64
+	hasCheckpoint bool
+}
+
+type memTileKey struct {
+	level uint8
+	index uint64
+}
+
+var _ Store = (*MemStore)(nil)
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore {
+	return &MemStore{data: &memData{
+		leafIndex:   make(map[[HashSize]byte]uint64),
+		tiles:       make(map[memTileKey][]byte),
+		checkpoints: make(map[uint64][]byte),
+	}}
+}
+
+// Reopen returns a new handle over the same data, as a restart of the
+// process would if the memory survived. s may be closed.
+func (s *MemStore) Reopen() *MemStore {
+	return &MemStore{data: s.data}
+}
+
+// Close ends this handle; the data stays for Reopen. Closing twice is safe.
+func (s *MemStore) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+func (s *MemStore) open() (*memData, error) {
+	if s.closed.Load() {
+		return nil, errMemStoreClosed
+	}
+	return s.data, nil
+}
+
+// State implements Store.
+func (s *MemStore) State(ctx context.Context) (State, error) {
+	d, err := s.open()
+	if err != nil {
+		return State{}, err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	st := State{Size: uint64(len(d.entries))}
+	if d.hasCheckpoint {
+		st.CheckpointSize = d.latest
+		st.Checkpoint = cloneBytes(d.checkpoints[d.latest])
+	}
+	return st, nil
+}
+
+// Commit implements Store.
+func (s *MemStore) Commit(ctx context.Context, b Batch) error {
+	d, err := s.open()
+	if err != nil {
+		return err
+	}
+	if err := checkBatchShape(b); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ledger: batch at %d: %w", b.Start, err)
+	}
+	// Copy before locking, so readers wait only for the map updates.
+	entries := make([][]byte, len(b.Entries))
+	for i, e := range b.Entries {
+		entries[i] = cloneBytes(e)
+	}
+	tiles := make([][]byte, len(b.Tiles))
+	for i, t := range b.Tiles {
+		tiles[i] = cloneBytes(t.Hashes)
+	}
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if size := uint64(len(d.entries)); b.Start != size {
+		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, size, ErrConflict)
+	}
+	for i, h := range b.LeafHashes {
+		if _, ok := d.leafIndex[h]; !ok {
+			d.leafIndex[h] = b.Start + uint64(i)
+		}
+	}
+	for i, t := range b.Tiles {
+		d.tiles[memTileKey{t.Level, t.Index}] = tiles[i]
+	}
+	d.entries = append(d.entries, entries...)
+	return nil
+}
+
+// Entry implements Store.
+func (s *MemStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
+	d, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if index >= uint64(len(d.entries)) {
+		return nil, fmt.Errorf("ledger: entry %d: %w", index, ErrNotFound)
+	}
+	return cloneBytes(d.entries[index]), nil
+}
+
+// ReadEntries implements Store. fn runs without the lock held, so it may
+// call the store, and commits proceed while it runs.
+func (s *MemStore) ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error {
+	d, err := s.open()
+	if err != nil {
+		return err
+	}
+	d.mu.RLock()
+	size := uint64(len(d.entries))
+	var entries [][]byte
+	if start <= end && end <= size {
+		// Commits only append, so this window of the slice stays valid.
+		entries = d.entries[start:end]
+	}
+	d.mu.RUnlock()
+	if start > end || end > size {
+		return fmt.Errorf("ledger: entries [%d, %d) of %d: %w", start, end, size, ErrNotFound)
+	}
+	var buf []byte
+	for i, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// fn may write to its slice; give it a copy of the stored bytes.
+		buf = append(buf[:0], e...)
+		if err := fn(start+uint64(i), buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IndexOf implements Store.
+func (s *MemStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uint64, error) {
+	d, err := s.open()
+	if err != nil {
+		return 0, err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	i, ok := d.leafIndex[leafHash]
+	if !ok {
+		return 0, fmt.Errorf("ledger: leaf hash %x: %w", leafHash, ErrNotFound)
+	}
+	return i, nil
+}
+
+// Tile implements Store.
+func (s *MemStore) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
+	d, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	t, ok := d.tiles[memTileKey{level, index}]
+	if !ok {
+		return nil, fmt.Errorf("ledger: tile %d/%d: %w", level, index, ErrNotFound)
+	}
+	return cloneBytes(t), nil
+}
+
+// AddCheckpoint implements Store.
+func (s *MemStore) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
+	d, err := s.open()
+	if err != nil {
+		return err
+	}
+	if len(signed) == 0 {
+		return errEmptyCheckpoint
+	}
+	signed = cloneBytes(signed)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.hasCheckpoint && size <= d.latest {
+		return fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, d.latest, ErrConflict)
+	}
+	if treeSize := uint64(len(d.entries)); size > treeSize {
+		return fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, treeSize, ErrConflict)
+	}
+	d.checkpoints[size] = signed
+	d.latest, d.hasCheckpoint = size, true
+	return nil
+}
+
+// Checkpoint implements Store.
+func (s *MemStore) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
+	d, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	c, ok := d.checkpoints[size]
+	if !ok {
+		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ErrNotFound)
+	}
+	return cloneBytes(c), nil
+}
+
+// cloneBytes copies b; unlike bytes.Clone it never returns nil for an empty b,
+// so that a stored empty value reads back as present.
+func cloneBytes(b []byte) []byte {
+	return append(make([]byte, 0, len(b)), b...)
+}

@@ -1,0 +1,119 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+)
+
+// tamperStore returns stored data with one byte flipped, as if the
+// disk or an operator had changed it.
+type tamperStore struct {
+	Store
+	entry     int64 // index of the entry to change, or -1
+	tileLevel int   // level of the tile to change, or -1
+	tileIndex uint64
+	at        int // byte to flip
+	cp        bool
+}
+
+func (s *tamperStore) flip(b []byte) []byte {
+	b = bytes.Clone(b)
+	b[s.at%len(b)] ^= 0x01
+	return b
+}
+
+func (s *tamperStore) Entry(ctx context.Context, i uint64) ([]byte, error) {
+	b, err := s.Store.Entry(ctx, i)
+	if err == nil && int64(i) == s.entry {
+		b = s.flip(b)
+	}
+	return b, err
+}
+
+func (s *tamperStore) ReadEntries(ctx context.Context, start, end uint64, fn func(uint64, []byte) error) error {
+	return s.Store.ReadEntries(ctx, start, end, func(i uint64, b []byte) error {
+		if int64(i) == s.entry {
+			b = s.flip(b)
+		}
+		return fn(i, b)
+	})
+}
+
+func (s *tamperStore) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
+	t, err := s.Store.Tile(ctx, level, index)
+	if err == nil && int(level) == s.tileLevel && index == s.tileIndex {
+		t = s.flip(t)
+	}
+	return t, err
+}
+
+func (s *tamperStore) State(ctx context.Context) (State, error) {
+	st, err := s.Store.State(ctx)
+	if err == nil && s.cp {
+		st.Checkpoint = s.flip(st.Checkpoint)
+	}
+	return st, err
+}
+
+// Open refuses a store in which any stored entry, tile or the checkpoint
+// was changed, and accepts the untouched one.
+func TestOpenDetectsTampering(t *testing.T) {
+	k := testKey(t)
+	s := NewMemStore()
+	l := openTest(t, s, k)
+	appendN(t, l, 0, 700)
+	if _, err := l.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 700, 50) // durable, not yet checkpointed
+	l.Close()              // publishes a final checkpoint at 750
+	appendAfter := openTest(t, s, k)
+	appendN(t, appendAfter, 750, 10) // durable after the latest checkpoint
+	close(appendAfter.stop)          // stop without the final checkpoint
+	appendAfter.done.Wait()
+
+	cases := map[string]*tamperStore{
+		"entry-early":            {entry: 3, tileLevel: -1, at: 40},
+		"entry-signature":        {entry: 699, tileLevel: -1, at: 520},
+		"entry-after-checkpoint": {entry: 755, tileLevel: -1, at: 10},
+		"tile-level0-full":       {entry: -1, tileLevel: 0, tileIndex: 0, at: 77},
+		"tile-level0-partial":    {entry: -1, tileLevel: 0, tileIndex: 2, at: 5},
+		"tile-level1":            {entry: -1, tileLevel: 1, tileIndex: 0, at: 33},
+		"checkpoint":             {entry: -1, tileLevel: -1, cp: true, at: 30},
+		"checkpoint-signature":   {entry: -1, tileLevel: -1, cp: true, at: -2},
+	}
+	for name, ts := range cases {
+		t.Run(name, func(t *testing.T) {
+			ts.Store = s
+			if ts.at < 0 {
+				st, _ := s.State(context.Background())
+				ts.at = len(st.Checkpoint) + ts.at
+			}
+			_, err := Open(context.Background(), ts, k, Options{CheckpointInterval: -1, Logger: discardLogger()})
+			if !errors.Is(err, errCorrupt) {
+				t.Fatalf("Open = %v, want a corrupt-store error", err)
+			}
+		})
+	}
+	// Quick open checks the edge and the root at the checkpoint.
+	for _, name := range []string{"tile-level0-partial", "tile-level1", "checkpoint"} {
+		ts := cases[name]
+		if _, err := Open(context.Background(), ts, k, Options{CheckpointInterval: -1, QuickOpen: true, Logger: discardLogger()}); !errors.Is(err, errCorrupt) {
+			t.Errorf("quick open, %s: %v", name, err)
+		}
+	}
+	// A checkpoint signed by another key is not this log's.
+	if _, err := Open(context.Background(), s, testKey(t), Options{CheckpointInterval: -1, Logger: discardLogger()}); !errors.Is(err, errCorrupt) {
+		t.Errorf("other key: %v", err)
+	}
+	l2, err := Open(context.Background(), s, k, Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatalf("untouched store: %v", err)
+	}
+	if l2.Size() != 760 {
+		t.Errorf("size %d, want 760 (entries after the checkpoint are kept)", l2.Size())
+	}
+	l2.Close()
+}

@@ -1,0 +1,116 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+)
+
+// HashSize is the size of every hash in the log: SHA-256.
+const HashSize = 32
+
+// TileHeight is the height of a tile in the C2SP tlog-tiles layout: a tile
+// holds up to 2^8 = 256 hashes of one tree level.
+const (
+	TileHeight = 8
+	TileWidth  = 1 << TileHeight
+)
+
+// Errors a Store returns, wrapped with detail; test for them with errors.Is.
+var (
+	// ErrNotFound: the entry, tile, leaf hash or checkpoint is not stored.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the write does not continue the stored log (a batch that
+	// does not start at the stored size, a checkpoint not larger than the
+	// latest).
+	ErrConflict = errors.New("conflicts with the stored log")
+)
+
+// Store keeps a ledger's entries, Merkle tiles and signed checkpoints. The
+// ledger is its only writer and calls Commit and AddCheckpoint from one
+// goroutine at a time; reads may come from any goroutine, concurrently
+// with writes.
+//
+// Every implementation runs the conformance suite in storetest.
+type Store interface {
+	// State returns the durable state: the tree size (the number of
+	// entries) and the latest checkpoint, nil if none was added.
+	State(ctx context.Context) (State, error)
+
+	// Commit appends a batch of entries and the tiles they change.
+	//
+	// Commit MUST refuse, wrapping ErrConflict and writing nothing, a batch
+	// whose Start is not the stored size, or whose Entries and LeafHashes
+	// differ in length or are empty.
+	// Commit MUST be atomic: after any crash, either the whole batch is
+	// stored (entries, leaf-hash index, tiles and the new size
+	// Start+len(Entries)) or none of it is.
+	// When Commit returns nil the batch MUST be durable: it survives a
+	// process crash and a power loss. On error the batch MUST NOT be
+	// visible, and the caller may retry it.
+	Commit(ctx context.Context, b Batch) error
+
+	// Entry returns the bytes of the entry at index, or ErrNotFound if
+	// index is not below the stored size.
+	Entry(ctx context.Context, index uint64) ([]byte, error)
+
+	// ReadEntries calls fn with each entry in [start, end) in index order,
+	// stopping at the first error fn returns, which it returns. It MUST
+	// return ErrNotFound, before calling fn, if end exceeds the stored size
+	// or start > end. fn MUST NOT retain the slice after it returns.
+	ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error
+
+	// IndexOf returns the index of the entry whose Merkle leaf hash is
+	// leafHash, or ErrNotFound. If two entries had the same leaf hash, the
+	// lower index is returned (entries differ in index, so they cannot).
+	IndexOf(ctx context.Context, leafHash [HashSize]byte) (uint64, error)
+
+	// Tile returns the hashes stored for the tile at (level, index): the
+	// concatenation of between 1 and TileWidth hashes, the last version
+	// committed. It returns ErrNotFound if no batch has written that tile.
+	Tile(ctx context.Context, level uint8, index uint64) ([]byte, error)
+
+	// AddCheckpoint stores a signed checkpoint for tree size size and makes
+	// it the latest. It MUST refuse, wrapping ErrConflict and storing
+	// nothing, a size that is not larger than the latest checkpoint's or
+	// that exceeds the stored tree size. When it returns nil the checkpoint
+	// MUST be durable. Earlier checkpoints stay readable.
+	AddCheckpoint(ctx context.Context, size uint64, signed []byte) error
+
+	// Checkpoint returns the signed checkpoint added for exactly size, or
+	// ErrNotFound.
+	Checkpoint(ctx context.Context, size uint64) ([]byte, error)
+
+	// Close releases the store. Durable data stays durable.
+	Close() error
+}
+
+// State is a Store's durable state.
+type State struct {
+	// Size is the number of entries stored.
+	Size uint64
+	// Checkpoint is the latest signed checkpoint (nil if none), for tree
+	// size CheckpointSize.
+	Checkpoint     []byte
+	CheckpointSize uint64
+}
+
+// Batch is one group commit.
+type Batch struct {
+	// Start is the index of Entries[0], which must equal the stored size.
+	Start uint64
+	// Entries are the entries' bytes (their Merkle leaves).
+	Entries [][]byte
+	// LeafHashes[i] is the RFC 6962 leaf hash of Entries[i].
+	LeafHashes [][HashSize]byte
+	// Tiles replace the stored tiles at the same (Level, Index).
+	Tiles []Tile
+}
+
+// Tile is a tile of the Merkle tree in the C2SP tlog-tiles layout: the
+// hashes at tree level TileHeight*Level with indices
+// TileWidth*Index ... TileWidth*Index+len(Hashes)/HashSize-1.
+type Tile struct {
+	Level  uint8
+	Index  uint64
+	Hashes []byte // 1 to TileWidth hashes, concatenated
+}

@@ -1,0 +1,420 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/ledger/storetest"
+)
+
+func TestMemStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) (ledger.Store, func() ledger.Store) {
+		s := ledger.NewMemStore()
+		return s, func() ledger.Store {
+			s.Close()
+			s = s.Reopen()
+			return s
+		}
+	})
+}
+
+func TestMemStoreClosed(t *testing.T) {
+	s := ledger.NewMemStore()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := s.State(t.Context()); err == nil {
+		t.Errorf("State after Close succeeded")
+	}
+	if err := s.Commit(t.Context(), testBatch(0, 1)); err == nil {
+		t.Errorf("Commit after Close succeeded")
+	}
+}
+
+func TestBadgerStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) (ledger.Store, func() ledger.Store) {
+		dir := t.TempDir()
+		// Value-log GC runs throughout, so the race detector sees it next
+		// to commits and reads.
+		opts := ledger.BadgerOptions{GCInterval: 5 * time.Millisecond, Logger: testLogger(t)}
+		s := openBadger(t, dir, opts)
+		return s, func() ledger.Store {
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			s = openBadger(t, dir, opts)
+			return s
+		}
+	})
+}
+
+// TestBadgerReopen writes enough, through small memtables, that the data
+// is read back from flushed tables as well as the write-ahead log, and
+// reopens with other options.
+func TestBadgerReopen(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := openBadger(t, dir, ledger.BadgerOptions{MemTableSize: 1 << 20, Logger: testLogger(t)})
+	var entries [][]byte
+	var last ledger.Batch
+	for start := 0; start < 3000; start += 150 {
+		last = testBatch(uint64(start), 150)
+		if err := s.Commit(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, last.Entries...)
+	}
+	if err := s.AddCheckpoint(ctx, 2000, []byte("checkpoint 2000\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddCheckpoint(ctx, 3000, []byte("checkpoint 3000\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if tables, err := filepath.Glob(filepath.Join(dir, "*.sst")); err != nil || len(tables) == 0 {
+		t.Fatalf("no table was flushed (%v); the test would only read the write-ahead log", err)
+	}
+
+	s = openBadger(t, dir, ledger.BadgerOptions{Logger: testLogger(t)})
+	defer s.Close()
+	st, err := s.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 3000 || st.CheckpointSize != 3000 || string(st.Checkpoint) != "checkpoint 3000\n" {
+		t.Errorf("State after reopen = size %d, checkpoint %d %q; want 3000, 3000 %q",
+			st.Size, st.CheckpointSize, st.Checkpoint, "checkpoint 3000\n")
+	}
+	if c, err := s.Checkpoint(ctx, 2000); err != nil || string(c) != "checkpoint 2000\n" {
+		t.Errorf("Checkpoint(2000) after reopen = %q, %v", c, err)
+	}
+	err = s.ReadEntries(ctx, 0, 3000, func(i uint64, e []byte) error {
+		if !bytes.Equal(e, entries[i]) {
+			return fmt.Errorf("entry %d differs", i)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ReadEntries after reopen: %v", err)
+	}
+	for _, i := range []uint64{0, 1499, 2999} {
+		if got, err := s.IndexOf(ctx, leafHash(entries[i])); err != nil || got != i {
+			t.Errorf("IndexOf(leaf %d) after reopen = %d, %v", i, got, err)
+		}
+	}
+	lastTile := last.Tiles[len(last.Tiles)-1]
+	if tile, err := s.Tile(ctx, lastTile.Level, lastTile.Index); err != nil || !bytes.Equal(tile, lastTile.Hashes) {
+		t.Errorf("Tile(%d, %d) after reopen = %d bytes, %v; want the %d committed last",
+			lastTile.Level, lastTile.Index, len(tile), err, len(lastTile.Hashes))
+	}
+}
+
+// TestBadgerBatchTooLarge checks that a batch beyond one badger
+// transaction is refused whole, with an error that says so.
+func TestBadgerBatchTooLarge(t *testing.T) {
+	ctx := t.Context()
+	// A 1 MiB memtable takes transactions of at most about 157 KB.
+	s := openBadger(t, t.TempDir(), ledger.BadgerOptions{MemTableSize: 1 << 20, Logger: testLogger(t)})
+	defer s.Close()
+	if err := s.Commit(ctx, testBatch(0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Commit(ctx, testBatch(10, 400))
+	if !errors.Is(err, badger.ErrTxnTooBig) || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("Commit of 400 entries into a 1 MiB memtable: got %v, want a wrapped ErrTxnTooBig saying the batch is too large", err)
+	}
+	st, err := s.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 10 {
+		t.Errorf("State().Size = %d after a refused batch, want 10", st.Size)
+	}
+	if _, err := s.Entry(ctx, 10); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("Entry(10) after a refused batch: %v, want ErrNotFound", err)
+	}
+	if _, err := s.IndexOf(ctx, leafHash(testBatch(10, 1).Entries[0])); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("IndexOf(first leaf of a refused batch): %v, want ErrNotFound", err)
+	}
+	if tile, err := s.Tile(ctx, 0, 0); err != nil || len(tile) != 10*ledger.HashSize {
+		t.Errorf("Tile(0, 0) after a refused batch: %d bytes, %v; want the 10 hashes committed", len(tile), err)
+	}
+	// The caller may retry in smaller batches.
+	for start := uint64(10); start < 410; start += 100 {
+		if err := s.Commit(ctx, testBatch(start, 100)); err != nil {
+			t.Fatalf("Commit(100 entries at %d): %v", start, err)
+		}
+	}
+}
+
+// TestBadgerOptionsDefaults checks the zero BadgerOptions against the
+// documented defaults, as the badger options Tune is given.
+func TestBadgerOptionsDefaults(t *testing.T) {
+	var got badger.Options
+	s := openBadger(t, t.TempDir(), ledger.BadgerOptions{Tune: func(o *badger.Options) { got = *o }})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"SyncWrites", got.SyncWrites, true},
+		{"MemTableSize", got.MemTableSize, int64(4 << 20)},
+		{"NumMemtables", got.NumMemtables, 2},
+		{"BlockCacheSize", got.BlockCacheSize, int64(8 << 20)},
+		{"IndexCacheSize", got.IndexCacheSize, int64(0)},
+		{"NumCompactors", got.NumCompactors, 2},
+		{"ValueLogFileSize", got.ValueLogFileSize, int64(16 << 20)},
+		{"ValueThreshold", got.ValueThreshold, int64(4 << 20 * 15 / 100)},
+		{"BaseTableSize", got.BaseTableSize, int64(512 << 10)},
+		{"TableSizeMultiplier", got.TableSizeMultiplier, 1},
+		{"Compression", got.Compression, options.ZSTD},
+		{"InMemory", got.InMemory, false},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if got.Logger == nil {
+		t.Errorf("Logger is nil, want the slog adapter")
+	}
+
+	// Fields that are set reach badger.
+	opts := ledger.BadgerOptions{MemTableSize: 16 << 20, NumMemtables: 3, BlockCacheSize: 1 << 20,
+		NumCompactors: 3, ValueLogFileSize: 32 << 20, Tune: func(o *badger.Options) { got = *o }}
+	if s, err := ledger.OpenBadger(t.Context(), t.TempDir(), opts); err != nil {
+		t.Fatal(err)
+	} else if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got.MemTableSize != 16<<20 || got.NumMemtables != 3 || got.BlockCacheSize != 1<<20 ||
+		got.NumCompactors != 3 || got.ValueLogFileSize != 32<<20 {
+		t.Errorf("set options did not reach badger: %+v", got)
+	}
+	// Values stay inline up to badger's limit of 1 MiB once the memtable
+	// allows it (a transaction may not exceed 15% of a memtable).
+	if got.ValueThreshold != 1<<20 {
+		t.Errorf("ValueThreshold = %d with a 16 MiB memtable, want %d", got.ValueThreshold, 1<<20)
+	}
+}
+
+// TestBadgerOptionsRefused checks that OpenBadger refuses, before creating
+// anything, options out of range and a Tune that gives up durability.
+func TestBadgerOptionsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts ledger.BadgerOptions
+		want string
+	}{
+		{"Tune turns SyncWrites off", ledger.BadgerOptions{Tune: func(o *badger.Options) { o.SyncWrites = false }}, "SyncWrites"},
+		{"Tune turns InMemory on", ledger.BadgerOptions{Tune: func(o *badger.Options) { o.InMemory = true }}, "InMemory"},
+		{"Tune drops the block cache", ledger.BadgerOptions{Tune: func(o *badger.Options) { o.BlockCacheSize = 0 }}, "BlockCacheSize"},
+		{"one compactor", ledger.BadgerOptions{NumCompactors: 1}, "NumCompactors"},
+		{"negative memtable", ledger.BadgerOptions{MemTableSize: -1}, "MemTableSize"},
+		{"negative block cache", ledger.BadgerOptions{BlockCacheSize: -1}, "BlockCacheSize"},
+		{"value log file of 2 GiB", ledger.BadgerOptions{ValueLogFileSize: 2 << 30}, "ValueLogFileSize"},
+		{"discard ratio 1", ledger.BadgerOptions{GCDiscardRatio: 1}, "GCDiscardRatio"},
+		{"negative discard ratio", ledger.BadgerOptions{GCDiscardRatio: -0.5}, "GCDiscardRatio"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := ledger.OpenBadger(t.Context(), dir, tc.opts)
+			if err == nil {
+				s.Close()
+				t.Fatalf("OpenBadger succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("OpenBadger: %v; want an error naming %s", err, tc.want)
+			}
+			if files, _ := os.ReadDir(dir); len(files) != 0 {
+				t.Errorf("OpenBadger created %d files before refusing", len(files))
+			}
+		})
+	}
+}
+
+// TestBadgerLogAndGC checks that badger's routine messages are logged at
+// Debug, and that value-log GC runs on its ticker and stops when the
+// context is done or the store is closed.
+func TestBadgerLogAndGC(t *testing.T) {
+	for _, stop := range []string{"context done", "Close"} {
+		t.Run(stop, func(t *testing.T) {
+			logs := &recordLog{}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			s, err := ledger.OpenBadger(ctx, t.TempDir(), ledger.BadgerOptions{
+				GCInterval: 2 * time.Millisecond,
+				Logger:     slog.New(&recordingHandler{log: logs}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Commit(ctx, testBatch(0, 100)); err != nil {
+				t.Fatal(err)
+			}
+			const gcMessage = "ledger: badger value-log GC"
+			for deadline := time.Now().Add(10 * time.Second); logs.count(gcMessage) < 3; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("value-log GC logged %d runs in 10s at a 2ms interval", logs.count(gcMessage))
+				}
+			}
+			if stop == "Close" {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				cancel()
+				// A run under way when ctx ends may still finish.
+				time.Sleep(20 * time.Millisecond)
+			}
+			before := logs.count(gcMessage)
+			time.Sleep(100 * time.Millisecond)
+			if after := logs.count(gcMessage); after != before {
+				t.Errorf("value-log GC ran %d more times in 100ms after %s", after-before, stop)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			fromBadger := 0
+			for _, r := range logs.all() {
+				if r.component != "badger" {
+					continue
+				}
+				fromBadger++
+				if r.level == slog.LevelInfo {
+					t.Errorf("badger message logged at Info, want Debug: %q", r.msg)
+				}
+				if strings.HasSuffix(r.msg, "\n") {
+					t.Errorf("badger message logged with its trailing newline: %q", r.msg)
+				}
+			}
+			if fromBadger == 0 {
+				t.Errorf("no message from badger reached the logger")
+			}
+		})
+	}
+}
+
+func openBadger(t *testing.T, dir string, opts ledger.BadgerOptions) *ledger.BadgerStore {
+	t.Helper()
+	s, err := ledger.OpenBadger(t.Context(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// testLogger logs warnings and errors into the test's output.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// testBatch returns a batch of n entries of about 600 bytes at start, with
+// their leaf hashes and the level-0 tiles they change (holding only this
+// batch's hashes: enough for a store, which does not check them).
+func testBatch(start uint64, n int) ledger.Batch {
+	b := ledger.Batch{Start: start}
+	for i := range uint64(n) {
+		index := start + i
+		digest := sha256.Sum256(fmt.Append(nil, index))
+		e := fmt.Appendf(nil, `{"index":%d,"params":{"digest":"sha256:%x"},"sig":"`, index, digest)
+		for len(e) < 598 {
+			e = fmt.Appendf(e, "%x", digest)
+		}
+		e = append(e[:598], `"}`...)
+		b.Entries = append(b.Entries, e)
+		b.LeafHashes = append(b.LeafHashes, leafHash(b.Entries[i]))
+	}
+	for t := start / ledger.TileWidth; t*ledger.TileWidth < start+uint64(n); t++ {
+		var hashes []byte
+		for i := max(start, t*ledger.TileWidth); i < min(start+uint64(n), (t+1)*ledger.TileWidth); i++ {
+			hashes = append(hashes, b.LeafHashes[i-start][:]...)
+		}
+		b.Tiles = append(b.Tiles, ledger.Tile{Level: 0, Index: t, Hashes: hashes})
+	}
+	return b
+}
+
+func leafHash(e []byte) [ledger.HashSize]byte {
+	return sha256.Sum256(append([]byte{0}, e...))
+}
+
+// recordingHandler is a slog.Handler that keeps every record in log.
+type recordingHandler struct {
+	log   *recordLog
+	attrs []slog.Attr
+}
+
+type recordLog struct {
+	mu      sync.Mutex
+	records []loggedRecord
+}
+
+type loggedRecord struct {
+	level     slog.Level
+	msg       string
+	component string
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	lr := loggedRecord{level: r.Level, msg: r.Message}
+	for _, a := range h.attrs {
+		if a.Key == "component" {
+			lr.component = a.Value.String()
+		}
+	}
+	h.log.mu.Lock()
+	defer h.log.mu.Unlock()
+	h.log.records = append(h.log.records, lr)
+	return nil
+}
+
+func (h *recordingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &recordingHandler{log: h.log, attrs: append(slices.Clip(h.attrs), attrs...)}
+}
+
+func (h *recordingHandler) WithGroup(string) slog.Handler { return h }
+
+func (l *recordLog) all() []loggedRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.records)
+}
+
+func (l *recordLog) count(msg string) int {
+	n := 0
+	for _, r := range l.all() {
+		if r.msg == msg {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,256 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+// The Merkle tree is RFC 6962's, built with compact ranges. Node hashes
+// are persisted as tiles in the C2SP tlog-tiles layout: the tile at
+// (L, N) holds the hashes of tree level 8·L with indices 256·N to
+// 256·N+255, so level 0 tiles hold the leaf hashes. Every other node hash
+// is recomputed from the tile below it, as sumdb/tlog and tessera do. A
+// tile grows from partial to full as the log grows; the hashes already in
+// it never change, so a shorter (older) version of a tile is a prefix of
+// the stored one.
+
+var hasher = rfc6962.DefaultHasher
+
+var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
+
+// errCorrupt classifies a store whose contents contradict themselves or a
+// signed checkpoint.
+var errCorrupt = errors.New("ledger: store is corrupt")
+
+// edge is the right edge of the tree: the compact range [0, size) and the
+// partial tile at each tile level, which the next batch extends.
+type edge struct {
+	rng   *compact.Range
+	tiles map[uint8][]byte // tile level -> hashes of its rightmost tile (never full)
+}
+
+func newEdge() *edge {
+	return &edge{rng: rangeFactory.NewEmptyRange(0), tiles: map[uint8][]byte{}}
+}
+
+func (e *edge) size() uint64 { return e.rng.End() }
+
+func (e *edge) clone() *edge {
+	hashes := e.rng.Hashes()
+	copied := make([][]byte, len(hashes))
+	copy(copied, hashes)
+	rng, err := rangeFactory.NewRange(0, e.rng.End(), copied)
+	if err != nil {
+		panic(err) // the hashes came from a valid range
+	}
+	tiles := make(map[uint8][]byte, len(e.tiles))
+	for l, t := range e.tiles {
+		tiles[l] = bytes.Clone(t)
+	}
+	return &edge{rng: rng, tiles: tiles}
+}
+
+// appendLeaves appends leaf hashes to e (a clone the caller may discard)
+// and returns every tile they changed, in its new version.
+func (e *edge) appendLeaves(leafHashes [][HashSize]byte) ([]Tile, error) {
+	changed := map[tileID][]byte{}
+	var visitErr error
+	visit := func(id compact.NodeID, hash []byte) {
+		if id.Level%TileHeight != 0 || visitErr != nil {
+			return
+		}
+		level := uint8(id.Level / TileHeight)
+		key := tileID{level, id.Index / TileWidth}
+		pos := id.Index % TileWidth
+		t := e.tiles[level]
+		if pos == 0 {
+			t = nil // a new tile starts; the one before it is full
+		}
+		if uint64(len(t)) != pos*HashSize {
+			visitErr = fmt.Errorf("%w: tile %d/%d holds %d bytes where node %d goes", errCorrupt, level, key.index, len(t), id.Index)
+			return
+		}
+		t = append(t, hash...)
+		e.tiles[level] = t
+		changed[key] = t
+	}
+	for i := range leafHashes {
+		if err := e.rng.Append(leafHashes[i][:], visit); err != nil {
+			return nil, err
+		}
+		if visitErr != nil {
+			return nil, visitErr
+		}
+	}
+	tiles := make([]Tile, 0, len(changed))
+	for key, t := range changed {
+		tiles = append(tiles, Tile{Level: key.level, Index: key.index, Hashes: bytes.Clone(t)})
+	}
+	return tiles, nil
+}
+
+func (e *edge) root() []byte {
+	if e.size() == 0 {
+		return hasher.EmptyRoot()
+	}
+	root, err := e.rng.GetRootHash(nil)
+	if err != nil {
+		panic(err) // a non-empty range starting at 0 always has a root
+	}
+	return root
+}
+
+type tileID struct {
+	level uint8
+	index uint64
+}
+
+// tileReader reads node hashes from stored tiles, caching the tiles it has
+// read. One tileReader serves one proof or one open.
+type tileReader struct {
+	ctx   context.Context
+	store Store
+	cache map[tileID][]byte
+}
+
+func newTileReader(ctx context.Context, s Store) *tileReader {
+	return &tileReader{ctx: ctx, store: s, cache: map[tileID][]byte{}}
+}
+
+func (r *tileReader) tile(level uint8, index uint64) ([]byte, error) {
+	key := tileID{level, index}
+	if t, ok := r.cache[key]; ok {
+		return t, nil
+	}
+	t, err := r.store.Tile(r.ctx, level, index)
+	if err != nil {
+		return nil, err
+	}
+	if len(t) == 0 || len(t)%HashSize != 0 || len(t) > TileWidth*HashSize {
+		return nil, fmt.Errorf("%w: tile %d/%d has %d bytes", errCorrupt, level, index, len(t))
+	}
+	r.cache[key] = t
+	return t, nil
+}
+
+// node returns the hash of the perfect subtree node id, which must be
+// complete in the stored tree: it reads the tile at the nearest tile level
+// at or below id.Level and hashes up from there.
+func (r *tileReader) node(id compact.NodeID) ([]byte, error) {
+	base := id.Level - id.Level%TileHeight
+	span := id.Level - base
+	first := id.Index << span
+	count := uint64(1) << span
+	tileIndex := first / TileWidth
+	t, err := r.tile(uint8(base/TileHeight), tileIndex)
+	if err != nil {
+		return nil, fmt.Errorf("node (%d, %d): %w", id.Level, id.Index, err)
+	}
+	from, to := (first%TileWidth)*HashSize, (first%TileWidth+count)*HashSize
+	if uint64(len(t)) < to {
+		return nil, fmt.Errorf("%w: tile %d/%d too short for node (%d, %d)", errCorrupt, base/TileHeight, tileIndex, id.Level, id.Index)
+	}
+	hashes := make([][]byte, count)
+	for i := range hashes {
+		hashes[i] = t[from+uint64(i)*HashSize : from+uint64(i+1)*HashSize]
+	}
+	for len(hashes) > 1 {
+		for i := 0; i < len(hashes)/2; i++ {
+			hashes[i] = hasher.HashChildren(hashes[2*i], hashes[2*i+1])
+		}
+		hashes = hashes[:len(hashes)/2]
+	}
+	return hashes[0], nil
+}
+
+func (r *tileReader) nodes(ids []compact.NodeID) ([][]byte, error) {
+	hashes := make([][]byte, len(ids))
+	for i, id := range ids {
+		h, err := r.node(id)
+		if err != nil {
+			return nil, err
+		}
+		hashes[i] = h
+	}
+	return hashes, nil
+}
+
+// edgeAt rebuilds the right edge of the tree of the given size from stored
+// tiles.
+func (r *tileReader) edgeAt(size uint64) (*edge, error) {
+	hashes, err := r.nodes(compact.RangeNodes(0, size, nil))
+	if err != nil {
+		return nil, err
+	}
+	rng, err := rangeFactory.NewRange(0, size, hashes)
+	if err != nil {
+		return nil, err
+	}
+	e := &edge{rng: rng, tiles: map[uint8][]byte{}}
+	for level := uint8(0); size>>(TileHeight*uint(level)) > 0; level++ {
+		n := size >> (TileHeight * uint(level)) // nodes at tree level 8·level
+		width := n % TileWidth
+		if width == 0 {
+			continue
+		}
+		t, err := r.tile(level, n/TileWidth)
+		if err != nil {
+			return nil, err
+		}
+		if uint64(len(t)) != width*HashSize {
+			return nil, fmt.Errorf("%w: tile %d/%d holds %d hashes, tree size %d needs %d", errCorrupt, level, n/TileWidth, len(t)/HashSize, size, width)
+		}
+		e.tiles[level] = bytes.Clone(t)
+	}
+	return e, nil
+}
+
+// rootAt computes the root hash of the tree of the given size from tiles.
+func (r *tileReader) rootAt(size uint64) ([]byte, error) {
+	if size == 0 {
+		return hasher.EmptyRoot(), nil
+	}
+	hashes, err := r.nodes(compact.RangeNodes(0, size, nil))
+	if err != nil {
+		return nil, err
+	}
+	rng, err := rangeFactory.NewRange(0, size, hashes)
+	if err != nil {
+		return nil, err
+	}
+	return rng.GetRootHash(nil)
+}
+
+// inclusionProof returns the RFC 6962 inclusion proof of leaf index in the
+// tree of the given size.
+func (r *tileReader) inclusionProof(index, size uint64) ([][]byte, error) {
+	nodes, err := proof.Inclusion(index, size)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := r.nodes(nodes.IDs)
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Rehash(hashes, hasher.HashChildren)
+}
+
+// consistencyProof returns the RFC 6962 consistency proof between the
+// trees of sizes size1 <= size2.
+func (r *tileReader) consistencyProof(size1, size2 uint64) ([][]byte, error) {
+	nodes, err := proof.Consistency(size1, size2)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := r.nodes(nodes.IDs)
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Rehash(hashes, hasher.HashChildren)
+}
