@@ -76,7 +76,10 @@ func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: signing checkpoint: %w", err)
 	}
-	if err := l.store.AddCheckpoint(ctx, size, signed); err != nil {
+	l.storeMu.Lock()
+	err = l.store.AddCheckpoint(ctx, size, signed)
+	l.storeMu.Unlock()
+	if err != nil {
 		return nil, fmt.Errorf("ledger: storing checkpoint of size %d: %w", size, err)
 	}
 	l.cp, l.cpSize, l.cpRoot = signed, size, root

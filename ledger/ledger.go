@@ -135,6 +135,10 @@ type Ledger struct {
 	lastTime time.Time
 	failed   error // set when storage failed: the ledger stops appending
 
+	// storeMu serializes the store's writes (Commit, AddCheckpoint), as
+	// the Store contract requires.
+	storeMu sync.Mutex
+
 	// cpMu serializes checkpoint signing and guards the latest checkpoint.
 	cpMu   sync.Mutex
 	cp     []byte // latest signed checkpoint
@@ -590,7 +594,10 @@ func (l *Ledger) store1(b *built) {
 		answerAll(b.requests, fmt.Errorf("%w: %w", ErrClosed, err))
 		return
 	}
-	if err := l.store.Commit(context.Background(), b.batch); err != nil {
+	l.storeMu.Lock()
+	err := l.store.Commit(context.Background(), b.batch)
+	l.storeMu.Unlock()
+	if err != nil {
 		l.mu.Lock()
 		l.failed = err
 		l.mu.Unlock()

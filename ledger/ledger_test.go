@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -381,3 +382,61 @@ func (s *failingStore) Commit(ctx context.Context, b Batch) error {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// Checkpoints are published while batches are committed: the store's
+// writes must be serialized (its contract), and no publish may fail.
+func TestPublishDuringAppends(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenBadger(ctx, t.TempDir(), BadgerOptions{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := testKey(t)
+	l := openTest(t, s, k)
+	defer l.Close()
+	done := make(chan struct{})
+	publishErr := make(chan error, 1)
+	go func() {
+		defer close(publishErr)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := l.Publish(ctx); err != nil {
+				publishErr <- err
+				return
+			}
+		}
+	}()
+	appendN(t, l, 0, 2000)
+	close(done)
+	if err := <-publishErr; err != nil {
+		t.Fatalf("Publish during appends: %v", err)
+	}
+}
+
+// appendLeaves must not keep references into its argument: openFull
+// reuses one buffer for every chunk of leaf hashes.
+func TestAppendLeavesCopiesHashes(t *testing.T) {
+	a, b := newEdge(), newEdge()
+	buf := make([][HashSize]byte, 3)
+	var all [][HashSize]byte
+	for round := range 5 {
+		for i := range buf {
+			buf[i] = sha256.Sum256([]byte{byte(round), byte(i)})
+		}
+		all = append(all, buf...)
+		if _, err := a.appendLeaves(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.appendLeaves(all); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.root(), b.root()) {
+		t.Fatal("root depends on how the leaf hashes were buffered")
+	}
+}

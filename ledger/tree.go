@@ -81,7 +81,10 @@ func (e *edge) appendLeaves(leafHashes [][HashSize]byte) ([]Tile, error) {
 		changed[key] = t
 	}
 	for i := range leafHashes {
-		if err := e.rng.Append(leafHashes[i][:], visit); err != nil {
+		// The range keeps the slice it is given: pass a copy, never a
+		// window into the caller's array, which the caller may reuse.
+		h := leafHashes[i]
+		if err := e.rng.Append(h[:], visit); err != nil {
 			return nil, err
 		}
 		if visitErr != nil {
