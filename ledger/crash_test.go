@@ -109,11 +109,11 @@ func entryLeafHashHex(b []byte) string {
 	return hex.EncodeToString(lh[:])
 }
 
-// TestCrash kills an appending child with SIGKILL at random moments
-// (20 times in short mode, 40 otherwise; LEDGER_CRASH_KILLS sets another count) and checks after each kill that
-// every acknowledged entry is present and unchanged, that the entries,
-// chain and tree verify, and that the next checkpoint is consistent with
-// every checkpoint published before.
+// TestCrash kills an appending child with SIGKILL at random moments (20
+// times in short mode, 40 otherwise, LEDGER_CRASH_KILLS if set) and checks
+// after each kill that every acknowledged entry is present and unchanged,
+// that the entries, chain and tree verify, and that the next checkpoint is
+// consistent with every checkpoint published before.
 func TestCrash(t *testing.T) {
 	iterations := 40
 	if testing.Short() {
