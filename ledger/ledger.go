@@ -12,6 +12,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 )
 
@@ -705,4 +706,26 @@ func (l *Ledger) verifyConsistency(ctx context.Context, size1 uint64, root1 []by
 		return err
 	}
 	return proof.VerifyConsistency(hasher, size1, size2, p, root1, root2)
+}
+
+// RangeProof returns the hashes that prove entries [start, end) are leaves
+// of the tree of the given size (at most the latest checkpoint's): the
+// compact range of [0, start) and that of [end, size), in the order
+// compact.RangeNodes lists their nodes. A verifier hashes the entries into
+// the compact range of [start, end) and merges the three into the root.
+func (l *Ledger) RangeProof(ctx context.Context, start, end, size uint64) (left, right [][]byte, err error) {
+	if err := l.checkSize(size); err != nil {
+		return nil, nil, err
+	}
+	if start > end || end > size {
+		return nil, nil, fmt.Errorf("%w: range [%d, %d) not inside size %d", ErrSize, start, end, size)
+	}
+	r := newTileReader(ctx, l.store)
+	if left, err = r.nodes(compact.RangeNodes(0, start, nil)); err != nil {
+		return nil, nil, err
+	}
+	if right, err = r.nodes(compact.RangeNodes(end, size, nil)); err != nil {
+		return nil, nil, err
+	}
+	return left, right, nil
 }

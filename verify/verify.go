@@ -1,0 +1,290 @@
+// Package verify checks, offline, what a ledger produced: signed
+// checkpoints, entries (canonical form, signature, index continuity, the
+// prev chain), that a range of entries is in a checkpoint's tree, that one
+// checkpoint's tree extends another's, and whether candidate parameters
+// are exactly the ones an entry committed to. It trusts nothing but the
+// verifier key it is given.
+//
+// It imports only the standard library, package entry and commit,
+// transparency-dev/merkle and the note and checkpoint parsers: never the
+// ledger or its storage (a test enforces this), so that an auditor's tool
+// stays small.
+//
+// Every failure is a *Failure naming the entry index (or the part of the
+// input that is not an entry) and the check that failed.
+package verify
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Check names one verification. The names are stable: they appear in
+// human and --json output.
+type Check string
+
+const (
+	CheckCheckpointSignature Check = "checkpoint-signature" // signed by the trusted key, for the trusted origin
+	CheckEntryEncoding       Check = "encoding"             // canonical, strictly valid entry bytes
+	CheckEntryKey            Check = "key"                  // key_id and origin are the trusted key's
+	CheckEntrySignature      Check = "signature"            // Ed25519 over the signed message
+	CheckIndex               Check = "index"                // index continues the range with no gap or repeat
+	CheckPrev                Check = "prev"                 // prev is the entry hash of the entry before
+	CheckRange               Check = "range-proof"          // the entries are the checkpoint's tree's leaves
+	CheckConsistency         Check = "consistency"          // the checkpoint's tree extends a trusted one
+)
+
+// NoIndex marks a failure that concerns no single entry.
+const NoIndex = -1
+
+// Failure is one failed check.
+type Failure struct {
+	// Index is the entry's index, or NoIndex.
+	Index int64
+	// Part names what failed when Index is NoIndex ("checkpoint",
+	// "range", "consistency proof", ...).
+	Part  string
+	Check Check
+	Err   error
+}
+
+func (f *Failure) Error() string {
+	where := f.Part
+	if f.Index != NoIndex {
+		where = fmt.Sprintf("entry %d", f.Index)
+	}
+	return fmt.Sprintf("%s: %s: %v", where, f.Check, f.Err)
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Key is a trusted ledger key, from its note verifier key.
+type Key struct {
+	vkey     string
+	verifier note.Verifier
+	origin   string // the key name, which is also the log origin
+	id       string // "<name>+<hash>", the entries' key_id
+	public   ed25519.PublicKey
+}
+
+// ParseKey parses a note verifier key "<name>+<hash>+<base64>" of an
+// Ed25519 ledger key.
+func ParseKey(vkey string) (*Key, error) {
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("verify: verifier key: %w", err)
+	}
+	parts := strings.SplitN(vkey, "+", 3)
+	raw, err := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil || len(raw) != 1+ed25519.PublicKeySize || raw[0] != 1 {
+		return nil, errors.New("verify: verifier key: not an Ed25519 key")
+	}
+	return &Key{
+		vkey: vkey, verifier: v, origin: parts[0],
+		id:     parts[0] + "+" + parts[1],
+		public: ed25519.PublicKey(raw[1:]),
+	}, nil
+}
+
+// Origin returns the log origin the key signs for.
+func (k *Key) Origin() string { return k.origin }
+
+// Checkpoint opens a signed checkpoint with the trusted key.
+func (k *Key) Checkpoint(signed []byte) (*log.Checkpoint, error) {
+	cp, _, _, err := log.ParseCheckpoint(signed, k.origin, k.verifier)
+	if err != nil {
+		return nil, &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckCheckpointSignature, Err: err}
+	}
+	return cp, nil
+}
+
+var hasher = rfc6962.DefaultHasher
+
+var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
+
+// Range verifies the entries [start, end) of a log, given one at a time in
+// index order, and finally that they are leaves start to end-1 of a
+// checkpoint's tree. Its memory stays O(log size) whatever the range.
+type Range struct {
+	key        *Key
+	checkpoint *log.Checkpoint
+	start, end uint64
+	next       uint64
+	prev       *commit.Digest // entry hash expected as the next prev; nil if unknown
+	leaves     *compact.Range
+	all        bool
+	failures   []error
+}
+
+// NewRange starts verifying entries [start, end) against cp, a checkpoint
+// already opened with key. prev, if not nil, is the entry hash of entry
+// start-1 (zero for start 0), so that the first entry's link is checked
+// too; for start 0 it is checked in any case. With all, every failure is
+// recorded and verification goes on; otherwise the first one stops it.
+func NewRange(key *Key, cp *log.Checkpoint, start, end uint64, prev *commit.Digest, all bool) (*Range, error) {
+	if start > end || end > cp.Size {
+		return nil, &Failure{Index: NoIndex, Part: "range", Check: CheckRange,
+			Err: fmt.Errorf("range [%d, %d) is not inside the checkpoint's tree of size %d", start, end, cp.Size)}
+	}
+	if start == 0 && prev == nil {
+		prev = &commit.Digest{}
+	}
+	return &Range{key: key, checkpoint: cp, start: start, end: end, next: start, prev: prev,
+		leaves: rangeFactory.NewEmptyRange(start), all: all}, nil
+}
+
+// fail records a failure, and returns it if verification must stop.
+func (r *Range) fail(f *Failure) error {
+	r.failures = append(r.failures, f)
+	if r.all {
+		return nil
+	}
+	return f
+}
+
+// Add verifies the next entry of the range.
+func (r *Range) Add(b []byte) error {
+	index := r.next
+	if index >= r.end {
+		return r.fail(&Failure{Index: int64(index), Check: CheckIndex, Err: fmt.Errorf("more entries than the range [%d, %d) holds", r.start, r.end)})
+	}
+	r.next++
+	lh := hasher.HashLeaf(b)
+	if err := r.leaves.Append(lh, nil); err != nil {
+		return r.fail(&Failure{Index: int64(index), Check: CheckRange, Err: err})
+	}
+	e, err := entry.Parse(b)
+	if err != nil {
+		r.prev = nil // the next link cannot be checked
+		return r.fail(&Failure{Index: int64(index), Check: CheckEntryEncoding, Err: err})
+	}
+	if e.Index != index {
+		if err := r.fail(&Failure{Index: int64(index), Check: CheckIndex, Err: fmt.Errorf("entry says index %d", e.Index)}); err != nil {
+			return err
+		}
+	}
+	if e.Origin != r.key.origin {
+		if err := r.fail(&Failure{Index: int64(index), Check: CheckEntryKey, Err: errors.New("entry names another log origin")}); err != nil {
+			return err
+		}
+	}
+	if err := e.Verify(r.key.id, r.key.public); err != nil {
+		check := CheckEntrySignature
+		if errors.Is(err, entry.ErrKeyID) {
+			check = CheckEntryKey
+		}
+		if err := r.fail(&Failure{Index: int64(index), Check: check, Err: err}); err != nil {
+			return err
+		}
+	}
+	if r.prev != nil && e.Prev != *r.prev {
+		if err := r.fail(&Failure{Index: int64(index), Check: CheckPrev, Err: errors.New("prev is not the entry hash of the entry before")}); err != nil {
+			return err
+		}
+	}
+	h, err := e.Hash()
+	if err != nil {
+		return r.fail(&Failure{Index: int64(index), Check: CheckEntryEncoding, Err: err})
+	}
+	r.prev = &h
+	return nil
+}
+
+// Finish checks that every entry of the range was given and that they are
+// leaves start to end-1 of the checkpoint's tree: left holds the hashes of
+// the compact range [0, start) and right those of [end, size), as
+// compact.RangeNodes lists them. It returns every failure recorded, joined,
+// or nil.
+func (r *Range) Finish(left, right [][]byte) error {
+	if r.next != r.end {
+		r.fail(&Failure{Index: int64(r.next), Check: CheckIndex, Err: fmt.Errorf("range ends at entry %d, want %d", r.next, r.end)})
+	} else if err := r.checkRoot(left, right); err != nil {
+		r.fail(&Failure{Index: NoIndex, Part: "range", Check: CheckRange, Err: err})
+	}
+	return errors.Join(r.failures...)
+}
+
+func (r *Range) checkRoot(left, right [][]byte) error {
+	if len(left) != compact.RangeSize(0, r.start) || len(right) != compact.RangeSize(r.end, r.checkpoint.Size) {
+		return fmt.Errorf("proof has %d+%d hashes, want %d+%d", len(left), len(right),
+			compact.RangeSize(0, r.start), compact.RangeSize(r.end, r.checkpoint.Size))
+	}
+	for _, h := range append(append([][]byte{}, left...), right...) {
+		if len(h) != hasher.Size() {
+			return errors.New("proof hash of the wrong size")
+		}
+	}
+	// A compact range keeps and rewrites the slice it is built from: give
+	// it copies, never the caller's proof.
+	whole, err := rangeFactory.NewRange(0, r.start, append([][]byte(nil), left...))
+	if err != nil {
+		return err
+	}
+	if err := whole.AppendRange(r.leaves, nil); err != nil {
+		return err
+	}
+	tail, err := rangeFactory.NewRange(r.end, r.checkpoint.Size, append([][]byte(nil), right...))
+	if err != nil {
+		return err
+	}
+	if err := whole.AppendRange(tail, nil); err != nil {
+		return err
+	}
+	root := hasher.EmptyRoot()
+	if r.checkpoint.Size > 0 {
+		if root, err = whole.GetRootHash(nil); err != nil {
+			return err
+		}
+	}
+	if !bytes.Equal(root, r.checkpoint.Hash) {
+		return errors.New("entries and proof do not give the checkpoint's root")
+	}
+	return nil
+}
+
+// Consistency checks that the tree of checkpoint newer extends the tree of
+// checkpoint older, both already opened with the trusted key.
+func Consistency(older, newer *log.Checkpoint, p [][]byte) error {
+	if older.Size > newer.Size {
+		return &Failure{Index: NoIndex, Part: "consistency proof", Check: CheckConsistency,
+			Err: fmt.Errorf("trusted checkpoint of size %d is newer than the one of size %d", older.Size, newer.Size)}
+	}
+	if err := proof.VerifyConsistency(hasher, older.Size, newer.Size, p, older.Hash, newer.Hash); err != nil {
+		return &Failure{Index: NoIndex, Part: "consistency proof", Check: CheckConsistency, Err: err}
+	}
+	return nil
+}
+
+// ParamsResult says whether candidate parameters are the committed ones.
+type ParamsResult string
+
+const (
+	Match    ParamsResult = "match"
+	Mismatch ParamsResult = "mismatch"
+	Refused  ParamsResult = "refused" // outside the strict input domain; see the error
+)
+
+// Params compares candidate parameters (JSON text) with the commitment an
+// entry recorded. A refusal returns the *commit.DomainError saying why.
+func Params(e *entry.Entry, candidate []byte) (ParamsResult, error) {
+	c, err := commit.Params(candidate)
+	if err != nil {
+		return Refused, err
+	}
+	if !c.Equal(e.Params) {
+		return Mismatch, nil
+	}
+	return Match, nil
+}
