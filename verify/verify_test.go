@@ -46,7 +46,7 @@ type fixture struct {
 	signWith   *ledger.Key
 }
 
-func newFixture(t *testing.T, n int) *fixture {
+func newFixture(t testing.TB, n int) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	skey, vkey, err := ledger.GenerateKey("ledger.example.com/verify")

@@ -1,0 +1,303 @@
+package verify
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/transparency-dev/formats/log"
+)
+
+// CheckFormat: the export file breaks its own format (docs/export.md).
+const CheckFormat Check = "format"
+
+// ExportHeader is the first line of an export file, format version 1.
+const ExportHeader = "ledger-export v1\n"
+
+// Bounds on frames, so that a hostile file cannot make the reader allocate
+// more than one entry's worth at a time.
+const (
+	maxFrameLine      = 64
+	maxCheckpoint     = 16 << 10
+	maxProofHashes    = 128
+	maxSmallFrame     = 256
+	maxEntryFrameSize = entry.MaxEntryBytes
+)
+
+// ExportOptions say what the auditor already trusts.
+type ExportOptions struct {
+	// Trusted, if set, is a checkpoint the auditor verified before. The
+	// export's checkpoint must then be the same tree or extend it, proved
+	// by the export's consistency proof.
+	Trusted *log.Checkpoint
+	// Prev, if set, is the entry hash of entry start-1 as the auditor knows
+	// it (the last entry hash of an earlier export they verified).
+	Prev *commit.Digest
+	// All reports every failure instead of stopping at the first.
+	All bool
+	// Progress, if set, is called after each entry with the number
+	// verified and the number in the export.
+	Progress func(done, total uint64)
+}
+
+// ExportReport describes a verified export.
+type ExportReport struct {
+	Checkpoint *log.Checkpoint
+	Start, End uint64
+	// LastHash is the entry hash of entry End-1: the Prev of the next
+	// export.
+	LastHash commit.Digest
+	// ConsistencyFrom is the size of the trusted checkpoint the export was
+	// proved consistent with, or 0.
+	ConsistencyFrom uint64
+}
+
+// frameReader reads the frames "<tag> <length>\n<payload>\n".
+type frameReader struct {
+	r      *bufio.Reader
+	frames int
+}
+
+func formatFailure(format string, args ...any) error {
+	return &Failure{Index: NoIndex, Part: "export file", Check: CheckFormat, Err: fmt.Errorf(format, args...)}
+}
+
+func (fr *frameReader) next(wantTag string, max int) ([]byte, error) {
+	tag, payload, err := fr.read(max)
+	if err != nil {
+		return nil, err
+	}
+	if tag != wantTag {
+		return nil, formatFailure("frame %d is %q, want %q", fr.frames, tag, wantTag)
+	}
+	return payload, nil
+}
+
+// peek returns the tag of the next frame without consuming it.
+func (fr *frameReader) peek() string {
+	line, _ := fr.r.Peek(maxFrameLine)
+	tag, _, _ := strings.Cut(string(line), " ")
+	return tag
+}
+
+func (fr *frameReader) read(max int) (string, []byte, error) {
+	fr.frames++
+	line, err := fr.r.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return "", nil, formatFailure("file ends before frame %d (truncated)", fr.frames)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) || len(line) > maxFrameLine {
+			return "", nil, formatFailure("frame %d: header line too long", fr.frames)
+		}
+		return "", nil, formatFailure("frame %d: %v", fr.frames, err)
+	}
+	if len(line) > maxFrameLine {
+		return "", nil, formatFailure("frame %d: header line too long", fr.frames)
+	}
+	tag, lenText, ok := strings.Cut(string(line[:len(line)-1]), " ")
+	n, err := strconv.Atoi(lenText)
+	if !ok || err != nil || n < 0 || strconv.Itoa(n) != lenText {
+		return "", nil, formatFailure("frame %d: malformed frame header", fr.frames)
+	}
+	if n > max {
+		return "", nil, formatFailure("frame %d (%q): %d bytes, at most %d allowed", fr.frames, tag, n, max)
+	}
+	payload := make([]byte, n+1)
+	if _, err := io.ReadFull(fr.r, payload); err != nil {
+		return "", nil, formatFailure("file ends inside frame %d (truncated)", fr.frames)
+	}
+	if payload[n] != '\n' {
+		return "", nil, formatFailure("frame %d (%q): payload not followed by a newline", fr.frames, tag)
+	}
+	return tag, payload[:n], nil
+}
+
+func splitHashes(b []byte, what string) ([][]byte, error) {
+	if len(b)%hasher.Size() != 0 {
+		return nil, formatFailure("%s: %d bytes is not a whole number of hashes", what, len(b))
+	}
+	var hs [][]byte
+	for len(b) > 0 {
+		hs = append(hs, b[:hasher.Size()])
+		b = b[hasher.Size():]
+	}
+	return hs, nil
+}
+
+// VerifyExport reads and verifies an export file (docs/export.md) with the
+// trusted key: the checkpoint's signature and origin; every entry's
+// canonical form, key, signature, index and prev link (into the entry
+// before the range too, when the export or the auditor gives its hash);
+// that the entries are the checkpoint tree's leaves start to end-1; and,
+// given a trusted earlier checkpoint, that the export's tree extends it.
+// Memory stays O(log size) whatever the number of entries. Failures are
+// *Failure values (joined when opts.All).
+func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, error) {
+	fr := &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
+	header := make([]byte, len(ExportHeader))
+	if _, err := io.ReadFull(fr.r, header); err != nil || string(header) != ExportHeader {
+		return nil, formatFailure("not a version 1 ledger export (want the line %q)", strings.TrimSpace(ExportHeader))
+	}
+
+	signed, err := fr.next("checkpoint", maxCheckpoint)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := key.Checkpoint(signed)
+	if err != nil {
+		return nil, err
+	}
+	rangeText, err := fr.next("range", maxSmallFrame)
+	if err != nil {
+		return nil, err
+	}
+	var start, end uint64
+	if n, err := fmt.Sscanf(string(rangeText), "%d %d", &start, &end); n != 2 || err != nil ||
+		fmt.Sprintf("%d %d", start, end) != string(rangeText) {
+		return nil, formatFailure("range frame: want \"<start> <end>\"")
+	}
+
+	prev := opts.Prev
+	if start > 0 && fr.peek() == "prev" {
+		text, err := fr.next("prev", maxSmallFrame)
+		if err != nil {
+			return nil, err
+		}
+		d, err := commit.ParseDigest(string(text))
+		if err != nil {
+			return nil, formatFailure("prev frame: %v", err)
+		}
+		if prev != nil && !prev.Equal(d) {
+			return nil, &Failure{Index: int64(start), Check: CheckPrev,
+				Err: errors.New("the export's link into the range differs from the auditor's entry hash")}
+		}
+		prev = &d
+	}
+	leftBytes, err := fr.next("left", maxProofHashes*hasher.Size())
+	if err != nil {
+		return nil, err
+	}
+	rightBytes, err := fr.next("right", maxProofHashes*hasher.Size())
+	if err != nil {
+		return nil, err
+	}
+	left, err := splitHashes(leftBytes, "left")
+	if err != nil {
+		return nil, err
+	}
+	right, err := splitHashes(rightBytes, "right")
+	if err != nil {
+		return nil, err
+	}
+
+	report := &ExportReport{Checkpoint: cp, Start: start, End: end}
+	var failures []error
+	record := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		failures = append(failures, err)
+		if opts.All {
+			return nil
+		}
+		return err
+	}
+
+	var consistency [][]byte
+	consistencyFrom := uint64(0)
+	if fr.peek() == "consistency" {
+		payload, err := fr.next("consistency", maxSmallFrame+maxProofHashes*hasher.Size())
+		if err != nil {
+			return nil, err
+		}
+		sizeText, hashes, ok := bytes.Cut(payload, []byte("\n"))
+		n, perr := strconv.ParseUint(string(sizeText), 10, 64)
+		if !ok || perr != nil || strconv.FormatUint(n, 10) != string(sizeText) {
+			return nil, formatFailure("consistency frame: want \"<size>\\n<hashes>\"")
+		}
+		if consistency, err = splitHashes(hashes, "consistency"); err != nil {
+			return nil, err
+		}
+		consistencyFrom = n
+	}
+	if t := opts.Trusted; t != nil {
+		switch {
+		case t.Size == cp.Size:
+			if !bytes.Equal(t.Hash, cp.Hash) {
+				err = &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckConsistency,
+					Err: errors.New("same tree size as the trusted checkpoint, different root: the log forked")}
+			}
+		case consistencyFrom != t.Size:
+			err = &Failure{Index: NoIndex, Part: "consistency proof", Check: CheckConsistency,
+				Err: fmt.Errorf("the export proves no consistency with the trusted tree of size %d", t.Size)}
+		default:
+			err = Consistency(t, cp, consistency)
+		}
+		if err := record(err); err != nil {
+			return nil, err
+		}
+		if err == nil {
+			report.ConsistencyFrom = t.Size
+		}
+	}
+
+	rng, err := NewRange(key, cp, start, end, prev, opts.All)
+	if err != nil {
+		return nil, err
+	}
+	for i := start; ; i++ {
+		tag, payload, err := fr.read(maxEntryFrameSize)
+		if err != nil {
+			var f *Failure
+			if errors.As(err, &f) {
+				f.Index, f.Part = int64(i), ""
+			}
+			if err := record(err); err != nil {
+				return nil, err
+			}
+			break // the rest of the file cannot be framed
+		}
+		if tag == "end" {
+			if len(payload) != 0 {
+				if err := record(formatFailure("end frame is not empty")); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := fr.r.ReadByte(); err != io.EOF {
+				if err := record(formatFailure("content after the end frame")); err != nil {
+					return nil, err
+				}
+			}
+			break
+		}
+		if tag != "entry" {
+			if err := record(formatFailure("frame %d is %q, want an entry or the end", fr.frames, tag)); err != nil {
+				return nil, err
+			}
+			break
+		}
+		if err := rng.Add(payload); err != nil {
+			return nil, err
+		}
+		if opts.Progress != nil {
+			opts.Progress(i-start+1, end-start)
+		}
+	}
+	if err := rng.Finish(left, right); err != nil {
+		failures = append(failures, err)
+	}
+	if err := errors.Join(failures...); err != nil {
+		return nil, err
+	}
+	if rng.prev != nil {
+		report.LastHash = *rng.prev
+	}
+	return report, nil
+}
