@@ -44,6 +44,11 @@ type ExportOptions struct {
 	// Progress, if set, is called after each entry with the number
 	// verified and the number in the export.
 	Progress func(done, total uint64)
+	// OnEntry, if set, is called with each entry's index and bytes after
+	// its own checks. The entry is only known authentic, and in the tree,
+	// once VerifyExport has returned without error. The slice is not
+	// reused.
+	OnEntry func(index uint64, entry []byte)
 }
 
 // ExportReport describes a verified export.
@@ -285,6 +290,9 @@ func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, err
 		}
 		if err := rng.Add(payload); err != nil {
 			return nil, err
+		}
+		if opts.OnEntry != nil {
+			opts.OnEntry(i, payload)
 		}
 		if opts.Progress != nil {
 			opts.Progress(i-start+1, end-start)

@@ -25,26 +25,48 @@ import (
 )
 
 const usage = `Usage:
+    ledger-verify export (--key VKEY | --key-file FILE) [--trusted CHECKPOINT]
+                         [--prev HASH] [--all] [--json] EXPORT
+    ledger-verify params (--key VKEY | --key-file FILE) --export EXPORT
+                         --index N [--json] CANDIDATE
     ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
 
 Commands:
+    export    Verify an export file offline against the ledger's verifier
+              key: the checkpoint's signature, every entry's encoding, key,
+              signature, index and prev link, that the entries are leaves
+              of the checkpoint's tree, and, with --trusted, that the tree
+              extends a checkpoint verified before.
+    params    Verify an export, then say whether the candidate parameters
+              (a JSON file) are exactly those entry N committed to:
+              match, mismatch, or refused (outside the strict input domain).
     digest    Print the parameter commitment of the JSON parameters in FILE
               ("-" reads standard input): the digest
               SHA-256("ledger/v1/params\n" || JCS(params)) and the size of
               the canonical form. Parameters outside the strict domain are
               refused with the kind of fault and its JSON pointer.
 
-Options for digest:
-    --allow-non-integer   Admit numbers with a fractional part (refused by
-                          default; amounts belong in integer minor units).
-    --canonical           Write the canonical bytes instead of the digest,
-                          to reproduce the digest with standard tools.
+Options:
+    --key VKEY            The ledger's note verifier key, name+hash+base64.
+    --key-file FILE       A file holding the verifier key.
+    --trusted CHECKPOINT  A signed checkpoint file verified before.
+    --prev HASH           The entry hash (sha256:...) of the entry before the
+                          export's range, from an earlier verified export.
+    --all                 Report every failure, not only the first.
     --json                Machine-readable output on standard output.
+    --allow-non-integer   (digest) Admit numbers with a fractional part.
+    --canonical           (digest) Write the canonical bytes instead.
 
-Exit status: 0 success, 1 input refused or verification failed,
-2 bad usage or unreadable input.
+Exit status: 0 verified (params: match), 1 verification failed (params:
+mismatch or refused), 2 bad usage or unreadable input.
 
-Example:
+Examples:
+    $ ledger-verify export --key-file ledger.vkey --trusted last.checkpoint export.ledger
+    verified: entries 0 to 999 (1000 entries) of ledger.example.com/log
+      checkpoint: tree size 1000
+      last entry hash: sha256:...
+    $ ledger-verify params --key-file ledger.vkey --export export.ledger --index 17 params.json
+    match: entry 17 committed to exactly these parameters
     $ ledger-verify digest testdata/commit/example-payment.json
     digest sha256:e19d67a48f4991a8c6d703eadcc9b39f8cc56e0e1fb9bbdd667daf2ad2f2d0a8
     size   146
@@ -70,6 +92,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "digest":
 		return runDigest(args[1:], stdin, stdout, stderr)
+	case "export":
+		return runExport(args[1:], stdout, stderr)
+	case "params":
+		return runParams(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

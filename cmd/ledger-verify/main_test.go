@@ -1,15 +1,25 @@
 package main
 
 import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		programName: func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		programName:      func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"ledger-fixture": func() { os.Exit(makeFixture(os.Args[1:])) },
 	})
 }
 
@@ -19,4 +29,95 @@ func TestScript(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 	})
+}
+
+// makeFixture builds a real ledger of N entries in memory and writes, in
+// the current directory: ledger.vkey and other.vkey (an untrusted key),
+// half.checkpoint (the checkpoint at N/2), export.ledger (all entries at
+// the checkpoint N), tail.ledger (entries N/2..N with a consistency proof
+// from N/2), and params-<i>.json, the raw parameters of entry i, for i in
+// 0..9.
+func makeFixture(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N")
+		return 2
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := fixture(n); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func fixture(n int) error {
+	ctx := context.Background()
+	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		return err
+	}
+	key, err := ledger.ParseKey([]byte(skey), ledger.KeyOptions{})
+	if err != nil {
+		return err
+	}
+	_, other, _ := ledger.GenerateKey("ledger.example.com/log")
+	l, err := ledger.Open(ctx, ledger.NewMemStore(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	for i := range n {
+		params := fmt.Sprintf(`{"to":"user%d@example.com","amount_minor":%d,"memo":"invoice %d"}`, i, 100*i, i)
+		c, err := commit.Params([]byte(params))
+		if err != nil {
+			return err
+		}
+		if _, err := l.Append(ctx, ledger.Record{
+			Mediator: "mediator-1", Principal: "agent-1", Action: "make_payment",
+			Decision: entry.Allow, Policies: []string{"payments.limit"},
+			Params: c, Tiers: sha256.Sum256([]byte("tiers")),
+			Attributes: []byte(fmt.Sprintf(`{"amount_minor":%d,"payee_known":true}`, 100*i)),
+		}); err != nil {
+			return err
+		}
+		if i < 10 {
+			if err := os.WriteFile(fmt.Sprintf("params-%d.json", i), []byte(params+"\n"), 0o644); err != nil {
+				return err
+			}
+		}
+		if i+1 == n/2 {
+			half, err := l.Publish(ctx)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile("half.checkpoint", half, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := l.Publish(ctx); err != nil {
+		return err
+	}
+	write := func(name string, start, end uint64, opts ledger.ExportOptions) error {
+		f, err := os.Create(filepath.Clean(name))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return l.Export(ctx, f, start, end, opts)
+	}
+	if err := write("export.ledger", 0, uint64(n), ledger.ExportOptions{}); err != nil {
+		return err
+	}
+	if err := write("tail.ledger", uint64(n/2), uint64(n), ledger.ExportOptions{ConsistencyFrom: uint64(n / 2)}); err != nil {
+		return err
+	}
+	if err := os.WriteFile("ledger.vkey", []byte(vkey+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile("other.vkey", []byte(other+"\n"), 0o644)
 }
