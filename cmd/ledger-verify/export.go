@@ -294,3 +294,71 @@ func runParams(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+func runProof(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("proof", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var keys keyFlags
+	keys.register(fs)
+	paramsFile := fs.String("params", "", "")
+	jsonOut := fs.Bool("json", false, "")
+	if err := fs.Parse(args); err != nil {
+		return usageError(stderr, "proof", "%v", err)
+	}
+	if fs.NArg() != 1 {
+		return usageError(stderr, "proof", "takes exactly one tlog-proof file")
+	}
+	key, err := keys.load()
+	if err != nil {
+		errorf(stderr, "proof: %v", err)
+		return exitUsage
+	}
+	b, err := readFileLimit(fs.Arg(0), 1<<20)
+	if err != nil {
+		errorf(stderr, "proof: %v", err)
+		return exitUsage
+	}
+	var candidate []byte
+	if *paramsFile != "" {
+		if candidate, err = readFileLimit(*paramsFile, commit.DefaultMaxBytes); err != nil {
+			errorf(stderr, "proof: %v", err)
+			return exitUsage
+		}
+	}
+	e, cp, err := verify.VerifyTlogProof(b, key)
+	if err != nil {
+		return reportFailures(stdout, stderr, err, *jsonOut)
+	}
+	out := map[string]any{"result": "verified", "index": e.Index, "origin": cp.Origin, "tree_size": cp.Size,
+		"action": e.Action, "decision": e.Decision, "params_digest": e.Params.Digest}
+	status := exitOK
+	var paramsLine string
+	if candidate != nil {
+		result, perr := verify.Params(e, candidate)
+		out["params"] = result
+		var de *commit.DomainError
+		if errors.As(perr, &de) {
+			out["refusal"] = map[string]any{"kind": de.Kind, "pointer": de.Pointer, "in_name": de.Key, "offset": de.Offset}
+		}
+		switch result {
+		case verify.Match:
+			paramsLine = "  params: match: the entry committed to exactly these parameters"
+		case verify.Mismatch:
+			paramsLine = "  params: mismatch: the entry committed to other parameters"
+			status = exitFailed
+		default:
+			paramsLine = fmt.Sprintf("  params: refused: %v", perr)
+			status = exitFailed
+		}
+	}
+	if *jsonOut {
+		writeJSON(stdout, out)
+		return status
+	}
+	fmt.Fprintf(stdout, "verified: entry %d of %s is in the tree of size %d\n", e.Index, cp.Origin, cp.Size)
+	fmt.Fprintf(stdout, "  %s: %s by %s for %s\n", e.Action, e.Decision, e.Mediator, e.Principal)
+	if paramsLine != "" {
+		fmt.Fprintln(stdout, paramsLine)
+	}
+	return status
+}

@@ -29,6 +29,8 @@ const usage = `Usage:
                          [--prev HASH] [--all] [--json] EXPORT
     ledger-verify params (--key VKEY | --key-file FILE) --export EXPORT
                          --index N [--json] CANDIDATE
+    ledger-verify proof (--key VKEY | --key-file FILE) [--params CANDIDATE]
+                        [--json] TLOG-PROOF
     ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
 
 Commands:
@@ -40,6 +42,10 @@ Commands:
     params    Verify an export, then say whether the candidate parameters
               (a JSON file) are exactly those entry N committed to:
               match, mismatch, or refused (outside the strict input domain).
+    proof     Verify a C2SP tlog-proof@v1 file holding one entry: the
+              checkpoint, the entry's signature, and its inclusion in the
+              checkpoint's tree; with --params, compare candidate
+              parameters with the entry's commitment.
     digest    Print the parameter commitment of the JSON parameters in FILE
               ("-" reads standard input): the digest
               SHA-256("ledger/v1/params\n" || JCS(params)) and the size of
@@ -53,6 +59,7 @@ Options:
     --prev HASH           The entry hash (sha256:...) of the entry before the
                           export's range, from an earlier verified export.
     --all                 Report every failure, not only the first.
+    --params CANDIDATE    (proof) Candidate parameters to compare.
     --json                Machine-readable output on standard output.
     --allow-non-integer   (digest) Admit numbers with a fractional part.
     --canonical           (digest) Write the canonical bytes instead.
@@ -96,6 +103,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runExport(args[1:], stdout, stderr)
 	case "params":
 		return runParams(args[1:], stdout, stderr)
+	case "proof":
+		return runProof(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

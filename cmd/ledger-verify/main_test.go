@@ -35,7 +35,7 @@ func TestScript(t *testing.T) {
 // the current directory: ledger.vkey and other.vkey (an untrusted key),
 // half.checkpoint (the checkpoint at N/2), export.ledger (all entries at
 // the checkpoint N), tail.ledger (entries N/2..N with a consistency proof
-// from N/2), and params-<i>.json, the raw parameters of entry i, for i in
+// from N/2), entry-7.tlog-proof, and params-<i>.json, the raw parameters of entry i, for i in
 // 0..9.
 func makeFixture(args []string) int {
 	if len(args) != 1 {
@@ -114,6 +114,13 @@ func fixture(n int) error {
 		return err
 	}
 	if err := write("tail.ledger", uint64(n/2), uint64(n), ledger.ExportOptions{ConsistencyFrom: uint64(n / 2)}); err != nil {
+		return err
+	}
+	proof, err := l.TlogProof(ctx, 7, 0)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile("entry-7.tlog-proof", proof, 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile("ledger.vkey", []byte(vkey+"\n"), 0o644); err != nil {
