@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
@@ -257,46 +259,8 @@ func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, err
 	if err != nil {
 		return nil, err
 	}
-	for i := start; ; i++ {
-		tag, payload, err := fr.read(maxEntryFrameSize)
-		if err != nil {
-			var f *Failure
-			if errors.As(err, &f) {
-				f.Index, f.Part = int64(i), ""
-			}
-			if err := record(err); err != nil {
-				return nil, err
-			}
-			break // the rest of the file cannot be framed
-		}
-		if tag == "end" {
-			if len(payload) != 0 {
-				if err := record(formatFailure("end frame is not empty")); err != nil {
-					return nil, err
-				}
-			}
-			if _, err := fr.r.ReadByte(); err != io.EOF {
-				if err := record(formatFailure("content after the end frame")); err != nil {
-					return nil, err
-				}
-			}
-			break
-		}
-		if tag != "entry" {
-			if err := record(formatFailure("frame %d is %q, want an entry or the end", fr.frames, tag)); err != nil {
-				return nil, err
-			}
-			break
-		}
-		if err := rng.Add(payload); err != nil {
-			return nil, err
-		}
-		if opts.OnEntry != nil {
-			opts.OnEntry(i, payload)
-		}
-		if opts.Progress != nil {
-			opts.Progress(i-start+1, end-start)
-		}
+	if err := verifyEntries(fr, rng, key, start, end, opts, record); err != nil {
+		return nil, err
 	}
 	if err := rng.Finish(left, right); err != nil {
 		failures = append(failures, err)
@@ -308,4 +272,118 @@ func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, err
 		report.LastHash = *rng.prev
 	}
 	return report, nil
+}
+
+// job is one frame after the header part: an entry to check, or a
+// framing failure to report in file order.
+type job struct {
+	seq     uint64
+	index   uint64
+	payload []byte
+	err     error
+	c       *checked
+}
+
+// verifyEntries reads the entry frames and the end frame. The checks of
+// each entry that need no other entry (encoding, signature, hashes) run on
+// every core; the rest run in file order in one goroutine, so failures are
+// reported in the order of the file. Entries in flight are bounded, so
+// memory does not grow with the export. It returns the failure that stops
+// verification, if any; others go to record.
+func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opts ExportOptions, record func(error) error) error {
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan *job, 4*workers)
+	results := make(chan *job, 4*workers)
+	stop := make(chan struct{})
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if j.err == nil {
+					j.c = checkEntry(key, j.index, j.payload)
+				}
+				results <- j
+			}
+		}()
+	}
+
+	var fatal error
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		pending := map[uint64]*job{}
+		var next uint64
+		for j := range results {
+			pending[j.seq] = j
+			for j := pending[next]; j != nil; j = pending[next] {
+				delete(pending, next)
+				next++
+				if fatal != nil {
+					continue // drain
+				}
+				var err error
+				if j.err != nil {
+					err = record(j.err)
+				} else if err = rng.accept(j.c); err == nil {
+					if opts.OnEntry != nil {
+						opts.OnEntry(j.index, j.payload)
+					}
+					if opts.Progress != nil {
+						opts.Progress(j.index-start+1, end-start)
+					}
+				}
+				if err != nil {
+					fatal = err
+					close(stop)
+				}
+			}
+		}
+	}()
+
+	var seq uint64
+	send := func(j *job) bool {
+		j.seq = seq
+		seq++
+		select {
+		case jobs <- j:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	for i := start; ; i++ {
+		tag, payload, err := fr.read(maxEntryFrameSize)
+		if err != nil {
+			var f *Failure
+			if errors.As(err, &f) {
+				f.Index, f.Part = int64(i), ""
+			}
+			send(&job{err: err})
+			break // the rest of the file cannot be framed
+		}
+		if tag == "end" {
+			if len(payload) != 0 && !send(&job{err: formatFailure("end frame is not empty")}) {
+				break
+			}
+			if _, err := fr.r.ReadByte(); err != io.EOF {
+				send(&job{err: formatFailure("content after the end frame")})
+			}
+			break
+		}
+		if tag != "entry" {
+			send(&job{err: formatFailure("frame %d is %q, want an entry or the end", fr.frames, tag)})
+			break
+		}
+		if !send(&job{index: i, payload: payload}) {
+			break
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	close(results)
+	<-collected
+	return fatal
 }

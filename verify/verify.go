@@ -17,6 +17,7 @@ package verify
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -156,48 +157,79 @@ func (r *Range) fail(f *Failure) error {
 
 // Add verifies the next entry of the range.
 func (r *Range) Add(b []byte) error {
+	return r.accept(checkEntry(r.key, r.next, b))
+}
+
+// checked is the part of an entry's verification that needs no other
+// entry: it runs on any goroutine (VerifyExport runs it on every core).
+type checked struct {
+	index    uint64
+	leaf     []byte
+	entry    *entry.Entry // nil if the bytes are not a valid entry
+	hash     commit.Digest
+	failures []*Failure // in the order the checks are reported
+	bytes    []byte
+}
+
+// checkEntry checks entry bytes expected at index: encoding, index,
+// origin, key and signature; and computes the leaf and entry hashes.
+func checkEntry(key *Key, index uint64, b []byte) *checked {
+	c := &checked{index: index, leaf: hasher.HashLeaf(b), bytes: b}
+	fail := func(check Check, err error) {
+		c.failures = append(c.failures, &Failure{Index: int64(index), Check: check, Err: err})
+	}
+	e, err := entry.Parse(b)
+	if err != nil {
+		fail(CheckEntryEncoding, err)
+		return c
+	}
+	if e.Index != index {
+		fail(CheckIndex, fmt.Errorf("entry says index %d", e.Index))
+	}
+	if e.Origin != key.origin {
+		fail(CheckEntryKey, errors.New("entry names another log origin"))
+	}
+	m, err := e.SignedMessage()
+	if err != nil {
+		fail(CheckEntryEncoding, err)
+		return c
+	}
+	switch {
+	case e.KeyID != key.id:
+		fail(CheckEntryKey, entry.ErrKeyID)
+	case !ed25519.Verify(key.public, m, e.Signature):
+		fail(CheckEntrySignature, entry.ErrSignature)
+	}
+	c.entry, c.hash = e, sha256.Sum256(m)
+	return c
+}
+
+// accept applies the checks that need the entries before: position in the
+// range and the prev link; and adds the leaf to the range's tree.
+func (r *Range) accept(c *checked) error {
 	index := r.next
 	if index >= r.end {
 		return r.fail(&Failure{Index: int64(index), Check: CheckIndex, Err: fmt.Errorf("more entries than the range [%d, %d) holds", r.start, r.end)})
 	}
 	r.next++
-	lh := hasher.HashLeaf(b)
-	if err := r.leaves.Append(lh, nil); err != nil {
+	if err := r.leaves.Append(c.leaf, nil); err != nil {
 		return r.fail(&Failure{Index: int64(index), Check: CheckRange, Err: err})
 	}
-	e, err := entry.Parse(b)
-	if err != nil {
+	for _, f := range c.failures {
+		if err := r.fail(f); err != nil {
+			return err
+		}
+	}
+	if c.entry == nil {
 		r.prev = nil // the next link cannot be checked
-		return r.fail(&Failure{Index: int64(index), Check: CheckEntryEncoding, Err: err})
+		return nil
 	}
-	if e.Index != index {
-		if err := r.fail(&Failure{Index: int64(index), Check: CheckIndex, Err: fmt.Errorf("entry says index %d", e.Index)}); err != nil {
-			return err
-		}
-	}
-	if e.Origin != r.key.origin {
-		if err := r.fail(&Failure{Index: int64(index), Check: CheckEntryKey, Err: errors.New("entry names another log origin")}); err != nil {
-			return err
-		}
-	}
-	if err := e.Verify(r.key.id, r.key.public); err != nil {
-		check := CheckEntrySignature
-		if errors.Is(err, entry.ErrKeyID) {
-			check = CheckEntryKey
-		}
-		if err := r.fail(&Failure{Index: int64(index), Check: check, Err: err}); err != nil {
-			return err
-		}
-	}
-	if r.prev != nil && e.Prev != *r.prev {
+	if r.prev != nil && c.entry.Prev != *r.prev {
 		if err := r.fail(&Failure{Index: int64(index), Check: CheckPrev, Err: errors.New("prev is not the entry hash of the entry before")}); err != nil {
 			return err
 		}
 	}
-	h, err := e.Hash()
-	if err != nil {
-		return r.fail(&Failure{Index: int64(index), Check: CheckEntryEncoding, Err: err})
-	}
+	h := c.hash
 	r.prev = &h
 	return nil
 }
