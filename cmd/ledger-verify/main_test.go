@@ -47,34 +47,41 @@ func makeFixture(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	if err := fixture(n); err != nil {
+	if _, err := fixture(".", n, ""); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return 0
 }
 
-func fixture(n int) error {
+// fixture writes the files described at makeFixture into dir, signing with
+// skey (a new key if empty), and returns the private key text.
+func fixture(dir string, n int, skey string) (string, error) {
 	ctx := context.Background()
-	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
-	if err != nil {
-		return err
+	var vkey string
+	var err error
+	if skey == "" {
+		if skey, vkey, err = ledger.GenerateKey("ledger.example.com/log"); err != nil {
+			return "", err
+		}
 	}
 	key, err := ledger.ParseKey([]byte(skey), ledger.KeyOptions{})
 	if err != nil {
-		return err
+		return "", err
 	}
+	vkey = key.VerifierKey()
+	at := func(name string) string { return filepath.Join(dir, name) }
 	_, other, _ := ledger.GenerateKey("ledger.example.com/log")
 	l, err := ledger.Open(ctx, ledger.NewMemStore(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer l.Close()
 	for i := range n {
 		params := fmt.Sprintf(`{"to":"user%d@example.com","amount_minor":%d,"memo":"invoice %d"}`, i, 100*i, i)
 		c, err := commit.Params([]byte(params))
 		if err != nil {
-			return err
+			return "", err
 		}
 		if _, err := l.Append(ctx, ledger.Record{
 			Mediator: "mediator-1", Principal: "agent-1", Action: "make_payment",
@@ -82,28 +89,28 @@ func fixture(n int) error {
 			Params: c, Tiers: sha256.Sum256([]byte("tiers")),
 			Attributes: []byte(fmt.Sprintf(`{"amount_minor":%d,"payee_known":true}`, 100*i)),
 		}); err != nil {
-			return err
+			return "", err
 		}
 		if i < 10 {
-			if err := os.WriteFile(fmt.Sprintf("params-%d.json", i), []byte(params+"\n"), 0o644); err != nil {
-				return err
+			if err := os.WriteFile(at(fmt.Sprintf("params-%d.json", i)), []byte(params+"\n"), 0o644); err != nil {
+				return "", err
 			}
 		}
 		if i+1 == n/2 {
 			half, err := l.Publish(ctx)
 			if err != nil {
-				return err
+				return "", err
 			}
-			if err := os.WriteFile("half.checkpoint", half, 0o644); err != nil {
-				return err
+			if err := os.WriteFile(at("half.checkpoint"), half, 0o644); err != nil {
+				return "", err
 			}
 		}
 	}
 	if _, err := l.Publish(ctx); err != nil {
-		return err
+		return "", err
 	}
 	write := func(name string, start, end uint64, opts ledger.ExportOptions) error {
-		f, err := os.Create(filepath.Clean(name))
+		f, err := os.Create(at(name))
 		if err != nil {
 			return err
 		}
@@ -111,20 +118,20 @@ func fixture(n int) error {
 		return l.Export(ctx, f, start, end, opts)
 	}
 	if err := write("export.ledger", 0, uint64(n), ledger.ExportOptions{}); err != nil {
-		return err
+		return "", err
 	}
 	if err := write("tail.ledger", uint64(n/2), uint64(n), ledger.ExportOptions{ConsistencyFrom: uint64(n / 2)}); err != nil {
-		return err
+		return "", err
 	}
 	proof, err := l.TlogProof(ctx, 7, 0)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := os.WriteFile("entry-7.tlog-proof", proof, 0o644); err != nil {
-		return err
+	if err := os.WriteFile(at("entry-7.tlog-proof"), proof, 0o644); err != nil {
+		return "", err
 	}
-	if err := os.WriteFile("ledger.vkey", []byte(vkey+"\n"), 0o644); err != nil {
-		return err
+	if err := os.WriteFile(at("ledger.vkey"), []byte(vkey+"\n"), 0o644); err != nil {
+		return "", err
 	}
-	return os.WriteFile("other.vkey", []byte(other+"\n"), 0o644)
+	return skey, os.WriteFile(at("other.vkey"), []byte(other+"\n"), 0o644)
 }
