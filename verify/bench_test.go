@@ -153,4 +153,3 @@ func BenchmarkVerifyExport(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "entries/s")
 }
-

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
