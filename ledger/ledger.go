@@ -37,8 +37,8 @@ type Options struct {
 	// 256.
 	MaxBatch int
 	// MaxBatchBytes bounds the bytes of entries in one group commit, so a
-	// batch stays within one storage transaction (the default badger store
-	// takes about 600 KiB). Optional; default 512 KiB.
+	// batch stays well within one storage transaction. Optional; default
+	// 512 KiB.
 	MaxBatchBytes int
 	// MaxBatchWait is how long the sequencer waits for more records after
 	// the first of a batch arrives. Optional; default 0: a batch is what
