@@ -420,19 +420,25 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 
 // Entry implements Store.
 func (s *BadgerStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
-	var e []byte
+	return s.getOne(entryKey(index), fmt.Sprintf("entry %d", index))
+}
+
+// getOne reads one value in a read transaction of its own; what names it
+// in errors.
+func (s *BadgerStore) getOne(key []byte, what string) ([]byte, error) {
+	var v []byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		var err error
-		e, err = getValue(txn, entryKey(index))
+		v, err = getValue(txn, key)
 		return err
 	})
 	switch {
 	case errors.Is(err, badger.ErrKeyNotFound):
-		return nil, fmt.Errorf("ledger: entry %d: %w", index, ErrNotFound)
+		return nil, fmt.Errorf("ledger: %s: %w", what, ErrNotFound)
 	case err != nil:
-		return nil, fmt.Errorf("ledger: reading entry %d: %w", index, err)
+		return nil, fmt.Errorf("ledger: reading %s: %w", what, err)
 	}
-	return e, nil
+	return v, nil
 }
 
 // ReadEntries implements Store with one iterator in one read transaction,
@@ -571,19 +577,7 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 
 // Checkpoint implements Store.
 func (s *BadgerStore) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
-	var c []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		c, err = getValue(txn, checkpointKey(size))
-		return err
-	})
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ErrNotFound)
-	case err != nil:
-		return nil, fmt.Errorf("ledger: reading checkpoint for size %d: %w", size, err)
-	}
-	return c, nil
+	return s.getOne(checkpointKey(size), fmt.Sprintf("checkpoint for size %d", size))
 }
 
 // getValue returns a copy of the value at key, which stays valid after txn

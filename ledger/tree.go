@@ -233,21 +233,17 @@ func (r *tileReader) rootAt(size uint64) ([]byte, error) {
 // inclusionProof returns the RFC 6962 inclusion proof of leaf index in the
 // tree of the given size.
 func (r *tileReader) inclusionProof(index, size uint64) ([][]byte, error) {
-	nodes, err := proof.Inclusion(index, size)
-	if err != nil {
-		return nil, err
-	}
-	hashes, err := r.nodes(nodes.IDs)
-	if err != nil {
-		return nil, err
-	}
-	return nodes.Rehash(hashes, hasher.HashChildren)
+	return r.proof(proof.Inclusion(index, size))
 }
 
 // consistencyProof returns the RFC 6962 consistency proof between the
 // trees of sizes size1 <= size2.
 func (r *tileReader) consistencyProof(size1, size2 uint64) ([][]byte, error) {
-	nodes, err := proof.Consistency(size1, size2)
+	return r.proof(proof.Consistency(size1, size2))
+}
+
+// proof reads the nodes a proof names and combines its ephemeral ones.
+func (r *tileReader) proof(nodes proof.Nodes, err error) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}

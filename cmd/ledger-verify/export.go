@@ -276,7 +276,7 @@ func runParams(args []string, stdout, stderr io.Writer) int {
 		out := map[string]any{"result": result, "index": index, "params_digest": e.Params.Digest}
 		var de *commit.DomainError
 		if errors.As(err, &de) {
-			out["refusal"] = map[string]any{"kind": de.Kind, "pointer": de.Pointer, "in_name": de.Key, "offset": de.Offset}
+			out["refusal"] = refusalJSON(de)
 		}
 		writeJSON(stdout, out)
 	} else {
@@ -338,7 +338,7 @@ func runProof(args []string, stdout, stderr io.Writer) int {
 		out["params"] = result
 		var de *commit.DomainError
 		if errors.As(perr, &de) {
-			out["refusal"] = map[string]any{"kind": de.Kind, "pointer": de.Pointer, "in_name": de.Key, "offset": de.Offset}
+			out["refusal"] = refusalJSON(de)
 		}
 		switch result {
 		case verify.Match:

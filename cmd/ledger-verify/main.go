@@ -193,15 +193,7 @@ func runDigest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func reportRefusal(stdout, stderr io.Writer, name string, de *commit.DomainError, jsonOut bool) int {
 	if jsonOut {
-		writeJSON(stdout, map[string]any{
-			"result": "refused",
-			"refusal": map[string]any{
-				"kind":    de.Kind,
-				"pointer": de.Pointer,
-				"in_name": de.Key,
-				"offset":  de.Offset,
-			},
-		})
+		writeJSON(stdout, map[string]any{"result": "refused", "refusal": refusalJSON(de)})
 		return exitFailed
 	}
 	errorf(stderr, "%s: parameters refused: %v", name, de)
@@ -215,6 +207,12 @@ func reportRefusal(stdout, stderr io.Writer, name string, de *commit.DomainError
 	}
 	hintf(stderr, "docs/commitment.md lists every rule of the strict domain")
 	return exitFailed
+}
+
+// refusalJSON is the machine form of a strict-domain refusal: kind and
+// place, never the value.
+func refusalJSON(de *commit.DomainError) map[string]any {
+	return map[string]any{"kind": de.Kind, "pointer": de.Pointer, "in_name": de.Key, "offset": de.Offset}
 }
 
 func writeJSON(w io.Writer, v any) {

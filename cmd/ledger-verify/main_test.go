@@ -58,10 +58,9 @@ func makeFixture(args []string) int {
 // skey (a new key if empty), and returns the private key text.
 func fixture(dir string, n int, skey string) (string, error) {
 	ctx := context.Background()
-	var vkey string
 	var err error
 	if skey == "" {
-		if skey, vkey, err = ledger.GenerateKey("ledger.example.com/log"); err != nil {
+		if skey, _, err = ledger.GenerateKey("ledger.example.com/log"); err != nil {
 			return "", err
 		}
 	}
@@ -69,7 +68,7 @@ func fixture(dir string, n int, skey string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	vkey = key.VerifierKey()
+	vkey := key.VerifierKey()
 	at := func(name string) string { return filepath.Join(dir, name) }
 	_, other, _ := ledger.GenerateKey("ledger.example.com/log")
 	l, err := ledger.Open(ctx, ledger.NewMemStore(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
