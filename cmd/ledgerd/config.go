@@ -1,0 +1,157 @@
+package main
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is the reference for ledgerd's configuration file (JSON). Every
+// field says whether it is optional and its default. Unknown fields are
+// refused.
+type Config struct {
+	// Listen is the address to serve on. Optional; default
+	// "127.0.0.1:8080".
+	Listen string `json:"listen"`
+	// KeyFile is the signing key: a note-format private key or an OpenSSH
+	// ed25519 key, readable by its owner only. Required in a config file;
+	// it must exist (ledgerd never creates a key a config names).
+	KeyFile string `json:"key_file"`
+	// KeyName is the log origin for an OpenSSH key, which carries no name.
+	// Optional for note keys (which carry their name); required for
+	// OpenSSH keys.
+	KeyName string `json:"key_name"`
+	// StoreDir is the badger store's directory. Required in a config file;
+	// it must exist (create it with "ledgerd init" or by hand).
+	StoreDir string `json:"store_dir"`
+	// Mediators are the clients allowed to append. Required, at least one.
+	Mediators []Mediator `json:"mediators"`
+	// CheckpointInterval is how often a checkpoint is signed while the log
+	// grows, as a Go duration ("1s"). Optional; default 1s.
+	CheckpointInterval string `json:"checkpoint_interval"`
+	// MaxBodyBytes bounds an append request's body. Optional; default
+	// 256 KiB.
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+}
+
+// Mediator is one appending client. Its identity in entries is Name, taken
+// from the credential, never from a request.
+type Mediator struct {
+	// Name is recorded as the entries' mediator. Required.
+	Name string `json:"name"`
+	// TokenSHA256 is the lower-case hex SHA-256 of the mediator's bearer
+	// token. Required. The token itself is never stored.
+	TokenSHA256 string `json:"token_sha256"`
+}
+
+// LogValue keeps token hashes and paths of keys out of logs.
+func (c Config) LogValue() slog.Value {
+	names := make([]string, len(c.Mediators))
+	for i, m := range c.Mediators {
+		names[i] = m.Name
+	}
+	return slog.GroupValue(slog.String("listen", c.Listen), slog.String("store_dir", c.StoreDir),
+		slog.String("mediators", strings.Join(names, ",")))
+}
+
+const (
+	defaultListen       = "127.0.0.1:8080"
+	defaultMaxBodyBytes = 256 << 10
+)
+
+func (c *Config) checkpointInterval() (time.Duration, error) {
+	if c.CheckpointInterval == "" {
+		return time.Second, nil
+	}
+	d, err := time.ParseDuration(c.CheckpointInterval)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("checkpoint_interval %q is not a positive duration", c.CheckpointInterval)
+	}
+	return d, nil
+}
+
+// loadConfig reads and checks a config file. Paths in it are relative to
+// the file's directory.
+func loadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	base := filepath.Dir(path)
+	for _, p := range []*string{&c.KeyFile, &c.StoreDir} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+func (c *Config) check() error {
+	if c.Listen == "" {
+		c.Listen = defaultListen
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if c.KeyFile == "" {
+		return errors.New("key_file is required")
+	}
+	if c.StoreDir == "" {
+		return errors.New("store_dir is required")
+	}
+	if st, err := os.Stat(c.StoreDir); err != nil || !st.IsDir() {
+		return fmt.Errorf("store_dir %s does not exist: ledgerd creates no store a config names", c.StoreDir)
+	}
+	if _, err := os.Stat(c.KeyFile); err != nil {
+		return fmt.Errorf("key_file %s does not exist: ledgerd creates no key a config names (ledgerd keygen makes one)", c.KeyFile)
+	}
+	if len(c.Mediators) == 0 {
+		return errors.New("mediators: at least one is required")
+	}
+	seen := map[string]bool{}
+	for i, m := range c.Mediators {
+		if m.Name == "" {
+			return fmt.Errorf("mediators[%d]: name is required", i)
+		}
+		if seen[m.Name] {
+			return fmt.Errorf("mediators[%d]: name %q repeated", i, m.Name)
+		}
+		seen[m.Name] = true
+		if h, err := hex.DecodeString(m.TokenSHA256); err != nil || len(h) != sha256.Size || strings.ToLower(m.TokenSHA256) != m.TokenSHA256 {
+			return fmt.Errorf("mediators[%d] (%s): token_sha256 is not 64 lower-case hex digits", i, m.Name)
+		}
+	}
+	_, err := c.checkpointInterval()
+	return err
+}
+
+// authenticate returns the mediator whose token this is. Every configured
+// hash is compared, in constant time, so the answer's timing says nothing.
+func (c *Config) authenticate(token string) (string, bool) {
+	sum := sha256.Sum256([]byte(token))
+	found := ""
+	for _, m := range c.Mediators {
+		want, _ := hex.DecodeString(m.TokenSHA256)
+		if subtle.ConstantTimeCompare(sum[:], want) == 1 {
+			found = m.Name
+		}
+	}
+	return found, found != ""
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+)
+
+// server is ledgerd's HTTP API (docs/api.md).
+type server struct {
+	cfg *Config
+	l   *ledger.Ledger
+	log *slog.Logger
+}
+
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/entries", s.appendEntry)
+	mux.HandleFunc("GET /v1/checkpoint", s.checkpoint)
+	mux.HandleFunc("GET /v1/entries/{index}", s.getEntry)
+	mux.HandleFunc("GET /v1/export", s.export)
+	mux.HandleFunc("GET /v1/proofs/{index}", s.tlogProof)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	return mux
+}
+
+// apiError is the JSON body of every error response. Messages name fields
+// and rules, never submitted values.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]apiError{"error": {Code: code, Message: fmt.Sprintf(format, args...)}})
+}
+
+// appendRequest is the strict schema of POST /v1/entries. The mediator is
+// not in it: it comes from the credential.
+type appendRequest struct {
+	Principal    string          `json:"principal"`
+	Action       string          `json:"action"`
+	Decision     string          `json:"decision"`
+	Policies     []string        `json:"policies"`
+	ParamsDigest string          `json:"params_digest"`
+	ParamsSize   int             `json:"params_size"`
+	TiersDigest  string          `json:"tiers_digest"`
+	Attributes   json.RawMessage `json:"attributes"`
+}
+
+func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	mediator, known := s.cfg.authenticate(token)
+	if !ok || !known {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
+		writeError(w, http.StatusUnauthorized, "unauthenticated", "a mediator bearer token is required")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "unreadable", "the body could not be read")
+		return
+	}
+	var req appendRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || dec.More() {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", describeJSONError(err))
+		return
+	}
+	rec := ledger.Record{
+		Mediator: mediator, Principal: req.Principal, Action: req.Action,
+		Decision: entry.Decision(req.Decision), Policies: req.Policies,
+		Attributes: req.Attributes,
+	}
+	if rec.Params.Digest, err = commit.ParseDigest(req.ParamsDigest); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
+		return
+	}
+	rec.Params.Size = req.ParamsSize
+	if rec.Tiers, err = commit.ParseDigest(req.TiersDigest); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "tiers_digest: %v", err)
+		return
+	}
+	receipt, err := s.l.Append(r.Context(), rec)
+	switch {
+	case errors.Is(err, ledger.ErrInvalidRecord):
+		writeError(w, http.StatusBadRequest, "invalid_record", "%v", err)
+		return
+	case errors.Is(err, ledger.ErrQueueFull):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "busy", "the append queue is full; retry later")
+		return
+	case err != nil:
+		s.log.ErrorContext(r.Context(), "append failed", "mediator", mediator, "error", err)
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the entry was not appended")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
+}
+
+// describeJSONError names what was wrong with a request body without
+// repeating any of it.
+func describeJSONError(err error) string {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return "content after the JSON object"
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typeErr):
+		return fmt.Sprintf("field %q has the wrong type", typeErr.Field)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON object is incomplete"
+	}
+	return "not a JSON object of the expected fields"
+}
+
+func (s *server) checkpoint(w http.ResponseWriter, r *http.Request) {
+	cp, size := s.l.Checkpoint()
+	if size == 0 {
+		writeError(w, http.StatusNotFound, "no_checkpoint", "no checkpoint has been signed yet")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(cp)
+}
+
+func parseIndex(w http.ResponseWriter, text, what string) (uint64, bool) {
+	v, err := strconv.ParseUint(text, 10, 64)
+	if err != nil || strconv.FormatUint(v, 10) != text {
+		writeError(w, http.StatusBadRequest, "invalid_request", "%s is not a decimal integer", what)
+		return 0, false
+	}
+	return v, true
+}
+
+func (s *server) getEntry(w http.ResponseWriter, r *http.Request) {
+	index, ok := parseIndex(w, r.PathValue("index"), "the index")
+	if !ok {
+		return
+	}
+	b, err := s.l.Entry(r.Context(), index)
+	if errors.Is(err, ledger.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", "no entry %d", index)
+		return
+	} else if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", "the entry could not be read")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+func (s *server) export(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	start, ok := parseIndex(w, q.Get("start"), "start")
+	if !ok {
+		return
+	}
+	end, ok := parseIndex(w, q.Get("end"), "end")
+	if !ok {
+		return
+	}
+	var opts ledger.ExportOptions
+	if from := q.Get("consistency_from"); from != "" {
+		if opts.ConsistencyFrom, ok = parseIndex(w, from, "consistency_from"); !ok {
+			return
+		}
+	}
+	_, size := s.l.Checkpoint()
+	if size == 0 {
+		writeError(w, http.StatusNotFound, "no_checkpoint", "no checkpoint has been signed yet")
+		return
+	}
+	if start > end || end > size || opts.ConsistencyFrom > size {
+		writeError(w, http.StatusBadRequest, "out_of_range", "need start <= end <= %d (the latest checkpoint's size)", size)
+		return
+	}
+	opts.Size = size
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if err := s.l.Export(r.Context(), w, start, end, opts); err != nil {
+		// Headers are sent: the truncated file fails verification.
+		s.log.ErrorContext(r.Context(), "export failed", "start", start, "end", end, "error", err)
+	}
+}
+
+func (s *server) tlogProof(w http.ResponseWriter, r *http.Request) {
+	index, ok := parseIndex(w, r.PathValue("index"), "the index")
+	if !ok {
+		return
+	}
+	b, err := s.l.TlogProof(r.Context(), index, 0)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found", "no entry %d under the latest checkpoint", index)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write(b)
+}

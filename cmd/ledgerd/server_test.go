@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/verify"
+)
+
+type testServer struct {
+	url   string
+	token string
+	l     *ledger.Ledger
+	key   *ledger.Key
+	cfg   *Config
+}
+
+func startServer(t *testing.T) *testServer {
+	t.Helper()
+	dir := t.TempDir()
+	path, token, err := initDataDir(dir)
+	if err != nil || token == "" {
+		t.Fatalf("initDataDir: %v", err)
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	store, err := ledger.OpenBadger(t.Context(), cfg.StoreDir, ledger.BadgerOptions{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	l, err := ledger.Open(t.Context(), store, key, ledger.Options{CheckpointInterval: -1, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	hs := httptest.NewServer((&server{cfg: cfg, l: l, log: logger}).routes())
+	t.Cleanup(hs.Close)
+	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg}
+}
+
+func (s *testServer) post(t *testing.T, token, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.url+"/v1/entries", strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func appendBody(i int) string {
+	c, _ := commit.Params([]byte(fmt.Sprintf(`{"to":"user%d@example.com","amount_minor":%d}`, i, i)))
+	tiers := commit.Digest(sha256.Sum256([]byte("tiers")))
+	return fmt.Sprintf(`{"principal":"agent-1","action":"make_payment","decision":"allow","policies":["payments.limit"],`+
+		`"params_digest":"%s","params_size":%d,"tiers_digest":"%s","attributes":{"amount_minor":%d,"payee_known":true}}`,
+		c.Digest, c.Size, tiers, i)
+}
+
+// Appends from concurrent clients over HTTP, then an export downloaded
+// over HTTP verifies offline with the verifier key alone.
+func TestAppendExportVerify(t *testing.T) {
+	s := startServer(t)
+	const n = 300
+	var wg sync.WaitGroup
+	errs := make(chan string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, b := s.post(t, s.token, appendBody(i))
+			if resp.StatusCode != http.StatusCreated {
+				errs <- fmt.Sprintf("append %d: %d %s", i, resp.StatusCode, b)
+			}
+			var r struct {
+				Index uint64          `json:"index"`
+				Entry json.RawMessage `json:"entry"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil || !bytes.Contains(r.Entry, []byte(`"mediator":"local"`)) {
+				errs <- fmt.Sprintf("append %d: receipt %s", i, b)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if _, err := s.l.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(fmt.Sprintf("%s/v1/export?start=0&end=%d", s.url, n))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("export: %v %v", err, resp.Status)
+	}
+	defer resp.Body.Close()
+	key, err := verify.ParseKey(s.key.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := verify.VerifyExport(resp.Body, key, verify.ExportOptions{})
+	if err != nil {
+		t.Fatalf("export does not verify: %v", err)
+	}
+	if report.End != n {
+		t.Errorf("export of %d entries", report.End)
+	}
+	proofResp, err := http.Get(s.url + "/v1/proofs/17")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proofBytes, _ := io.ReadAll(proofResp.Body)
+	proofResp.Body.Close()
+	if _, _, err := verify.VerifyTlogProof(proofBytes, key); err != nil {
+		t.Errorf("tlog-proof: %v", err)
+	}
+}
+
+// Bad requests get the right status and a typed error, and append nothing.
+func TestAppendRefusals(t *testing.T) {
+	s := startServer(t)
+	good := appendBody(1)
+	cases := []struct {
+		name   string
+		token  string
+		body   string
+		status int
+		code   string
+	}{
+		{"no-token", "", good, 401, "unauthenticated"},
+		{"wrong-token", strings.Repeat("0", 64), good, 401, "unauthenticated"},
+		{"claims-a-mediator", s.token, strings.Replace(good, `{"principal"`, `{"mediator":"other","principal"`, 1), 400, "invalid_request"},
+		{"unknown-field", s.token, strings.Replace(good, `{"principal"`, `{"zzz":1,"principal"`, 1), 400, "invalid_request"},
+		{"malformed", s.token, good[:40], 400, "invalid_request"},
+		{"two-objects", s.token, good + good, 400, "invalid_request"},
+		{"oversized", s.token, strings.Replace(good, `"payee_known":true`, `"memo":"`+strings.Repeat("x", 300<<10)+`"`, 1), 413, "too_large"},
+		{"bad-digest", s.token, strings.Replace(good, `"params_digest":"sha256:`, `"params_digest":"sha512:`, 1), 400, "invalid_request"},
+		{"bad-decision", s.token, strings.Replace(good, `"allow"`, `"maybe"`, 1), 400, "invalid_record"},
+		{"attributes-not-nfc", s.token, strings.Replace(good, `"payee_known":true`, `"payee":"e\u0301"`, 1), 400, "invalid_record"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, b := s.post(t, c.token, c.body)
+			var e struct {
+				Error apiError `json:"error"`
+			}
+			json.Unmarshal(b, &e)
+			if resp.StatusCode != c.status || e.Error.Code != c.code {
+				t.Fatalf("got %d %s, want %d %s", resp.StatusCode, b, c.status, c.code)
+			}
+			if bytes.Contains(b, []byte(strings.Repeat("x", 20))) {
+				t.Errorf("error repeats the body")
+			}
+		})
+	}
+	if s.l.Size() != 0 {
+		t.Fatalf("%d entries appended by refused requests", s.l.Size())
+	}
+}
+
+// FuzzAppendHandler: no body panics the handler, and whatever is accepted
+// is a well-formed append.
+func FuzzAppendHandler(f *testing.F) {
+	f.Add([]byte(appendBody(1)))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"attributes":[]}`))
+	dir := f.TempDir()
+	path, token, err := initDataDir(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	cfg, _ := loadConfig(path)
+	key, _ := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{})
+	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := (&server{cfg: cfg, l: l, log: slog.New(slog.DiscardHandler)}).routes()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		before := l.Size()
+		req := httptest.NewRequest("POST", "/v1/entries", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		switch w.Code {
+		case http.StatusCreated:
+			if l.Size() != before+1 {
+				t.Fatalf("201 but size %d -> %d", before, l.Size())
+			}
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			if l.Size() != before {
+				t.Fatalf("refused (%d) but appended", w.Code)
+			}
+		default:
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	})
+}
+
+func TestConfigRefusesMissingStoreAndKey(t *testing.T) {
+	dir := t.TempDir()
+	write := func(cfg string) string {
+		p := filepath.Join(dir, "c.json")
+		os.WriteFile(p, []byte(cfg), 0o600)
+		return p
+	}
+	hash := strings.Repeat("a", 64)
+	if _, err := loadConfig(write(`{"key_file":"k","store_dir":"missing","mediators":[{"name":"m","token_sha256":"` + hash + `"}]}`)); err == nil || !strings.Contains(err.Error(), "store_dir") {
+		t.Errorf("missing store: %v", err)
+	}
+	os.Mkdir(filepath.Join(dir, "store"), 0o700)
+	if _, err := loadConfig(write(`{"key_file":"k","store_dir":"store","mediators":[{"name":"m","token_sha256":"` + hash + `"}]}`)); err == nil || !strings.Contains(err.Error(), "key_file") {
+		t.Errorf("missing key: %v", err)
+	}
+	if _, err := loadConfig(write(`{"key_file":"k","store_dir":"store","mediators":[],"extra":1}`)); err == nil {
+		t.Error("unknown config field accepted")
+	}
+	if _, err := loadConfig(write(`{"key_file":"k","store_dir":"store","mediators":[{"name":"m","token_sha256":"secret-token"}]}`)); err == nil || strings.Contains(err.Error(), "secret-token") {
+		t.Errorf("bad token hash: %v", err)
+	}
+}
