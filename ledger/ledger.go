@@ -548,6 +548,9 @@ func answerAll(batch []*request, err error) {
 	}
 }
 
+// Failure returns the storage failure that stopped appends, or nil.
+func (l *Ledger) Failure() error { return l.failure() }
+
 func (l *Ledger) failure() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
