@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// daemon is a running ledgerd binary.
+type daemon struct {
+	cmd  *exec.Cmd
+	addr string
+	vkey string
+}
+
+func buildBinaries(t *testing.T) (ledgerd, ledgerVerify string) {
+	t.Helper()
+	dir := t.TempDir()
+	ledgerd, ledgerVerify = filepath.Join(dir, "ledgerd"), filepath.Join(dir, "ledger-verify")
+	for bin, pkg := range map[string]string{ledgerd: ".", ledgerVerify: "../ledger-verify"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return ledgerd, ledgerVerify
+}
+
+// startDaemon runs ledgerd on a free loopback port with the default data
+// directory in dir, and returns once it serves.
+func startDaemon(t *testing.T, bin, dir string) *daemon {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT=160MiB")
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{cmd: cmd}
+	sc := bufio.NewScanner(stdout)
+	deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+	defer deadline.Stop()
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "mediator \"local\" token (shown once, stored only as a hash): "); ok {
+			os.WriteFile(filepath.Join(dir, "token"), []byte(rest), 0o600)
+		}
+		if _, addr, ok := strings.Cut(line, " on http://"); ok && strings.HasPrefix(line, "ledgerd: serving") {
+			d.addr = addr
+		}
+		if rest, ok := strings.CutPrefix(line, "verifier key: "); ok {
+			d.vkey = rest
+			break
+		}
+	}
+	go io.Copy(io.Discard, stdout)
+	if d.addr == "" || d.vkey == "" {
+		t.Fatal("ledgerd did not start")
+	}
+	return d
+}
+
+// TestDaemonKill9 runs the real binaries: concurrent clients append over
+// HTTP while ledgerd is killed with SIGKILL and restarted (10 times); every
+// acknowledged entry must be served unchanged afterwards, every checkpoint
+// served before must be consistent with the one after, and at the end an
+// export of all entries (over 1,000) verifies with ledger-verify.
+func TestDaemonKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	ledgerd, ledgerVerify := buildBinaries(t)
+	dir := t.TempDir()
+	acked := map[uint64]string{} // index -> entry JSON
+	var checkpoints [][]byte
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	var vkey string
+
+	for cycle := range 10 {
+		d := startDaemon(t, ledgerd, dir)
+		vkey = d.vkey
+		token, _ := os.ReadFile(filepath.Join(dir, "token"))
+		url := "http://" + d.addr
+		// Every earlier checkpoint is consistent with the current tree.
+		if len(checkpoints) > 0 {
+			checkConsistentAfterRestart(t, url, d.vkey, checkpoints)
+		}
+		for index, want := range acked {
+			got := get(t, fmt.Sprintf("%s/v1/entries/%d", url, index))
+			if got != want {
+				t.Fatalf("cycle %d: acknowledged entry %d lost or changed", cycle, index)
+			}
+		}
+		stop := make(chan struct{})
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for c := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(cycle*100000+c*1000+i)))
+					req.Header.Set("Authorization", "Bearer "+string(token))
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						return // killed
+					}
+					var r struct {
+						Index uint64          `json:"index"`
+						Entry json.RawMessage `json:"entry"`
+					}
+					err = json.NewDecoder(resp.Body).Decode(&r)
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusCreated && err == nil {
+						mu.Lock()
+						acked[r.Index] = string(r.Entry)
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+		if cp := get(t, url+"/v1/checkpoint"); cp != "" {
+			checkpoints = append(checkpoints, []byte(cp))
+		}
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		d.cmd.Process.Kill() // SIGKILL
+		d.cmd.Wait()
+		close(stop)
+		wg.Wait()
+	}
+
+	// Final start: export everything and verify it with the auditor's tool.
+	d := startDaemon(t, ledgerd, dir)
+	defer func() { d.cmd.Process.Kill(); d.cmd.Wait() }()
+	url := "http://" + d.addr
+	checkConsistentAfterRestart(t, url, d.vkey, checkpoints)
+	time.Sleep(1500 * time.Millisecond) // the next checkpoint covers every entry
+	cp := get(t, url+"/v1/checkpoint")
+	v, _ := note.NewVerifier(vkey)
+	latest, _, _, err := log.ParseCheckpoint([]byte(cp), strings.SplitN(vkey, "+", 2)[0], v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latest.Size < 1000 || uint64(len(acked)) > latest.Size {
+		t.Fatalf("%d acknowledged, tree size %d: want at least 1,000 entries", len(acked), latest.Size)
+	}
+	export := filepath.Join(dir, "all.ledger")
+	resp, err := http.Get(fmt.Sprintf("%s/v1/export?start=0&end=%d", url, latest.Size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Create(export)
+	io.Copy(f, resp.Body)
+	f.Close()
+	resp.Body.Close()
+	out, err := exec.Command(ledgerVerify, "export", "--key", vkey, export).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ledger-verify: %v\n%s", err, out)
+	}
+	t.Logf("%d kills; %d entries acknowledged; %s", 10, len(acked), strings.SplitN(string(out), "\n", 2)[0])
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return ""
+	}
+	return string(b)
+}
+
+func checkConsistentAfterRestart(t *testing.T, url, vkey string, checkpoints [][]byte) {
+	t.Helper()
+	origin := strings.SplitN(vkey, "+", 2)[0]
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, _, _, err := log.ParseCheckpoint([]byte(get(t, url+"/v1/checkpoint")), origin, v)
+	if err != nil {
+		t.Fatalf("current checkpoint: %v", err)
+	}
+	for _, signed := range checkpoints {
+		old, _, _, err := log.ParseCheckpoint(signed, origin, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p proofJSON
+		if code := getJSON(t, fmt.Sprintf("%s/v1/consistency?size1=%d&tree_size=%d", url, old.Size, current.Size), &p); code != 200 {
+			t.Fatalf("consistency %d -> %d: HTTP %d", old.Size, current.Size, code)
+		}
+		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old.Size, current.Size, p.Hashes, old.Hash, current.Hash); err != nil {
+			t.Fatalf("checkpoint of size %d served before a kill is not consistent with size %d after: %v", old.Size, current.Size, err)
+		}
+	}
+}
