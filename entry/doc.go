@@ -25,7 +25,9 @@
 //	version       integer  1
 //
 // All strings are non-empty (policy ids included), NFC, at most 1024 bytes;
-// the entry is at most 128 KiB and its attributes at most 64 KiB.
+// the signed entry is at most 65,535 bytes (so that C2SP tlog-tiles entry
+// bundles, with their uint16 length prefixes, can carry it) and its
+// attributes at most 32 KiB.
 //
 // # Hashes and signature
 //

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
@@ -29,8 +30,10 @@ const TimeLayout = "2006-01-02T15:04:05.000000Z"
 // Bounds on an entry's parts. They keep one entry small enough to sign,
 // store and verify quickly, and an attacker's entry from costing more.
 const (
-	MaxEntryBytes      = 128 << 10 // the whole signed entry
-	MaxAttributesBytes = 64 << 10  // the canonical attributes object
+	// MaxEntryBytes fits the uint16 length prefix of C2SP tlog-tiles
+	// entry bundles, so that every entry can be served as a tile.
+	MaxEntryBytes      = 1<<16 - 1 // the whole signed entry
+	MaxAttributesBytes = 32 << 10  // the canonical attributes object
 	MaxStringBytes     = 1024      // origin, mediator, principal, action, key id, each policy id
 	MaxPolicies        = 256
 )
@@ -227,8 +230,22 @@ func (e *Entry) SignedMessage() ([]byte, error) {
 	}
 	b := make([]byte, 0, 512+len(e.Attributes))
 	b = append(b, SignedDomainSeparator...)
-	return e.appendJSON(b, false)
+	b, err := e.appendJSON(b, false)
+	if err != nil {
+		return nil, err
+	}
+	// The bound is on the signed entry, which adds the "sig" member to
+	// this message: checking it here refuses an entry before it is
+	// signed, not after.
+	if len(b)-len(SignedDomainSeparator)+len(sigMember) > MaxEntryBytes {
+		return nil, fieldError("", "the signed entry would be longer than %d bytes", MaxEntryBytes)
+	}
+	return b, nil
 }
+
+// sigMember is the length the "sig" member adds to an entry:
+// ,"sig":"<88 base64 characters>".
+var sigMember = `,"sig":""` + strings.Repeat("=", base64.StdEncoding.EncodedLen(ed25519.SignatureSize))
 
 // Hash returns the entry hash, SHA-256 of the signed message. The next
 // entry's Prev is this hash. It does not cover the signature, so the chain

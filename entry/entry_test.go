@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -286,4 +287,35 @@ func BenchmarkParseVerify(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The bound is on the signed entry: an entry of exactly MaxEntryBytes is
+// written, one byte more is refused already by SignedMessage, before it is
+// signed.
+func TestEntrySizeBound(t *testing.T) {
+	e, priv := sampleEntry(t)
+	sign := func(m []byte) []byte { return ed25519.Sign(priv, m) }
+	e.Policies = nil
+	for i := 0; i < 33; i++ {
+		e.Policies = append(e.Policies, fmt.Sprintf("p%02d-%s", i, strings.Repeat("y", 995)))
+	}
+	attrs := func(pad int) []byte { return []byte(`{"a":"` + strings.Repeat("x", pad) + `"}`) }
+	for pad := 30000; pad < MaxAttributesBytes; pad++ {
+		e.Attributes = attrs(pad)
+		if _, err := e.Sign(e.KeyID, sign); err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("got %v", err)
+			}
+			e.Attributes = attrs(pad - 1)
+			if _, err := e.Sign(e.KeyID, sign); err != nil {
+				t.Fatal(err)
+			}
+			b, err := e.Marshal()
+			if err != nil || len(b) != MaxEntryBytes {
+				t.Fatalf("largest accepted entry has %d bytes (%v), want %d", len(b), err, MaxEntryBytes)
+			}
+			return
+		}
+	}
+	t.Fatal("never reached the entry bound")
 }

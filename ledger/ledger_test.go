@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,6 +229,15 @@ func TestAppendRefusesInvalidRecords(t *testing.T) {
 		"decision":        func(r *Record) { r.Decision = "perhaps" },
 		"no-mediator":     func(r *Record) { r.Mediator = "" },
 		"params-size":     func(r *Record) { r.Params.Size = 0 },
+		// Each part within its bound, the whole beyond MaxEntryBytes: it
+		// must be refused before sequencing, or signing it would fail the
+		// batch and stop the ledger.
+		"entry-too-large": func(r *Record) {
+			r.Policies = nil
+			for i := range 70 {
+				r.Policies = append(r.Policies, fmt.Sprintf("p%02d-%s", i, strings.Repeat("y", 1000)))
+			}
+		},
 	}
 	for name, mutate := range bad {
 		r := testRecord(t, 1)
@@ -236,8 +246,8 @@ func TestAppendRefusesInvalidRecords(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrInvalidRecord", name, err)
 		}
 	}
-	if l.Size() != 0 {
-		t.Errorf("size %d after refused records", l.Size())
+	if l.Size() != 0 || l.Failure() != nil {
+		t.Errorf("size %d, failure %v after refused records", l.Size(), l.Failure())
 	}
 	// Policies arrive in any order and are stored sorted.
 	rec, err := l.Append(context.Background(), testRecord(t, 2))
