@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strconv"
@@ -139,4 +140,50 @@ func (l *Ledger) TlogProof(ctx context.Context, index, size uint64) ([]byte, err
 	b.WriteByte('\n')
 	b.Write(signed)
 	return b.Bytes(), nil
+}
+
+// Tile returns the hashes of tile (level, index) in the C2SP tlog-tiles
+// layout, width hashes long (1 to TileWidth), as they are in the tree of
+// the latest checkpoint or a later one: a stored tile's first width
+// hashes never change. It returns ErrNotFound for a tile, or a width, the
+// latest checkpoint's tree does not have yet.
+func (l *Ledger) Tile(ctx context.Context, level uint8, index uint64, width int) ([]byte, error) {
+	_, size := l.Checkpoint()
+	if width < 1 || width > TileWidth || uint(level)*TileHeight >= 64 {
+		return nil, fmt.Errorf("%w: tile width %d", ErrNotFound, width)
+	}
+	// Hashes at tree level 8·level in the checkpoint's tree.
+	have := size >> (TileHeight * uint(level))
+	if index*TileWidth+uint64(width) > have {
+		return nil, fmt.Errorf("%w: tile %d/%d.p/%d is beyond the latest checkpoint", ErrNotFound, level, index, width)
+	}
+	t, err := l.store.Tile(ctx, level, index)
+	if err != nil {
+		return nil, err
+	}
+	if len(t) < width*HashSize {
+		return nil, fmt.Errorf("%w: tile %d/%d holds %d hashes, the checkpoint needs %d", errCorrupt, level, index, len(t)/HashSize, width)
+	}
+	return t[:width*HashSize], nil
+}
+
+// EntryBundle returns the C2SP tlog-tiles entry bundle of entries
+// 256·index to 256·index+width-1 of the latest checkpoint's tree: each
+// entry prefixed with its length as a big-endian uint16.
+func (l *Ledger) EntryBundle(ctx context.Context, index uint64, width int) ([]byte, error) {
+	_, size := l.Checkpoint()
+	start := index * TileWidth
+	if width < 1 || width > TileWidth || start+uint64(width) > size {
+		return nil, fmt.Errorf("%w: entry bundle %d.p/%d is beyond the latest checkpoint", ErrNotFound, index, width)
+	}
+	var b []byte
+	err := l.store.ReadEntries(ctx, start, start+uint64(width), func(_ uint64, e []byte) error {
+		if len(e) > 0xffff {
+			return fmt.Errorf("%w: an entry of %d bytes cannot be in a bundle", errCorrupt, len(e))
+		}
+		b = binary.BigEndian.AppendUint16(b, uint16(len(e)))
+		b = append(b, e...)
+		return nil
+	})
+	return b, err
 }

@@ -40,6 +40,10 @@ type Config struct {
 	// MaxBodyBytes bounds an append request's body. Optional; default
 	// 256 KiB.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// TilesPrefix is the URL path under which the C2SP tlog-tiles read
+	// API (checkpoint, tiles, entry bundles) is served, such as "/log".
+	// Optional; default "" (the root: /checkpoint, /tile/...).
+	TilesPrefix string `json:"tiles_prefix"`
 }
 
 // Mediator is one appending client. Its identity in entries is Name, taken
@@ -109,6 +113,9 @@ func (c *Config) check() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if p := c.TilesPrefix; p != "" && (!strings.HasPrefix(p, "/") || strings.ContainsAny(p, " {}")) {
+		return fmt.Errorf("tiles_prefix %q must be a path starting with /", p)
 	}
 	if c.KeyFile == "" {
 		return errors.New("key_file is required")

@@ -35,6 +35,9 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/consistency", s.consistency)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", s.ready)
+	prefix := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
+	mux.HandleFunc("GET "+prefix+"/checkpoint", s.checkpoint)
+	mux.HandleFunc("GET "+prefix+"/tile/{path...}", s.tile)
 	return mux
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/verify"
 	tlog "github.com/transparency-dev/formats/log"
@@ -331,4 +332,19 @@ func checkProofEndpoints(t *testing.T, s *testServer, n uint64) {
 	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, cp.Size, cp2.Size, c.Hashes, cp.Hash, cp2.Hash); err != nil {
 		t.Errorf("consistency proof %d -> %d: %v", cp.Size, cp2.Size, err)
 	}
+}
+
+// mustRecord turns an append request body into the ledger record the
+// handler would make, for tests that append without HTTP.
+func mustRecord(t *testing.T, body string) ledger.Record {
+	var req appendRequest
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	rec := ledger.Record{Mediator: "local", Principal: req.Principal, Action: req.Action,
+		Decision: entry.Decision(req.Decision), Policies: req.Policies, Attributes: req.Attributes}
+	rec.Params.Digest, _ = commit.ParseDigest(req.ParamsDigest)
+	rec.Params.Size = req.ParamsSize
+	rec.Tiers, _ = commit.ParseDigest(req.TiersDigest)
+	return rec
 }
