@@ -27,6 +27,7 @@ import (
 //	'h' [32]byte leaf hash      u64 index of the first entry with that leaf hash
 //	't' u8 level, u64 index     tile hashes, the last version committed
 //	'c' u64 size                signed checkpoint for that tree size
+//	'k' idempotency key         u64 index of the entry committed with it
 //	'm' "size"                  u64 tree size (number of entries)
 //	'm' "checkpoint"            u64 tree size of the latest checkpoint
 //
@@ -48,6 +49,7 @@ var _ Store = (*BadgerStore)(nil)
 const (
 	prefixEntry      = 'e'
 	prefixLeafHash   = 'h'
+	prefixKey        = 'k'
 	prefixTile       = 't'
 	prefixCheckpoint = 'c'
 	prefixMeta       = 'm'
@@ -64,6 +66,10 @@ func entryKey(index uint64) []byte {
 
 func leafHashKey(h [HashSize]byte) []byte {
 	return append([]byte{prefixLeafHash}, h[:]...)
+}
+
+func idempotencyKey(key []byte) []byte {
+	return append([]byte{prefixKey}, key...)
 }
 
 func tileKey(level uint8, index uint64) []byte {
@@ -390,6 +396,20 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 				return err
 			}
 		}
+		for i, k := range b.Keys {
+			if len(k) == 0 {
+				continue
+			}
+			switch _, err := txn.Get(idempotencyKey(k)); {
+			case err == nil:
+				return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ErrConflict)
+			case !errors.Is(err, badger.ErrKeyNotFound):
+				return err
+			}
+			if err := txn.Set(idempotencyKey(k), binary.BigEndian.AppendUint64(nil, b.Start+uint64(i))); err != nil {
+				return err
+			}
+		}
 		for _, t := range b.Tiles {
 			if err := txn.Set(tileKey(t.Level, t.Index), t.Hashes); err != nil {
 				return err
@@ -498,6 +518,24 @@ func (s *BadgerStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uin
 		return 0, fmt.Errorf("ledger: looking up leaf hash %x: %w", leafHash, err)
 	case !found:
 		return 0, fmt.Errorf("ledger: leaf hash %x: %w", leafHash, ErrNotFound)
+	}
+	return index, nil
+}
+
+// IndexOfKey implements Store.
+func (s *BadgerStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
+	var index uint64
+	var found bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		index, found, err = getUint64(txn, idempotencyKey(key))
+		return err
+	})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("ledger: looking up an idempotency key: %w", err)
+	case !found || len(key) == 0:
+		return 0, fmt.Errorf("ledger: idempotency key: %w", ErrNotFound)
 	}
 	return index, nil
 }

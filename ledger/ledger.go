@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,9 @@ var (
 	// ErrInvalidRecord: the decision record breaks a rule of the entry
 	// format. Nothing was appended.
 	ErrInvalidRecord = errors.New("ledger: invalid record")
+	// ErrIdempotencyConflict: an idempotency key was reused by the same
+	// mediator for a different decision. Nothing was appended.
+	ErrIdempotencyConflict = errors.New("ledger: idempotency key reused for another decision")
 	// ErrSize: a tree size beyond the latest checkpoint, or an index
 	// outside the tree.
 	ErrSize = errors.New("ledger: size or index out of range")
@@ -107,13 +112,26 @@ type Record struct {
 	// Attributes is a JSON object inside the strict domain; the ledger
 	// stores its canonical form.
 	Attributes []byte
+	// IdempotencyKey, if set, makes retries safe: a record with the key of
+	// an entry the same mediator already appended (or is appending) is
+	// not appended again; Append returns that entry's receipt, marked
+	// Replayed, or ErrIdempotencyConflict if the decision differs. Keys
+	// are kept durably with the entries, so this holds across restarts.
+	// At most 128 bytes of printable ASCII.
+	IdempotencyKey string
 }
+
+// MaxIdempotencyKey bounds Record.IdempotencyKey.
+const MaxIdempotencyKey = 128
 
 // Receipt acknowledges a durable entry.
 type Receipt struct {
 	Index    uint64
 	Entry    []byte // the signed entry, as stored
 	LeafHash [HashSize]byte
+	// Replayed says the record's idempotency key named an entry appended
+	// before: this is that entry's receipt, and nothing was appended.
+	Replayed bool
 }
 
 // Ledger sequences, signs and stores decision entries and publishes signed
@@ -136,6 +154,12 @@ type Ledger struct {
 	lastTime time.Time
 	failed   error // set when storage failed: the ledger stops appending
 
+	// keyMu guards inflight: the idempotency keys of records chained but
+	// not yet durable, so that a retry arriving meanwhile joins the
+	// original instead of being appended again.
+	keyMu    sync.Mutex
+	inflight map[string]*request
+
 	// storeMu serializes the store's writes (Commit, AddCheckpoint), as
 	// the Store contract requires.
 	storeMu sync.Mutex
@@ -150,6 +174,22 @@ type Ledger struct {
 type request struct {
 	entry *entry.Entry
 	reply chan result
+	// key is the stored idempotency key (nil without one); followers are
+	// retries with the same key that arrived while this request was in
+	// flight, answered with its receipt.
+	key       []byte
+	followers []*request
+}
+
+// answer replies to r and to its followers, whose receipts say they
+// replay r's.
+func (r *request) answer(res result) {
+	r.reply <- res
+	for _, f := range r.followers {
+		fres := res
+		fres.receipt.Replayed = res.err == nil
+		f.reply <- fres
+	}
 }
 
 type result struct {
@@ -169,6 +209,8 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 		store: store, key: key, opts: opts, log: opts.Logger,
 		queue: make(chan *request, opts.QueueSize),
 		stop:  make(chan struct{}),
+
+		inflight: map[string]*request{},
 	}
 	st, err := store.State(ctx)
 	if err != nil {
@@ -299,6 +341,12 @@ func (l *Ledger) Append(ctx context.Context, rec Record) (Receipt, error) {
 		return Receipt{}, err
 	}
 	req := &request{entry: e, reply: make(chan result, 1)}
+	if rec.IdempotencyKey != "" {
+		req.key = storedKey(rec.Mediator, rec.IdempotencyKey)
+		if r, found, err := l.replay(ctx, req); found || err != nil {
+			return r, err
+		}
+	}
 	l.mu.Lock()
 	failed := l.failed
 	l.mu.Unlock()
@@ -326,6 +374,9 @@ func (l *Ledger) Append(ctx context.Context, rec Record) (Receipt, error) {
 // prepare checks a record against the entry format, in the caller's
 // goroutine, so that one bad record never fails a batch.
 func (l *Ledger) prepare(rec Record) (*entry.Entry, error) {
+	if k := rec.IdempotencyKey; len(k) > MaxIdempotencyKey || strings.IndexFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		return nil, fmt.Errorf("%w: idempotency key: not 1 to %d printable ASCII characters", ErrInvalidRecord, MaxIdempotencyKey)
+	}
 	policies := entry.SortPolicies(rec.Policies)
 	if len(policies) != len(rec.Policies) {
 		return nil, fmt.Errorf("%w: policies: repeated id", ErrInvalidRecord)
@@ -398,8 +449,12 @@ func (l *Ledger) sequence() {
 				r.reply <- result{err: fmt.Errorf("%w: %w", ErrClosed, err)}
 				continue
 			}
+			if r.key != nil && l.deduplicate(r) {
+				continue
+			}
 			if err := cur.add(r, &tip, l.opts.Now); err != nil {
-				r.reply <- result{err: err}
+				l.forgetKeys([]*request{r})
+				r.answer(result{err: err})
 				continue
 			}
 			cur.signing.Add(1)
@@ -413,6 +468,7 @@ func (l *Ledger) sequence() {
 				l.mu.Lock()
 				l.failed = err
 				l.mu.Unlock()
+				l.forgetKeys(cur.requests)
 				answerAll(cur.requests, err)
 				idle <- struct{}{} // the committer is still idle
 			} else {
@@ -460,6 +516,20 @@ func newPendingBatch(start uint64, maxBatch int) *pendingBatch {
 	}
 }
 
+// keys returns the batch's idempotency keys, or nil if it has none.
+func (p *pendingBatch) keys() [][]byte {
+	var keys [][]byte
+	for i, r := range p.requests {
+		if r.key != nil && keys == nil {
+			keys = make([][]byte, len(p.requests))
+		}
+		if keys != nil {
+			keys[i] = r.key
+		}
+	}
+	return keys
+}
+
 func (p *pendingBatch) full(o Options) bool {
 	return len(p.requests) >= o.MaxBatch || p.bytes >= o.MaxBatchBytes
 }
@@ -503,7 +573,7 @@ func (p *pendingBatch) finish(tip *tipState) (*built, error) {
 	tip.edge = next
 	return &built{
 		requests: p.requests,
-		batch:    Batch{Start: p.start, Entries: p.leaves, LeafHashes: p.hashes, Tiles: tiles},
+		batch:    Batch{Start: p.start, Entries: p.leaves, LeafHashes: p.hashes, Tiles: tiles, Keys: p.keys()},
 		tip:      *tip,
 	}, nil
 }
@@ -544,7 +614,7 @@ type built struct {
 
 func answerAll(batch []*request, err error) {
 	for _, r := range batch {
-		r.reply <- result{err: err}
+		r.answer(result{err: err})
 	}
 }
 
@@ -595,6 +665,7 @@ func (l *Ledger) commitLoop(commits <-chan *built, idle chan<- struct{}) {
 
 func (l *Ledger) store1(b *built) {
 	if err := l.failure(); err != nil {
+		l.forgetKeys(b.requests)
 		answerAll(b.requests, fmt.Errorf("%w: %w", ErrClosed, err))
 		return
 	}
@@ -606,14 +677,16 @@ func (l *Ledger) store1(b *built) {
 		l.failed = err
 		l.mu.Unlock()
 		l.log.Error("ledger: storing a batch failed; appends stopped", "start", b.batch.Start, "entries", len(b.requests), "error", err)
+		l.forgetKeys(b.requests)
 		answerAll(b.requests, fmt.Errorf("%w: storing the batch: %w", ErrClosed, err))
 		return
 	}
 	l.mu.Lock()
 	l.edge, l.lastHash, l.lastTime = b.tip.edge, b.tip.hash, b.tip.time
 	l.mu.Unlock()
+	l.forgetKeys(b.requests)
 	for i, r := range b.requests {
-		r.reply <- result{receipt: Receipt{Index: b.batch.Start + uint64(i), Entry: b.batch.Entries[i], LeafHash: b.batch.LeafHashes[i]}}
+		r.answer(result{receipt: Receipt{Index: b.batch.Start + uint64(i), Entry: b.batch.Entries[i], LeafHash: b.batch.LeafHashes[i]}})
 	}
 }
 
@@ -731,4 +804,77 @@ func (l *Ledger) RangeProof(ctx context.Context, start, end, size uint64) (left,
 		return nil, nil, err
 	}
 	return left, right, nil
+}
+
+// storedKey is the store's form of an idempotency key: scoped to the
+// mediator, whose name is length-prefixed so that no two (mediator, key)
+// pairs meet.
+func storedKey(mediator, key string) []byte {
+	return fmt.Appendf(nil, "%d:%s%s", len(mediator), mediator, key)
+}
+
+// sameDecision reports whether two prepared entries record the same
+// decision: everything the mediator submitted.
+func sameDecision(a, b *entry.Entry) bool {
+	return a.Mediator == b.Mediator && a.Principal == b.Principal && a.Action == b.Action &&
+		a.Decision == b.Decision && slices.Equal(a.Policies, b.Policies) &&
+		a.Params.Equal(b.Params) && a.Tiers.Equal(b.Tiers) && bytes.Equal(a.Attributes, b.Attributes)
+}
+
+// replay looks r's idempotency key up among durable entries and, if it is
+// there, returns that entry's receipt (or ErrIdempotencyConflict).
+func (l *Ledger) replay(ctx context.Context, r *request) (Receipt, bool, error) {
+	index, err := l.store.IndexOfKey(ctx, r.key)
+	if errors.Is(err, ErrNotFound) {
+		return Receipt{}, false, nil
+	}
+	if err != nil {
+		return Receipt{}, false, err
+	}
+	b, err := l.store.Entry(ctx, index)
+	if err != nil {
+		return Receipt{}, false, err
+	}
+	stored, err := entry.Parse(b)
+	if err != nil {
+		return Receipt{}, false, fmt.Errorf("%w: entry %d: %w", errCorrupt, index, err)
+	}
+	if !sameDecision(stored, r.entry) {
+		return Receipt{}, true, ErrIdempotencyConflict
+	}
+	return Receipt{Index: index, Entry: b, LeafHash: entry.LeafHash(b), Replayed: true}, true, nil
+}
+
+// deduplicate handles a keyed request in the sequencer. It returns true if
+// the request was answered or joined the in-flight request with the same
+// key, and false if it is to be appended, after registering its key.
+func (l *Ledger) deduplicate(r *request) bool {
+	l.keyMu.Lock()
+	defer l.keyMu.Unlock()
+	if orig, ok := l.inflight[string(r.key)]; ok {
+		if !sameDecision(orig.entry, r.entry) {
+			r.reply <- result{err: ErrIdempotencyConflict}
+		} else {
+			orig.followers = append(orig.followers, r)
+		}
+		return true
+	}
+	// The key may have become durable since Append looked.
+	if receipt, found, err := l.replay(context.Background(), r); found || err != nil {
+		r.reply <- result{receipt: receipt, err: err}
+		return true
+	}
+	l.inflight[string(r.key)] = r
+	return false
+}
+
+// forgetKeys removes the keys of requests that are durable or failed.
+func (l *Ledger) forgetKeys(requests []*request) {
+	l.keyMu.Lock()
+	defer l.keyMu.Unlock()
+	for _, r := range requests {
+		if r.key != nil {
+			delete(l.inflight, string(r.key))
+		}
+	}
 }

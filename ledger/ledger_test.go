@@ -450,3 +450,77 @@ func TestAppendLeavesCopiesHashes(t *testing.T) {
 		t.Fatal("root depends on how the leaf hashes were buffered")
 	}
 }
+
+// Retries with an idempotency key never append twice: in sequence, at the
+// same moment, and across a restart; a key reused for another decision is
+// refused.
+func TestIdempotencyKeys(t *testing.T) {
+	ctx := context.Background()
+	k := testKey(t)
+	s := NewMemStore()
+	l := openTest(t, s, k)
+	rec := testRecord(t, 1)
+	rec.IdempotencyKey = "req-0001"
+	first, err := l.Append(ctx, rec)
+	if err != nil || first.Replayed {
+		t.Fatalf("first append: %+v %v", first, err)
+	}
+	again, err := l.Append(ctx, rec)
+	if err != nil || !again.Replayed || again.Index != first.Index || !bytes.Equal(again.Entry, first.Entry) {
+		t.Fatalf("retry: %+v %v", again, err)
+	}
+	other := testRecord(t, 2)
+	other.IdempotencyKey = "req-0001"
+	if _, err := l.Append(ctx, other); !errors.Is(err, ErrIdempotencyConflict) {
+		t.Fatalf("key reused for another decision: %v", err)
+	}
+	// Another mediator's key of the same text is another key.
+	otherMediator := rec
+	otherMediator.Mediator = "mediator-2"
+	if r, err := l.Append(ctx, otherMediator); err != nil || r.Replayed {
+		t.Fatalf("same key, other mediator: %+v %v", r, err)
+	}
+	// Concurrent retries: one entry, one receipt for all.
+	burst := testRecord(t, 3)
+	burst.IdempotencyKey = "req-burst"
+	receipts := make([]Receipt, 32)
+	var wg sync.WaitGroup
+	for i := range receipts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if receipts[i], err = l.Append(ctx, burst); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	fresh := 0
+	for _, r := range receipts {
+		if r.Index != receipts[0].Index {
+			t.Fatalf("concurrent retries got indices %d and %d", receipts[0].Index, r.Index)
+		}
+		if !r.Replayed {
+			fresh++
+		}
+	}
+	if fresh != 1 || l.Size() != 3 {
+		t.Fatalf("%d receipts not replayed, size %d; want 1 and 3", fresh, l.Size())
+	}
+	// Across a restart.
+	l.Close()
+	l = openTest(t, s.Reopen(), k)
+	defer l.Close()
+	if r, err := l.Append(ctx, rec); err != nil || !r.Replayed || r.Index != first.Index {
+		t.Fatalf("retry after restart: %+v %v", r, err)
+	}
+	bad := testRecord(t, 4)
+	bad.IdempotencyKey = "has space"
+	if _, err := l.Append(ctx, bad); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("invalid key: %v", err)
+	}
+	if l.Size() != 3 {
+		t.Fatalf("size %d", l.Size())
+	}
+}

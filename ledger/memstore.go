@@ -27,6 +27,17 @@ func checkBatchShape(b Batch) error {
 		return fmt.Errorf("ledger: batch at %d has %d entries but %d leaf hashes: %w",
 			b.Start, len(b.Entries), len(b.LeafHashes), ErrConflict)
 	}
+	if len(b.Keys) != 0 && len(b.Keys) != len(b.Entries) {
+		return fmt.Errorf("ledger: batch at %d has %d entries but %d keys: %w",
+			b.Start, len(b.Entries), len(b.Keys), ErrConflict)
+	}
+	seen := map[string]bool{}
+	for _, k := range b.Keys {
+		if len(k) > 0 && seen[string(k)] {
+			return fmt.Errorf("ledger: batch at %d repeats an idempotency key: %w", b.Start, ErrConflict)
+		}
+		seen[string(k)] = true
+	}
 	for _, t := range b.Tiles {
 		if n := len(t.Hashes); n == 0 || n%HashSize != 0 || n > TileWidth*HashSize {
 			return fmt.Errorf("ledger: batch at %d: tile %d/%d has %d bytes, not 1 to %d hashes: %w",
@@ -51,6 +62,7 @@ type memData struct {
 	mu          sync.RWMutex
 	entries     [][]byte // never changed once stored, so readers may use them unlocked
 	leafIndex   map[[HashSize]byte]uint64
+	keyIndex    map[string]uint64
 	tiles       map[memTileKey][]byte
 	checkpoints map[uint64][]byte
 	// latest is the size of the latest checkpoint, if hasCheckpoint.
@@ -69,6 +81,7 @@ var _ Store = (*MemStore)(nil)
 func NewMemStore() *MemStore {
 	return &MemStore{data: &memData{
 		leafIndex:   make(map[[HashSize]byte]uint64),
+		keyIndex:    make(map[string]uint64),
 		tiles:       make(map[memTileKey][]byte),
 		checkpoints: make(map[uint64][]byte),
 	}}
@@ -136,6 +149,16 @@ func (s *MemStore) Commit(ctx context.Context, b Batch) error {
 	if size := uint64(len(d.entries)); b.Start != size {
 		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, size, ErrConflict)
 	}
+	for _, k := range b.Keys {
+		if _, ok := d.keyIndex[string(k)]; ok && len(k) > 0 {
+			return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ErrConflict)
+		}
+	}
+	for i, k := range b.Keys {
+		if len(k) > 0 {
+			d.keyIndex[string(k)] = b.Start + uint64(i)
+		}
+	}
 	for i, h := range b.LeafHashes {
 		if _, ok := d.leafIndex[h]; !ok {
 			d.leafIndex[h] = b.Start + uint64(i)
@@ -192,6 +215,21 @@ func (s *MemStore) ReadEntries(ctx context.Context, start, end uint64, fn func(i
 		}
 	}
 	return nil
+}
+
+// IndexOfKey implements Store.
+func (s *MemStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
+	d, err := s.open()
+	if err != nil {
+		return 0, err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	i, ok := d.keyIndex[string(key)]
+	if !ok || len(key) == 0 {
+		return 0, fmt.Errorf("ledger: idempotency key: %w", ErrNotFound)
+	}
+	return i, nil
 }
 
 // IndexOf implements Store.

@@ -39,8 +39,10 @@ type Store interface {
 	// Commit appends a batch of entries and the tiles they change.
 	//
 	// Commit MUST refuse, wrapping ErrConflict and writing nothing, a batch
-	// whose Start is not the stored size, or whose Entries and LeafHashes
-	// differ in length or are empty.
+	// whose Start is not the stored size, whose Entries and LeafHashes
+	// differ in length or are empty, whose Keys are neither empty nor as
+	// many as its Entries, or one of whose non-empty Keys is already stored
+	// or repeated in the batch.
 	// Commit MUST be atomic: after any crash, either the whole batch is
 	// stored (entries, leaf-hash index, tiles and the new size
 	// Start+len(Entries)) or none of it is.
@@ -63,6 +65,10 @@ type Store interface {
 	// leafHash, or ErrNotFound. If two entries had the same leaf hash, the
 	// lower index is returned (entries differ in index, so they cannot).
 	IndexOf(ctx context.Context, leafHash [HashSize]byte) (uint64, error)
+
+	// IndexOfKey returns the index of the entry committed with the
+	// idempotency key key, or ErrNotFound.
+	IndexOfKey(ctx context.Context, key []byte) (uint64, error)
 
 	// Tile returns the hashes stored for the tile at (level, index): the
 	// concatenation of between 1 and TileWidth hashes, the last version
@@ -104,6 +110,9 @@ type Batch struct {
 	LeafHashes [][HashSize]byte
 	// Tiles replace the stored tiles at the same (Level, Index).
 	Tiles []Tile
+	// Keys, if not empty, holds one idempotency key per entry (empty for
+	// an entry without one); IndexOfKey finds the entry by its key.
+	Keys [][]byte
 }
 
 // Tile is a tile of the Merkle tree in the C2SP tlog-tiles layout: the

@@ -95,7 +95,8 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	rec := ledger.Record{
 		Mediator: mediator, Principal: req.Principal, Action: req.Action,
 		Decision: entry.Decision(req.Decision), Policies: req.Policies,
-		Attributes: req.Attributes,
+		Attributes:     req.Attributes,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	}
 	if rec.Params.Digest, err = commit.ParseDigest(req.ParamsDigest); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
@@ -111,6 +112,9 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ledger.ErrInvalidRecord):
 		writeError(w, http.StatusBadRequest, "invalid_record", "%v", err)
 		return
+	case errors.Is(err, ledger.ErrIdempotencyConflict):
+		writeError(w, http.StatusConflict, "idempotency_conflict", "the Idempotency-Key was used for another decision")
+		return
 	case errors.Is(err, ledger.ErrQueueFull):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, "busy", "the append queue is full; retry later")
@@ -121,7 +125,13 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
+	if receipt.Replayed {
+		// The key named an entry appended before: its receipt, nothing new.
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(http.StatusOK)
+	} else {
+		w.WriteHeader(http.StatusCreated)
+	}
 	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
 }
 

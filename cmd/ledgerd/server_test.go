@@ -65,9 +65,12 @@ func startServer(t *testing.T) *testServer {
 	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg}
 }
 
-func (s *testServer) post(t *testing.T, token, body string) (*http.Response, []byte) {
+func (s *testServer) post(t *testing.T, token, body string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", s.url+"/v1/entries", strings.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -347,4 +350,27 @@ func mustRecord(t *testing.T, body string) ledger.Record {
 	rec.Params.Size = req.ParamsSize
 	rec.Tiers, _ = commit.ParseDigest(req.TiersDigest)
 	return rec
+}
+
+func TestIdempotencyKeyHeader(t *testing.T) {
+	s := startServer(t)
+	resp, first := s.post(t, s.token, appendBody(1), "Idempotency-Key", "req-42")
+	if resp.StatusCode != 201 {
+		t.Fatalf("first: %d %s", resp.StatusCode, first)
+	}
+	resp, again := s.post(t, s.token, appendBody(1), "Idempotency-Key", "req-42")
+	if resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first, again) {
+		t.Fatalf("retry: %d %s", resp.StatusCode, again)
+	}
+	resp, b := s.post(t, s.token, appendBody(2), "Idempotency-Key", "req-42")
+	if resp.StatusCode != 409 || !strings.Contains(string(b), "idempotency_conflict") {
+		t.Fatalf("reuse for another decision: %d %s", resp.StatusCode, b)
+	}
+	resp, b = s.post(t, s.token, appendBody(3), "Idempotency-Key", "bad key")
+	if resp.StatusCode != 400 {
+		t.Fatalf("invalid key: %d %s", resp.StatusCode, b)
+	}
+	if s.l.Size() != 1 {
+		t.Fatalf("size %d, want 1", s.l.Size())
+	}
 }

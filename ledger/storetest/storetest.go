@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) (s ledger.Store, reopen func() le
 		{"Reopen", testReopen},
 		{"NoAliasing", testNoAliasing},
 		{"ConcurrentReaders", testConcurrentReaders},
+		{"IdempotencyKeys", testIdempotencyKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, reopen := open(t)
@@ -75,6 +76,41 @@ func Run(t *testing.T, open func(t *testing.T) (s ledger.Store, reopen func() le
 			tc.test(t, h)
 		})
 	}
+}
+
+// testIdempotencyKeys: keys committed with entries find them, survive a
+// reopen, and a key already stored or repeated in a batch makes the whole
+// batch fail with nothing written.
+func testIdempotencyKeys(t *testing.T, h *harness) {
+	ctx := t.Context()
+	h.grow(t, 3)
+	b := h.m.nextBatch(3)
+	b.Keys = [][]byte{[]byte("mediator-1\x00k1"), nil, []byte("mediator-2\x00k1")}
+	h.commit(t, b)
+	for key, want := range map[string]uint64{"mediator-1\x00k1": 3, "mediator-2\x00k1": 5} {
+		if got, err := h.s.IndexOfKey(ctx, []byte(key)); err != nil || got != want {
+			t.Errorf("IndexOfKey(%q) = %d, %v; want %d", key, got, err, want)
+		}
+	}
+	wantNotFound(t, "IndexOfKey(unknown)", func() error { _, err := h.s.IndexOfKey(ctx, []byte("mediator-1\x00k2")); return err })
+	wantNotFound(t, "IndexOfKey(empty)", func() error { _, err := h.s.IndexOfKey(ctx, nil); return err })
+
+	for name, keys := range map[string][][]byte{
+		"already stored": {[]byte("mediator-1\x00k1"), nil},
+		"repeated":       {[]byte("k9"), []byte("k9")},
+		"too few keys":   {[]byte("k8")},
+	} {
+		b := h.m.nextBatch(2)
+		b.Keys = keys
+		wantConflict(t, "Commit with keys "+name, h.s.Commit(ctx, b))
+		wantNotFound(t, "IndexOfKey after a refused batch", func() error { _, err := h.s.IndexOfKey(ctx, []byte("k8")); return err })
+		h.check(t)
+	}
+	h.doReopen(t)
+	if got, err := h.s.IndexOfKey(ctx, []byte("mediator-2\x00k1")); err != nil || got != 5 {
+		t.Errorf("after reopen: IndexOfKey = %d, %v", got, err)
+	}
+	h.check(t)
 }
 
 // harness is a store under test and the model of what it must hold.
