@@ -39,6 +39,14 @@ func (l *Ledger) Checkpoint() ([]byte, uint64) {
 	return bytes.Clone(l.cp), l.cpSize
 }
 
+// CheckpointTime returns when the latest checkpoint was signed by this
+// process, or loaded at Open; zero before any.
+func (l *Ledger) CheckpointTime() time.Time {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
+	return l.cpTime
+}
+
 // CheckpointAt returns the signed checkpoint published for exactly size.
 func (l *Ledger) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
 	return l.store.Checkpoint(ctx, size)
@@ -82,7 +90,7 @@ func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: storing checkpoint of size %d: %w", size, err)
 	}
-	l.cp, l.cpSize, l.cpRoot = signed, size, root
+	l.cp, l.cpSize, l.cpRoot, l.cpTime = signed, size, root, l.opts.Now()
 	return bytes.Clone(signed), nil
 }
 

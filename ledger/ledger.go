@@ -65,6 +65,9 @@ type Options struct {
 	// QuickOpen it checks only the tiles on the tree's right edge and the
 	// root at the latest checkpoint. Optional; default false.
 	QuickOpen bool
+	// OnBatch, if set, is called after each durable batch with its number
+	// of entries (for metrics). It must return quickly. Optional.
+	OnBatch func(entries int)
 	// Now is the clock. Optional; default time.Now.
 	Now func() time.Time
 	// Logger receives operational events. Optional; default slog.Default().
@@ -169,6 +172,7 @@ type Ledger struct {
 	cp     []byte // latest signed checkpoint
 	cpSize uint64
 	cpRoot []byte
+	cpTime time.Time // when this process signed or loaded it
 }
 
 type request struct {
@@ -224,7 +228,7 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 		if cp.Size != st.CheckpointSize || cp.Size > st.Size {
 			return nil, fmt.Errorf("%w: latest checkpoint is for size %d, stored as %d, tree size %d", errCorrupt, cp.Size, st.CheckpointSize, st.Size)
 		}
-		l.cp, l.cpSize, l.cpRoot = st.Checkpoint, cp.Size, cp.Hash
+		l.cp, l.cpSize, l.cpRoot, l.cpTime = st.Checkpoint, cp.Size, cp.Hash, opts.Now()
 	}
 	if opts.QuickOpen {
 		err = l.openQuick(ctx, st.Size)
@@ -685,6 +689,9 @@ func (l *Ledger) store1(b *built) {
 	l.edge, l.lastHash, l.lastTime = b.tip.edge, b.tip.hash, b.tip.time
 	l.mu.Unlock()
 	l.forgetKeys(b.requests)
+	if l.opts.OnBatch != nil {
+		l.opts.OnBatch(len(b.requests))
+	}
 	for i, r := range b.requests {
 		r.answer(result{receipt: Receipt{Index: b.batch.Start + uint64(i), Entry: b.batch.Entries[i], LeafHash: b.batch.LeafHashes[i]}})
 	}

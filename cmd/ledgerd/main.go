@@ -154,7 +154,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "%v", err)
 	}
 	defer store.Close()
-	l, err := ledger.Open(ctx, store, key, ledger.Options{CheckpointInterval: interval, Logger: log})
+	m := newMetrics()
+	l, err := ledger.Open(ctx, store, key, ledger.Options{CheckpointInterval: interval, Logger: log, OnBatch: m.observeBatch})
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
@@ -163,7 +164,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		l.Close()
 		return fail(stderr, "%v", err)
 	}
-	srv := &http.Server{Handler: (&server{cfg: cfg, l: l, log: log}).routes(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: (&server{cfg: cfg, l: l, log: log, m: m}).routes(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "ledgerd: serving %s on http://%s\nverifier key: %s\n", key.Name(), ln.Addr(), key.VerifierKey())
 	fmt.Fprintf(stdout, "try: curl http://%s/v1/checkpoint\n", ln.Addr())
 	log.Info("ledgerd started", "config", cfg)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
@@ -22,10 +23,16 @@ type server struct {
 	cfg *Config
 	l   *ledger.Ledger
 	log *slog.Logger
+	m   *metrics // nil: routes makes one
 }
 
 func (s *server) routes() http.Handler {
+	if s.m == nil {
+		s.m = newMetrics()
+	}
+	s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.m)
 	mux.HandleFunc("POST /v1/entries", s.appendEntry)
 	mux.HandleFunc("GET /v1/checkpoint", s.checkpoint)
 	mux.HandleFunc("GET /v1/entries/{index}", s.getEntry)
@@ -68,28 +75,29 @@ type appendRequest struct {
 }
 
 func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	mediator, known := s.cfg.authenticate(token)
 	if !ok || !known {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
-		writeError(w, http.StatusUnauthorized, "unauthenticated", "a mediator bearer token is required")
+		s.refuse(w, http.StatusUnauthorized, "unauthenticated", "a mediator bearer token is required")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
+			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
 			return
 		}
-		writeError(w, http.StatusBadRequest, "unreadable", "the body could not be read")
+		s.refuse(w, http.StatusBadRequest, "unreadable", "the body could not be read")
 		return
 	}
 	var req appendRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.More() {
-		writeError(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", describeJSONError(err))
+		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", describeJSONError(err))
 		return
 	}
 	rec := ledger.Record{
@@ -99,31 +107,32 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	}
 	if rec.Params.Digest, err = commit.ParseDigest(req.ParamsDigest); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
+		s.refuse(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
 		return
 	}
 	rec.Params.Size = req.ParamsSize
 	if rec.Tiers, err = commit.ParseDigest(req.TiersDigest); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "tiers_digest: %v", err)
+		s.refuse(w, http.StatusBadRequest, "invalid_request", "tiers_digest: %v", err)
 		return
 	}
 	receipt, err := s.l.Append(r.Context(), rec)
 	switch {
 	case errors.Is(err, ledger.ErrInvalidRecord):
-		writeError(w, http.StatusBadRequest, "invalid_record", "%v", err)
+		s.refuse(w, http.StatusBadRequest, "invalid_record", "%v", err)
 		return
 	case errors.Is(err, ledger.ErrIdempotencyConflict):
-		writeError(w, http.StatusConflict, "idempotency_conflict", "the Idempotency-Key was used for another decision")
+		s.refuse(w, http.StatusConflict, "idempotency_conflict", "the Idempotency-Key was used for another decision")
 		return
 	case errors.Is(err, ledger.ErrQueueFull):
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "busy", "the append queue is full; retry later")
+		s.refuse(w, http.StatusTooManyRequests, "busy", "the append queue is full; retry later")
 		return
 	case err != nil:
 		s.log.ErrorContext(r.Context(), "append failed", "mediator", mediator, "error", err)
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the entry was not appended")
+		s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the entry was not appended")
 		return
 	}
+	s.m.observeAppend(time.Since(start), receipt.Replayed)
 	w.Header().Set("Content-Type", "application/json")
 	if receipt.Replayed {
 		// The key named an entry appended before: its receipt, nothing new.
@@ -133,6 +142,12 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 	}
 	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
+}
+
+// refuse answers an append with an error and counts it by code.
+func (s *server) refuse(w http.ResponseWriter, status int, code, format string, args ...any) {
+	s.m.reject(code)
+	writeError(w, status, code, format, args...)
 }
 
 // describeJSONError names what was wrong with a request body without

@@ -374,3 +374,26 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 		t.Fatalf("size %d, want 1", s.l.Size())
 	}
 }
+
+// /metrics exposes counters without request values.
+func TestMetrics(t *testing.T) {
+	s := startServer(t)
+	s.post(t, s.token, appendBody(1))
+	s.post(t, "", appendBody(2))
+	s.post(t, s.token, strings.Replace(appendBody(3), `"allow"`, `"secret-decision-value"`, 1))
+	m := get(t, s.url+"/metrics")
+	for _, want := range []string{
+		`ledgerd_appends_total{replayed="false"} 1`,
+		`ledgerd_rejects_total{code="unauthenticated"} 1`,
+		`ledgerd_rejects_total{code="invalid_record"} 1`,
+		`ledgerd_append_seconds_count 1`,
+		`ledgerd_tree_size 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+	if strings.Contains(m, "secret-decision-value") || strings.Contains(m, s.token) {
+		t.Error("metrics contain a request value")
+	}
+}

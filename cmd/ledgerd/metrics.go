@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// metrics is the Prometheus text exposition of a few counters, gauges and
+// histograms. It is written by hand rather than with the Prometheus client
+// library: five series do not justify that library's dependency tree in a
+// daemon whose dependencies are meant to be few. Label values are error
+// codes, never request values.
+type metrics struct {
+	mu             sync.Mutex
+	appendSeconds  histogram
+	batchEntries   histogram
+	rejects        map[string]uint64 // by error code
+	appended       uint64
+	replayed       uint64
+	treeSize       func() uint64
+	checkpointTime func() time.Time
+}
+
+type histogram struct {
+	bounds []float64
+	counts []uint64 // len(bounds)+1, the last for +Inf
+	sum    float64
+	count  uint64
+}
+
+func newHistogram(bounds ...float64) histogram {
+	return histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(v float64) {
+	h.counts[sort.SearchFloat64s(h.bounds, v)]++
+	h.sum += v
+	h.count++
+}
+
+func (h *histogram) write(w io.Writer, name, help string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
+	var cum uint64
+	for i, b := range h.bounds {
+		cum += h.counts[i]
+		fmt.Fprintf(w, "%s_bucket{le=\"%s\"} %d\n", name, strconv.FormatFloat(b, 'g', -1, 64), cum)
+	}
+	cum += h.counts[len(h.bounds)]
+	fmt.Fprintf(w, "%s_bucket{le=\"+Inf\"} %d\n%s_sum %g\n%s_count %d\n", name, cum, name, h.sum, name, h.count)
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		appendSeconds: newHistogram(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+		batchEntries:  newHistogram(1, 2, 4, 8, 16, 32, 64, 128, 256),
+		rejects:       map[string]uint64{},
+	}
+}
+
+func (m *metrics) observeAppend(d time.Duration, replayed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.appendSeconds.observe(d.Seconds())
+	if replayed {
+		m.replayed++
+	} else {
+		m.appended++
+	}
+}
+
+func (m *metrics) observeBatch(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.batchEntries.observe(float64(n))
+}
+
+func (m *metrics) reject(code string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rejects[code]++
+}
+
+func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.appendSeconds.write(w, "ledgerd_append_seconds", "Time from receiving an append to its durable receipt.")
+	m.batchEntries.write(w, "ledgerd_batch_entries", "Entries per group commit.")
+	fmt.Fprintf(w, "# HELP ledgerd_appends_total Appends acknowledged, by whether they replayed an idempotency key.\n# TYPE ledgerd_appends_total counter\n")
+	fmt.Fprintf(w, "ledgerd_appends_total{replayed=\"false\"} %d\nledgerd_appends_total{replayed=\"true\"} %d\n", m.appended, m.replayed)
+	fmt.Fprintf(w, "# HELP ledgerd_rejects_total Requests refused, by error code.\n# TYPE ledgerd_rejects_total counter\n")
+	codes := make([]string, 0, len(m.rejects))
+	for c := range m.rejects {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	for _, c := range codes {
+		fmt.Fprintf(w, "ledgerd_rejects_total{code=%q} %d\n", c, m.rejects[c])
+	}
+	if m.treeSize != nil {
+		fmt.Fprintf(w, "# HELP ledgerd_tree_size Durable entries.\n# TYPE ledgerd_tree_size gauge\nledgerd_tree_size %d\n", m.treeSize())
+	}
+	if m.checkpointTime != nil {
+		if t := m.checkpointTime(); !t.IsZero() {
+			fmt.Fprintf(w, "# HELP ledgerd_checkpoint_age_seconds Time since the latest checkpoint was signed or loaded.\n# TYPE ledgerd_checkpoint_age_seconds gauge\nledgerd_checkpoint_age_seconds %g\n", time.Since(t).Seconds())
+		}
+	}
+}
