@@ -54,6 +54,14 @@ type Mediator struct {
 	// TokenSHA256 is the lower-case hex SHA-256 of the mediator's bearer
 	// token. Required. The token itself is never stored.
 	TokenSHA256 string `json:"token_sha256"`
+	// RatePerSecond bounds the mediator's sustained appends per second;
+	// beyond it appends get 429 with Retry-After. Optional; default 0,
+	// unlimited.
+	RatePerSecond float64 `json:"rate_per_second"`
+	// Burst is how many appends may come at once within the rate.
+	// Optional; default the rate rounded up (at least 1). Only with
+	// RatePerSecond.
+	Burst int `json:"burst"`
 }
 
 // LogValue keeps token hashes and paths of keys out of logs.
@@ -143,6 +151,9 @@ func (c *Config) check() error {
 		seen[m.Name] = true
 		if h, err := hex.DecodeString(m.TokenSHA256); err != nil || len(h) != sha256.Size || strings.ToLower(m.TokenSHA256) != m.TokenSHA256 {
 			return fmt.Errorf("mediators[%d] (%s): token_sha256 is not 64 lower-case hex digits", i, m.Name)
+		}
+		if m.RatePerSecond < 0 || m.Burst < 0 || m.Burst > 0 && m.RatePerSecond == 0 {
+			return fmt.Errorf("mediators[%d] (%s): rate_per_second must be positive, and burst needs it", i, m.Name)
 		}
 	}
 	_, err := c.checkpointInterval()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ type server struct {
 	l   *ledger.Ledger
 	log *slog.Logger
 	m   *metrics // nil: routes makes one
+	rl  *limiter
 }
 
 func (s *server) routes() http.Handler {
@@ -31,6 +33,7 @@ func (s *server) routes() http.Handler {
 		s.m = newMetrics()
 	}
 	s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
+	s.rl = newLimiter(s.cfg)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.m)
 	mux.HandleFunc("POST /v1/entries", s.appendEntry)
@@ -81,6 +84,11 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	if !ok || !known {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
 		s.refuse(w, http.StatusUnauthorized, "unauthenticated", "a mediator bearer token is required")
+		return
+	}
+	if ok, wait := s.rl.allow(mediator, time.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
@@ -36,6 +37,12 @@ type testServer struct {
 
 func startServer(t *testing.T) *testServer {
 	t.Helper()
+	return startServerWith(t, nil)
+}
+
+// startServerWith lets a test change the config before the server starts.
+func startServerWith(t *testing.T, change func(*Config)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	path, token, err := initDataDir(dir)
 	if err != nil || token == "" {
@@ -44,6 +51,9 @@ func startServer(t *testing.T) *testServer {
 	cfg, err := loadConfig(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if change != nil {
+		change(cfg)
 	}
 	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{})
 	if err != nil {
@@ -395,5 +405,39 @@ func TestMetrics(t *testing.T) {
 	}
 	if strings.Contains(m, "secret-decision-value") || strings.Contains(m, s.token) {
 		t.Error("metrics contain a request value")
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	s := startServer(t)
+	s.cfg.Mediators[0].RatePerSecond, s.cfg.Mediators[0].Burst = 2, 3
+	rl := newLimiter(s.cfg)
+	now := time.Now()
+	for i := range 3 {
+		if ok, _ := rl.allow("local", now); !ok {
+			t.Fatalf("request %d within the burst refused", i)
+		}
+	}
+	ok, wait := rl.allow("local", now)
+	if ok || wait != 500*time.Millisecond {
+		t.Fatalf("4th at once: %v, wait %v; want refused, 500ms", ok, wait)
+	}
+	if ok, _ := rl.allow("local", now.Add(500*time.Millisecond)); !ok {
+		t.Fatal("refused after the wait")
+	}
+	if ok, _ := rl.allow("someone-else", now); !ok {
+		t.Fatal("a mediator without a rate was limited")
+	}
+	// Over HTTP: 429 with Retry-After, nothing appended.
+	s2 := startServerWith(t, func(c *Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 1, 1 })
+	if resp, b := s2.post(t, s2.token, appendBody(1)); resp.StatusCode != 201 {
+		t.Fatalf("first: %d %s", resp.StatusCode, b)
+	}
+	resp, b := s2.post(t, s2.token, appendBody(2))
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(b), "rate_limited") {
+		t.Fatalf("second: %d %v %s", resp.StatusCode, resp.Header, b)
+	}
+	if s2.l.Size() != 1 {
+		t.Fatalf("size %d", s2.l.Size())
 	}
 }
