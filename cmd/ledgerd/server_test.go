@@ -35,13 +35,13 @@ type testServer struct {
 	cfg   *Config
 }
 
-func startServer(t *testing.T) *testServer {
+func startServer(t testing.TB) *testServer {
 	t.Helper()
 	return startServerWith(t, nil)
 }
 
 // startServerWith lets a test change the config before the server starts.
-func startServerWith(t *testing.T, change func(*Config)) *testServer {
+func startServerWith(t testing.TB, change func(*Config)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	path, token, err := initDataDir(dir)

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkHTTPAppend appends over loopback HTTP from 64 concurrent
+// clients, each in a closed loop, to a server on a badger store with
+// default settings, and reports appends/s and the latency median and p99
+// (request sent to durable receipt received). Run it with
+//
+//	GOMEMLIMIT=160MiB go test -run '^$' -bench HTTPAppend -benchtime 100000x ./cmd/ledgerd/
+func BenchmarkHTTPAppend(b *testing.B) {
+	s := startServerWith(b, nil)
+	bodies := make([]string, 1000)
+	for i := range bodies {
+		bodies[i] = appendBody(i)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	const clients = 64
+	latencies := make([]time.Duration, b.N)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				req, _ := http.NewRequest("POST", s.url+"/v1/entries", strings.NewReader(bodies[i%len(bodies)]))
+				req.Header.Set("Authorization", "Bearer "+s.token)
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				// Drain the body so the connection is reused.
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				latencies[i] = time.Since(t0)
+				if resp.StatusCode != http.StatusCreated {
+					b.Errorf("status %d", resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(latencies)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
+	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "ms-p50")
+	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "ms-p99")
+}
