@@ -39,6 +39,27 @@ func (l *Ledger) Checkpoint() ([]byte, uint64) {
 	return bytes.Clone(l.cp), l.cpSize
 }
 
+// WaitCheckpoint waits until a signed checkpoint covers the first size
+// entries (the next periodic one, or a Publish), and returns it and its
+// size.
+func (l *Ledger) WaitCheckpoint(ctx context.Context, size uint64) ([]byte, uint64, error) {
+	for {
+		l.cpMu.Lock()
+		cp, cpSize, signed := l.cp, l.cpSize, l.cpSigned
+		l.cpMu.Unlock()
+		if cpSize >= size && cp != nil {
+			return bytes.Clone(cp), cpSize, nil
+		}
+		select {
+		case <-signed:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-l.stop:
+			return nil, 0, ErrClosed
+		}
+	}
+}
+
 // CheckpointTime returns when the latest checkpoint was signed by this
 // process, or loaded at Open; zero before any.
 func (l *Ledger) CheckpointTime() time.Time {
@@ -91,6 +112,8 @@ func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("ledger: storing checkpoint of size %d: %w", size, err)
 	}
 	l.cp, l.cpSize, l.cpRoot, l.cpTime = signed, size, root, l.opts.Now()
+	close(l.cpSigned)
+	l.cpSigned = make(chan struct{})
 	return bytes.Clone(signed), nil
 }
 

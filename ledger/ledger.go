@@ -173,6 +173,8 @@ type Ledger struct {
 	cpSize uint64
 	cpRoot []byte
 	cpTime time.Time // when this process signed or loaded it
+	// cpSigned is closed, and replaced, whenever a checkpoint is signed.
+	cpSigned chan struct{}
 }
 
 type request struct {
@@ -215,6 +217,7 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 		stop:  make(chan struct{}),
 
 		inflight: map[string]*request{},
+		cpSigned: make(chan struct{}),
 	}
 	st, err := store.State(ctx)
 	if err != nil {

@@ -141,6 +141,21 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.m.observeAppend(time.Since(start), receipt.Replayed)
+	var proofPart []byte
+	if r.URL.Query().Get("wait") == "checkpoint" {
+		// The entry is durable; wait (bounded by the request's context)
+		// for a signed checkpoint that covers it, and prove inclusion.
+		signed, size, err := s.l.WaitCheckpoint(r.Context(), receipt.Index+1)
+		var hashes [][]byte
+		if err == nil {
+			hashes, err = s.l.InclusionProof(r.Context(), receipt.Index, size)
+		}
+		if err != nil {
+			s.refuse(w, http.StatusServiceUnavailable, "no_checkpoint", "the entry %d is durable, but no checkpoint covered it in time", receipt.Index)
+			return
+		}
+		proofPart, _ = json.Marshal(map[string]any{"checkpoint": string(signed), "tree_size": size, "hashes": hashes})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if receipt.Replayed {
 		// The key named an entry appended before: its receipt, nothing new.
@@ -148,6 +163,10 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	} else {
 		w.WriteHeader(http.StatusCreated)
+	}
+	if proofPart != nil {
+		fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s,"inclusion":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry, proofPart)
+		return
 	}
 	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
 }

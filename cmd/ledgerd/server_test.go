@@ -441,3 +441,40 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("size %d", s2.l.Size())
 	}
 }
+
+// ?wait=checkpoint answers once a signed checkpoint covers the entry, with
+// an inclusion proof that verifies against it.
+func TestAppendWaitCheckpoint(t *testing.T) {
+	s := startServer(t)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		s.l.Publish(context.Background())
+	}()
+	req, _ := http.NewRequest("POST", s.url+"/v1/entries?wait=checkpoint", strings.NewReader(appendBody(1)))
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Index     uint64          `json:"index"`
+		Entry     json.RawMessage `json:"entry"`
+		Inclusion struct {
+			Checkpoint string   `json:"checkpoint"`
+			TreeSize   uint64   `json:"tree_size"`
+			Hashes     [][]byte `json:"hashes"`
+		} `json:"inclusion"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	v, _ := note.NewVerifier(s.key.VerifierKey())
+	cp, _, _, err := tlog.ParseCheckpoint([]byte(r.Inclusion.Checkpoint), s.key.Name(), v)
+	if err != nil || cp.Size != r.Inclusion.TreeSize {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, r.Index, cp.Size, rfc6962.DefaultHasher.HashLeaf(r.Entry), r.Inclusion.Hashes, cp.Hash); err != nil {
+		t.Fatalf("inclusion proof: %v", err)
+	}
+}
