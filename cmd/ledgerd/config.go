@@ -40,6 +40,12 @@ type Config struct {
 	// MaxBodyBytes bounds an append request's body. Optional; default
 	// 256 KiB.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// ReaderTokensSHA256, if not empty, protects the read endpoints
+	// (checkpoints, entries, proofs, exports, tiles): they then need a
+	// bearer token whose lower-case hex SHA-256 is listed here, or a
+	// mediator's token. Optional; default empty: reads are public, as a
+	// transparency log's usually are.
+	ReaderTokensSHA256 []string `json:"reader_tokens_sha256"`
 	// TilesPrefix is the URL path under which the C2SP tlog-tiles read
 	// API (checkpoint, tiles, entry bundles) is served, such as "/log".
 	// Optional; default "" (the root: /checkpoint, /tile/...).
@@ -156,8 +162,32 @@ func (c *Config) check() error {
 			return fmt.Errorf("mediators[%d] (%s): rate_per_second must be positive, and burst needs it", i, m.Name)
 		}
 	}
+	for i, h := range c.ReaderTokensSHA256 {
+		if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size || strings.ToLower(h) != h {
+			return fmt.Errorf("reader_tokens_sha256[%d] is not 64 lower-case hex digits", i)
+		}
+	}
 	_, err := c.checkpointInterval()
 	return err
+}
+
+// mayRead reports whether a request with this bearer token may use the
+// read endpoints: always when reads are public; otherwise with a reader's
+// or a mediator's token, compared in constant time.
+func (c *Config) mayRead(token string) bool {
+	if len(c.ReaderTokensSHA256) == 0 {
+		return true
+	}
+	sum := sha256.Sum256([]byte(token))
+	ok := false
+	for _, h := range c.ReaderTokensSHA256 {
+		want, _ := hex.DecodeString(h)
+		if subtle.ConstantTimeCompare(sum[:], want) == 1 {
+			ok = true
+		}
+	}
+	_, mediator := c.authenticate(token)
+	return ok || mediator
 }
 
 // authenticate returns the mediator whose token this is. Every configured

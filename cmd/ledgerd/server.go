@@ -37,18 +37,32 @@ func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.m)
 	mux.HandleFunc("POST /v1/entries", s.appendEntry)
-	mux.HandleFunc("GET /v1/checkpoint", s.checkpoint)
-	mux.HandleFunc("GET /v1/entries/{index}", s.getEntry)
-	mux.HandleFunc("GET /v1/export", s.export)
-	mux.HandleFunc("GET /v1/proofs/{index}", s.tlogProof)
-	mux.HandleFunc("GET /v1/inclusion", s.inclusion)
-	mux.HandleFunc("GET /v1/consistency", s.consistency)
+	read := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.readAuth(h)) }
+	read("GET /v1/checkpoint", s.checkpoint)
+	read("GET /v1/entries/{index}", s.getEntry)
+	read("GET /v1/export", s.export)
+	read("GET /v1/proofs/{index}", s.tlogProof)
+	read("GET /v1/inclusion", s.inclusion)
+	read("GET /v1/consistency", s.consistency)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", s.ready)
 	prefix := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
-	mux.HandleFunc("GET "+prefix+"/checkpoint", s.checkpoint)
-	mux.HandleFunc("GET "+prefix+"/tile/{path...}", s.tile)
+	read("GET "+prefix+"/checkpoint", s.checkpoint)
+	read("GET "+prefix+"/tile/{path...}", s.tile)
 	return mux
+}
+
+// readAuth guards a read endpoint when the config protects reads.
+func (s *server) readAuth(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !s.cfg.mayRead(token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
+			writeError(w, http.StatusUnauthorized, "unauthenticated", "reads need a reader or mediator token")
+			return
+		}
+		h(w, r)
+	})
 }
 
 // apiError is the JSON body of every error response. Messages name fields

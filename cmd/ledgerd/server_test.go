@@ -478,3 +478,41 @@ func TestAppendWaitCheckpoint(t *testing.T) {
 		t.Fatalf("inclusion proof: %v", err)
 	}
 }
+
+func TestProtectedReads(t *testing.T) {
+	readerToken := "reader-secret-token"
+	sum := sha256.Sum256([]byte(readerToken))
+	s := startServerWith(t, func(c *Config) { c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)} })
+	s.post(t, s.token, appendBody(1))
+	s.l.Publish(context.Background())
+	read := func(token string) int {
+		req, _ := http.NewRequest("GET", s.url+"/v1/checkpoint", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := read(""); code != 401 {
+		t.Errorf("no token: %d", code)
+	}
+	if code := read("wrong"); code != 401 {
+		t.Errorf("wrong token: %d", code)
+	}
+	if code := read(readerToken); code != 200 {
+		t.Errorf("reader token: %d", code)
+	}
+	if code := read(s.token); code != 200 {
+		t.Errorf("mediator token: %d", code)
+	}
+	if resp, err := http.Get(s.url + "/tile/0/000.p/1"); err != nil || resp.StatusCode != 401 {
+		t.Errorf("tiles without a token: %v", resp.Status)
+	}
+	if resp, err := http.Get(s.url + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("healthz needs no token")
+	}
+}
