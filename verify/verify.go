@@ -111,6 +111,22 @@ func (k *Key) Checkpoint(signed []byte) (*log.Checkpoint, error) {
 	return cp, nil
 }
 
+// VerifyEntry checks that a decoded entry belongs to the trusted log and
+// carries a valid signature by the trusted key.
+func (k *Key) VerifyEntry(e *entry.Entry) error {
+	if e.Origin != k.origin {
+		return &Failure{Index: int64(e.Index), Check: CheckEntryKey, Err: errors.New("entry names another log origin")}
+	}
+	if err := e.Verify(k.id, k.public); err != nil {
+		check := CheckEntrySignature
+		if errors.Is(err, entry.ErrKeyID) {
+			check = CheckEntryKey
+		}
+		return &Failure{Index: int64(e.Index), Check: check, Err: err}
+	}
+	return nil
+}
+
 var hasher = rfc6962.DefaultHasher
 
 var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}

@@ -1,0 +1,284 @@
+// Package client is the mediators' Go client for ledgerd (docs/api.md).
+// It appends decisions with an idempotency key, retrying safely on
+// overload and network errors, and it verifies what it receives: every
+// receipt's entry (strict encoding, the ledger's signature, and that it
+// records exactly the decision sent), checkpoints, and inclusion and
+// consistency proofs, trusting nothing but the ledger's verifier key.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/verify"
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+// Client talks to one ledgerd.
+type Client struct {
+	baseURL string
+	token   string
+	key     *verify.Key
+	// HTTP is the HTTP client. Optional; default http.DefaultClient.
+	HTTP *http.Client
+	// MaxAttempts bounds the tries of one append. Optional; default 5.
+	MaxAttempts int
+	// Backoff is the wait before the second try, doubled after each;
+	// a server's Retry-After takes precedence. Optional; default 100 ms.
+	Backoff time.Duration
+}
+
+// New returns a client for the ledgerd at baseURL ("http://host:port"),
+// authenticating with a mediator token and verifying with the ledger's
+// note verifier key.
+func New(baseURL, token, verifierKey string) (*Client, error) {
+	key, err := verify.ParseKey(verifierKey)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{baseURL: strings.TrimSuffix(baseURL, "/"), token: token, key: key}, nil
+}
+
+// Decision is what a mediator records about one action.
+type Decision struct {
+	Principal  string
+	Action     string
+	Decision   entry.Decision
+	Policies   []string
+	Params     commit.Commitment
+	Tiers      commit.Digest
+	Attributes json.RawMessage // a JSON object
+}
+
+// Receipt is a verified acknowledgement of a durable entry.
+type Receipt struct {
+	Index    uint64
+	Entry    *entry.Entry
+	Raw      []byte // the signed entry's bytes
+	Replayed bool   // the idempotency key named an entry appended before
+}
+
+// Error is a refusal by the server: its HTTP status and error code.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("ledgerd: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// ErrUnverified: the server's answer does not verify; it is not to be
+// trusted.
+var ErrUnverified = errors.New("client: the ledger's answer does not verify")
+
+func (c *Client) http() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+// Append appends d and returns its verified receipt. All attempts carry
+// one random idempotency key, so a retry after a lost answer never appends
+// twice. It retries on 429, 503 and network errors, waiting as the
+// server's Retry-After says or with exponential backoff, until ctx ends or
+// MaxAttempts is reached; other refusals are returned at once as *Error.
+func (c *Client) Append(ctx context.Context, d Decision) (*Receipt, error) {
+	body, err := json.Marshal(map[string]any{
+		"principal": d.Principal, "action": d.Action, "decision": d.Decision,
+		"policies": nonNil(d.Policies), "params_digest": d.Params.Digest, "params_size": d.Params.Size,
+		"tiers_digest": d.Tiers, "attributes": d.Attributes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	keyBytes := make([]byte, 16)
+	rand.Read(keyBytes)
+	idempotencyKey := hex.EncodeToString(keyBytes)
+	attempts := c.MaxAttempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	backoff := c.Backoff
+	if backoff <= 0 {
+		backoff = 100 * time.Millisecond
+	}
+	var lastErr error
+	for attempt := range attempts {
+		if attempt > 0 {
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			backoff *= 2
+		}
+		req, err := http.NewRequestWithContext(ctx, "POST", c.baseURL+"/v1/entries", bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Idempotency-Key", idempotencyKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.http().Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			lastErr = err
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		switch resp.StatusCode {
+		case http.StatusCreated, http.StatusOK:
+			return c.checkReceipt(b, d, resp.StatusCode == http.StatusOK)
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			lastErr = apiError(resp.StatusCode, b)
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+				backoff = time.Duration(s) * time.Second
+			}
+			continue
+		default:
+			return nil, apiError(resp.StatusCode, b)
+		}
+	}
+	return nil, fmt.Errorf("client: append failed after %d attempts: %w", attempts, lastErr)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func apiError(status int, body []byte) *Error {
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	json.Unmarshal(body, &e)
+	return &Error{Status: status, Code: e.Error.Code, Message: e.Error.Message}
+}
+
+// checkReceipt verifies a receipt: the entry is strictly valid, signed by
+// the ledger's key, at the index claimed, and records exactly d.
+func (c *Client) checkReceipt(body []byte, d Decision, replayed bool) (*Receipt, error) {
+	var r struct {
+		Index uint64          `json:"index"`
+		Entry json.RawMessage `json:"entry"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%w: malformed receipt", ErrUnverified)
+	}
+	e, err := entry.Parse(r.Entry)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	if err := c.key.VerifyEntry(e); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	attrs, err := commit.Canonicalize(d.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	same := e.Index == r.Index && e.Principal == d.Principal && e.Action == d.Action &&
+		e.Decision == d.Decision && slices.Equal(e.Policies, entry.SortPolicies(d.Policies)) &&
+		e.Params.Equal(d.Params) && e.Tiers.Equal(d.Tiers) && bytes.Equal(e.Attributes, attrs)
+	if !same {
+		return nil, fmt.Errorf("%w: the entry does not record the decision sent", ErrUnverified)
+	}
+	return &Receipt{Index: r.Index, Entry: e, Raw: []byte(r.Entry), Replayed: replayed}, nil
+}
+
+func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.baseURL+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, apiError(resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+// Checkpoint fetches the latest checkpoint and opens it with the ledger's
+// key.
+func (c *Client) Checkpoint(ctx context.Context) (*log.Checkpoint, []byte, error) {
+	signed, err := c.get(ctx, "/v1/checkpoint")
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err := c.key.Checkpoint(signed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	return cp, signed, nil
+}
+
+type proofBody struct {
+	TreeSize uint64   `json:"tree_size"`
+	Hashes   [][]byte `json:"hashes"`
+}
+
+// VerifyInclusion fetches the inclusion proof of a receipt's entry in the
+// tree of a verified checkpoint and checks it.
+func (c *Client) VerifyInclusion(ctx context.Context, r *Receipt, cp *log.Checkpoint) error {
+	b, err := c.get(ctx, fmt.Sprintf("/v1/inclusion?index=%d&tree_size=%d", r.Index, cp.Size))
+	if err != nil {
+		return err
+	}
+	var p proofBody
+	if err := json.Unmarshal(b, &p); err != nil || p.TreeSize != cp.Size {
+		return fmt.Errorf("%w: malformed inclusion proof", ErrUnverified)
+	}
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, r.Index, cp.Size, rfc6962.DefaultHasher.HashLeaf(r.Raw), p.Hashes, cp.Hash); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	return nil
+}
+
+// VerifyConsistency fetches and checks the proof that newer's tree extends
+// older's.
+func (c *Client) VerifyConsistency(ctx context.Context, older, newer *log.Checkpoint) error {
+	b, err := c.get(ctx, fmt.Sprintf("/v1/consistency?size1=%d&tree_size=%d", older.Size, newer.Size))
+	if err != nil {
+		return err
+	}
+	var p proofBody
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("%w: malformed consistency proof", ErrUnverified)
+	}
+	return verify.Consistency(older, newer, p.Hashes)
+}
