@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -46,10 +48,45 @@ type Config struct {
 	// mediator's token. Optional; default empty: reads are public, as a
 	// transparency log's usually are.
 	ReaderTokensSHA256 []string `json:"reader_tokens_sha256"`
+	// TLS, if set, serves HTTPS instead of HTTP. Optional.
+	TLS *TLSConfig `json:"tls"`
 	// TilesPrefix is the URL path under which the C2SP tlog-tiles read
 	// API (checkpoint, tiles, entry bundles) is served, such as "/log".
 	// Optional; default "" (the root: /checkpoint, /tile/...).
 	TilesPrefix string `json:"tiles_prefix"`
+}
+
+// TLSConfig serves HTTPS, optionally requiring client certificates.
+type TLSConfig struct {
+	// CertFile and KeyFile are the server's PEM certificate chain and
+	// private key. Required.
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	// ClientCAFile, if set, makes every connection present a client
+	// certificate signed by one of these PEM CA certificates (mutual
+	// TLS), in addition to the bearer tokens. Optional.
+	ClientCAFile string `json:"client_ca_file"`
+}
+
+// tlsConfig builds the server's TLS configuration.
+func (t *TLSConfig) tlsConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	c := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if t.ClientCAFile != "" {
+		pem, err := os.ReadFile(t.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: client_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls: client_ca_file %s holds no PEM certificate", t.ClientCAFile)
+		}
+		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return c, nil
 }
 
 // Mediator is one appending client. Its identity in entries is Name, taken
@@ -110,7 +147,11 @@ func loadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	base := filepath.Dir(path)
-	for _, p := range []*string{&c.KeyFile, &c.StoreDir} {
+	paths := []*string{&c.KeyFile, &c.StoreDir}
+	if c.TLS != nil {
+		paths = append(paths, &c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile)
+	}
+	for _, p := range paths {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(base, *p)
 		}
@@ -160,6 +201,14 @@ func (c *Config) check() error {
 		}
 		if m.RatePerSecond < 0 || m.Burst < 0 || m.Burst > 0 && m.RatePerSecond == 0 {
 			return fmt.Errorf("mediators[%d] (%s): rate_per_second must be positive, and burst needs it", i, m.Name)
+		}
+	}
+	if c.TLS != nil {
+		if c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
+			return errors.New("tls: cert_file and key_file are required")
+		}
+		if _, err := c.TLS.tlsConfig(); err != nil {
+			return err
 		}
 	}
 	for i, h := range c.ReaderTokensSHA256 {

@@ -165,11 +165,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "%v", err)
 	}
 	srv := &http.Server{Handler: (&server{cfg: cfg, l: l, log: log, m: m}).routes(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "ledgerd: serving %s on http://%s\nverifier key: %s\n", key.Name(), ln.Addr(), key.VerifierKey())
-	fmt.Fprintf(stdout, "try: curl http://%s/v1/checkpoint\n", ln.Addr())
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "ledgerd: serving %s on %s://%s\nverifier key: %s\n", key.Name(), scheme, ln.Addr(), key.VerifierKey())
+	fmt.Fprintf(stdout, "try: curl %s://%s/v1/checkpoint\n", scheme, ln.Addr())
 	log.Info("ledgerd started", "config", cfg)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if cfg.TLS != nil {
+		if srv.TLSConfig, err = cfg.TLS.tlsConfig(); err != nil {
+			l.Close()
+			return fail(stderr, "%v", err)
+		}
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
