@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -12,23 +11,14 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/client"
-	"github.com/decisionledger/ledger/commit"
-	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 )
 
 func testDecision(t *testing.T, i int) client.Decision {
 	t.Helper()
-	var req appendRequest
-	if err := json.Unmarshal([]byte(appendBody(i)), &req); err != nil {
-		t.Fatal(err)
-	}
-	d := client.Decision{Principal: req.Principal, Action: req.Action, Decision: entry.Decision(req.Decision),
-		Policies: req.Policies, Attributes: req.Attributes}
-	d.Params.Digest, _ = commit.ParseDigest(req.ParamsDigest)
-	d.Params.Size = req.ParamsSize
-	d.Tiers, _ = commit.ParseDigest(req.TiersDigest)
-	return d
+	r := mustRecord(t, appendBody(i))
+	return client.Decision{Principal: r.Principal, Action: r.Action, Decision: r.Decision,
+		Policies: r.Policies, Params: r.Params, Tiers: r.Tiers, Attributes: r.Attributes}
 }
 
 // The client appends, verifies receipts, checkpoints and proofs against a
