@@ -371,7 +371,7 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ledger: batch at %d: %w", b.Start, err)
 	}
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *badger.Txn) error {
 		size, _, err := getUint64(txn, keySize)
 		if err != nil {
 			return err
@@ -417,9 +417,6 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 		}
 		return txn.Set(keySize, binary.BigEndian.AppendUint64(nil, b.Start+uint64(len(b.Entries))))
 	})
-	if err == nil {
-		err = s.syncCommit()
-	}
 	switch {
 	case err == nil:
 		return nil
@@ -558,6 +555,15 @@ func (s *BadgerStore) Tile(ctx context.Context, level uint8, index uint64) ([]by
 }
 
 // AddCheckpoint implements Store, in one badger transaction.
+// update runs fn in a read-write transaction and, once it is committed,
+// makes it durable with syncCommit.
+func (s *BadgerStore) update(fn func(txn *badger.Txn) error) error {
+	if err := s.db.Update(fn); err != nil {
+		return err
+	}
+	return s.syncCommit()
+}
+
 // syncCommit makes the transaction just committed durable: it syncs the
 // memtable's write-ahead file and the value log, and returns either
 // failure. The ledger writes from one goroutine at a time, so the sync
@@ -578,7 +584,7 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ledger: checkpoint for size %d: %w", size, err)
 	}
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *badger.Txn) error {
 		latest, ok, err := getUint64(txn, keyLatestCheckpoint)
 		if err != nil {
 			return err
@@ -598,9 +604,6 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 		}
 		return txn.Set(keyLatestCheckpoint, binary.BigEndian.AppendUint64(nil, size))
 	})
-	if err == nil {
-		err = s.syncCommit()
-	}
 	switch {
 	case err == nil:
 		return nil
