@@ -187,11 +187,7 @@ func (r *tileReader) nodes(ids []compact.NodeID) ([][]byte, error) {
 // edgeAt rebuilds the right edge of the tree of the given size from stored
 // tiles.
 func (r *tileReader) edgeAt(size uint64) (*edge, error) {
-	hashes, err := r.nodes(compact.RangeNodes(0, size, nil))
-	if err != nil {
-		return nil, err
-	}
-	rng, err := rangeFactory.NewRange(0, size, hashes)
+	rng, err := r.rangeAt(size)
 	if err != nil {
 		return nil, err
 	}
@@ -219,15 +215,20 @@ func (r *tileReader) rootAt(size uint64) ([]byte, error) {
 	if size == 0 {
 		return hasher.EmptyRoot(), nil
 	}
-	hashes, err := r.nodes(compact.RangeNodes(0, size, nil))
-	if err != nil {
-		return nil, err
-	}
-	rng, err := rangeFactory.NewRange(0, size, hashes)
+	rng, err := r.rangeAt(size)
 	if err != nil {
 		return nil, err
 	}
 	return rng.GetRootHash(nil)
+}
+
+// rangeAt builds the compact range [0, size) from stored tiles.
+func (r *tileReader) rangeAt(size uint64) (*compact.Range, error) {
+	hashes, err := r.nodes(compact.RangeNodes(0, size, nil))
+	if err != nil {
+		return nil, err
+	}
+	return rangeFactory.NewRange(0, size, hashes)
 }
 
 // inclusionProof returns the RFC 6962 inclusion proof of leaf index in the
