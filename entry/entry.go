@@ -50,7 +50,9 @@ const (
 func (d Decision) valid() bool { return d == Allow || d == Deny || d == NeedsApproval }
 
 // Entry is one decision in the ledger. The fields are those of the JSON
-// object; docs/entry.md specifies each.
+// object; docs/entry.md specifies each. Its methods remember the last
+// attributes they found canonical, so they must not run concurrently on
+// one Entry.
 type Entry struct {
 	Origin    string
 	Index     uint64
@@ -74,6 +76,12 @@ type Entry struct {
 	// key hash of its note verifier key.
 	KeyID     string
 	Signature []byte // Ed25519, 64 bytes; nil before signing
+
+	// canonicalAttributes is a copy of the last Attributes found in the
+	// strict domain and canonical, so that signing an entry after building
+	// it does not parse its attributes again. It is compared by value, so
+	// changing Attributes in any way brings the full check back.
+	canonicalAttributes []byte
 }
 
 // Errors. Malformed entries give a *FieldError (errors.Is ErrMalformed) or
@@ -133,6 +141,9 @@ func (e *Entry) check() error {
 	if len(e.Attributes) < 2 || e.Attributes[0] != '{' {
 		return fieldError("attributes", "not a JSON object")
 	}
+	if e.canonicalAttributes != nil && bytes.Equal(e.canonicalAttributes, e.Attributes) {
+		return nil
+	}
 	canonical, err := commit.Canonicalize(e.Attributes)
 	if err != nil {
 		var de *commit.DomainError
@@ -144,6 +155,7 @@ func (e *Entry) check() error {
 	if !bytes.Equal(canonical, e.Attributes) {
 		return fieldError("attributes", "not in canonical form")
 	}
+	e.canonicalAttributes = canonical
 	return nil
 }
 
@@ -295,6 +307,37 @@ func (e *Entry) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(b) > MaxEntryBytes {
+		return nil, fieldError("", "longer than %d bytes", MaxEntryBytes)
+	}
+	return b, nil
+}
+
+// sigFollower is the member that follows "sig" in an entry's canonical
+// form. It is the last occurrence of these bytes in a signed message: the
+// members after it (time, version) cannot contain it, and inside strings
+// quotes are escaped.
+const sigFollower = `,"tiers_digest":"`
+
+// SignedEntry returns the entry's bytes, as Marshal would after setting
+// Signature to sig, from a message SignedMessage returned: it inserts the
+// "sig" member into the message instead of checking and encoding every
+// field again, which is the cost of Marshal.
+func SignedEntry(message, sig []byte) ([]byte, error) {
+	if len(sig) != ed25519.SignatureSize {
+		return nil, fieldError("sig", "not a %d-byte Ed25519 signature", ed25519.SignatureSize)
+	}
+	body, ok := strings.CutPrefix(string(message), SignedDomainSeparator)
+	at := strings.LastIndex(body, sigFollower)
+	if !ok || at < 0 {
+		return nil, fmt.Errorf("%w: not a signed message", ErrMalformed)
+	}
+	b := make([]byte, 0, len(body)+len(sigMember))
+	b = append(b, body[:at]...)
+	b = append(b, `,"sig":"`...)
+	b = base64.StdEncoding.AppendEncode(b, sig)
+	b = append(b, '"')
+	b = append(b, body[at:]...)
 	if len(b) > MaxEntryBytes {
 		return nil, fieldError("", "longer than %d bytes", MaxEntryBytes)
 	}

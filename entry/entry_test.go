@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
+	"pgregory.net/rapid"
 )
 
 // The documentation key of docs/entry.md. Its seed is public: it signs
@@ -318,4 +319,50 @@ func TestEntrySizeBound(t *testing.T) {
 		}
 	}
 	t.Fatal("never reached the entry bound")
+}
+
+// SignedEntry gives Marshal's bytes, for entries whose strings and
+// attributes contain the member name it looks for.
+func TestSignedEntryMatchesMarshal(t *testing.T) {
+	base, priv := sampleEntry(t)
+	rapid.Check(t, func(t *rapid.T) {
+		e := *base
+		text := rapid.SampledFrom([]string{"x", `,"tiers_digest":"`, `"sig"`, "é", `\`}).Draw(t, "text")
+		e.Principal = rapid.StringMatching(`[a-z]{1,8}`).Draw(t, "principal") + text
+		e.Attributes = []byte(fmt.Sprintf(`{"a":{"b":1,"tiers_digest":%q},"z":%q}`, text, text))
+		e.Attributes, _ = commit.Canonicalize(e.Attributes)
+		e.Index = rapid.Uint64Range(0, commit.MaxSafeInteger).Draw(t, "index")
+		m, err := e.SignedMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Signature = ed25519.Sign(priv, m)
+		want, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := SignedEntry(m, e.Signature)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("SignedEntry = %s, %v\nwant %s", got, err, want)
+		}
+	})
+	if _, err := SignedEntry([]byte(`{"a":1}`), make([]byte, ed25519.SignatureSize)); !errors.Is(err, ErrMalformed) {
+		t.Errorf("SignedEntry of a message without the domain: %v", err)
+	}
+	if _, err := SignedEntry([]byte(SignedDomainSeparator+`{}`), make([]byte, 10)); !errors.Is(err, ErrMalformed) {
+		t.Errorf("SignedEntry with a short signature: %v", err)
+	}
+}
+
+// Attributes changed in place after a check are checked again.
+func TestAttributesCheckedAgainAfterChange(t *testing.T) {
+	e, _ := sampleEntry(t)
+	e.Attributes = []byte(`{"a":"b","c":1}`)
+	if _, err := e.SignedMessage(); err != nil {
+		t.Fatal(err)
+	}
+	copy(e.Attributes, `{"c":"b","a":1}`) // not sorted
+	if _, err := e.SignedMessage(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("SignedMessage after attributes changed in place: %v, want ErrMalformed", err)
+	}
 }
