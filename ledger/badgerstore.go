@@ -5,40 +5,59 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 )
 
-// BadgerStore is a Store in a badger database in one directory.
+// BadgerStore is a Store in one directory: a frame log (framelog.go) in
+// frames/ that makes each batch durable with one write and one fdatasync,
+// and a badger database in index/ that indexes the frames.
 //
-// Keys start with one byte naming their kind; integers in keys are
+// Badger keys start with one byte naming their kind; integers in keys are
 // big-endian and fixed-width, so badger's byte order is index order and
-// entries can be read with one forward iterator. Integer values are
+// entries can be located with one forward iterator. Integer values are
 // big-endian uint64.
 //
-//	'e' u64 index               entry bytes
-//	'h' [32]byte leaf hash      u64 index of the first entry with that leaf hash
+//	'e' u64 index               u64 log position, u32 length and u32
+//	                            CRC-32C of the entry's bytes in the frame log
+//	'h' [32]byte leaf hash,     (empty); the lowest index under a leaf hash is
+//	    u64 index               the first key with its prefix
 //	't' u8 level, u64 index     tile hashes, the last version committed
 //	'c' u64 size                signed checkpoint for that tree size
 //	'k' idempotency key         u64 index of the entry committed with it
-//	'm' "size"                  u64 tree size (number of entries)
+//	'm' "size"                  u64 tree size (number of entries indexed)
+//	'm' "end"                   u64 log position after the last frame indexed
 //	'm' "checkpoint"            u64 tree size of the latest checkpoint
 //
-// The tree size is written in the transaction that writes the entries it
-// counts. A badger Sequence would not do: it leases numbers ahead and
-// leaves gaps after a crash, while a log's indices must be dense.
+// Commit writes the frame, syncs it, and then indexes it in badger without
+// a sync: the frame is the durable copy. The tree size and the log
+// position are written in the last transaction that indexes a frame, and
+// reads only see entries below the indexed size, so a batch becomes
+// visible all at once. Badger's own log replays as a prefix of its
+// transactions after a crash; AddCheckpoint syncs badger, and
+// OpenBadger re-indexes every frame after the last one badger kept. (A
+// badger Sequence would not do for the size: it leases numbers ahead and
+// leaves gaps after a crash, while a log's indices must be dense.)
 type BadgerStore struct {
-	db *badger.DB
+	db  *badger.DB
+	log *frameLog
 
-	stopGC    context.CancelFunc
-	gcStopped chan struct{}
+	// writeMu serializes Commit and AddCheckpoint, and guards the fields
+	// below.
+	writeMu sync.Mutex
+	size    uint64
+	broken  error // a write whose outcome is unknown: refuse further writes
+	buf     []byte
+	locs    []entryLocation
 
 	closeOnce sync.Once
 	closeErr  error
@@ -57,6 +76,7 @@ const (
 
 var (
 	keySize             = []byte{prefixMeta, 's', 'i', 'z', 'e'}
+	keyLogEnd           = []byte{prefixMeta, 'e', 'n', 'd'}
 	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'}
 )
 
@@ -64,8 +84,8 @@ func entryKey(index uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{prefixEntry}, index)
 }
 
-func leafHashKey(h [HashSize]byte) []byte {
-	return append([]byte{prefixLeafHash}, h[:]...)
+func leafHashKey(h [HashSize]byte, index uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{prefixLeafHash}, h[:]...), index)
 }
 
 func idempotencyKey(key []byte) []byte {
@@ -82,31 +102,25 @@ func checkpointKey(size uint64) []byte {
 
 // BadgerOptions configures OpenBadger. The zero value is a profile for a
 // small machine: a ledger process of 2 cores that should stay under
-// 256 MiB of RSS with a few hundred thousand entries. Badger's own defaults
-// assume a large server (64 MiB memtables, five of them, a 256 MiB block
-// cache, 4 compactors).
+// 256 MiB of RSS. Badger's own defaults assume a large server (64 MiB
+// memtables, five of them, a 256 MiB block cache, 4 compactors).
 //
-// Measured with 220,000 entries of 600 bytes in group commits of 256, with
-// entries in the LSM tree (before they moved to the value log), the
-// memory went mostly to two things no option removes. Badger maps its
-// table files into memory, so their pages (about the database's size on
-// disk, 83 MB here) count in RSS until the kernel needs them back; the
-// value-log files are mapped too, and with entries in them their clean,
-// reclaimable pages now make most of the RSS of a long run. And
-// each table it builds, on flush and compaction, takes a buffer of about
-// twice the table's size, of which it keeps up to 8 for reuse: hence
-// small memtables and tables below. The Go heap also grows to twice what
-// is live unless the process sets a memory limit; with GOMEMLIMIT=128MiB
-// the peak RSS of that run was about 240 MiB, without it about 450 MiB.
-// OpenBadger warns when no limit is set.
+// Entries live in the frame log, which is read and written with plain
+// file I/O, so their pages are the kernel's page cache, not the process's
+// memory. Badger holds about 60 bytes of keys and values per entry plus
+// the tiles; it maps its table files into memory, so their pages count in
+// RSS until the kernel needs them back. Each table it builds, on flush
+// and compaction, takes a buffer of about twice the table's size, of
+// which it keeps up to 8 for reuse: hence small memtables and tables. The
+// Go heap also grows to twice what is live unless the process sets a
+// memory limit (GOMEMLIMIT); OpenBadger warns when none is set.
 type BadgerOptions struct {
 	// MemTableSize is the size of one memtable, and of a table flushed to
 	// level 0. Optional, default 4 MiB. Each memtable costs about 1.3
 	// times this in heap plus its write-ahead file, and each flush
-	// another buffer of twice this. It also bounds one Commit: badger
-	// refuses a transaction larger than 15% of it, about 614 KiB by
-	// default (some 900 entries of 600 bytes with their leaf hashes and
-	// tiles); a larger batch fails whole, with nothing written.
+	// another buffer of twice this. A batch whose index does not fit in
+	// one badger transaction (15% of this) is indexed in several, and
+	// still becomes visible at once.
 	MemTableSize int64
 
 	// NumMemtables is how many full memtables may wait to be flushed
@@ -114,9 +128,8 @@ type BadgerOptions struct {
 	// goroutine in group commits, so a short queue is enough.
 	NumMemtables int
 
-	// BlockCacheSize is the size of the cache of decompressed table
-	// blocks. Optional, default 8 MiB: reads are mostly of recent entries
-	// and tiles, and a larger cache only grows the heap.
+	// BlockCacheSize is the size of badger's block cache. Optional,
+	// default 8 MiB.
 	BlockCacheSize int64
 
 	// NumCompactors is how many goroutines compact the LSM tree.
@@ -124,19 +137,10 @@ type BadgerOptions struct {
 	// accepts (other than 0, which stops compaction).
 	NumCompactors int
 
-	// ValueLogFileSize is the size of one value-log file, which holds
-	// entries and tiles. Optional, default 16 MiB: value-log GC rewrites a
-	// whole file at a time, and small files keep that work small.
-	ValueLogFileSize int64
-
-	// GCInterval is how often value-log garbage collection runs. Optional,
-	// default 5 minutes; negative disables it.
-	GCInterval time.Duration
-
-	// GCDiscardRatio is the fraction of a value-log file that must be
-	// garbage before GC rewrites it. Optional, default 0.5; otherwise it
-	// must be above 0 and below 1.
-	GCDiscardRatio float64
+	// SegmentSize is the size from which the frame log starts a new
+	// segment file. Optional, default 64 MiB; at least 1 MiB. A batch
+	// larger than a segment gets a segment of its own.
+	SegmentSize int64
 
 	// Logger receives badger's messages and the store's own. Optional,
 	// default slog.Default(). Badger's Info and Debug messages (tables
@@ -145,25 +149,23 @@ type BadgerOptions struct {
 
 	// Tune, if set, is called last with the badger options this store
 	// would use and may change any of them, at the caller's risk.
-	// Optional. SyncWrites makes no difference (every commit is synced
-	// with DB.Sync); OpenBadger refuses InMemory rather than silently
-	// undo it.
+	// Optional. OpenBadger refuses InMemory rather than silently undo
+	// the durability of checkpoints.
 	Tune func(*badger.Options)
 }
 
 // Defaults of BadgerOptions, documented on its fields.
 const (
-	defaultMemTableSize     = 4 << 20
-	defaultNumMemtables     = 2
-	defaultBlockCacheSize   = 8 << 20
-	defaultNumCompactors    = 2
-	defaultValueLogFileSize = 16 << 20
-	defaultGCInterval       = 5 * time.Minute
-	defaultGCDiscardRatio   = 0.5
+	defaultMemTableSize   = 4 << 20
+	defaultNumMemtables   = 2
+	defaultBlockCacheSize = 8 << 20
+	defaultNumCompactors  = 2
+	defaultSegmentSize    = 64 << 20
 
-	// valueThreshold is the size from which badger puts a value in the
-	// value log: entries and tiles are larger, index values smaller.
-	valueThreshold = 64
+	// valueThreshold keeps every value in the LSM tree: the largest is a
+	// full tile of 8 KiB, and badger's value log would be one more file
+	// to map and sync. Badger requires it below 15% of MemTableSize.
+	valueThreshold = 16 << 10
 )
 
 // withDefaults returns o with every unset field set to its default, or an
@@ -173,9 +175,7 @@ func (o BadgerOptions) withDefaults() (BadgerOptions, error) {
 	setDefault(&o.NumMemtables, defaultNumMemtables)
 	setDefault(&o.BlockCacheSize, defaultBlockCacheSize)
 	setDefault(&o.NumCompactors, defaultNumCompactors)
-	setDefault(&o.ValueLogFileSize, defaultValueLogFileSize)
-	setDefault(&o.GCInterval, defaultGCInterval)
-	setDefault(&o.GCDiscardRatio, defaultGCDiscardRatio)
+	setDefault(&o.SegmentSize, defaultSegmentSize)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -188,10 +188,8 @@ func (o BadgerOptions) withDefaults() (BadgerOptions, error) {
 		return o, fmt.Errorf("ledger: BadgerOptions.BlockCacheSize %d is negative", o.BlockCacheSize)
 	case o.NumCompactors < 2:
 		return o, fmt.Errorf("ledger: BadgerOptions.NumCompactors %d: badger needs at least 2", o.NumCompactors)
-	case o.ValueLogFileSize < 1<<20 || o.ValueLogFileSize >= 2<<30:
-		return o, fmt.Errorf("ledger: BadgerOptions.ValueLogFileSize %d is not in [1 MiB, 2 GiB)", o.ValueLogFileSize)
-	case o.GCDiscardRatio <= 0 || o.GCDiscardRatio >= 1:
-		return o, fmt.Errorf("ledger: BadgerOptions.GCDiscardRatio %v is not in (0, 1)", o.GCDiscardRatio)
+	case o.SegmentSize < 1<<20:
+		return o, fmt.Errorf("ledger: BadgerOptions.SegmentSize %d is below 1 MiB", o.SegmentSize)
 	}
 	return o, nil
 }
@@ -203,16 +201,16 @@ func setDefault[T comparable](field *T, def T) {
 	}
 }
 
-// badgerOptions returns the badger options for a store in dir; o has its
-// defaults set.
+// badgerOptions returns the badger options for the index in dir; o has
+// its defaults set.
 func (o BadgerOptions) badgerOptions(dir string) (badger.Options, error) {
 	bo := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{o.Logger.With(slog.String("component", "badger"))}).
-		// Durability is the Store's contract: every commit is synced
-		// before it returns, by an explicit DB.Sync (see syncCommit), not
-		// by SyncWrites: with SyncWrites badger only logs a failed sync of
-		// the value log, while DB.Sync returns it.
+		// The frame log makes commits durable; AddCheckpoint syncs badger
+		// with DB.Sync, which, unlike SyncWrites, returns a failed sync.
 		WithSyncWrites(false).
+		// The store is badger's only writer, one transaction at a time.
+		WithDetectConflicts(false).
 		WithMemTableSize(o.MemTableSize).
 		WithNumMemtables(o.NumMemtables).
 		WithBlockCacheSize(o.BlockCacheSize).
@@ -220,22 +218,15 @@ func (o BadgerOptions) badgerOptions(dir string) (badger.Options, error) {
 		// indexes are read in place from the memory-mapped files.
 		WithIndexCacheSize(0).
 		WithNumCompactors(o.NumCompactors).
-		WithValueLogFileSize(o.ValueLogFileSize).
-		// Entries and tiles go to the value log; the LSM tree keeps keys,
-		// value pointers, the leaf-hash index and the sizes. Compaction
-		// then rewrites pointers, not entries: measured over 150,000
-		// appends, 11,290 appends/s instead of 6,381 with entries in the
-		// tree (docs/performance.md). Rewritten tiles become value-log
-		// garbage, which the value-log GC reclaims.
 		WithValueThreshold(valueThreshold).
+		// Nothing is written to the value log, so its file stays small.
+		WithValueLogFileSize(1 << 20).
 		// Small tables of one size at every level keep the buffers badger
 		// builds them in, and keeps for reuse, small.
 		WithBaseTableSize(512 << 10).
-		// Entries are JSON with hex digests and base64 signatures: zstd
-		// stores them in about 0.37 of their size, snappy in 0.52, and
-		// the mapped tables' pages are most of the process's RSS.
-		WithCompression(options.ZSTD).
-		WithZSTDCompressionLevel(1)
+		// The index is hashes, positions and checksums: it does not
+		// compress.
+		WithCompression(options.None)
 	bo.TableSizeMultiplier = 1 // has no With method
 	if o.Tune != nil {
 		o.Tune(&bo)
@@ -253,25 +244,47 @@ func (o BadgerOptions) badgerOptions(dir string) (badger.Options, error) {
 // warnNoMemoryLimit warns once a process, not once a store.
 var warnNoMemoryLimit sync.Once
 
-// OpenBadger opens, or creates, the badger store in dir. Value-log garbage
-// collection runs in the background until ctx is done or the store is
-// closed.
+// Subdirectories of a BadgerStore's directory.
+const (
+	framesDir = "frames"
+	indexDir  = "index"
+)
+
+// OpenBadger opens, or creates, the store in dir. It indexes the frames
+// that badger lost in a crash (those after the last one its durable state
+// records), and truncates a frame torn by a crash during its write, which
+// was never acknowledged. It refuses a frame log that does not continue
+// the index, or that is damaged anywhere but at its end.
 func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerStore, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	bo, err := opts.badgerOptions(dir)
+	bo, err := opts.badgerOptions(filepath.Join(dir, indexDir))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil {
+		return nil, fmt.Errorf("ledger: %s holds a badger database at its top: a store of the layout before the frame log, "+
+			"which this version does not read (it keeps frames/ and index/ in that directory)", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: creating store directory: %w", err)
+	}
+	log, err := openFrameLog(filepath.Join(dir, framesDir), opts.SegmentSize)
 	if err != nil {
 		return nil, err
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: opening badger store in %s: %w", dir, err)
+		log.close()
+		return nil, fmt.Errorf("ledger: opening badger index in %s: %w", dir, err)
 	}
-	gcCtx, stopGC := context.WithCancel(ctx)
-	s := &BadgerStore{db: db, stopGC: stopGC, gcStopped: make(chan struct{})}
-	go s.collectGarbage(gcCtx, opts.GCInterval, opts.GCDiscardRatio, opts.Logger)
+	s := &BadgerStore{db: db, log: log}
+	if err := s.recover(ctx, opts.Logger); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
 		warnNoMemoryLimit.Do(func() {
 			opts.Logger.WarnContext(ctx, "ledger: no Go memory limit is set (GOMEMLIMIT); "+
@@ -280,60 +293,74 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 	}
 	opts.Logger.DebugContext(ctx, "ledger: badger store opened",
 		slog.String("dir", dir),
+		slog.Uint64("size", s.size),
 		slog.Int64("memtable_size", bo.MemTableSize),
 		slog.Int("num_memtables", bo.NumMemtables),
 		slog.Int64("block_cache_size", bo.BlockCacheSize),
 		slog.Int("num_compactors", bo.NumCompactors),
-		slog.Int64("value_log_file_size", bo.ValueLogFileSize),
-		slog.Duration("gc_interval", opts.GCInterval))
+		slog.Int64("segment_size", opts.SegmentSize))
 	return s, nil
 }
 
-// collectGarbage runs badger's value-log GC every interval until ctx is
-// done, then closes s.gcStopped.
-func (s *BadgerStore) collectGarbage(ctx context.Context, interval time.Duration, discardRatio float64, log *slog.Logger) {
-	defer close(s.gcStopped)
-	if interval < 0 {
-		return
-	}
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
+// recover indexes the frames after the last one badger holds, and makes
+// the result durable.
+func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) error {
+	var end uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		if s.size, _, err = getUint64(txn, keySize); err != nil {
+			return err
 		}
-		// Each successful run rewrites one file; run until there is
-		// nothing left worth rewriting.
-		rewrites := 0
-		for ctx.Err() == nil {
-			err := s.db.RunValueLogGC(discardRatio)
-			if err == nil {
-				rewrites++
-				continue
-			}
-			// ErrNoRewrite: nothing to collect; ErrRejected: a GC is
-			// already running. Both are routine.
-			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
-				log.WarnContext(ctx, "ledger: badger value-log GC failed", slog.Any("error", err))
-			}
-			break
-		}
-		log.DebugContext(ctx, "ledger: badger value-log GC", slog.Int("rewrites", rewrites))
+		end, _, err = getUint64(txn, keyLogEnd)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: reading the index: %w", err)
 	}
+	replayed := 0
+	dropped, err := s.log.recover(int64(end), s.size, func(pos int64, payload []byte) (uint64, error) {
+		b, locs, err := decodeFrame(payload)
+		if err != nil {
+			return 0, fmt.Errorf("%w: frame at log position %d: %w", errCorrupt, pos, err)
+		}
+		if b.Start != s.size {
+			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, the index holds %d entries", errCorrupt, pos, b.Start, s.size)
+		}
+		if err := s.index(b, pos, locs, pos+frameHeaderSize+int64(len(payload))); err != nil {
+			return 0, err
+		}
+		replayed++
+		s.size += uint64(len(b.Entries))
+		return s.size, nil
+	})
+	if err != nil {
+		return err
+	}
+	if dropped > 0 {
+		log.WarnContext(ctx, "ledger: dropped a frame torn by a crash (never acknowledged)",
+			slog.Uint64("size", s.size), slog.Int64("bytes", dropped))
+	}
+	if replayed > 0 || dropped > 0 {
+		log.InfoContext(ctx, "ledger: indexed frames after a crash", slog.Int("frames", replayed), slog.Uint64("size", s.size))
+		if err := s.db.Sync(); err != nil {
+			return fmt.Errorf("ledger: syncing the index: %w", err)
+		}
+	}
+	return nil
 }
 
-// Close stops garbage collection and closes the database. Calling it again
-// returns the first call's result.
+// Close closes the index and the frame log. Calling it again returns the
+// first call's result.
 func (s *BadgerStore) Close() error {
 	s.closeOnce.Do(func() {
-		s.stopGC()
-		// Badger must not be closed under a running GC.
-		<-s.gcStopped
+		var errs []error
 		if err := s.db.Close(); err != nil {
-			s.closeErr = fmt.Errorf("ledger: closing badger store: %w", err)
+			errs = append(errs, fmt.Errorf("ledger: closing badger index: %w", err))
 		}
+		if err := s.log.close(); err != nil {
+			errs = append(errs, fmt.Errorf("ledger: closing the frame log: %w", err))
+		}
+		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
 }
@@ -363,7 +390,11 @@ func (s *BadgerStore) State(ctx context.Context) (State, error) {
 	return st, nil
 }
 
-// Commit implements Store, in one badger transaction.
+// errStoreBroken wraps the failure after which a BadgerStore refuses
+// writes.
+var errStoreBroken = errors.New("ledger: the store stopped after a failed write; reopen it")
+
+// Commit implements Store: one frame, written and synced, then indexed.
 func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 	if err := checkBatchShape(b); err != nil {
 		return err
@@ -371,32 +402,43 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ledger: batch at %d: %w", b.Start, err)
 	}
-	err := s.update(func(txn *badger.Txn) error {
-		size, _, err := getUint64(txn, keySize)
-		if err != nil {
-			return err
-		}
-		if size != b.Start {
-			return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, size, ErrConflict)
-		}
-		for i, e := range b.Entries {
-			index := b.Start + uint64(i)
-			if err := txn.Set(entryKey(index), e); err != nil {
-				return err
-			}
-			// Keep the lower index of a repeated leaf hash; Get also sees
-			// this transaction's own writes.
-			hk := leafHashKey(b.LeafHashes[i])
-			switch _, err := txn.Get(hk); {
-			case errors.Is(err, badger.ErrKeyNotFound):
-				if err := txn.Set(hk, binary.BigEndian.AppendUint64(nil, index)); err != nil {
-					return err
-				}
-			case err != nil:
-				return err
-			}
-		}
-		for i, k := range b.Keys {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.broken != nil {
+		return fmt.Errorf("%w: %w", errStoreBroken, s.broken)
+	}
+	if b.Start != s.size {
+		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, s.size, ErrConflict)
+	}
+	if err := s.checkKeysUnused(b); err != nil {
+		return err
+	}
+	frame, locs, err := encodeFrame(s.buf[:0], b, s.locs)
+	if err != nil {
+		return err
+	}
+	// Keep the buffers for the next batch unless this one was unusually
+	// large.
+	if cap(frame) <= 4<<20 {
+		s.buf, s.locs = frame, locs
+	}
+	pos, err := s.log.append(frame)
+	if err == nil {
+		err = s.index(b, pos, locs, pos+int64(len(frame)))
+	}
+	if err != nil {
+		// The frame may be durable or not: only a reopen can tell.
+		s.broken = err
+		return fmt.Errorf("ledger: committing batch at %d: %w", b.Start, err)
+	}
+	s.size += uint64(len(b.Entries))
+	return nil
+}
+
+// checkKeysUnused refuses a batch with an idempotency key already stored.
+func (s *BadgerStore) checkKeysUnused(b Batch) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		for _, k := range b.Keys {
 			if len(k) == 0 {
 				continue
 			}
@@ -404,62 +446,127 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 			case err == nil:
 				return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ErrConflict)
 			case !errors.Is(err, badger.ErrKeyNotFound):
-				return err
-			}
-			if err := txn.Set(idempotencyKey(k), binary.BigEndian.AppendUint64(nil, b.Start+uint64(i))); err != nil {
-				return err
+				return fmt.Errorf("ledger: batch at %d: looking up idempotency keys: %w", b.Start, err)
 			}
 		}
-		for _, t := range b.Tiles {
-			if err := txn.Set(tileKey(t.Level, t.Index), t.Hashes); err != nil {
-				return err
-			}
-		}
-		return txn.Set(keySize, binary.BigEndian.AppendUint64(nil, b.Start+uint64(len(b.Entries))))
-	})
-	switch {
-	case err == nil:
 		return nil
-	case errors.Is(err, ErrConflict):
-		return err
-	case errors.Is(err, badger.ErrTxnTooBig):
-		return fmt.Errorf("ledger: batch at %d of %d entries and %d tiles is too large for one badger transaction "+
-			"(commit smaller batches or raise BadgerOptions.MemTableSize); nothing was written: %w",
-			b.Start, len(b.Entries), len(b.Tiles), err)
-	case errors.Is(err, badger.ErrConflict):
-		// Another writer committed in between: the ledger broke the
-		// single-writer rule, and this batch no longer continues the log.
-		return fmt.Errorf("ledger: batch at %d: concurrent write: %w: %w", b.Start, ErrConflict, err)
-	default:
-		return fmt.Errorf("ledger: committing batch at %d: %w", b.Start, err)
+	})
+}
+
+// index writes badger's index of the frame of b at log position pos,
+// ending at end; locs are the entries' locations relative to pos. A batch
+// too large for one badger transaction is written in several: the last
+// one sets the size and the log position, which make it visible.
+// Re-indexing a frame after a crash writes the same keys and values.
+func (s *BadgerStore) index(b Batch, pos int64, locs []entryLocation, end int64) error {
+	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
+	defer func() { w.txn.Discard() }()
+	// Badger keeps the slices it is given until the commit: one array
+	// holds every location, each in its own part.
+	values := make([]byte, 0, entryLocationSize*len(b.Entries))
+	for i := range b.Entries {
+		index := b.Start + uint64(i)
+		l := locs[i]
+		l.pos += pos
+		values = l.append(values)
+		w.set(entryKey(index), values[len(values)-entryLocationSize:])
+		w.set(leafHashKey(b.LeafHashes[i], index), nil)
 	}
+	for i, k := range b.Keys {
+		if len(k) > 0 {
+			w.set(idempotencyKey(k), binary.BigEndian.AppendUint64(nil, b.Start+uint64(i)))
+		}
+	}
+	for _, t := range b.Tiles {
+		w.set(tileKey(t.Level, t.Index), t.Hashes)
+	}
+	w.set(keySize, binary.BigEndian.AppendUint64(nil, b.Start+uint64(len(b.Entries))))
+	w.set(keyLogEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
+	if w.err == nil {
+		w.err = w.txn.Commit()
+	}
+	if w.err != nil {
+		return fmt.Errorf("ledger: indexing batch at %d: %w", b.Start, w.err)
+	}
+	return nil
+}
+
+// indexWriter sets keys in a transaction, committing it and starting
+// another when it is full.
+type indexWriter struct {
+	db  *badger.DB
+	txn *badger.Txn
+	err error
+}
+
+func (w *indexWriter) set(key, value []byte) {
+	if w.err != nil {
+		return
+	}
+	err := w.txn.Set(key, value)
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		if err = w.txn.Commit(); err != nil {
+			w.err = err
+			return
+		}
+		w.txn = w.db.NewTransaction(true)
+		err = w.txn.Set(key, value)
+	}
+	w.err = err
 }
 
 // Entry implements Store.
 func (s *BadgerStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
-	return s.getOne(entryKey(index), fmt.Sprintf("entry %d", index))
-}
-
-// getOne reads one value in a read transaction of its own; what names it
-// in errors.
-func (s *BadgerStore) getOne(key []byte, what string) ([]byte, error) {
-	var v []byte
+	var loc entryLocation
 	err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		v, err = getValue(txn, key)
+		size, _, err := getUint64(txn, keySize)
+		if err != nil {
+			return err
+		}
+		if index >= size {
+			return badger.ErrKeyNotFound
+		}
+		v, err := getValue(txn, entryKey(index))
+		if err != nil {
+			return err
+		}
+		loc, err = parseEntryLocation(v)
 		return err
 	})
 	switch {
 	case errors.Is(err, badger.ErrKeyNotFound):
-		return nil, fmt.Errorf("ledger: %s: %w", what, ErrNotFound)
+		return nil, fmt.Errorf("ledger: entry %d: %w", index, ErrNotFound)
 	case err != nil:
-		return nil, fmt.Errorf("ledger: reading %s: %w", what, err)
+		return nil, fmt.Errorf("ledger: reading entry %d: %w", index, err)
 	}
-	return v, nil
+	e := make([]byte, loc.length)
+	if _, err := s.readEntry(e, index, loc); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
-// ReadEntries implements Store with one iterator in one read transaction,
-// so the size checked and the entries read are from the same snapshot.
+// readEntry reads the entry at loc into buf, which has room for it, and
+// checks its checksum.
+func (s *BadgerStore) readEntry(buf []byte, index uint64, loc entryLocation) ([]byte, error) {
+	e, err := s.log.readAt(buf, loc.pos, int(loc.length))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading entry %d: %w", index, err)
+	}
+	e = e[:loc.length]
+	if crc32.Checksum(e, castagnoli) != loc.crc {
+		return nil, fmt.Errorf("%w: entry %d fails its checksum at log position %d", errCorrupt, index, loc.pos)
+	}
+	return e, nil
+}
+
+// readWindow is how much of the frame log ReadEntries reads at once.
+const readWindow = 1 << 20
+
+// ReadEntries implements Store with one iterator over the entries'
+// locations in one read transaction, so the size checked and the entries
+// read are from the same snapshot; the frame log is read a window at a
+// time.
 func (s *BadgerStore) ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
 		size, _, err := getUint64(txn, keySize)
@@ -472,23 +579,45 @@ func (s *BadgerStore) ReadEntries(ctx context.Context, start, end uint64, fn fun
 		if start == end {
 			return nil
 		}
-		// Values are read one at a time as fn asks for them; prefetching
-		// would hold many in memory for no gain.
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixEntry}})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixEntry}, PrefetchValues: true, PrefetchSize: 256})
 		defer it.Close()
-		var buf []byte // fn must not retain it, so one buffer serves every entry
+		var window []byte // log bytes from windowPos
+		var windowPos int64
+		buf := make([]byte, readWindow)
 		index := start
 		for it.Seek(entryKey(start)); index < end; it.Next() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			if !it.Valid() || !isEntryKey(it.Item().Key(), index) {
-				return fmt.Errorf("ledger: entry %d is missing below tree size %d", index, size)
+				return fmt.Errorf("%w: entry %d is missing below tree size %d", errCorrupt, index, size)
 			}
-			if buf, err = it.Item().ValueCopy(buf[:0]); err != nil {
+			var loc entryLocation
+			if err := it.Item().Value(func(v []byte) error {
+				loc, err = parseEntryLocation(v)
+				return err
+			}); err != nil {
 				return fmt.Errorf("ledger: reading entry %d: %w", index, err)
 			}
-			if err := fn(index, buf); err != nil {
+			var e []byte
+			if loc.pos >= windowPos && loc.pos+int64(loc.length) <= windowPos+int64(len(window)) {
+				e = window[loc.pos-windowPos : loc.pos-windowPos+int64(loc.length)]
+				if crc32.Checksum(e, castagnoli) != loc.crc {
+					return fmt.Errorf("%w: entry %d fails its checksum at log position %d", errCorrupt, index, loc.pos)
+				}
+			} else {
+				if int(loc.length) > len(buf) {
+					buf = make([]byte, loc.length)
+				}
+				if window, err = s.log.readAt(buf, loc.pos, int(loc.length)); err != nil {
+					return fmt.Errorf("ledger: reading entry %d: %w", index, err)
+				}
+				windowPos = loc.pos
+				if e, err = s.readEntry(window, index, loc); err != nil {
+					return err
+				}
+			}
+			if err := fn(index, e); err != nil {
 				return err
 			}
 			index++
@@ -501,14 +630,28 @@ func isEntryKey(key []byte, index uint64) bool {
 	return len(key) == 9 && key[0] == prefixEntry && binary.BigEndian.Uint64(key[1:]) == index
 }
 
-// IndexOf implements Store.
+// IndexOf implements Store with one seek: the keys of a leaf hash sort by
+// index.
 func (s *BadgerStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uint64, error) {
 	var index uint64
 	var found bool
 	err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		index, found, err = getUint64(txn, leafHashKey(leafHash))
-		return err
+		size, _, err := getUint64(txn, keySize)
+		if err != nil {
+			return err
+		}
+		prefix := leafHashKey(leafHash, 0)[:1+HashSize]
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		if it.Seek(prefix); it.Valid() {
+			key := it.Item().Key()
+			if len(key) != len(prefix)+8 {
+				return fmt.Errorf("%w: a leaf-hash key of %d bytes", errCorrupt, len(key))
+			}
+			index = binary.BigEndian.Uint64(key[len(prefix):])
+			found = index < size
+		}
+		return nil
 	})
 	switch {
 	case err != nil:
@@ -519,19 +662,31 @@ func (s *BadgerStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uin
 	return index, nil
 }
 
-// IndexOfKey implements Store.
-func (s *BadgerStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
-	var index uint64
-	var found bool
-	err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		index, found, err = getUint64(txn, idempotencyKey(key))
+// lookupIndex reads the entry index stored at key, if it is below the
+// indexed size.
+func (s *BadgerStore) lookupIndex(key []byte) (index uint64, found bool, err error) {
+	err = s.db.View(func(txn *badger.Txn) error {
+		size, _, err := getUint64(txn, keySize)
+		if err != nil {
+			return err
+		}
+		index, found, err = getUint64(txn, key)
+		found = found && index < size
 		return err
 	})
+	return index, found, err
+}
+
+// IndexOfKey implements Store.
+func (s *BadgerStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
+	if len(key) == 0 {
+		return 0, fmt.Errorf("ledger: idempotency key: %w", ErrNotFound)
+	}
+	index, found, err := s.lookupIndex(idempotencyKey(key))
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("ledger: looking up an idempotency key: %w", err)
-	case !found || len(key) == 0:
+	case !found:
 		return 0, fmt.Errorf("ledger: idempotency key: %w", ErrNotFound)
 	}
 	return index, nil
@@ -554,29 +709,8 @@ func (s *BadgerStore) Tile(ctx context.Context, level uint8, index uint64) ([]by
 	return t, nil
 }
 
-// AddCheckpoint implements Store, in one badger transaction.
-// update runs fn in a read-write transaction and, once it is committed,
-// makes it durable with syncCommit.
-func (s *BadgerStore) update(fn func(txn *badger.Txn) error) error {
-	if err := s.db.Update(fn); err != nil {
-		return err
-	}
-	return s.syncCommit()
-}
-
-// syncCommit makes the transaction just committed durable: it syncs the
-// memtable's write-ahead file and the value log, and returns either
-// failure. The ledger writes from one goroutine at a time, so the sync
-// covers exactly the last commit and those before it. After a failed sync
-// the store cannot say whether the commit is durable; the caller stops
-// (ledger.ErrClosed) and a reopen reads what is on disk.
-func (s *BadgerStore) syncCommit() error {
-	if err := s.db.Sync(); err != nil {
-		return fmt.Errorf("ledger: syncing the commit: %w", err)
-	}
-	return nil
-}
-
+// AddCheckpoint implements Store in one badger transaction, synced with
+// DB.Sync: that also makes durable the index of every batch before it.
 func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
 	if len(signed) == 0 {
 		return errEmptyCheckpoint
@@ -584,7 +718,12 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ledger: checkpoint for size %d: %w", size, err)
 	}
-	err := s.update(func(txn *badger.Txn) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.broken != nil {
+		return fmt.Errorf("%w: %w", errStoreBroken, s.broken)
+	}
+	err := s.db.Update(func(txn *badger.Txn) error {
 		latest, ok, err := getUint64(txn, keyLatestCheckpoint)
 		if err != nil {
 			return err
@@ -592,33 +731,43 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 		if ok && size <= latest {
 			return fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, latest, ErrConflict)
 		}
-		treeSize, _, err := getUint64(txn, keySize)
-		if err != nil {
-			return err
-		}
-		if size > treeSize {
-			return fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, treeSize, ErrConflict)
+		if size > s.size {
+			return fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, s.size, ErrConflict)
 		}
 		if err := txn.Set(checkpointKey(size), signed); err != nil {
 			return err
 		}
 		return txn.Set(keyLatestCheckpoint, binary.BigEndian.AppendUint64(nil, size))
 	})
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrConflict):
+	if errors.Is(err, ErrConflict) {
 		return err
-	case errors.Is(err, badger.ErrConflict):
-		return fmt.Errorf("ledger: checkpoint for size %d: concurrent write: %w: %w", size, ErrConflict, err)
-	default:
+	}
+	if err == nil {
+		err = s.db.Sync()
+	}
+	if err != nil {
+		// Badger may hold the checkpoint without having synced it.
+		s.broken = err
 		return fmt.Errorf("ledger: adding checkpoint for size %d: %w", size, err)
 	}
+	return nil
 }
 
 // Checkpoint implements Store.
 func (s *BadgerStore) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
-	return s.getOne(checkpointKey(size), fmt.Sprintf("checkpoint for size %d", size))
+	var v []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		v, err = getValue(txn, checkpointKey(size))
+		return err
+	})
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("ledger: reading checkpoint for size %d: %w", size, err)
+	}
+	return v, nil
 }
 
 // getValue returns a copy of the value at key, which stays valid after txn

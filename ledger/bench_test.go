@@ -42,7 +42,12 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	l, err := Open(ctx, s, testKey(b), Options{Logger: discardLogger()})
+	ts := &timedStore{Store: s}
+	var batches, batched atomic.Int64
+	l, err := Open(ctx, ts, testKey(b), Options{Logger: discardLogger(), OnBatch: func(n int) {
+		batches.Add(1)
+		batched.Add(int64(n))
+	}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -149,6 +154,15 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 		b.ReportMetric(float64(covered[len(covered)*99/100].Milliseconds()), "ms-checkpointed-p99")
 	}
 	b.ReportMetric(float64(maxGap.Milliseconds()), "ms-max-checkpoint-gap")
+	if n := batches.Load(); n > 0 {
+		b.ReportMetric(float64(batched.Load())/float64(n), "entries/batch")
+	}
+	ts.mu.Lock()
+	slices.Sort(ts.commits)
+	if n := len(ts.commits); n > 0 {
+		b.ReportMetric(float64(ts.commits[n/2].Microseconds())/1000, "ms-commit-p50")
+	}
+	ts.mu.Unlock()
 	if rss := procStatus("VmHWM:"); rss > 0 {
 		b.ReportMetric(float64(rss)/(1<<20), "MiB-peak-RSS")
 	}
@@ -157,6 +171,29 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 	// kernel can reclaim).
 	b.ReportMetric(float64(procStatus("RssAnon:"))/(1<<20), "MiB-anon-end")
 	b.ReportMetric(float64(procStatus("RssFile:"))/(1<<20), "MiB-file-end")
+}
+
+// timedStore records how long each Commit takes.
+type timedStore struct {
+	Store
+	mu      sync.Mutex
+	commits []time.Duration
+	gaps    []time.Duration
+	last    time.Time
+}
+
+func (s *timedStore) Commit(ctx context.Context, b Batch) error {
+	t0 := time.Now()
+	err := s.Store.Commit(ctx, b)
+	d := time.Since(t0)
+	s.mu.Lock()
+	s.commits = append(s.commits, d)
+	if !s.last.IsZero() {
+		s.gaps = append(s.gaps, t0.Sub(s.last))
+	}
+	s.last = time.Now()
+	s.mu.Unlock()
+	return err
 }
 
 // procStatus reads a size field of /proc/self/status ("VmHWM:" for the

@@ -597,7 +597,9 @@ type signJob struct {
 func (j signJob) run(key *Key) {
 	defer j.done.Done()
 	j.entry.Signature = key.Sign(j.message)
-	leaf, err := j.entry.Marshal()
+	// The message was built from the checked entry: inserting the
+	// signature into it spares checking and encoding it again.
+	leaf, err := entry.SignedEntry(j.message, j.entry.Signature)
 	*j.leaf, *j.err = leaf, err
 	if err == nil {
 		*j.hash = entry.LeafHash(leaf)
@@ -665,16 +667,25 @@ func (l *Ledger) drain() {
 func (l *Ledger) commitLoop(commits <-chan *built, idle chan<- struct{}) {
 	idle <- struct{}{}
 	for b := range commits {
-		l.store1(b)
+		ok := l.store1(b)
+		// The next batch may start before this one's appenders hear back.
 		idle <- struct{}{}
+		if ok {
+			for i, r := range b.requests {
+				r.answer(result{receipt: Receipt{Index: b.batch.Start + uint64(i), Entry: b.batch.Entries[i], LeafHash: b.batch.LeafHashes[i]}})
+			}
+		}
 	}
 }
 
-func (l *Ledger) store1(b *built) {
+// store1 commits b and makes it the durable tree, or, if storage failed,
+// answers b's requests with the failure. It reports whether b is durable
+// (its requests are then still to be answered).
+func (l *Ledger) store1(b *built) bool {
 	if err := l.failure(); err != nil {
 		l.forgetKeys(b.requests)
 		answerAll(b.requests, fmt.Errorf("%w: %w", ErrClosed, err))
-		return
+		return false
 	}
 	l.storeMu.Lock()
 	err := l.store.Commit(context.Background(), b.batch)
@@ -686,7 +697,7 @@ func (l *Ledger) store1(b *built) {
 		l.log.Error("ledger: storing a batch failed; appends stopped", "start", b.batch.Start, "entries", len(b.requests), "error", err)
 		l.forgetKeys(b.requests)
 		answerAll(b.requests, fmt.Errorf("%w: storing the batch: %w", ErrClosed, err))
-		return
+		return false
 	}
 	l.mu.Lock()
 	l.edge, l.lastHash, l.lastTime = b.tip.edge, b.tip.hash, b.tip.time
@@ -695,9 +706,7 @@ func (l *Ledger) store1(b *built) {
 	if l.opts.OnBatch != nil {
 		l.opts.OnBatch(len(b.requests))
 	}
-	for i, r := range b.requests {
-		r.answer(result{receipt: Receipt{Index: b.batch.Start + uint64(i), Entry: b.batch.Entries[i], LeafHash: b.batch.LeafHashes[i]}})
-	}
+	return true
 }
 
 // Close stops the ledger: queued records not yet in a batch are refused

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -52,9 +50,8 @@ func TestMemStoreClosed(t *testing.T) {
 func TestBadgerStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) (ledger.Store, func() ledger.Store) {
 		dir := t.TempDir()
-		// Value-log GC runs throughout, so the race detector sees it next
-		// to commits and reads.
-		opts := ledger.BadgerOptions{GCInterval: 5 * time.Millisecond, Logger: testLogger(t)}
+		// Small segments, so that reads and reopens cross segment files.
+		opts := ledger.BadgerOptions{SegmentSize: 1 << 20, Logger: testLogger(t)}
 		s := openBadger(t, dir, opts)
 		return s, func() ledger.Store {
 			if err := s.Close(); err != nil {
@@ -94,7 +91,7 @@ func TestBadgerReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if tables, err := filepath.Glob(filepath.Join(dir, "*.sst")); err != nil || len(tables) == 0 {
+	if tables, err := filepath.Glob(filepath.Join(dir, "index", "*.sst")); err != nil || len(tables) == 0 {
 		t.Fatalf("no table was flushed (%v); the test would only read the write-ahead log", err)
 	}
 
@@ -132,44 +129,44 @@ func TestBadgerReopen(t *testing.T) {
 	}
 }
 
-// TestBadgerBatchTooLarge checks that a batch beyond one badger
-// transaction is refused whole, with an error that says so.
-func TestBadgerBatchTooLarge(t *testing.T) {
+// TestBadgerLargeBatch checks that a batch whose index exceeds one badger
+// transaction is still committed, indexed in several transactions, and
+// becomes visible whole.
+func TestBadgerLargeBatch(t *testing.T) {
 	ctx := t.Context()
-	// A 1 MiB memtable takes transactions of at most about 157 KB, which
-	// counts keys and value pointers: entries themselves go to the value
-	// log, so it takes thousands of entries to exceed it.
-	s := openBadger(t, t.TempDir(), ledger.BadgerOptions{MemTableSize: 1 << 20, Logger: testLogger(t)})
-	defer s.Close()
+	// A 1 MiB memtable takes transactions of at most about 157 KB: far
+	// less than the index of 5,000 entries.
+	dir := t.TempDir()
+	s := openBadger(t, dir, ledger.BadgerOptions{MemTableSize: 1 << 20, Logger: testLogger(t)})
 	if err := s.Commit(ctx, testBatch(0, 10)); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Commit(ctx, testBatch(10, 5000))
-	if !errors.Is(err, badger.ErrTxnTooBig) || !strings.Contains(err.Error(), "too large") {
-		t.Fatalf("Commit of 5,000 entries into a 1 MiB memtable: got %v, want a wrapped ErrTxnTooBig saying the batch is too large", err)
+	big := testBatch(10, 5000)
+	if err := s.Commit(ctx, big); err != nil {
+		t.Fatalf("Commit of 5,000 entries into a 1 MiB memtable: %v", err)
 	}
-	st, err := s.State(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Size != 10 {
-		t.Errorf("State().Size = %d after a refused batch, want 10", st.Size)
-	}
-	if _, err := s.Entry(ctx, 10); !errors.Is(err, ledger.ErrNotFound) {
-		t.Errorf("Entry(10) after a refused batch: %v, want ErrNotFound", err)
-	}
-	if _, err := s.IndexOf(ctx, leafHash(testBatch(10, 1).Entries[0])); !errors.Is(err, ledger.ErrNotFound) {
-		t.Errorf("IndexOf(first leaf of a refused batch): %v, want ErrNotFound", err)
-	}
-	if tile, err := s.Tile(ctx, 0, 0); err != nil || len(tile) != 10*ledger.HashSize {
-		t.Errorf("Tile(0, 0) after a refused batch: %d bytes, %v; want the 10 hashes committed", len(tile), err)
-	}
-	// The caller may retry in smaller batches.
-	for start := uint64(10); start < 5010; start += 500 {
-		if err := s.Commit(ctx, testBatch(start, 500)); err != nil {
-			t.Fatalf("Commit(500 entries at %d): %v", start, err)
+	check := func(s *ledger.BadgerStore) {
+		t.Helper()
+		st, err := s.State(ctx)
+		if err != nil || st.Size != 5010 {
+			t.Fatalf("State = %+v, %v; want size 5010", st, err)
+		}
+		for _, i := range []uint64{10, 2500, 5009} {
+			if e, err := s.Entry(ctx, i); err != nil || !bytes.Equal(e, big.Entries[i-10]) {
+				t.Errorf("Entry(%d) = %d bytes, %v", i, len(e), err)
+			}
+			if got, err := s.IndexOf(ctx, big.LeafHashes[i-10]); err != nil || got != i {
+				t.Errorf("IndexOf(leaf %d) = %d, %v", i, got, err)
+			}
 		}
 	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openBadger(t, dir, ledger.BadgerOptions{MemTableSize: 1 << 20, Logger: testLogger(t)})
+	defer s.Close()
+	check(s)
 }
 
 // TestBadgerOptionsDefaults checks the zero BadgerOptions against the
@@ -184,17 +181,18 @@ func TestBadgerOptionsDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"SyncWrites", got.SyncWrites, false}, // each commit calls DB.Sync instead
+		{"SyncWrites", got.SyncWrites, false}, // the frame log syncs commits; checkpoints call DB.Sync
+		{"DetectConflicts", got.DetectConflicts, false},
 		{"MemTableSize", got.MemTableSize, int64(4 << 20)},
 		{"NumMemtables", got.NumMemtables, 2},
 		{"BlockCacheSize", got.BlockCacheSize, int64(8 << 20)},
 		{"IndexCacheSize", got.IndexCacheSize, int64(0)},
 		{"NumCompactors", got.NumCompactors, 2},
-		{"ValueLogFileSize", got.ValueLogFileSize, int64(16 << 20)},
-		{"ValueThreshold", got.ValueThreshold, int64(64)},
+		{"ValueLogFileSize", got.ValueLogFileSize, int64(1 << 20)},
+		{"ValueThreshold", got.ValueThreshold, int64(16 << 10)},
 		{"BaseTableSize", got.BaseTableSize, int64(512 << 10)},
 		{"TableSizeMultiplier", got.TableSizeMultiplier, 1},
-		{"Compression", got.Compression, options.ZSTD},
+		{"Compression", got.Compression, options.None},
 		{"InMemory", got.InMemory, false},
 	} {
 		if c.got != c.want {
@@ -207,14 +205,14 @@ func TestBadgerOptionsDefaults(t *testing.T) {
 
 	// Fields that are set reach badger.
 	opts := ledger.BadgerOptions{MemTableSize: 16 << 20, NumMemtables: 3, BlockCacheSize: 1 << 20,
-		NumCompactors: 3, ValueLogFileSize: 32 << 20, Tune: func(o *badger.Options) { got = *o }}
+		NumCompactors: 3, Tune: func(o *badger.Options) { got = *o }}
 	if s, err := ledger.OpenBadger(t.Context(), t.TempDir(), opts); err != nil {
 		t.Fatal(err)
 	} else if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got.MemTableSize != 16<<20 || got.NumMemtables != 3 || got.BlockCacheSize != 1<<20 ||
-		got.NumCompactors != 3 || got.ValueLogFileSize != 32<<20 {
+		got.NumCompactors != 3 {
 		t.Errorf("set options did not reach badger: %+v", got)
 	}
 }
@@ -228,13 +226,11 @@ func TestBadgerOptionsRefused(t *testing.T) {
 		want string
 	}{
 		{"Tune turns InMemory on", ledger.BadgerOptions{Tune: func(o *badger.Options) { o.InMemory = true }}, "InMemory"},
-		{"Tune drops the block cache", ledger.BadgerOptions{Tune: func(o *badger.Options) { o.BlockCacheSize = 0 }}, "BlockCacheSize"},
+		{"Tune drops the block cache", ledger.BadgerOptions{Tune: func(o *badger.Options) { o.Compression, o.BlockCacheSize = options.ZSTD, 0 }}, "BlockCacheSize"},
 		{"one compactor", ledger.BadgerOptions{NumCompactors: 1}, "NumCompactors"},
 		{"negative memtable", ledger.BadgerOptions{MemTableSize: -1}, "MemTableSize"},
 		{"negative block cache", ledger.BadgerOptions{BlockCacheSize: -1}, "BlockCacheSize"},
-		{"value log file of 2 GiB", ledger.BadgerOptions{ValueLogFileSize: 2 << 30}, "ValueLogFileSize"},
-		{"discard ratio 1", ledger.BadgerOptions{GCDiscardRatio: 1}, "GCDiscardRatio"},
-		{"negative discard ratio", ledger.BadgerOptions{GCDiscardRatio: -0.5}, "GCDiscardRatio"},
+		{"segment below 1 MiB", ledger.BadgerOptions{SegmentSize: 1000}, "SegmentSize"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -253,67 +249,38 @@ func TestBadgerOptionsRefused(t *testing.T) {
 	}
 }
 
-// TestBadgerLogAndGC checks that badger's routine messages are logged at
-// Debug, and that value-log GC runs on its ticker and stops when the
-// context is done or the store is closed.
-func TestBadgerLogAndGC(t *testing.T) {
-	for _, stop := range []string{"context done", "Close"} {
-		t.Run(stop, func(t *testing.T) {
-			logs := &recordLog{}
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			s, err := ledger.OpenBadger(ctx, t.TempDir(), ledger.BadgerOptions{
-				GCInterval: 2 * time.Millisecond,
-				Logger:     slog.New(&recordingHandler{log: logs}),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.Commit(ctx, testBatch(0, 100)); err != nil {
-				t.Fatal(err)
-			}
-			const gcMessage = "ledger: badger value-log GC"
-			for deadline := time.Now().Add(10 * time.Second); logs.count(gcMessage) < 3; time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("value-log GC logged %d runs in 10s at a 2ms interval", logs.count(gcMessage))
-				}
-			}
-			if stop == "Close" {
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				cancel()
-				// A run under way when ctx ends may still finish.
-				time.Sleep(20 * time.Millisecond)
-			}
-			before := logs.count(gcMessage)
-			time.Sleep(100 * time.Millisecond)
-			if after := logs.count(gcMessage); after != before {
-				t.Errorf("value-log GC ran %d more times in 100ms after %s", after-before, stop)
-			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-
-			fromBadger := 0
-			for _, r := range logs.all() {
-				if r.component != "badger" {
-					continue
-				}
-				fromBadger++
-				if r.level == slog.LevelInfo {
-					t.Errorf("badger message logged at Info, want Debug: %q", r.msg)
-				}
-				if strings.HasSuffix(r.msg, "\n") {
-					t.Errorf("badger message logged with its trailing newline: %q", r.msg)
-				}
-			}
-			if fromBadger == 0 {
-				t.Errorf("no message from badger reached the logger")
-			}
-		})
+// TestBadgerLog checks that badger's routine messages are logged at
+// Debug, without their trailing newlines.
+func TestBadgerLog(t *testing.T) {
+	logs := &recordLog{}
+	ctx := t.Context()
+	s, err := ledger.OpenBadger(ctx, t.TempDir(), ledger.BadgerOptions{
+		Logger: slog.New(&recordingHandler{log: logs}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, testBatch(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fromBadger := 0
+	for _, r := range logs.all() {
+		if r.component != "badger" {
+			continue
+		}
+		fromBadger++
+		if r.level == slog.LevelInfo {
+			t.Errorf("badger message logged at Info, want Debug: %q", r.msg)
+		}
+		if strings.HasSuffix(r.msg, "\n") {
+			t.Errorf("badger message logged with its trailing newline: %q", r.msg)
+		}
+	}
+	if fromBadger == 0 {
+		t.Errorf("no message from badger reached the logger")
 	}
 }
 

@@ -1,0 +1,538 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The frame log is where a BadgerStore makes a batch durable: one frame
+// per Commit, appended to segment files with one write and one fdatasync.
+// Badger then indexes the frame (entry positions, leaf hashes, idempotency
+// keys, tiles, tree size) without a sync of its own, and a reopen replays
+// whatever frames the index had not recorded durably. So the acknowledged
+// state is the frame log; badger's copy of it is rebuilt on open.
+//
+// A frame, all integers big-endian:
+//
+//	u32 payload length
+//	u32 CRC-32C (Castagnoli) of the payload
+//	payload:
+//	  u64 start             index of the first entry
+//	  u32 n                 number of entries, at least 1
+//	  u32 t                 number of tiles
+//	  n × entry record:     u32 entry length, u32 CRC-32C of the entry,
+//	                        [32]byte leaf hash, u16 key length, key
+//	  t × tile record:      u8 level, u64 index, u16 hash count, hashes
+//	  the n entries' bytes, concatenated in index order
+//
+// Segment files are named by the log position of their first byte, as
+// 20 decimal digits and ".frames". A log position counts bytes across all
+// segments: a segment's first position is the previous segment's first
+// position plus its size. A frame never spans two segments.
+
+const (
+	frameHeaderSize = 8
+	// maxFramePayload bounds a frame a reopen will read: far above any
+	// batch a ledger builds (MaxBatchBytes is 512 KiB by default), so a
+	// larger length can only be a torn or damaged header.
+	maxFramePayload = 256 << 20
+	segmentSuffix   = ".frames"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// entryLocation is where an entry's bytes are in the frame log, and their
+// checksum; badger keeps one per entry.
+type entryLocation struct {
+	pos    int64
+	length uint32
+	crc    uint32
+}
+
+const entryLocationSize = 16
+
+func (loc entryLocation) append(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(loc.pos))
+	b = binary.BigEndian.AppendUint32(b, loc.length)
+	return binary.BigEndian.AppendUint32(b, loc.crc)
+}
+
+func parseEntryLocation(b []byte) (entryLocation, error) {
+	if len(b) != entryLocationSize {
+		return entryLocation{}, fmt.Errorf("%w: an entry location of %d bytes, not %d", errCorrupt, len(b), entryLocationSize)
+	}
+	return entryLocation{
+		pos:    int64(binary.BigEndian.Uint64(b)),
+		length: binary.BigEndian.Uint32(b[8:]),
+		crc:    binary.BigEndian.Uint32(b[12:]),
+	}, nil
+}
+
+// encodeFrame appends the frame of b to buf and returns it, with the
+// location of each entry relative to the frame's first byte.
+func encodeFrame(buf []byte, b Batch, locs []entryLocation) ([]byte, []entryLocation, error) {
+	buf = append(buf, make([]byte, frameHeaderSize)...)
+	frame := len(buf) - frameHeaderSize
+	buf = binary.BigEndian.AppendUint64(buf, b.Start)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.Entries)))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.Tiles)))
+	locs = locs[:0]
+	for i, e := range b.Entries {
+		var key []byte
+		if len(b.Keys) != 0 {
+			key = b.Keys[i]
+		}
+		if len(key) > 0xFFFF {
+			return nil, nil, fmt.Errorf("ledger: batch at %d: an idempotency key of %d bytes: %w", b.Start, len(key), ErrConflict)
+		}
+		sum := crc32.Checksum(e, castagnoli)
+		locs = append(locs, entryLocation{length: uint32(len(e)), crc: sum})
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(e)))
+		buf = binary.BigEndian.AppendUint32(buf, sum)
+		buf = append(buf, b.LeafHashes[i][:]...)
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(key)))
+		buf = append(buf, key...)
+	}
+	for _, t := range b.Tiles {
+		buf = append(buf, t.Level)
+		buf = binary.BigEndian.AppendUint64(buf, t.Index)
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(t.Hashes)/HashSize))
+		buf = append(buf, t.Hashes...)
+	}
+	for i, e := range b.Entries {
+		locs[i].pos = int64(len(buf) - frame)
+		buf = append(buf, e...)
+	}
+	payload := buf[frame+frameHeaderSize:]
+	if len(payload) > maxFramePayload {
+		return nil, nil, fmt.Errorf("ledger: batch at %d is %d bytes, over the %d a frame holds: %w", b.Start, len(payload), maxFramePayload, ErrConflict)
+	}
+	binary.BigEndian.PutUint32(buf[frame:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(buf[frame+4:], crc32.Checksum(payload, castagnoli))
+	return buf, locs, nil
+}
+
+// decodeFrame parses a frame's payload (its checksum already checked)
+// into a batch whose slices alias payload, and the entries' locations
+// relative to the frame's first byte.
+func decodeFrame(payload []byte) (Batch, []entryLocation, error) {
+	r := frameReader{b: payload}
+	var b Batch
+	b.Start = r.u64()
+	n, t := r.u32(), r.u32()
+	if r.err != nil || n == 0 || uint64(n) > uint64(len(payload)) || uint64(t) > uint64(len(payload)) {
+		return Batch{}, nil, errors.New("malformed frame header")
+	}
+	b.Entries = make([][]byte, n)
+	b.LeafHashes = make([][HashSize]byte, n)
+	locs := make([]entryLocation, n)
+	var keys [][]byte
+	for i := range n {
+		locs[i].length, locs[i].crc = r.u32(), r.u32()
+		copy(b.LeafHashes[i][:], r.bytes(HashSize))
+		if key := r.bytes(int(r.u16())); len(key) > 0 {
+			if keys == nil {
+				keys = make([][]byte, n)
+			}
+			keys[i] = key
+		}
+	}
+	b.Keys = keys
+	b.Tiles = make([]Tile, t)
+	for i := range t {
+		b.Tiles[i].Level = r.u8()
+		b.Tiles[i].Index = r.u64()
+		b.Tiles[i].Hashes = r.bytes(int(r.u16()) * HashSize)
+	}
+	for i := range n {
+		locs[i].pos = int64(frameHeaderSize + r.off)
+		b.Entries[i] = r.bytes(int(locs[i].length))
+	}
+	switch {
+	case r.err != nil:
+		return Batch{}, nil, r.err
+	case r.off != len(payload):
+		return Batch{}, nil, fmt.Errorf("%d bytes after the last entry", len(payload)-r.off)
+	}
+	for i, e := range b.Entries {
+		if crc32.Checksum(e, castagnoli) != locs[i].crc {
+			return Batch{}, nil, fmt.Errorf("entry %d fails its checksum", b.Start+uint64(i))
+		}
+	}
+	return b, locs, checkBatchShape(b)
+}
+
+type frameReader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *frameReader) bytes(n int) []byte {
+	if r.err != nil || n > len(r.b)-r.off {
+		r.err = errors.New("frame ends early")
+		return nil
+	}
+	b := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return b
+}
+
+func (r *frameReader) u8() uint8 {
+	if b := r.bytes(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (r *frameReader) u16() uint16 {
+	if b := r.bytes(2); b != nil {
+		return binary.BigEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (r *frameReader) u32() uint32 {
+	if b := r.bytes(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *frameReader) u64() uint64 {
+	if b := r.bytes(8); b != nil {
+		return binary.BigEndian.Uint64(b)
+	}
+	return 0
+}
+
+// frameLog is the set of segment files in one directory. Appends come from
+// one goroutine at a time (the store's single writer); reads from any.
+type frameLog struct {
+	dir        string
+	maxSegment int64
+
+	mu       sync.RWMutex
+	segments []*segment // by first position; the last one takes appends
+}
+
+type segment struct {
+	first int64 // log position of the file's first byte
+	size  int64 // bytes of whole frames in the file
+	f     *os.File
+}
+
+func (s *segment) end() int64 { return s.first + s.size }
+
+func segmentName(first int64) string {
+	return fmt.Sprintf("%020d%s", first, segmentSuffix)
+}
+
+// openFrameLog opens the segments in dir, creating dir if it is missing.
+// It checks that the segments follow each other without gaps; their last
+// frames are checked by recover.
+func openFrameLog(dir string, maxSegment int64) (*frameLog, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: creating the frame log directory: %w", err)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading the frame log directory: %w", err)
+	}
+	l := &frameLog{dir: dir, maxSegment: maxSegment}
+	for _, d := range names {
+		name := d.Name()
+		if !strings.HasSuffix(name, segmentSuffix) {
+			continue
+		}
+		first, err := strconv.ParseInt(strings.TrimSuffix(name, segmentSuffix), 10, 64)
+		if err != nil || first < 0 || segmentName(first) != name {
+			l.close()
+			return nil, fmt.Errorf("%w: %s is not a segment name", errCorrupt, filepath.Join(dir, name))
+		}
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR, 0)
+		if err != nil {
+			l.close()
+			return nil, fmt.Errorf("ledger: opening segment: %w", err)
+		}
+		info, err := f.Stat()
+		if err != nil {
+			f.Close()
+			l.close()
+			return nil, fmt.Errorf("ledger: opening segment: %w", err)
+		}
+		l.segments = append(l.segments, &segment{first: first, size: info.Size(), f: f})
+	}
+	// ReadDir sorts by name, and the names are fixed-width numbers.
+	for i := 1; i < len(l.segments); i++ {
+		if prev := l.segments[i-1]; prev.end() != l.segments[i].first {
+			err := fmt.Errorf("%w: segment %s ends at log position %d but the next one starts at %d",
+				errCorrupt, segmentName(prev.first), prev.end(), l.segments[i].first)
+			l.close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// end returns the log position after the last frame.
+func (l *frameLog) end() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segments) == 0 {
+		return 0
+	}
+	return l.segments[len(l.segments)-1].end()
+}
+
+// append writes frame at the end of the log and makes it durable; it
+// returns the frame's log position. A frame that does not fit in the last
+// segment starts a new one. After an error the log's end is unknown: the
+// caller stops appending, and a reopen reads what is on disk.
+func (l *frameLog) append(frame []byte) (int64, error) {
+	l.mu.RLock()
+	var last *segment
+	if n := len(l.segments); n > 0 {
+		last = l.segments[n-1]
+	}
+	l.mu.RUnlock()
+	if last == nil || (last.size > 0 && last.size+int64(len(frame)) > l.maxSegment) {
+		first := int64(0)
+		if last != nil {
+			first = last.end()
+		}
+		var err error
+		if last, err = l.newSegment(first); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := last.f.WriteAt(frame, last.size); err != nil {
+		return 0, fmt.Errorf("ledger: writing a frame to segment %s: %w", segmentName(last.first), err)
+	}
+	if err := syncData(last.f); err != nil {
+		return 0, fmt.Errorf("ledger: syncing segment %s: %w", segmentName(last.first), err)
+	}
+	pos := last.end()
+	l.mu.Lock()
+	last.size += int64(len(frame))
+	l.mu.Unlock()
+	return pos, nil
+}
+
+// newSegment creates the segment starting at log position first and makes
+// its directory entry durable.
+func (l *frameLog) newSegment(first int64) (*segment, error) {
+	name := segmentName(first)
+	f, err := os.OpenFile(filepath.Join(l.dir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: creating segment %s: %w", name, err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ledger: creating segment %s: %w", name, err)
+	}
+	s := &segment{first: first, f: f}
+	l.mu.Lock()
+	l.segments = append(l.segments, s)
+	l.mu.Unlock()
+	return s, nil
+}
+
+// segmentAt returns the segment holding log position pos.
+func (l *frameLog) segmentAt(pos int64) (*segment, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	i, found := slices.BinarySearchFunc(l.segments, pos, func(s *segment, pos int64) int {
+		switch {
+		case s.end() <= pos:
+			return -1
+		case s.first > pos:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return nil, fmt.Errorf("%w: log position %d is in no segment", errCorrupt, pos)
+	}
+	return l.segments[i], nil
+}
+
+// readAt reads into buf from log position pos: at least need bytes, and
+// more up to len(buf) if the segment holding pos has them. It returns the
+// bytes read.
+func (l *frameLog) readAt(buf []byte, pos int64, need int) ([]byte, error) {
+	s, err := l.segmentAt(pos)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.RLock()
+	avail := s.end() - pos
+	l.mu.RUnlock()
+	if avail < int64(need) {
+		return nil, fmt.Errorf("%w: %d bytes at log position %d run past the end of segment %s", errCorrupt, need, pos, segmentName(s.first))
+	}
+	buf = buf[:min(int64(len(buf)), avail)]
+	if _, err := s.f.ReadAt(buf, pos-s.first); err != nil {
+		return nil, fmt.Errorf("ledger: reading segment %s: %w", segmentName(s.first), err)
+	}
+	return buf, nil
+}
+
+// recover reads the frames from log position from to the end of the log
+// and calls apply with each whole frame's position and payload, in order,
+// until apply fails; apply returns the index the next frame must start
+// at. The first frame that is not whole (a header or payload running past
+// the end of its segment, or a bad checksum) is where a writer was
+// interrupted before its sync: recover truncates the log there and
+// returns the number of bytes dropped, unless a whole frame follows the
+// damage, which would mean damage in the middle of the log.
+func (l *frameLog) recover(from int64, next uint64, apply func(pos int64, payload []byte) (uint64, error)) (dropped int64, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segments) == 0 {
+		if from != 0 {
+			return 0, fmt.Errorf("%w: the index records frames up to log position %d but the frame log is empty", errCorrupt, from)
+		}
+		return 0, nil
+	}
+	if end := l.segments[len(l.segments)-1].end(); from > end {
+		return 0, fmt.Errorf("%w: the index records frames up to log position %d but the frame log ends at %d", errCorrupt, from, end)
+	}
+	for i, s := range l.segments {
+		if s.end() <= from && i < len(l.segments)-1 {
+			continue
+		}
+		pos := max(from, s.first)
+		for pos < s.end() {
+			payload, whole, err := readFrame(s, pos)
+			if err != nil {
+				return 0, err
+			}
+			if !whole {
+				return l.truncate(i, pos, next)
+			}
+			if next, err = apply(pos, payload); err != nil {
+				return 0, err
+			}
+			pos += frameHeaderSize + int64(len(payload))
+		}
+	}
+	return 0, nil
+}
+
+// readFrame reads the frame at pos in s; whole is false if it is torn.
+func readFrame(s *segment, pos int64) (payload []byte, whole bool, err error) {
+	var header [frameHeaderSize]byte
+	off := pos - s.first
+	if s.size-off < frameHeaderSize {
+		return nil, false, nil
+	}
+	if _, err := s.f.ReadAt(header[:], off); err != nil {
+		return nil, false, fmt.Errorf("ledger: reading segment %s: %w", segmentName(s.first), err)
+	}
+	n := int64(binary.BigEndian.Uint32(header[:]))
+	if n == 0 || n > maxFramePayload || n > s.size-off-frameHeaderSize {
+		return nil, false, nil
+	}
+	payload = make([]byte, n)
+	if _, err := s.f.ReadAt(payload, off+frameHeaderSize); err != nil {
+		return nil, false, fmt.Errorf("ledger: reading segment %s: %w", segmentName(s.first), err)
+	}
+	if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(header[4:]) {
+		return nil, false, nil
+	}
+	return payload, true, nil
+}
+
+// maxTornTail bounds the bytes after a damaged frame that truncate reads
+// to look for whole frames; more than that is not a torn write.
+const maxTornTail = 2 * maxFramePayload
+
+// truncate cuts the log at pos in segment i, where a frame for index next
+// should have been, and returns how many bytes it dropped. It refuses if
+// a whole frame follows: one write is one frame, so a write torn by a
+// crash leaves nothing whole after it. l.mu is held.
+func (l *frameLog) truncate(i int, pos int64, next uint64) (int64, error) {
+	s := l.segments[i]
+	for _, later := range l.segments[i+1:] {
+		if later.size > 0 {
+			return 0, fmt.Errorf("%w: a damaged frame at log position %d is followed by segment %s", errCorrupt, pos, segmentName(later.first))
+		}
+	}
+	tail := s.end() - pos
+	if tail > maxTornTail {
+		return 0, fmt.Errorf("%w: a damaged frame at log position %d is followed by %d bytes", errCorrupt, pos, tail)
+	}
+	rest := make([]byte, tail)
+	if _, err := s.f.ReadAt(rest, pos-s.first); err != nil {
+		return 0, fmt.Errorf("ledger: reading segment %s: %w", segmentName(s.first), err)
+	}
+	if at := wholeFrameIn(rest[1:], next); at >= 0 {
+		return 0, fmt.Errorf("%w: a damaged frame at log position %d is followed by a whole frame at %d", errCorrupt, pos, pos+1+int64(at))
+	}
+	for _, later := range l.segments[i+1:] {
+		later.f.Close()
+		if err := os.Remove(filepath.Join(l.dir, segmentName(later.first))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("ledger: removing an empty segment: %w", err)
+		}
+	}
+	l.segments = l.segments[:i+1]
+	if err := s.f.Truncate(pos - s.first); err != nil {
+		return 0, fmt.Errorf("ledger: truncating a torn frame: %w", err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return 0, fmt.Errorf("ledger: truncating a torn frame: %w", err)
+	}
+	s.size = pos - s.first
+	return tail, nil
+}
+
+// wholeFrameIn returns the offset of the first whole frame in b for an
+// index at or after next, or -1. Only headers whose length fits and whose
+// start index is plausible are checksummed.
+func wholeFrameIn(b []byte, next uint64) int {
+	for at := 0; at+frameHeaderSize+8 <= len(b); at++ {
+		n := int(binary.BigEndian.Uint32(b[at:]))
+		if n < 16 || n > len(b)-at-frameHeaderSize {
+			continue
+		}
+		payload := b[at+frameHeaderSize : at+frameHeaderSize+n]
+		if start := binary.BigEndian.Uint64(payload); start < next || start-next > uint64(len(b)) {
+			continue
+		}
+		if crc32.Checksum(payload, castagnoli) == binary.BigEndian.Uint32(b[at+4:]) {
+			return at
+		}
+	}
+	return -1
+}
+
+func (l *frameLog) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, s := range l.segments {
+		errs = append(errs, s.f.Close())
+	}
+	l.segments = nil
+	return errors.Join(errs...)
+}
+
+// syncDir makes a directory's entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package ledger
+
+import "os"
+
+// syncData makes f's written bytes durable (fsync where fdatasync is not
+// available).
+func syncData(f *os.File) error { return f.Sync() }
