@@ -11,7 +11,7 @@
 // hash of the entry before (package entry). Its signature is then computed
 // by a pool of workers, on every core, while the previous batch is being
 // stored. Whenever the store is free, everything chained since the last
-// batch is committed as one group: one storage transaction and one sync.
+// batch is committed as one group: one write and one sync.
 // Receipts are sent only after that commit returns. A full queue refuses at
 // once (ErrQueueFull); a storage failure stops all further appends
 // (ErrClosed) until the ledger is reopened, because the store may be
@@ -47,8 +47,10 @@
 //
 // Store is the one storage interface; its contract is written in MUST
 // words, and storetest.Run is the conformance suite every implementation
-// passes. OpenBadger is the default, durable store; NewMemStore is for
-// tests.
+// passes. OpenBadger is the default, durable store: each batch is one
+// checksummed frame written and fdatasync'd to a segment file, indexed by
+// a badger database that a reopen brings up to date with the frames (see
+// framelog.go and docs/log.md). NewMemStore is for tests.
 //
 // # Keys
 //

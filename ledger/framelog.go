@@ -284,16 +284,6 @@ func openFrameLog(dir string, maxSegment int64) (*frameLog, error) {
 	return l, nil
 }
 
-// end returns the log position after the last frame.
-func (l *frameLog) end() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if len(l.segments) == 0 {
-		return 0
-	}
-	return l.segments[len(l.segments)-1].end()
-}
-
 // append writes frame at the end of the log and makes it durable; it
 // returns the frame's log position. A frame that does not fit in the last
 // segment starts a new one. After an error the log's end is unknown: the

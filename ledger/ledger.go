@@ -42,8 +42,7 @@ type Options struct {
 	// 256.
 	MaxBatch int
 	// MaxBatchBytes bounds the bytes of entries in one group commit, so a
-	// batch stays well within one storage transaction. Optional; default
-	// 512 KiB.
+	// batch stays one modest write. Optional; default 512 KiB.
 	MaxBatchBytes int
 	// MaxBatchWait is how long the sequencer waits for more records after
 	// the first of a batch arrives. Optional; default 0: a batch is what

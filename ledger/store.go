@@ -48,7 +48,10 @@ type Store interface {
 	// Start+len(Entries)) or none of it is.
 	// When Commit returns nil the batch MUST be durable: it survives a
 	// process crash and a power loss. On error the batch MUST NOT be
-	// visible, and the caller may retry it.
+	// visible. A refusal (ErrConflict, a done context) writes nothing, and
+	// the caller may retry; after a failed write or sync the store MAY
+	// refuse every later write until it is reopened, and the reopened
+	// store then holds the batch whole or not at all.
 	Commit(ctx context.Context, b Batch) error
 
 	// Entry returns the bytes of the entry at index, or ErrNotFound if

@@ -371,13 +371,3 @@ func (l *recordLog) all() []loggedRecord {
 	defer l.mu.Unlock()
 	return slices.Clone(l.records)
 }
-
-func (l *recordLog) count(msg string) int {
-	n := 0
-	for _, r := range l.all() {
-		if r.msg == msg {
-			n++
-		}
-	}
-	return n
-}

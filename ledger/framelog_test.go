@@ -1,0 +1,305 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/decisionledger/ledger/ledger"
+)
+
+// The frame log is what makes a BadgerStore's commits durable; badger's
+// index of it may lag after a crash. These tests put the files in the
+// states a crash or damage leaves and reopen.
+
+// frameStore writes batches of 100 entries, each with an idempotency key,
+// to a store in dir with 1 MiB segments.
+type frameStore struct {
+	t       *testing.T
+	dir     string
+	opts    ledger.BadgerOptions
+	batches []ledger.Batch
+}
+
+func newFrameStore(t *testing.T) *frameStore {
+	return &frameStore{t: t, dir: t.TempDir(), opts: ledger.BadgerOptions{SegmentSize: 1 << 20, Logger: testLogger(t)}}
+}
+
+func (f *frameStore) open() (*ledger.BadgerStore, error) {
+	return ledger.OpenBadger(f.t.Context(), f.dir, f.opts)
+}
+
+// commit opens the store, commits n more batches and closes it.
+func (f *frameStore) commit(n int) {
+	f.t.Helper()
+	s, err := f.open()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer s.Close()
+	for range n {
+		b := testBatch(uint64(100*len(f.batches)), 100)
+		b.Keys = make([][]byte, len(b.Entries))
+		for i := range b.Keys {
+			b.Keys[i] = fmt.Appendf(nil, "key-%d", b.Start+uint64(i))
+		}
+		if err := s.Commit(f.t.Context(), b); err != nil {
+			f.t.Fatal(err)
+		}
+		f.batches = append(f.batches, b)
+	}
+	if err := s.Close(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// check reopens the store and checks that it holds exactly the batches
+// committed: entries, leaf hashes, keys, tiles and size.
+func (f *frameStore) check() {
+	f.t.Helper()
+	ctx := f.t.Context()
+	s, err := f.open()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.State(ctx)
+	if err != nil || st.Size != uint64(100*len(f.batches)) {
+		f.t.Fatalf("State = size %d, %v; want %d", st.Size, err, 100*len(f.batches))
+	}
+	var all [][]byte
+	for _, b := range f.batches {
+		all = append(all, b.Entries...)
+		for i, k := range b.Keys {
+			if got, err := s.IndexOfKey(ctx, k); err != nil || got != b.Start+uint64(i) {
+				f.t.Fatalf("IndexOfKey(key of %d) = %d, %v", b.Start+uint64(i), got, err)
+			}
+			if got, err := s.IndexOf(ctx, b.LeafHashes[i]); err != nil || got != b.Start+uint64(i) {
+				f.t.Fatalf("IndexOf(leaf %d) = %d, %v", b.Start+uint64(i), got, err)
+			}
+		}
+	}
+	err = s.ReadEntries(ctx, 0, st.Size, func(i uint64, e []byte) error {
+		if !bytes.Equal(e, all[i]) {
+			f.t.Fatalf("entry %d differs", i)
+		}
+		return nil
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(f.batches) > 0 {
+		last := f.batches[len(f.batches)-1]
+		tile := last.Tiles[len(last.Tiles)-1]
+		if got, err := s.Tile(ctx, tile.Level, tile.Index); err != nil || !bytes.Equal(got, tile.Hashes) {
+			f.t.Fatalf("Tile(%d, %d) = %d bytes, %v; want the last batch's", tile.Level, tile.Index, len(got), err)
+		}
+	}
+	if _, err := s.Entry(ctx, st.Size); !errors.Is(err, ledger.ErrNotFound) {
+		f.t.Fatalf("Entry(size) = %v, want ErrNotFound", err)
+	}
+}
+
+func (f *frameStore) segments() []string {
+	f.t.Helper()
+	names, err := filepath.Glob(filepath.Join(f.dir, "frames", "*.frames"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// copyDir copies the files of src into a new dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshotIndex returns a function that puts the index back as it is now,
+// as if badger had lost every unsynced write since.
+func (f *frameStore) snapshotIndex() (restore func()) {
+	f.t.Helper()
+	snap := filepath.Join(f.t.TempDir(), "index")
+	copyDir(f.t, filepath.Join(f.dir, "index"), snap)
+	return func() {
+		f.t.Helper()
+		index := filepath.Join(f.dir, "index")
+		if err := os.RemoveAll(index); err != nil {
+			f.t.Fatal(err)
+		}
+		copyDir(f.t, snap, index)
+	}
+}
+
+func wantCorrupt(t *testing.T, err error, what string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "store is corrupt") || !strings.Contains(err.Error(), what) {
+		t.Fatalf("got %v; want a corrupt-store error about %q", err, what)
+	}
+}
+
+// Frames whose index badger lost are indexed again at open: entries,
+// keys, leaf hashes, tiles and size, across several segments.
+func TestBadgerReindexesFrames(t *testing.T) {
+	f := newFrameStore(t)
+	f.commit(3)
+	restore := f.snapshotIndex()
+	f.commit(30) // about 2 MB: new segments
+	if n := len(f.segments()); n < 2 {
+		t.Fatalf("%d segments; the test needs several", n)
+	}
+	restore()
+	f.check()
+	f.check() // the recovered index was made durable and is read as is
+	f.commit(1)
+	f.check()
+}
+
+// A frame torn by a crash during its write was never acknowledged: open
+// drops it, and the store goes on from the frame before.
+func TestBadgerTornFrame(t *testing.T) {
+	for _, tail := range []struct {
+		name string
+		make func(frame []byte) []byte
+	}{
+		{"half a frame", func(frame []byte) []byte { return frame[:len(frame)/2] }},
+		{"a header only", func(frame []byte) []byte { return frame[:6] }},
+		{"zeros", func(frame []byte) []byte { return make([]byte, 4096) }},
+		{"a frame with one byte changed", func(frame []byte) []byte {
+			frame = bytes.Clone(frame)
+			frame[len(frame)-10] ^= 1
+			return frame
+		}},
+	} {
+		t.Run(tail.name, func(t *testing.T) {
+			f := newFrameStore(t)
+			f.commit(2)
+			restore := f.snapshotIndex()
+			segs := f.segments()
+			last := segs[len(segs)-1]
+			before, err := os.ReadFile(last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Commit one more batch to capture its frame's bytes, then
+			// put the files back as if the crash had cut that write.
+			f.commit(1)
+			after, err := os.ReadFile(last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			frame := after[len(before):]
+			f.batches = f.batches[:2]
+			restore()
+			if err := os.WriteFile(last, append(before, tail.make(frame)...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f.check()
+			if got, err := os.ReadFile(last); err != nil || !bytes.Equal(got, before) {
+				t.Fatalf("segment after open is %d bytes, %v; want the %d before the torn frame", len(got), err, len(before))
+			}
+			f.commit(2)
+			f.check()
+		})
+	}
+}
+
+// Damage that is not a torn tail is refused, never truncated.
+func TestBadgerDamagedFrames(t *testing.T) {
+	t.Run("frame followed by a whole frame", func(t *testing.T) {
+		f := newFrameStore(t)
+		f.commit(1)
+		restore := f.snapshotIndex()
+		f.commit(3)
+		restore()
+		seg := f.segments()[0]
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Inside the second frame, which the index does not record.
+		b[len(b)*2/4] ^= 1
+		if err := os.WriteFile(seg, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.open()
+		wantCorrupt(t, err, "followed by a whole frame")
+		if got, _ := os.ReadFile(seg); !bytes.Equal(got, b) {
+			t.Errorf("the refused open changed the segment")
+		}
+	})
+	t.Run("entry read back changed", func(t *testing.T) {
+		f := newFrameStore(t)
+		f.commit(2)
+		seg := f.segments()[0]
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The last entry of the first batch sits just before the second
+		// frame; it is indexed, so open does not read it.
+		at := bytes.Index(b, f.batches[0].Entries[99]) + 40
+		b[at] ^= 1
+		if err := os.WriteFile(seg, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		_, err = s.Entry(t.Context(), 99)
+		wantCorrupt(t, err, "entry 99 fails its checksum")
+		err = s.ReadEntries(t.Context(), 0, 200, func(uint64, []byte) error { return nil })
+		wantCorrupt(t, err, "entry 99 fails its checksum")
+		if e, err := s.Entry(t.Context(), 98); err != nil || !bytes.Equal(e, f.batches[0].Entries[98]) {
+			t.Errorf("Entry(98) = %v; the undamaged entry should read", err)
+		}
+	})
+	t.Run("log shorter than the index", func(t *testing.T) {
+		f := newFrameStore(t)
+		f.commit(2)
+		seg := f.segments()[0]
+		info, err := os.Stat(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(seg, info.Size()-1); err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.open()
+		wantCorrupt(t, err, "the frame log ends at")
+	})
+	t.Run("segment missing", func(t *testing.T) {
+		f := newFrameStore(t)
+		f.commit(50)
+		segs := f.segments()
+		if len(segs) < 3 {
+			t.Fatalf("%d segments; the test needs 3", len(segs))
+		}
+		if err := os.Remove(segs[1]); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.open()
+		wantCorrupt(t, err, "but the next one starts at")
+	})
+	t.Run("store of the earlier layout", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ledger.OpenBadger(context.Background(), dir, ledger.BadgerOptions{})
+		if err == nil || !strings.Contains(err.Error(), "layout") {
+			t.Fatalf("OpenBadger = %v, want a refusal naming the layout", err)
+		}
+	})
+}
