@@ -144,18 +144,49 @@ func (e *Entry) check() error {
 	if e.canonicalAttributes != nil && bytes.Equal(e.canonicalAttributes, e.Attributes) {
 		return nil
 	}
-	canonical, err := commit.Canonicalize(e.Attributes)
+	canonical, err := canonicalAttributes(e.Attributes)
 	if err != nil {
-		var de *commit.DomainError
-		if errors.As(err, &de) {
-			return fieldError("attributes", "%s at %q", de.Kind, de.Pointer)
-		}
-		return fieldError("attributes", "%v", err)
+		return err
 	}
 	if !bytes.Equal(canonical, e.Attributes) {
 		return fieldError("attributes", "not in canonical form")
 	}
 	e.canonicalAttributes = canonical
+	return nil
+}
+
+// canonicalAttributes returns the canonical form of an attributes object
+// or a *FieldError naming where it leaves the strict domain.
+func canonicalAttributes(attrs []byte) ([]byte, error) {
+	canonical, err := commit.Canonicalize(attrs)
+	if err != nil {
+		var de *commit.DomainError
+		if errors.As(err, &de) {
+			return nil, fieldError("attributes", "%s at %q", de.Kind, de.Pointer)
+		}
+		return nil, fieldError("attributes", "%v", err)
+	}
+	if len(canonical) < 2 || canonical[0] != '{' {
+		return nil, fieldError("attributes", "not a JSON object")
+	}
+	if len(canonical) > MaxAttributesBytes {
+		return nil, fieldError("attributes", "longer than %d bytes", MaxAttributesBytes)
+	}
+	return canonical, nil
+}
+
+// SetAttributes sets Attributes to the canonical form of attrs, which must
+// be a JSON object in the strict domain of package commit, or returns a
+// *FieldError saying where it is not. The entry remembers the result as
+// checked.
+func (e *Entry) SetAttributes(attrs []byte) error {
+	canonical, err := canonicalAttributes(attrs)
+	if err != nil {
+		return err
+	}
+	// The remembered copy must not share Attributes' array, or a change
+	// in place would change both.
+	e.Attributes, e.canonicalAttributes = canonical, bytes.Clone(canonical)
 	return nil
 }
 

@@ -366,3 +366,29 @@ func TestAttributesCheckedAgainAfterChange(t *testing.T) {
 		t.Errorf("SignedMessage after attributes changed in place: %v, want ErrMalformed", err)
 	}
 }
+
+// SetAttributes canonicalizes, refuses what is outside the domain with the
+// pointer, and a later change in place is still caught.
+func TestSetAttributes(t *testing.T) {
+	e, _ := sampleEntry(t)
+	if err := e.SetAttributes([]byte(`{ "z": 1, "a": [true, "x"] }`)); err != nil {
+		t.Fatal(err)
+	}
+	if string(e.Attributes) != `{"a":[true,"x"],"z":1}` {
+		t.Errorf("Attributes = %s", e.Attributes)
+	}
+	if _, err := e.SignedMessage(); err != nil {
+		t.Fatal(err)
+	}
+	copy(e.Attributes, `{"z":[true,"x"],"a":1}`)
+	if _, err := e.SignedMessage(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("SignedMessage after a change in place: %v, want ErrMalformed", err)
+	}
+	for _, bad := range []string{`[1]`, `{"a":1.5}`, `{"a":1,"a":2}`, `{"n":"` + strings.Repeat("x", MaxAttributesBytes) + `"}`} {
+		err := e.SetAttributes([]byte(bad))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "attributes" {
+			t.Errorf("SetAttributes(%.20s…) = %v, want a FieldError on attributes", bad, err)
+		}
+	}
+}

@@ -387,16 +387,15 @@ func (l *Ledger) prepare(rec Record) (*entry.Entry, error) {
 	if len(policies) != len(rec.Policies) {
 		return nil, fmt.Errorf("%w: policies: repeated id", ErrInvalidRecord)
 	}
-	attrs, err := commit.Canonicalize(rec.Attributes)
-	if err != nil {
-		return nil, fmt.Errorf("%w: attributes: %w", ErrInvalidRecord, err)
-	}
 	e := &entry.Entry{
 		Origin: l.key.Name(), Time: time.Unix(0, 0).UTC(),
 		Mediator: rec.Mediator, Principal: rec.Principal, Action: rec.Action,
 		Decision: rec.Decision, Policies: policies,
-		Params: rec.Params, Tiers: rec.Tiers, Attributes: attrs,
+		Params: rec.Params, Tiers: rec.Tiers,
 		KeyID: l.key.ID(),
+	}
+	if err := e.SetAttributes(rec.Attributes); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
 	if _, err := e.SignedMessage(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
