@@ -51,8 +51,8 @@ type BadgerStore struct {
 	db  *badger.DB
 	log *frameLog
 
-	// writeMu serializes Commit and AddCheckpoint, and guards the fields
-	// below.
+	// writeMu serializes the writes to badger of Commit and
+	// AddCheckpoint, and guards the fields below.
 	writeMu sync.Mutex
 	size    uint64
 	broken  error // a write whose outcome is unknown: refuse further writes
@@ -719,8 +719,8 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 		return fmt.Errorf("ledger: checkpoint for size %d: %w", size, err)
 	}
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if s.broken != nil {
+		s.writeMu.Unlock()
 		return fmt.Errorf("%w: %w", errStoreBroken, s.broken)
 	}
 	err := s.db.Update(func(txn *badger.Txn) error {
@@ -739,15 +739,20 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 		}
 		return txn.Set(keyLatestCheckpoint, binary.BigEndian.AppendUint64(nil, size))
 	})
+	s.writeMu.Unlock()
 	if errors.Is(err, ErrConflict) {
 		return err
 	}
 	if err == nil {
+		// Outside writeMu: commits go on while badger syncs. The sync
+		// covers this transaction and every index written before it.
 		err = s.db.Sync()
 	}
 	if err != nil {
 		// Badger may hold the checkpoint without having synced it.
+		s.writeMu.Lock()
 		s.broken = err
+		s.writeMu.Unlock()
 		return fmt.Errorf("ledger: adding checkpoint for size %d: %w", size, err)
 	}
 	return nil

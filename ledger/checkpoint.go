@@ -105,10 +105,9 @@ func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: signing checkpoint: %w", err)
 	}
-	l.storeMu.Lock()
-	err = l.store.AddCheckpoint(ctx, size, signed)
-	l.storeMu.Unlock()
-	if err != nil {
+	// cpMu serializes AddCheckpoint; Commit may run beside it, so that
+	// the store's sync of the checkpoint does not hold up appends.
+	if err := l.store.AddCheckpoint(ctx, size, signed); err != nil {
 		return nil, fmt.Errorf("ledger: storing checkpoint of size %d: %w", size, err)
 	}
 	l.cp, l.cpSize, l.cpRoot, l.cpTime = signed, size, root, l.opts.Now()

@@ -162,9 +162,6 @@ type Ledger struct {
 	keyMu    sync.Mutex
 	inflight map[string]*request
 
-	// storeMu serializes the store's writes (Commit, AddCheckpoint), as
-	// the Store contract requires.
-	storeMu sync.Mutex
 
 	// cpMu serializes checkpoint signing and guards the latest checkpoint.
 	cpMu   sync.Mutex
@@ -685,9 +682,7 @@ func (l *Ledger) store1(b *built) bool {
 		answerAll(b.requests, fmt.Errorf("%w: %w", ErrClosed, err))
 		return false
 	}
-	l.storeMu.Lock()
 	err := l.store.Commit(context.Background(), b.batch)
-	l.storeMu.Unlock()
 	if err != nil {
 		l.mu.Lock()
 		l.failed = err

@@ -26,9 +26,10 @@ var (
 )
 
 // Store keeps a ledger's entries, Merkle tiles and signed checkpoints. The
-// ledger is its only writer and calls Commit and AddCheckpoint from one
-// goroutine at a time; reads may come from any goroutine, concurrently
-// with writes.
+// ledger is its only writer: it calls Commit from one goroutine at a time,
+// and AddCheckpoint from one goroutine at a time, but a Commit and an
+// AddCheckpoint may run at once (a checkpoint's sync must not hold up
+// appends). Reads may come from any goroutine, concurrently with writes.
 //
 // Every implementation runs the conformance suite in storetest.
 type Store interface {

@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) (s ledger.Store, reopen func() le
 		{"Reopen", testReopen},
 		{"NoAliasing", testNoAliasing},
 		{"ConcurrentReaders", testConcurrentReaders},
+		{"CommitsBesideCheckpoints", testCommitsBesideCheckpoints},
 		{"IdempotencyKeys", testIdempotencyKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,6 +111,60 @@ func testIdempotencyKeys(t *testing.T, h *harness) {
 	if got, err := h.s.IndexOfKey(ctx, []byte("mediator-2\x00k1")); err != nil || got != 5 {
 		t.Errorf("after reopen: IndexOfKey = %d, %v", got, err)
 	}
+	h.check(t)
+}
+
+// testCommitsBesideCheckpoints runs Commit in one goroutine and
+// AddCheckpoint in another, as a ledger does: every checkpoint is for a
+// size already committed, and everything is there afterwards, also after
+// a reopen.
+func testCommitsBesideCheckpoints(t *testing.T, h *harness) {
+	ctx := t.Context()
+	const batches = 60
+	var committed atomic.Uint64
+	done := make(chan struct{})
+	added := map[uint64][]byte{}
+	var cpErr error
+	go func() {
+		defer close(done)
+		latest := uint64(0)
+		for committed.Load() < batches*5 {
+			size := committed.Load()
+			if size <= latest {
+				runtime.Gosched()
+				continue
+			}
+			signed := testCheckpoint(size)
+			if err := h.s.AddCheckpoint(ctx, size, signed); err != nil {
+				cpErr = fmt.Errorf("AddCheckpoint(%d) beside commits: %w", size, err)
+				return
+			}
+			added[size], latest = signed, size
+		}
+	}()
+	for range batches {
+		b := h.m.nextBatch(5)
+		if err := h.s.Commit(ctx, b); err != nil {
+			t.Fatalf("Commit(%d) beside checkpoints: %v", b.Start, err)
+		}
+		h.m.apply(b)
+		committed.Store(h.m.size())
+	}
+	<-done
+	if cpErr != nil {
+		t.Fatal(cpErr)
+	}
+	if len(added) == 0 {
+		t.Fatal("no checkpoint was added beside the commits")
+	}
+	for size, signed := range added {
+		h.m.checkpoints[size] = signed
+		if size >= h.m.latest {
+			h.m.latest, h.m.hasCheckpoint = size, true
+		}
+	}
+	h.check(t)
+	h.doReopen(t)
 	h.check(t)
 }
 
