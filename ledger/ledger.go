@@ -162,7 +162,6 @@ type Ledger struct {
 	keyMu    sync.Mutex
 	inflight map[string]*request
 
-
 	// cpMu serializes checkpoint signing and guards the latest checkpoint.
 	cpMu   sync.Mutex
 	cp     []byte // latest signed checkpoint
