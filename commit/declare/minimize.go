@@ -1,0 +1,215 @@
+package declare
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/commit/project"
+	"github.com/decisionledger/ledger/commit/tier"
+)
+
+// Options configure Minimize. The zero value is the default.
+type Options struct {
+	// Domain is the strict domain of the raw parameters, for their
+	// digest. Optional; default commit.Domain{}.
+	Domain commit.Domain
+	// Allowlists are payee_known's lists, by the name a declaration gives
+	// them; a list that is missing makes every payee unknown (false).
+	Allowlists map[string]map[string]bool
+	// Floor, if set, caps the tiers a declaration may give; Minimize
+	// refuses a declaration that goes past it. Optional; default none.
+	Floor Floor
+}
+
+// Result is what a workload sends for one call: the commitment to its full
+// raw parameters, the minimized attributes (canonical JSON) and the
+// applied-tiers digest.
+type Result struct {
+	Params     commit.Commitment
+	Attributes []byte
+	Tiers      commit.Digest
+}
+
+// Minimize computes, from a call's raw parameters (a JSON object), the
+// parameter commitment over all of them, the minimized attributes the
+// declaration lets cross, and the applied-tiers digest. The commitment and
+// the minimization share the raw bytes and nothing else: the digest is
+// computed from raw before anything is decoded for minimization.
+//
+// It refuses, with an *Error naming the parameter's JSON pointer and never
+// its value, parameters outside the strict domain, a declared field that
+// is absent (unless optional) or of the wrong type, and a value a
+// projection refuses (a malformed address or URL, say). A payee_known
+// projection never refuses: anything but a listed string gives false.
+func (d *Declaration) Minimize(raw []byte, opts Options) (Result, error) {
+	if err := opts.Floor.Check(d); err != nil {
+		return Result{}, err
+	}
+	params, err := opts.Domain.Params(raw)
+	if err != nil {
+		var de *commit.DomainError
+		if errors.As(err, &de) {
+			return Result{}, &Error{Action: d.Action, Pointer: d.safePointer(de.Pointer), Problem: "parameters outside the strict domain: " + string(de.Kind)}
+		}
+		return Result{}, &Error{Action: d.Action, Problem: "parameters outside the strict domain"}
+	}
+	var values map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&values); err != nil {
+		// Params accepted raw, so this is not a JSON object of parameters.
+		return Result{}, &Error{Action: d.Action, Problem: "parameters are not a JSON object"}
+	}
+	attrs := make(map[string]any, len(d.Fields))
+	for _, f := range d.Fields {
+		v, present := values[f.Name]
+		pointer := "/" + escapePointer(f.Name)
+		if !present {
+			if f.Optional {
+				continue
+			}
+			return Result{}, &Error{Action: d.Action, Pointer: pointer, Problem: "declared field is absent"}
+		}
+		if problem := checkType(f.Type, v); problem != "" {
+			return Result{}, &Error{Action: d.Action, Pointer: pointer, Problem: problem}
+		}
+		switch f.Tier {
+		case tier.Policy:
+			attrs[f.Name] = v
+		case tier.Derived:
+			out := make(map[string]any, len(f.Projections))
+			for _, p := range f.Projections {
+				pv, err := f.project(p, v, opts.Allowlists)
+				if err != nil {
+					return Result{}, &Error{Action: d.Action, Pointer: pointer, Problem: err.Error(), Err: err}
+				}
+				out[p] = pv
+			}
+			attrs[f.Name] = out
+		}
+	}
+	attributes, err := commit.CanonicalizeValue(attrs)
+	if err != nil {
+		return Result{}, &Error{Action: d.Action, Problem: "minimized attributes outside the strict domain", Err: err}
+	}
+	tiers, err := d.TiersDigest()
+	if err != nil {
+		return Result{}, &Error{Action: d.Action, Problem: "tier table", Err: err}
+	}
+	return Result{Params: params, Attributes: attributes, Tiers: tiers}, nil
+}
+
+// safePointer shortens a pointer into the parameters to what the
+// declaration names: a member name below a declared field, or any name of
+// an undeclared one, is parameter content and may be secret. The
+// commit.DomainError is not kept, since its Pointer is the whole path.
+func (d *Declaration) safePointer(p string) string {
+	if p == "" {
+		return ""
+	}
+	first, _, _ := strings.Cut(p[1:], "/")
+	name := strings.NewReplacer("~1", "/", "~0", "~").Replace(first)
+	if _, ok := d.Field(name); ok {
+		return "/" + first
+	}
+	return "(an undeclared field)"
+}
+
+// checkType says what is wrong with v as a value of type t, or "".
+func checkType(t Type, v any) string {
+	switch t {
+	case String:
+		if _, ok := v.(string); ok {
+			return ""
+		}
+	case Boolean:
+		if _, ok := v.(bool); ok {
+			return ""
+		}
+	case Integer:
+		if n, ok := v.(json.Number); ok {
+			if _, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+				return ""
+			}
+			return "not an integer written without fraction or exponent"
+		}
+	case StringList:
+		if a, ok := v.([]any); ok {
+			for _, e := range a {
+				if _, ok := e.(string); !ok {
+					return "not an array of strings"
+				}
+			}
+			return ""
+		}
+	}
+	return fmt.Sprintf("not a %s", t)
+}
+
+// project applies the projection named p to v.
+func (f Field) project(p string, v any, allowlists map[string]map[string]bool) (any, error) {
+	switch p {
+	case "recipient_domain":
+		return project.RecipientDomain(v)
+	case "payee_known":
+		return project.PayeeKnown(v, allowlists[f.Allowlist]), nil
+	case "endpoint_host":
+		return project.EndpointHost(v)
+	case "route_shape":
+		return project.RouteShape(v, f.Routes)
+	case "resource_dir":
+		return project.ResourceDir(v)
+	case "byte_size":
+		return project.ByteSize(v)
+	case "count":
+		return project.Count(v)
+	}
+	// Parse admits only the projections above.
+	return nil, fmt.Errorf("projection %s is not implemented", p)
+}
+
+// Floor caps how far a workload lets each field cross, whatever a
+// declaration says: for each action, the highest tier of each field, with
+// "*" for the fields the action's map does not name. A declaration may
+// narrow disclosure below the floor but never widen it past: Check refuses
+// a field declared policy where the floor says derived, or derived (or
+// policy) where it says payload. An action the floor does not name is not
+// capped. The order is payload < derived < policy.
+//
+// A floor is off by default (nil). It caps the declaration, not the call:
+// a refused declaration minimizes nothing.
+type Floor map[string]map[string]tier.Tier
+
+// Check returns an *Error for the first field of d that the floor caps
+// below its declared tier.
+func (fl Floor) Check(d *Declaration) error {
+	caps, ok := fl[d.Action]
+	if !ok {
+		return nil
+	}
+	for _, f := range d.Fields {
+		limit, ok := caps[f.Name]
+		if !ok {
+			if limit, ok = caps["*"]; !ok {
+				continue
+			}
+		}
+		rank, known := tierRank[limit]
+		if !known {
+			return &Error{Action: d.Action, Pointer: "/fields/" + escapePointer(f.Name),
+				Problem: fmt.Sprintf("the floor names an unknown tier %q", limit)}
+		}
+		if tierRank[f.Tier] > rank {
+			return &Error{Action: d.Action, Pointer: "/fields/" + escapePointer(f.Name) + "/tier",
+				Problem: fmt.Sprintf("declared %s, past the workload's floor of %s", f.Tier, limit)}
+		}
+	}
+	return nil
+}
+
+var tierRank = map[tier.Tier]int{tier.Payload: 0, tier.Derived: 1, tier.Policy: 2}
