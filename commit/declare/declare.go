@@ -106,11 +106,16 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	action := e.Action
-	if action == "" {
-		action = "?"
+	var b strings.Builder
+	b.WriteString("declare: ")
+	if e.Action != "" {
+		fmt.Fprintf(&b, "action %s: ", e.Action)
 	}
-	return fmt.Sprintf("declare: action %s: %s: %s", action, e.Pointer, e.Problem)
+	if e.Pointer != "" {
+		fmt.Fprintf(&b, "%s: ", e.Pointer)
+	}
+	b.WriteString(e.Problem)
+	return b.String()
 }
 
 func (e *Error) Unwrap() error { return e.Err }
