@@ -5,18 +5,27 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
 )
 
-// fields are the members of a signed entry, in canonical order.
-var fields = []string{
-	"action", "attributes", "decision", "index", "key_id", "mediator",
-	"origin", "params_digest", "params_size", "policies", "prev",
-	"principal", "sig", "tiers_digest", "time", "version",
-}
+// fields are the members of a signed version 1 entry, in canonical order;
+// fieldsV2 those of version 2.
+var (
+	fields = []string{
+		"action", "attributes", "decision", "index", "key_id", "mediator",
+		"origin", "params_digest", "params_size", "policies", "prev",
+		"principal", "sig", "tiers_digest", "time", "version",
+	}
+	fieldsV2 = []string{
+		"action", "attributes", "decision", "definition_digest", "index", "key_id", "mediator",
+		"origin", "params_digest", "params_size", "policies", "prev",
+		"principal", "sig", "tiers_digest", "time", "version",
+	}
+)
 
 // Parse decodes a signed entry strictly. It refuses input that is not the
 // canonical JSON of a valid entry: non-canonical bytes (whitespace, member
@@ -42,20 +51,25 @@ func Parse(b []byte) (*Entry, error) {
 	if err := json.Unmarshal(b, &members); err != nil {
 		return nil, fieldError("", "not a JSON object")
 	}
+	d := decoder{members: members}
+	want := fields
+	switch v := d.uint("version"); {
+	case d.err != nil:
+		return nil, d.err
+	case v == Version2:
+		want = fieldsV2
+	case v != Version1:
+		return nil, fieldError("version", "unsupported version %d (this reader knows %d and %d)", v, Version1, Version2)
+	}
 	for name := range members {
-		if !isField(name) {
+		if !slices.Contains(want, name) {
 			return nil, fieldError(name, "unknown member")
 		}
 	}
-	for _, name := range fields {
+	for _, name := range want {
 		if _, ok := members[name]; !ok {
 			return nil, fieldError(name, "missing")
 		}
-	}
-
-	d := decoder{members: members}
-	if v := d.uint("version"); d.err == nil && v != Version {
-		return nil, fieldError("version", "unsupported version %d (this reader knows %d)", v, Version)
 	}
 	e := &Entry{
 		Action:    d.string("action"),
@@ -70,6 +84,11 @@ func Parse(b []byte) (*Entry, error) {
 		Tiers:     d.digest("tiers_digest"),
 		Time:      d.time("time"),
 		Signature: d.signature("sig"),
+	}
+	if _, ok := members["definition_digest"]; ok {
+		if e.Definition = d.digest("definition_digest"); d.err == nil && e.Definition == (commit.Digest{}) {
+			d.fail("definition_digest", "all zeros: a version 2 entry names a definition")
+		}
 	}
 	e.Params.Digest = d.digest("params_digest")
 	e.Params.Size = int(d.uint("params_size"))
@@ -91,15 +110,6 @@ func Parse(b []byte) (*Entry, error) {
 		return nil, ErrNotCanonical
 	}
 	return e, nil
-}
-
-func isField(name string) bool {
-	for _, f := range fields {
-		if f == name {
-			return true
-		}
-	}
-	return false
 }
 
 // decoder reads typed members, keeping the first error.

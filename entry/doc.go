@@ -10,6 +10,7 @@
 //	action        string   the tool action decided on, e.g. "send_email"
 //	attributes    object   the minimized attributes (canonical JSON)
 //	decision      string   "allow", "deny" or "needs_approval"
+//	definition_digest      version 2 only: "sha256:<hex>", the action definition applied
 //	index         integer  position in the log, from 0
 //	key_id        string   "<key name>+<8 hex digits>", the note key's name and hash
 //	mediator      string   the mediator, from its credential
@@ -22,7 +23,7 @@
 //	sig           string   standard base64 of the Ed25519 signature
 //	tiers_digest  string   "sha256:<hex>", the applied-tiers digest
 //	time          string   UTC, exactly "YYYY-MM-DDTHH:MM:SS.ffffffZ"
-//	version       integer  1
+//	version       integer  1, or 2 with definition_digest
 //
 // All strings are non-empty (policy ids included), NFC, at most 1024 bytes;
 // the signed entry is at most 65,535 bytes (so that C2SP tlog-tiles entry
@@ -31,7 +32,7 @@
 //
 // # Hashes and signature
 //
-//	M          = "ledger/v1/entry\n" || JCS(entry without "sig")
+//	M          = "ledger/v1/entry\n" || JCS(entry without "sig")  (version 2: "ledger/v2/entry\n")
 //	sig        = Ed25519(key, M)
 //	entry hash = SHA-256(M)                     (the next entry's prev)
 //	leaf       = JCS(entry with "sig")          (what is stored and exported)
@@ -49,6 +50,7 @@
 //
 // # Changes
 //
-// A new member, a changed rule or a new hash starts version 2 with the
-// separator "ledger/v2/entry\n"; a version 1 reader refuses version 2.
+// Version 2 added definition_digest under the separator "ledger/v2/entry\n";
+// an entry without a definition is still written as version 1. A reader
+// refuses versions it does not know.
 package entry

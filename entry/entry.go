@@ -15,13 +15,26 @@ import (
 	"github.com/decisionledger/ledger/commit"
 )
 
-// Version is the entry format version this package writes and reads.
-const Version = 1
+// Entry format versions. Version 2 adds definition_digest, the digest of
+// the action definition the ledger applied; an entry without one is
+// written as version 1, byte for byte what version 1 readers expect. This
+// package reads and writes both.
+const (
+	Version1 = 1
+	Version2 = 2
+	// Version is the newest version this package reads and writes.
+	Version = Version2
+)
 
 // SignedDomainSeparator prefixes the canonical unsigned entry in the signed
-// message, so that an entry signature can never be taken for a signature
-// over anything else (checkpoints are signed notes, with their own form).
-const SignedDomainSeparator = "ledger/v1/entry\n"
+// message of a version 1 entry, so that an entry signature can never be
+// taken for a signature over anything else (checkpoints are signed notes,
+// with their own form). SignedDomainSeparatorV2 does so for version 2, so
+// that no signature of one version verifies as the other.
+const (
+	SignedDomainSeparator   = "ledger/v1/entry\n"
+	SignedDomainSeparatorV2 = "ledger/v2/entry\n"
+)
 
 // TimeLayout is the only accepted spelling of an entry's time: UTC, with
 // exactly six fractional digits.
@@ -68,6 +81,11 @@ type Entry struct {
 	Params commit.Commitment
 	// Tiers is the applied-tiers digest: the disclosure rules applied.
 	Tiers commit.Digest
+	// Definition is the action definition digest (package
+	// commit/declare) of the declaration the ledger checked the decision
+	// against; zero if none. A non-zero Definition makes a version 2
+	// entry.
+	Definition commit.Digest
 	// Attributes is the canonical JSON object of the minimized attributes.
 	Attributes []byte
 	// Prev is the entry hash of the entry at Index-1; zero at index 0.
@@ -220,6 +238,11 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 	b = append(b, e.Attributes...)
 	b = append(b, `,"decision":`...)
 	str("decision", string(e.Decision), true)
+	if e.Version() == Version2 {
+		b = append(b, `,"definition_digest":"`...)
+		b, _ = e.Definition.AppendText(b)
+		b = append(b, '"')
+	}
 	b = append(b, `,"index":`...)
 	b = strconv.AppendUint(b, e.Index, 10)
 	b = append(b, `,"key_id":`...)
@@ -256,7 +279,7 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 	b = append(b, `","time":"`...)
 	b = e.Time.UTC().AppendFormat(b, TimeLayout)
 	b = append(b, `","version":`...)
-	b = strconv.AppendInt(b, Version, 10)
+	b = strconv.AppendInt(b, int64(e.Version()), 10)
 	b = append(b, '}')
 	if err != nil {
 		return nil, err
@@ -264,15 +287,33 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 	return b, nil
 }
 
+// Version returns the format version e is written in: 2 if it names an
+// action definition, 1 otherwise.
+func (e *Entry) Version() int {
+	if e.Definition != (commit.Digest{}) {
+		return Version2
+	}
+	return Version1
+}
+
+func (e *Entry) separator() string {
+	if e.Version() == Version2 {
+		return SignedDomainSeparatorV2
+	}
+	return SignedDomainSeparator
+}
+
 // SignedMessage returns the message an entry's signature covers:
 //
-//	"ledger/v1/entry\n" || JCS(entry without "sig")
+//	"ledger/v1/entry\n" || JCS(entry without "sig")    (version 1)
+//	"ledger/v2/entry\n" || JCS(entry without "sig")    (version 2)
 func (e *Entry) SignedMessage() ([]byte, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
+	sep := e.separator()
 	b := make([]byte, 0, 512+len(e.Attributes))
-	b = append(b, SignedDomainSeparator...)
+	b = append(b, sep...)
 	b, err := e.appendJSON(b, false)
 	if err != nil {
 		return nil, err
@@ -280,7 +321,7 @@ func (e *Entry) SignedMessage() ([]byte, error) {
 	// The bound is on the signed entry, which adds the "sig" member to
 	// this message: checking it here refuses an entry before it is
 	// signed, not after.
-	if len(b)-len(SignedDomainSeparator)+len(sigMember) > MaxEntryBytes {
+	if len(b)-len(sep)+len(sigMember) > MaxEntryBytes {
 		return nil, fieldError("", "the signed entry would be longer than %d bytes", MaxEntryBytes)
 	}
 	return b, nil
@@ -359,6 +400,9 @@ func SignedEntry(message, sig []byte) ([]byte, error) {
 		return nil, fieldError("sig", "not a %d-byte Ed25519 signature", ed25519.SignatureSize)
 	}
 	body, ok := strings.CutPrefix(string(message), SignedDomainSeparator)
+	if !ok {
+		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV2)
+	}
 	at := strings.LastIndex(body, sigFollower)
 	if !ok || at < 0 {
 		return nil, fmt.Errorf("%w: not a signed message", ErrMalformed)

@@ -174,7 +174,10 @@ func TestParseRefuses(t *testing.T) {
 		{"string-as-number", strings.Replace(s, `"index":0`, `"index":"0"`, 1), ErrMalformed, "index"},
 		{"number-as-string", strings.Replace(s, `"action":"make_payment"`, `"action":7`, 1), ErrMalformed, "action"},
 		{"attributes-array", strings.Replace(s, `{"amount_minor":1250000,"currency":"EUR","payee_known":true}`, `[1]`, 1), ErrMalformed, "attributes"},
-		{"version-2", strings.Replace(s, `"version":1}`, `"version":2}`, 1), ErrMalformed, "version"},
+		{"version-2-without-definition", strings.Replace(s, `"version":1}`, `"version":2}`, 1), ErrMalformed, "definition_digest"},
+		{"version-3", strings.Replace(s, `"version":1}`, `"version":3}`, 1), ErrMalformed, "version"},
+		{"version-1-with-definition", strings.Replace(s, `"decision":"needs_approval",`, `"decision":"needs_approval","definition_digest":"sha256:`+strings.Repeat("ab", 32)+`",`, 1), ErrMalformed, "definition_digest"},
+		{"version-2-zero-definition", strings.Replace(strings.Replace(s, `"decision":"needs_approval",`, `"decision":"needs_approval","definition_digest":"sha256:`+strings.Repeat("00", 32)+`",`, 1), `"version":1}`, `"version":2}`, 1), ErrMalformed, "definition_digest"},
 		{"bad-decision", strings.Replace(s, `"needs_approval"`, `"maybe"`, 1), ErrMalformed, "decision"},
 		{"bad-digest", strings.Replace(s, `"sha256:e19d`, `"sha256:E19D`, 1), ErrMalformed, "params_digest"},
 		{"bad-time", strings.Replace(s, `12:00:00.123456Z`, `12:00:00.123Z`, 1), ErrMalformed, "time"},
@@ -332,6 +335,10 @@ func TestSignedEntryMatchesMarshal(t *testing.T) {
 		e.Attributes = []byte(fmt.Sprintf(`{"a":{"b":1,"tiers_digest":%q},"z":%q}`, text, text))
 		e.Attributes, _ = commit.Canonicalize(e.Attributes)
 		e.Index = rapid.Uint64Range(0, commit.MaxSafeInteger).Draw(t, "index")
+		e.Definition = commit.Digest{}
+		if rapid.Bool().Draw(t, "v2") {
+			e.Definition[0] = 1
+		}
 		m, err := e.SignedMessage()
 		if err != nil {
 			t.Fatal(err)
@@ -390,5 +397,49 @@ func TestSetAttributes(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Field != "attributes" {
 			t.Errorf("SetAttributes(%.20s…) = %v, want a FieldError on attributes", bad, err)
 		}
+	}
+}
+
+// A version 2 entry names its action definition, round-trips, and its
+// signature is bound to its version: dropping the definition (making it
+// version 1) or adding one breaks it.
+func TestVersion2(t *testing.T) {
+	e, priv := sampleEntry(t)
+	if e.Version() != Version1 {
+		t.Fatalf("an entry without a definition is version %d", e.Version())
+	}
+	e.Definition = sha256.Sum256([]byte("definition"))
+	if _, err := e.Sign(e.KeyID, func(m []byte) []byte {
+		if !strings.HasPrefix(string(m), SignedDomainSeparatorV2) {
+			t.Errorf("version 2 message starts %q", m[:16])
+		}
+		return ed25519.Sign(priv, m)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"decision":"allow","definition_digest":"sha256:`) || !strings.HasSuffix(string(b), `"version":2}`) {
+		t.Errorf("version 2 entry: %s", b)
+	}
+	got, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	if err := got.Verify(e.KeyID, pub); err != nil || got.Definition != e.Definition {
+		t.Fatalf("Verify = %v, definition %v", err, got.Definition)
+	}
+	downgraded := *got
+	downgraded.Definition = commit.Digest{}
+	if err := downgraded.Verify(e.KeyID, pub); !errors.Is(err, ErrSignature) {
+		t.Errorf("the signature verified as version 1: %v", err)
+	}
+	other := *got
+	other.Definition[0] ^= 1
+	if err := other.Verify(e.KeyID, pub); !errors.Is(err, ErrSignature) {
+		t.Errorf("the signature verified with another definition: %v", err)
 	}
 }

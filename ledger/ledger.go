@@ -111,6 +111,10 @@ type Record struct {
 	Policies []string
 	Params   commit.Commitment
 	Tiers    commit.Digest
+	// Definition is the digest of the action definition the record was
+	// checked against (ledgerd's catalog), or zero; a non-zero one makes a
+	// version 2 entry.
+	Definition commit.Digest
 	// Attributes is a JSON object inside the strict domain; the ledger
 	// stores its canonical form.
 	Attributes []byte
@@ -387,7 +391,7 @@ func (l *Ledger) prepare(rec Record) (*entry.Entry, error) {
 		Origin: l.key.Name(), Time: time.Unix(0, 0).UTC(),
 		Mediator: rec.Mediator, Principal: rec.Principal, Action: rec.Action,
 		Decision: rec.Decision, Policies: policies,
-		Params: rec.Params, Tiers: rec.Tiers,
+		Params: rec.Params, Tiers: rec.Tiers, Definition: rec.Definition,
 		KeyID: l.key.ID(),
 	}
 	if err := e.SetAttributes(rec.Attributes); err != nil {

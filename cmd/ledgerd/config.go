@@ -54,6 +54,13 @@ type Config struct {
 	// API (checkpoint, tiles, entry bundles) is served, such as "/log".
 	// Optional; default "" (the root: /checkpoint, /tile/...).
 	TilesPrefix string `json:"tiles_prefix"`
+	// CatalogDir, if set, is a directory of action declarations (*.json,
+	// docs/declarations.md). Appends must then name a declared action,
+	// carry attributes its generated JSON Schema accepts and its
+	// applied-tiers digest, and their entries (version 2) record the
+	// declaration's action definition digest. Optional; default none:
+	// any action, version 1 entries.
+	CatalogDir string `json:"catalog_dir"`
 }
 
 // TLSConfig serves HTTPS, optionally requiring client certificates.
@@ -147,7 +154,7 @@ func loadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	base := filepath.Dir(path)
-	paths := []*string{&c.KeyFile, &c.StoreDir}
+	paths := []*string{&c.KeyFile, &c.StoreDir, &c.CatalogDir}
 	if c.TLS != nil {
 		paths = append(paths, &c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile)
 	}
@@ -214,6 +221,11 @@ func (c *Config) check() error {
 	for i, h := range c.ReaderTokensSHA256 {
 		if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size || strings.ToLower(h) != h {
 			return fmt.Errorf("reader_tokens_sha256[%d] is not 64 lower-case hex digits", i)
+		}
+	}
+	if c.CatalogDir != "" {
+		if st, err := os.Stat(c.CatalogDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("catalog_dir %s does not exist", c.CatalogDir)
 		}
 	}
 	_, err := c.checkpointInterval()

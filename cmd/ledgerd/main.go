@@ -147,6 +147,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
+	var cat catalog
+	if cfg.CatalogDir != "" {
+		if cat, err = loadCatalog(cfg.CatalogDir); err != nil {
+			return fail(stderr, "%v", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, err := ledger.OpenBadger(ctx, cfg.StoreDir, ledger.BadgerOptions{Logger: log})
@@ -164,7 +170,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		l.Close()
 		return fail(stderr, "%v", err)
 	}
-	srv := &http.Server{Handler: (&server{cfg: cfg, l: l, log: log, m: m}).routes(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: (&server{cfg: cfg, l: l, log: log, m: m, cat: cat}).routes(), ReadHeaderTimeout: 10 * time.Second}
 	scheme := "http"
 	if cfg.TLS != nil {
 		scheme = "https"

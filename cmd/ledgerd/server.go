@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ type server struct {
 	log *slog.Logger
 	m   *metrics // nil: routes makes one
 	rl  *limiter
+	cat catalog // nil: no catalog
 }
 
 func (s *server) routes() http.Handler {
@@ -44,6 +46,8 @@ func (s *server) routes() http.Handler {
 	read("GET /v1/proofs/{index}", s.tlogProof)
 	read("GET /v1/inclusion", s.inclusion)
 	read("GET /v1/consistency", s.consistency)
+	read("GET /v1/actions", s.actions)
+	read("GET /v1/actions/{action}", s.action)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", s.ready)
 	prefix := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
@@ -136,6 +140,24 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	if rec.Tiers, err = commit.ParseDigest(req.TiersDigest); err != nil {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "tiers_digest: %v", err)
 		return
+	}
+	if s.cat != nil {
+		a, declared := s.cat[req.Action]
+		if !declared {
+			s.refuse(w, http.StatusUnprocessableEntity, "unknown_action", "the action is not in the server's catalog")
+			return
+		}
+		if problem, ok := a.checkAttributes(req.Attributes); !ok {
+			s.refuse(w, http.StatusUnprocessableEntity, "attributes_not_declared", "attributes of %s: %s", req.Action, problem)
+			return
+		}
+		if !rec.Tiers.Equal(a.tiers) {
+			s.refuse(w, http.StatusUnprocessableEntity, "tiers_mismatch",
+				"tiers_digest is not the applied-tiers digest of the server's declaration of %s (%s)", req.Action, a.tiers)
+			return
+		}
+		// The definition is the server's, never the client's.
+		rec.Definition = a.definition
 	}
 	receipt, err := s.l.Append(r.Context(), rec)
 	switch {
@@ -389,4 +411,39 @@ func writeProofError(w http.ResponseWriter, err error) {
 	default:
 		writeError(w, http.StatusInternalServerError, "internal", "the proof could not be read")
 	}
+}
+
+// actions lists the catalog: each action with its applied-tiers and
+// action definition digests.
+func (s *server) actions(w http.ResponseWriter, r *http.Request) {
+	if s.cat == nil {
+		writeError(w, http.StatusNotFound, "no_catalog", "this ledger has no action catalog")
+		return
+	}
+	type item struct {
+		Action           string `json:"action"`
+		TiersDigest      string `json:"tiers_digest"`
+		DefinitionDigest string `json:"definition_digest"`
+	}
+	list := make([]item, 0, len(s.cat))
+	for name, a := range s.cat {
+		list = append(list, item{name, a.tiers.String(), a.definition.String()})
+	}
+	slices.SortFunc(list, func(a, b item) int { return strings.Compare(a.Action, b.Action) })
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"actions": list})
+}
+
+// action serves one declaration file byte for byte, so that an auditor
+// can recompute its digests (ledger-verify tiers).
+func (s *server) action(w http.ResponseWriter, r *http.Request) {
+	a, ok := s.cat[r.PathValue("action")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no such action in the catalog")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Ledger-Tiers-Digest", a.tiers.String())
+	w.Header().Set("Ledger-Definition-Digest", a.definition.String())
+	w.Write(a.file)
 }

@@ -41,6 +41,9 @@ func startServer(t testing.TB) *testServer {
 }
 
 // startServerWith lets a test change the config before the server starts.
+// testLogs, if set, receives the test servers' logs (JSON lines).
+var testLogs io.Writer
+
 func startServerWith(t testing.TB, change func(*Config)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
@@ -60,6 +63,15 @@ func startServerWith(t testing.TB, change func(*Config)) *testServer {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
+	if testLogs != nil {
+		logger = slog.New(slog.NewJSONHandler(testLogs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	var cat catalog
+	if cfg.CatalogDir != "" {
+		if cat, err = loadCatalog(cfg.CatalogDir); err != nil {
+			t.Fatal(err)
+		}
+	}
 	store, err := ledger.OpenBadger(t.Context(), cfg.StoreDir, ledger.BadgerOptions{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +82,7 @@ func startServerWith(t testing.TB, change func(*Config)) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	hs := httptest.NewServer((&server{cfg: cfg, l: l, log: logger}).routes())
+	hs := httptest.NewServer((&server{cfg: cfg, l: l, log: logger, cat: cat}).routes())
 	t.Cleanup(hs.Close)
 	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg}
 }
