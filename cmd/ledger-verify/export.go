@@ -228,48 +228,51 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func runParams(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("params", flag.ContinueOnError)
+// entryArgs are the arguments of a command about one entry of an export:
+// the export flags, --export, --index and one file.
+type entryArgs struct {
+	r          exportRun
+	exportFile string
+	index      uint64
+	file       string
+}
+
+// parseEntryArgs parses them; what names the file in the usage error.
+func parseEntryArgs(cmd, what string, args []string, stderr io.Writer) (*entryArgs, int) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var r exportRun
-	r.register(fs)
-	exportFile := fs.String("export", "", "")
+	var a entryArgs
+	a.r.register(fs)
+	fs.StringVar(&a.exportFile, "export", "", "")
 	indexText := fs.String("index", "", "")
 	if err := fs.Parse(args); err != nil {
-		return usageError(stderr, "params", "%v", err)
+		return nil, usageError(stderr, cmd, "%v", err)
 	}
-	if fs.NArg() != 1 || *exportFile == "" || *indexText == "" {
-		return usageError(stderr, "params", "needs --export, --index and exactly one candidate parameter file")
+	if fs.NArg() != 1 || a.exportFile == "" || *indexText == "" {
+		return nil, usageError(stderr, cmd, "needs --export, --index and exactly one %s", what)
 	}
-	index, err := strconv.ParseUint(*indexText, 10, 64)
-	if err != nil {
-		return usageError(stderr, "params", "--index %q is not an entry index", *indexText)
+	var err error
+	if a.index, err = strconv.ParseUint(*indexText, 10, 64); err != nil {
+		return nil, usageError(stderr, cmd, "--index %q is not an entry index", *indexText)
 	}
-	candidate, err := readFileLimit(fs.Arg(0), commit.DefaultMaxBytes)
+	a.file = fs.Arg(0)
+	return &a, exitOK
+}
+
+func runParams(args []string, stdout, stderr io.Writer) int {
+	a, code := parseEntryArgs("params", "candidate parameter file", args, stderr)
+	if a == nil {
+		return code
+	}
+	r, index := &a.r, a.index
+	candidate, err := readFileLimit(a.file, commit.DefaultMaxBytes)
 	if err != nil {
 		errorf(stderr, "params: %v", err)
 		return exitUsage
 	}
-	var found []byte
-	report, verr, uerr := r.verify(*exportFile, stderr, func(i uint64, b []byte) {
-		if i == index {
-			found = b
-		}
-	})
-	if uerr != nil {
-		errorf(stderr, "params: %v", uerr)
-		return exitUsage
-	}
-	if verr != nil {
-		return reportFailures(stdout, stderr, verr, r.json)
-	}
-	if found == nil {
-		errorf(stderr, "params: entry %d is not in the export (entries %d to %d)", index, report.Start, report.End)
-		return exitUsage
-	}
-	e, err := entry.Parse(found)
-	if err != nil { // verified above; kept so nothing unverified is compared
-		return reportFailures(stdout, stderr, err, r.json)
+	e, code := r.verifiedEntry("params", a.exportFile, index, stdout, stderr)
+	if e == nil {
+		return code
 	}
 	result, err := verify.Params(e, candidate)
 	if r.json {
@@ -293,6 +296,33 @@ func runParams(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// verifiedEntry verifies an export and returns its entry index, or nil
+// and the exit status after reporting why not.
+func (r *exportRun) verifiedEntry(cmd, exportFile string, index uint64, stdout, stderr io.Writer) (*entry.Entry, int) {
+	var found []byte
+	report, verr, uerr := r.verify(exportFile, stderr, func(i uint64, b []byte) {
+		if i == index {
+			found = b
+		}
+	})
+	if uerr != nil {
+		errorf(stderr, "%s: %v", cmd, uerr)
+		return nil, exitUsage
+	}
+	if verr != nil {
+		return nil, reportFailures(stdout, stderr, verr, r.json)
+	}
+	if found == nil {
+		errorf(stderr, "%s: entry %d is not in the export (entries %d to %d)", cmd, index, report.Start, report.End)
+		return nil, exitUsage
+	}
+	e, err := entry.Parse(found)
+	if err != nil { // verified above; kept so nothing unverified is compared
+		return nil, reportFailures(stdout, stderr, err, r.json)
+	}
+	return e, exitOK
 }
 
 func runProof(args []string, stdout, stderr io.Writer) int {

@@ -3,14 +3,20 @@
 //
 // Usage:
 //
+//	ledger-verify export (--key VKEY | --key-file FILE) [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
+//	ledger-verify params (--key VKEY | --key-file FILE) --export EXPORT --index N [--json] CANDIDATE
+//	ledger-verify proof  (--key VKEY | --key-file FILE) [--params CANDIDATE] [--json] TLOG-PROOF
+//	ledger-verify tiers  (--key VKEY | --key-file FILE) --export EXPORT --index N [--json] DECLARATION
 //	ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
 //
-// digest prints the parameter commitment (digest and canonical size) of the
-// JSON parameters in FILE ("-" for standard input), as docs/commitment.md
-// defines it, or says why the parameters are refused.
+// export verifies an export file (docs/export.md); params and tiers verify
+// one, then compare one entry with candidate parameters (docs/commitment.md)
+// or with an action declaration (docs/declarations.md); proof verifies a
+// C2SP tlog-proof file; digest prints a parameter commitment. The usage
+// text (ledger-verify --help) describes each.
 //
-// Exit status: 0 on success, 1 when the input is refused or fails
-// verification, 2 on bad usage or unreadable input.
+// Exit status: 0 verified (params, tiers: match), 1 verification failed
+// (or mismatch, or refused input), 2 bad usage or unreadable input.
 package main
 
 import (
@@ -31,6 +37,8 @@ const usage = `Usage:
                          --index N [--json] CANDIDATE
     ledger-verify proof (--key VKEY | --key-file FILE) [--params CANDIDATE]
                         [--json] TLOG-PROOF
+    ledger-verify tiers (--key VKEY | --key-file FILE) --export EXPORT
+                        --index N [--json] DECLARATION
     ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
 
 Commands:
@@ -46,6 +54,10 @@ Commands:
               checkpoint, the entry's signature, and its inclusion in the
               checkpoint's tree; with --params, compare candidate
               parameters with the entry's commitment.
+    tiers     Verify an export, then say whether entry N was minimized
+              under the action declaration DECLARATION (docs/declarations.md):
+              its applied-tiers digest, and for a version 2 entry its action
+              and action definition digest, recomputed from the file.
     digest    Print the parameter commitment of the JSON parameters in FILE
               ("-" reads standard input): the digest
               SHA-256("ledger/v1/params\n" || JCS(params)) and the size of
@@ -105,6 +117,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runParams(args[1:], stdout, stderr)
 	case "proof":
 		return runProof(args[1:], stdout, stderr)
+	case "tiers":
+		return runTiers(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -25,9 +24,17 @@ func TestMain(m *testing.M) {
 
 // TestScript runs the CLI scripts in testdata/script (txtar).
 func TestScript(t *testing.T) {
+	corpus, err := filepath.Abs(declarationsDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("LEDGER_DECLARATIONS", corpus)
+			return nil
+		},
 	})
 }
 
@@ -54,6 +61,15 @@ func makeFixture(args []string) int {
 	return 0
 }
 
+// declarationsDir is the reference corpus: from the environment in a
+// script (whose work directory is elsewhere), else relative to the package.
+func declarationsDir() string {
+	if d := os.Getenv("LEDGER_DECLARATIONS"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "..", "testdata", "declarations")
+}
+
 // fixture writes the files described at makeFixture into dir, signing with
 // skey (a new key if empty), and returns the private key text.
 func fixture(dir string, n int, skey string) (string, error) {
@@ -76,18 +92,41 @@ func fixture(dir string, n int, skey string) (string, error) {
 		return "", err
 	}
 	defer l.Close()
+	declFile, err := os.ReadFile(filepath.Join(declarationsDir(), "make_payment.json"))
+	if err != nil {
+		return "", err
+	}
+	decl, err := declare.Parse(declFile)
+	if err != nil {
+		return "", err
+	}
+	definition, err := decl.Digest()
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(at("make_payment.json"), declFile, 0o644); err != nil {
+		return "", err
+	}
+	allowlists := map[string]map[string]bool{"payees": {}}
 	for i := range n {
-		params := fmt.Sprintf(`{"to":"user%d@example.com","amount_minor":%d,"memo":"invoice %d"}`, i, 100*i, i)
-		c, err := commit.Params([]byte(params))
+		payee := fmt.Sprintf("DE%020d", i)
+		allowlists["payees"][payee] = true
+		params := fmt.Sprintf(`{"amount_minor":%d,"currency":"EUR","memo":"invoice %d","payee":%q}`, 100*i, i, payee)
+		// The corpus declaration minimizes the call, as a workload would;
+		// even entries record its definition (version 2), odd ones not.
+		res, err := decl.Minimize([]byte(params), declare.Options{Allowlists: allowlists})
 		if err != nil {
 			return "", err
 		}
-		if _, err := l.Append(ctx, ledger.Record{
+		rec := ledger.Record{
 			Mediator: "mediator-1", Principal: "agent-1", Action: "make_payment",
 			Decision: entry.Allow, Policies: []string{"payments.limit"},
-			Params: c, Tiers: sha256.Sum256([]byte("tiers")),
-			Attributes: []byte(fmt.Sprintf(`{"amount_minor":%d,"payee_known":true}`, 100*i)),
-		}); err != nil {
+			Params: res.Params, Tiers: res.Tiers, Attributes: res.Attributes,
+		}
+		if i%2 == 0 {
+			rec.Definition = definition
+		}
+		if _, err := l.Append(ctx, rec); err != nil {
 			return "", err
 		}
 		if i < 10 {

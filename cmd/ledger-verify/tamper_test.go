@@ -189,8 +189,8 @@ func TestTamperSuite(t *testing.T) {
 		{name: "non-canonical-whitespace", file: mutateEntry(full, 517, replaceIn(`,"decision":`, `, "decision":`)), want: `entry 517: encoding`},
 		{name: "non-canonical-order", file: mutateEntry(full, 517, func(t *testing.T, e []byte) []byte {
 			// Move "action" after "attributes": same members, other order.
-			re := regexp.MustCompile(`^\{("action":"[^"]*"),("attributes":\{[^}]*\}),`)
-			return re.ReplaceAll(e, []byte(`{$2,$1,`))
+			re := regexp.MustCompile(`^\{("action":"[^"]*"),("attributes":\{.*?\}\}),("decision")`)
+			return re.ReplaceAll(e, []byte(`{$2,$1,$3`))
 		}), want: `entry 517: encoding`},
 		{name: "drop", file: frameEdit(full, func(fs []frame) []frame {
 			i := entryFrame(fs, 517)
