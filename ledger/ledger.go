@@ -44,9 +44,10 @@ type Options struct {
 	// MaxBatchBytes bounds the bytes of entries in one group commit, so a
 	// batch stays one modest write. Optional; default 512 KiB.
 	MaxBatchBytes int
-	// MaxBatchWait is how long the sequencer waits for more records after
-	// the first of a batch arrives. Optional; default 0: a batch is what
-	// queued while the previous batch was being made durable.
+	// MaxBatchWait is how long an idle committer waits for more records
+	// after the first of a batch arrives (less if the batch fills).
+	// Optional; default 0: a batch is what queued while the previous
+	// batch was being made durable.
 	MaxBatchWait time.Duration
 	// QueueSize bounds the records waiting to be sequenced; Append
 	// returns ErrQueueFull beyond it. Optional; default 8192.
@@ -404,20 +405,14 @@ func (l *Ledger) prepare(rec Record) (*entry.Entry, error) {
 }
 
 // sequence is the single writer. It chains each record as it arrives
-// (index, time, prev) and hands it to the signing workers at once, so that
-// signing runs on every core while the previous batch is being stored.
-// Whenever commitLoop is idle it takes everything chained so far as one
-// batch: commits run back to back, each carrying what arrived during the
-// one before.
+// (index, time, prev) into the pending batch and hands it to the signing
+// workers at once, so that signing runs on every core while the previous
+// batch is being stored. The committer (commitLoop), as soon as a commit
+// returns, takes everything chained so far as the next batch itself:
+// commits run back to back, each carrying what arrived during the one
+// before, with no goroutine hand-off between them.
 func (l *Ledger) sequence() {
 	defer l.done.Done()
-	commits := make(chan *built)
-	idle := make(chan struct{}, 1)
-	committed := make(chan struct{})
-	go func() {
-		defer close(committed)
-		l.commitLoop(commits, idle)
-	}()
 	jobs := make(chan signJob, l.opts.MaxBatch)
 	var workers sync.WaitGroup
 	for range l.opts.SignWorkers {
@@ -429,24 +424,33 @@ func (l *Ledger) sequence() {
 			}
 		}()
 	}
+	l.mu.Lock()
+	p := &pipeline{
+		cur:     newPendingBatch(l.edge.size(), l.opts.MaxBatch),
+		chain:   chainState{hash: l.lastHash, time: l.lastTime},
+		ready:   make(chan struct{}, 1),
+		filled:  make(chan struct{}, 1),
+		taken:   make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+	}
+	edge := l.edge
+	l.mu.Unlock()
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		l.commitLoop(p, edge)
+	}()
 	defer func() {
+		close(p.stopped) // the committer stores what is pending, then returns
+		<-committed
 		close(jobs)
 		workers.Wait()
-		close(commits)
-		<-committed
 	}()
 
-	l.mu.Lock()
-	tip := tipState{edge: l.edge, hash: l.lastHash, time: l.lastTime}
-	l.mu.Unlock()
-	cur := newPendingBatch(tip.edge.size(), l.opts.MaxBatch)
 	for {
-		queue, ready := l.queue, idle
-		if cur.full(l.opts) {
-			queue = nil // wait for the store before taking more
-		}
-		if len(cur.requests) == 0 {
-			ready = nil
+		queue := l.queue
+		if p.full(l.opts) {
+			queue = nil // wait for the committer to take the batch
 		}
 		select {
 		case r := <-queue:
@@ -457,42 +461,90 @@ func (l *Ledger) sequence() {
 			if r.key != nil && l.deduplicate(r) {
 				continue
 			}
-			if err := cur.add(r, &tip, l.opts.Now); err != nil {
+			job, first, err := p.add(r, l.opts.Now)
+			if err != nil {
 				l.forgetKeys([]*request{r})
 				r.answer(result{err: err})
 				continue
 			}
-			cur.signing.Add(1)
-			jobs <- signJob{entry: r.entry, message: cur.messages[len(cur.messages)-1], done: &cur.signing,
-				leaf: &cur.leaves[len(cur.leaves)-1], hash: &cur.hashes[len(cur.hashes)-1], err: &cur.errs[len(cur.errs)-1]}
-		case <-ready:
-			b, err := cur.finish(&tip)
-			if err != nil {
-				// tip already chains these entries: nothing after them
-				// may be appended.
-				l.mu.Lock()
-				l.failed = err
-				l.mu.Unlock()
-				l.forgetKeys(cur.requests)
-				answerAll(cur.requests, err)
-				idle <- struct{}{} // the committer is still idle
-			} else {
-				commits <- b
+			jobs <- job
+			if first {
+				signal(p.ready)
 			}
-			cur = newPendingBatch(tip.edge.size(), l.opts.MaxBatch)
+			if p.full(l.opts) {
+				signal(p.filled)
+			}
+		case <-p.taken:
+			// The committer took the batch: there is room again.
 		case <-l.stop:
 			l.drain()
-			if len(cur.requests) > 0 {
-				<-idle
-				if b, err := cur.finish(&tip); err != nil {
-					answerAll(cur.requests, err)
-				} else {
-					commits <- b
-				}
-			}
 			return
 		}
 	}
+}
+
+// pipeline is where the sequencer leaves chained records and the
+// committer takes them.
+type pipeline struct {
+	mu    sync.Mutex
+	cur   *pendingBatch // chained, not yet taken
+	chain chainState    // the chain's end, including cur
+
+	ready   chan struct{} // cur became non-empty
+	filled  chan struct{} // cur became full
+	taken   chan struct{} // the committer took cur
+	stopped chan struct{} // closed when the sequencer stops
+}
+
+// signal wakes the goroutine waiting on c, if it is not awake already.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// chainState is the end of the hash chain: the entry hash and time of the
+// last entry chained.
+type chainState struct {
+	hash commit.Digest
+	time time.Time
+}
+
+func (p *pipeline) full(o Options) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur.full(o)
+}
+
+// add chains r into the pending batch and returns its signing job, and
+// whether it is the batch's first record.
+func (p *pipeline) add(r *request, now func() time.Time) (signJob, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.cur
+	if err := c.add(r, &p.chain, now); err != nil {
+		return signJob{}, false, err
+	}
+	i := len(c.requests) - 1
+	c.signing.Add(1)
+	return signJob{entry: r.entry, message: c.messages[i], done: &c.signing,
+		leaf: &c.leaves[i], hash: &c.hashes[i], err: &c.errs[i]}, i == 0, nil
+}
+
+// take returns the pending batch, or nil if it is empty, and starts a new
+// one. The batch records the chain's end after it.
+func (p *pipeline) take(maxBatch int) *pendingBatch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.cur
+	if len(c.requests) == 0 {
+		return nil
+	}
+	c.end = p.chain
+	p.cur = newPendingBatch(c.start+uint64(len(c.requests)), maxBatch)
+	signal(p.taken)
+	return c
 }
 
 // pendingBatch collects chained records until the committer takes them.
@@ -508,6 +560,7 @@ type pendingBatch struct {
 	errs     []error
 	bytes    int
 	signing  sync.WaitGroup
+	end      chainState // the chain's end after this batch, set when taken
 }
 
 func newPendingBatch(start uint64, maxBatch int) *pendingBatch {
@@ -542,7 +595,7 @@ func (p *pendingBatch) full(o Options) bool {
 // add chains r onto tip. The slices were allocated at MaxBatch capacity
 // and full stops adds before it, so the pointers handed to workers stay
 // valid.
-func (p *pendingBatch) add(r *request, tip *tipState, now func() time.Time) error {
+func (p *pendingBatch) add(r *request, tip *chainState, now func() time.Time) error {
 	e := r.entry
 	e.Index = p.start + uint64(len(p.requests))
 	t := now().UTC().Truncate(time.Microsecond)
@@ -564,22 +617,23 @@ func (p *pendingBatch) add(r *request, tip *tipState, now func() time.Time) erro
 	return nil
 }
 
-// finish waits for the batch's signatures and extends the tree.
-func (p *pendingBatch) finish(tip *tipState) (*built, error) {
+// finish waits for the batch's signatures and extends the tree edge,
+// returning the batch to store and the edge after it.
+func (p *pendingBatch) finish(e *edge) (*built, error) {
 	p.signing.Wait()
 	if err := errors.Join(p.errs...); err != nil {
 		return nil, fmt.Errorf("ledger: encoding batch: %w", err)
 	}
-	next := tip.edge.clone()
+	next := e.clone()
 	tiles, err := next.appendLeaves(p.hashes)
 	if err != nil {
 		return nil, err
 	}
-	tip.edge = next
 	return &built{
 		requests: p.requests,
 		batch:    Batch{Start: p.start, Entries: p.leaves, LeafHashes: p.hashes, Tiles: tiles, Keys: p.keys()},
-		tip:      *tip,
+		edge:     next,
+		end:      p.end,
 	}, nil
 }
 
@@ -604,19 +658,12 @@ func (j signJob) run(key *Key) {
 	}
 }
 
-// tipState is the end of the chain and tree including batches not yet
-// durable.
-type tipState struct {
-	edge *edge
-	hash commit.Digest
-	time time.Time
-}
-
 // built is a signed batch on its way to the store.
 type built struct {
 	requests []*request
 	batch    Batch
-	tip      tipState // after this batch
+	edge     *edge      // the tree after this batch
+	end      chainState // the chain after this batch
 }
 
 func answerAll(batch []*request, err error) {
@@ -657,22 +704,62 @@ func (l *Ledger) drain() {
 	}
 }
 
-// commitLoop stores built batches in order and answers their requests once
-// durable. After a storage failure it stores nothing more: the store may
-// be unable to say whether the failed batch is durable (a failed fsync),
-// and the batches built on top of it would reuse or skip indices.
-// Reopening reads the truth from the store.
-func (l *Ledger) commitLoop(commits <-chan *built, idle chan<- struct{}) {
-	idle <- struct{}{}
-	for b := range commits {
-		ok := l.store1(b)
-		// The next batch may start before this one's appenders hear back.
-		idle <- struct{}{}
-		if ok {
-			for i, r := range b.requests {
-				r.answer(result{receipt: Receipt{Index: b.batch.Start + uint64(i), Entry: b.batch.Entries[i], LeafHash: b.batch.LeafHashes[i]}})
+// commitLoop stores batches in order and answers their requests once
+// durable: whenever it is free it takes the pending batch, waits for its
+// signatures and commits it. After a storage failure it stores nothing
+// more: the store may be unable to say whether the failed batch is durable
+// (a failed fsync), and the batches built on top of it would reuse or skip
+// indices. Reopening reads the truth from the store. When the sequencer
+// stops, it stores what is pending and returns.
+func (l *Ledger) commitLoop(p *pipeline, e *edge) {
+	for {
+		select {
+		case <-p.ready:
+			if w := l.opts.MaxBatchWait; w > 0 {
+				// The store was idle: give the batch time to grow.
+				t := time.NewTimer(w)
+				select {
+				case <-t.C:
+				case <-p.filled:
+				case <-p.stopped:
+				}
+				t.Stop()
 			}
+		case <-p.stopped:
+			if c := p.take(l.opts.MaxBatch); c != nil {
+				l.commitBatch(c, &e)
+			}
+			return
 		}
+		for {
+			c := p.take(l.opts.MaxBatch)
+			if c == nil {
+				break
+			}
+			l.commitBatch(c, &e)
+		}
+	}
+}
+
+// commitBatch finishes, stores and answers one batch, moving e on.
+func (l *Ledger) commitBatch(c *pendingBatch, e **edge) {
+	b, err := c.finish(*e)
+	if err != nil {
+		// The chain already holds these entries: nothing after them may
+		// be appended.
+		l.mu.Lock()
+		l.failed = err
+		l.mu.Unlock()
+		l.forgetKeys(c.requests)
+		answerAll(c.requests, err)
+		return
+	}
+	if !l.store1(b) {
+		return
+	}
+	*e = b.edge
+	for i, r := range b.requests {
+		r.answer(result{receipt: Receipt{Index: b.batch.Start + uint64(i), Entry: b.batch.Entries[i], LeafHash: b.batch.LeafHashes[i]}})
 	}
 }
 
@@ -696,7 +783,7 @@ func (l *Ledger) store1(b *built) bool {
 		return false
 	}
 	l.mu.Lock()
-	l.edge, l.lastHash, l.lastTime = b.tip.edge, b.tip.hash, b.tip.time
+	l.edge, l.lastHash, l.lastTime = b.edge, b.end.hash, b.end.time
 	l.mu.Unlock()
 	l.forgetKeys(b.requests)
 	if l.opts.OnBatch != nil {

@@ -524,3 +524,65 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Fatalf("size %d", l.Size())
 	}
 }
+
+// The batch bounds hold: no commit exceeds MaxBatch entries, and with
+// MaxBatchWait an idle committer waits for the batch to grow (or fill)
+// instead of committing its first record alone.
+func TestBatchBounds(t *testing.T) {
+	k := testKey(t)
+	var mu sync.Mutex
+	var sizes []int
+	onBatch := func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+
+	l, err := Open(context.Background(), NewMemStore(), k, Options{CheckpointInterval: -1, Logger: discardLogger(),
+		MaxBatch: 4, OnBatch: onBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 0, 200)
+	l.Close()
+	mu.Lock()
+	for _, n := range sizes {
+		if n > 4 {
+			t.Errorf("a batch of %d entries with MaxBatch 4", n)
+		}
+	}
+	sizes = nil
+	mu.Unlock()
+
+	const wait = 400 * time.Millisecond
+	l, err = Open(context.Background(), NewMemStore(), k, Options{CheckpointInterval: -1, Logger: discardLogger(),
+		MaxBatch: 8, MaxBatchWait: wait, OnBatch: onBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	t0 := time.Now()
+	if _, err := l.Append(context.Background(), testRecord(t, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d < wait {
+		t.Errorf("a lone append returned after %v, before MaxBatchWait %v", d, wait)
+	}
+	// Eight at once fill the batch: one commit, without waiting it out.
+	t0 = time.Now()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Append(context.Background(), testRecord(t, 1+i)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) != 2 || sizes[1] != 8 {
+		t.Errorf("batches %v; want [1 8]", sizes)
+	}
+	if d := time.Since(t0); d >= wait {
+		t.Errorf("a full batch took %v: the committer waited out MaxBatchWait %v", d, wait)
+	}
+}
