@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -217,13 +218,31 @@ func (r *frameReader) u64() uint64 {
 
 // frameLog is the set of segment files in one directory. Appends come from
 // one goroutine at a time (the store's single writer); reads from any.
+//
+// A new segment starts as a file of maxSegment zero bytes, written and
+// synced ahead of need (the spare): appending into bytes the file already
+// has lets fdatasync skip the file-size update in the file system's
+// journal, which halves its latency on the reference machine (20 KB
+// write+fdatasync, median of 500: 250 µs against 480 µs). So the last
+// segment's file is longer than its frames; its end is where the frames
+// stop (recover finds it). A segment that is complete is cut to its
+// frames before the next one starts.
 type frameLog struct {
 	dir        string
 	maxSegment int64
 
 	mu       sync.RWMutex
 	segments []*segment // by first position; the last one takes appends
+
+	spareMu   sync.Mutex
+	spare     *os.File // a prepared spare, or nil
+	preparing bool
+	closing   bool
+	prepared  sync.WaitGroup
 }
+
+// spareName is the spare segment file while it is prepared and waits.
+const spareName = "spare.frames.tmp"
 
 type segment struct {
 	first int64 // log position of the file's first byte
@@ -249,6 +268,10 @@ func openFrameLog(dir string, maxSegment int64) (*frameLog, error) {
 		return nil, fmt.Errorf("ledger: reading the frame log directory: %w", err)
 	}
 	l := &frameLog{dir: dir, maxSegment: maxSegment}
+	// A spare left by an earlier process may be half written.
+	if err := os.Remove(filepath.Join(dir, spareName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("ledger: removing an old spare segment: %w", err)
+	}
 	for _, d := range names {
 		name := d.Name()
 		if !strings.HasSuffix(name, segmentSuffix) {
@@ -281,7 +304,64 @@ func openFrameLog(dir string, maxSegment int64) (*frameLog, error) {
 			return nil, err
 		}
 	}
+	l.prepareSpare()
 	return l, nil
+}
+
+// prepareSpare writes a spare segment file of maxSegment zero bytes in the
+// background, unless one is ready or on its way.
+func (l *frameLog) prepareSpare() {
+	l.spareMu.Lock()
+	defer l.spareMu.Unlock()
+	if l.spare != nil || l.preparing || l.closing {
+		return
+	}
+	l.preparing = true
+	l.prepared.Add(1)
+	go func() {
+		defer l.prepared.Done()
+		f, err := l.writeSpare()
+		l.spareMu.Lock()
+		defer l.spareMu.Unlock()
+		l.preparing = false
+		if err != nil || l.closing {
+			// Without a spare the next segment is a plain new file.
+			if f != nil {
+				f.Close()
+			}
+			return
+		}
+		l.spare = f
+	}()
+}
+
+func (l *frameLog) writeSpare() (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(l.dir, spareName), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	zeros := make([]byte, 1<<20)
+	for off := int64(0); off < l.maxSegment; off += int64(len(zeros)) {
+		l.spareMu.Lock()
+		closing := l.closing
+		l.spareMu.Unlock()
+		if closing {
+			return f, errors.New("closing")
+		}
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), l.maxSegment-off)], off); err != nil {
+			return f, err
+		}
+	}
+	return f, f.Sync()
+}
+
+// takeSpare returns the prepared spare, or nil.
+func (l *frameLog) takeSpare() *os.File {
+	l.spareMu.Lock()
+	defer l.spareMu.Unlock()
+	f := l.spare
+	l.spare = nil
+	return f
 }
 
 // append writes frame at the end of the log and makes it durable; it
@@ -299,6 +379,9 @@ func (l *frameLog) append(frame []byte) (int64, error) {
 		first := int64(0)
 		if last != nil {
 			first = last.end()
+			if err := last.finish(); err != nil {
+				return 0, err
+			}
 		}
 		var err error
 		if last, err = l.newSegment(first); err != nil {
@@ -318,13 +401,29 @@ func (l *frameLog) append(frame []byte) (int64, error) {
 	return pos, nil
 }
 
-// newSegment creates the segment starting at log position first and makes
-// its directory entry durable.
+// newSegment creates the segment starting at log position first, from the
+// spare if one is ready, makes its directory entry durable, and has the
+// next spare prepared.
 func (l *frameLog) newSegment(first int64) (*segment, error) {
 	name := segmentName(first)
-	f, err := os.OpenFile(filepath.Join(l.dir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: creating segment %s: %w", name, err)
+	path := filepath.Join(l.dir, name)
+	var f *os.File
+	if spare := l.takeSpare(); spare != nil {
+		// Rename would replace an existing file without a word.
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			spare.Close()
+			return nil, fmt.Errorf("ledger: creating segment %s: it exists already", name)
+		}
+		if err := os.Rename(filepath.Join(l.dir, spareName), path); err != nil {
+			spare.Close()
+			return nil, fmt.Errorf("ledger: creating segment %s: %w", name, err)
+		}
+		f = spare
+	} else {
+		var err error
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+			return nil, fmt.Errorf("ledger: creating segment %s: %w", name, err)
+		}
 	}
 	if err := syncDir(l.dir); err != nil {
 		f.Close()
@@ -334,7 +433,27 @@ func (l *frameLog) newSegment(first int64) (*segment, error) {
 	l.mu.Lock()
 	l.segments = append(l.segments, s)
 	l.mu.Unlock()
+	l.prepareSpare()
 	return s, nil
+}
+
+// finish cuts a complete segment's file to its frames, so that the next
+// segment starts where its file ends.
+func (s *segment) finish() error {
+	info, err := s.f.Stat()
+	if err != nil {
+		return fmt.Errorf("ledger: finishing segment %s: %w", segmentName(s.first), err)
+	}
+	if info.Size() == s.size {
+		return nil
+	}
+	if err := s.f.Truncate(s.size); err != nil {
+		return fmt.Errorf("ledger: finishing segment %s: %w", segmentName(s.first), err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("ledger: finishing segment %s: %w", segmentName(s.first), err)
+	}
+	return nil
 }
 
 // segmentAt returns the segment holding log position pos.
@@ -459,6 +578,17 @@ func (l *frameLog) truncate(i int, pos int64, next uint64) (int64, error) {
 		}
 	}
 	tail := s.end() - pos
+	if i == len(l.segments)-1 {
+		zero, err := zeroFrom(s, pos-s.first)
+		if err != nil {
+			return 0, err
+		}
+		if zero {
+			// The unwritten rest of a spare: the frames end here.
+			s.size = pos - s.first
+			return 0, nil
+		}
+	}
 	if tail > maxTornTail {
 		return 0, fmt.Errorf("%w: a damaged frame at log position %d is followed by %d bytes", errCorrupt, pos, tail)
 	}
@@ -486,6 +616,27 @@ func (l *frameLog) truncate(i int, pos int64, next uint64) (int64, error) {
 	return tail, nil
 }
 
+// zeroFrom reports whether s's file holds only zero bytes from off on.
+func zeroFrom(s *segment, off int64) (bool, error) {
+	buf := make([]byte, 1<<20)
+	for off < s.size {
+		n, err := s.f.ReadAt(buf[:min(int64(len(buf)), s.size-off)], off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, fmt.Errorf("ledger: reading segment %s: %w", segmentName(s.first), err)
+		}
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return false, nil
+			}
+		}
+		if n == 0 {
+			break
+		}
+		off += int64(n)
+	}
+	return true, nil
+}
+
 // wholeFrameIn returns the offset of the first whole frame in b for an
 // index at or after next, or -1. Only headers whose length fits and whose
 // start index is plausible are checksummed.
@@ -507,6 +658,13 @@ func wholeFrameIn(b []byte, next uint64) int {
 }
 
 func (l *frameLog) close() error {
+	l.spareMu.Lock()
+	l.closing = true
+	l.spareMu.Unlock()
+	l.prepared.Wait()
+	if spare := l.takeSpare(); spare != nil {
+		spare.Close()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var errs []error

@@ -116,6 +116,17 @@ func (f *frameStore) segments() []string {
 	return names
 }
 
+// frames returns a segment file's frames: its bytes without the zeros of
+// its spare (a frame ends with an entry, whose last byte is '}').
+func frames(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimRight(b, "\x00")
+}
+
 // copyDir copies the files of src into a new dst.
 func copyDir(t *testing.T, src, dst string) {
 	t.Helper()
@@ -186,26 +197,21 @@ func TestBadgerTornFrame(t *testing.T) {
 			restore := f.snapshotIndex()
 			segs := f.segments()
 			last := segs[len(segs)-1]
-			before, err := os.ReadFile(last)
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := frames(t, last)
 			// Commit one more batch to capture its frame's bytes, then
-			// put the files back as if the crash had cut that write.
+			// put the files back as if the crash had cut that write (the
+			// segment without its spare's zeros: the torn write is the
+			// end of the file).
 			f.commit(1)
-			after, err := os.ReadFile(last)
-			if err != nil {
-				t.Fatal(err)
-			}
-			frame := after[len(before):]
+			frame := frames(t, last)[len(before):]
 			f.batches = f.batches[:2]
 			restore()
-			if err := os.WriteFile(last, append(before, tail.make(frame)...), 0o600); err != nil {
+			if err := os.WriteFile(last, append(bytes.Clone(before), tail.make(frame)...), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			f.check()
-			if got, err := os.ReadFile(last); err != nil || !bytes.Equal(got, before) {
-				t.Fatalf("segment after open is %d bytes, %v; want the %d before the torn frame", len(got), err, len(before))
+			if got := frames(t, last); !bytes.Equal(got, before) {
+				t.Fatalf("segment after open holds %d bytes of frames; want the %d before the torn frame", len(got), len(before))
 			}
 			f.commit(2)
 			f.check()
@@ -227,7 +233,7 @@ func TestBadgerDamagedFrames(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Inside the second frame, which the index does not record.
-		b[len(b)*2/4] ^= 1
+		b[len(frames(t, seg))*2/4] ^= 1
 		if err := os.WriteFile(seg, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -269,14 +275,10 @@ func TestBadgerDamagedFrames(t *testing.T) {
 		f := newFrameStore(t)
 		f.commit(2)
 		seg := f.segments()[0]
-		info, err := os.Stat(seg)
-		if err != nil {
+		if err := os.Truncate(seg, int64(len(frames(t, seg)))-1); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Truncate(seg, info.Size()-1); err != nil {
-			t.Fatal(err)
-		}
-		_, err = f.open()
+		_, err := f.open()
 		wantCorrupt(t, err, "the frame log ends at")
 	})
 	t.Run("segment missing", func(t *testing.T) {
