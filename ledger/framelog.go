@@ -340,7 +340,7 @@ func (l *frameLog) writeSpare() (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	zeros := make([]byte, 1<<20)
+	zeros := make([]byte, 256<<10)
 	for off := int64(0); off < l.maxSegment; off += int64(len(zeros)) {
 		l.spareMu.Lock()
 		closing := l.closing
@@ -349,6 +349,11 @@ func (l *frameLog) writeSpare() (*os.File, error) {
 			return f, errors.New("closing")
 		}
 		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), l.maxSegment-off)], off); err != nil {
+			return f, err
+		}
+		// Sync as it goes: a long queue of zeros would make every
+		// concurrent frame sync wait behind it.
+		if err := syncData(f); err != nil {
 			return f, err
 		}
 	}
