@@ -139,7 +139,8 @@ type BadgerOptions struct {
 
 	// SegmentSize is the size from which the frame log starts a new
 	// segment file. Optional, default 64 MiB; at least 1 MiB. A batch
-	// larger than a segment gets a segment of its own.
+	// larger than a segment gets a segment of its own. Each new segment
+	// is first written as SegmentSize zero bytes, in the background.
 	SegmentSize int64
 
 	// Logger receives badger's messages and the store's own. Optional,
