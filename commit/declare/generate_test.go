@@ -1,7 +1,6 @@
 package declare_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -93,23 +92,7 @@ action "send_email" appliesTo {
 // the corpus attributes and refuses anything that would widen disclosure.
 func TestJSONSchema(t *testing.T) {
 	decls := corpusDecls(t)
-	compile := func(d *declare.Declaration) *jsonschema.Schema {
-		t.Helper()
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.JSONSchema()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := jsonschema.NewCompiler()
-		url := "urn:decision-ledger:attributes:" + d.Action
-		if err := c.AddResource(url, doc); err != nil {
-			t.Fatal(err)
-		}
-		s, err := c.Compile(url)
-		if err != nil {
-			t.Fatalf("%s: the schema does not compile: %v", d.Action, err)
-		}
-		return s
-	}
+	compile := func(d *declare.Declaration) *jsonschema.Schema { return compileSchema(t, d) }
 	valid := func(s *jsonschema.Schema, attrs string) error {
 		v, err := jsonschema.UnmarshalJSON(strings.NewReader(attrs))
 		if err != nil {
