@@ -38,11 +38,12 @@ import (
 //	'm' "end"                   u64 log position after the last frame indexed
 //	'm' "checkpoint"            u64 tree size of the latest checkpoint
 //
-// Commit writes the frame, syncs it, and then indexes it in badger without
-// a sync: the frame is the durable copy. The tree size and the log
-// position are written in the last transaction that indexes a frame, and
-// reads only see entries below the indexed size, so a batch becomes
-// visible all at once. Badger's own log replays as a prefix of its
+// Commit writes the frame and syncs it, then returns: the frame is the
+// durable copy. An indexer goroutine indexes it in badger afterwards,
+// without a sync, and until then reads find the frame's entries, keys,
+// leaf hashes and tiles in an overlay (overlay.go); a batch becomes visible
+// all at once when its frame is added there. The tree size and the log
+// position are written in the last transaction that indexes a frame. Badger's own log replays as a prefix of its
 // transactions after a crash; AddCheckpoint syncs badger, and
 // OpenBadger re-indexes every frame after the last one badger kept. (A
 // badger Sequence would not do for the size: it leases numbers ahead and
@@ -51,10 +52,14 @@ type BadgerStore struct {
 	db  *badger.DB
 	log *frameLog
 
-	// writeMu serializes the writes to badger of Commit and
-	// AddCheckpoint, and guards the fields below.
+	// ov holds the durable frames the indexer has not yet written to
+	// badger (overlay.go); indexerDone is closed when the indexer stops.
+	ov          *overlay
+	indexerDone chan struct{}
+
+	// writeMu serializes the writes of Commit and AddCheckpoint, and
+	// guards the fields below.
 	writeMu sync.Mutex
-	size    uint64
 	broken  error // a write whose outcome is unknown: refuse further writes
 	buf     []byte
 	locs    []entryLocation
@@ -281,11 +286,16 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 		log.close()
 		return nil, fmt.Errorf("ledger: opening badger index in %s: %w", dir, err)
 	}
-	s := &BadgerStore{db: db, log: log}
-	if err := s.recover(ctx, opts.Logger); err != nil {
-		s.Close()
+	s := &BadgerStore{db: db, log: log, indexerDone: make(chan struct{})}
+	size, err := s.recover(ctx, opts.Logger)
+	if err != nil {
+		close(s.indexerDone)
+		db.Close()
+		log.close()
 		return nil, err
 	}
+	s.ov = newOverlay(size)
+	go s.runIndexer()
 	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
 		warnNoMemoryLimit.Do(func() {
 			opts.Logger.WarnContext(ctx, "ledger: no Go memory limit is set (GOMEMLIMIT); "+
@@ -294,7 +304,7 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 	}
 	opts.Logger.DebugContext(ctx, "ledger: badger store opened",
 		slog.String("dir", dir),
-		slog.Uint64("size", s.size),
+		slog.Uint64("size", size),
 		slog.Int64("memtable_size", bo.MemTableSize),
 		slog.Int("num_memtables", bo.NumMemtables),
 		slog.Int64("block_cache_size", bo.BlockCacheSize),
@@ -303,51 +313,74 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 	return s, nil
 }
 
-// recover indexes the frames after the last one badger holds, and makes
-// the result durable.
-func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) error {
-	var end uint64
+// recover indexes the frames after the last one badger holds, makes the
+// result durable, and returns the number of entries.
+func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
+	var size, end uint64
 	err := s.db.View(func(txn *badger.Txn) error {
 		var err error
-		if s.size, _, err = getUint64(txn, keySize); err != nil {
+		if size, _, err = getUint64(txn, keySize); err != nil {
 			return err
 		}
 		end, _, err = getUint64(txn, keyLogEnd)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("ledger: reading the index: %w", err)
+		return 0, fmt.Errorf("ledger: reading the index: %w", err)
 	}
 	replayed := 0
-	dropped, err := s.log.recover(int64(end), s.size, func(pos int64, payload []byte) (uint64, error) {
+	dropped, err := s.log.recover(int64(end), size, func(pos int64, payload []byte) (uint64, error) {
 		b, locs, err := decodeFrame(payload)
 		if err != nil {
 			return 0, fmt.Errorf("%w: frame at log position %d: %w", errCorrupt, pos, err)
 		}
-		if b.Start != s.size {
-			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, the index holds %d entries", errCorrupt, pos, b.Start, s.size)
+		if b.Start != size {
+			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, the index holds %d entries", errCorrupt, pos, b.Start, size)
 		}
-		if err := s.index(b, pos, locs, pos+frameHeaderSize+int64(len(payload))); err != nil {
+		for i := range locs {
+			locs[i].pos += pos
+		}
+		if err := s.index(b, locs, pos+frameHeaderSize+int64(len(payload))); err != nil {
 			return 0, err
 		}
 		replayed++
-		s.size += uint64(len(b.Entries))
-		return s.size, nil
+		size += uint64(len(b.Entries))
+		return size, nil
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if dropped > 0 {
 		log.WarnContext(ctx, "ledger: dropped a frame torn by a crash (never acknowledged)",
-			slog.Uint64("size", s.size), slog.Int64("bytes", dropped))
+			slog.Uint64("size", size), slog.Int64("bytes", dropped))
 	}
 	if replayed > 0 || dropped > 0 {
-		log.InfoContext(ctx, "ledger: indexed frames after a crash", slog.Int("frames", replayed), slog.Uint64("size", s.size))
+		log.InfoContext(ctx, "ledger: indexed frames after a crash", slog.Int("frames", replayed), slog.Uint64("size", size))
 		if err := s.db.Sync(); err != nil {
-			return fmt.Errorf("ledger: syncing the index: %w", err)
+			return 0, fmt.Errorf("ledger: syncing the index: %w", err)
 		}
 	}
-	return nil
+	return size, nil
+}
+
+// runIndexer indexes durable frames in badger, in order, until the store
+// closes and none is left, or until indexing fails.
+func (s *BadgerStore) runIndexer() {
+	defer close(s.indexerDone)
+	for {
+		f := s.ov.next()
+		if f == nil {
+			return
+		}
+		if err := s.index(f.batch, f.locs, f.end); err != nil {
+			s.writeMu.Lock()
+			s.broken = err
+			s.writeMu.Unlock()
+			s.ov.fail(err)
+			return
+		}
+		s.ov.indexed(f)
+	}
 }
 
 // Close closes the index and the frame log. Calling it again returns the
@@ -355,6 +388,13 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) error {
 func (s *BadgerStore) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
+		if s.ov != nil {
+			s.ov.mu.Lock()
+			s.ov.stop = true
+			s.ov.cond.Broadcast()
+			s.ov.mu.Unlock()
+		}
+		<-s.indexerDone // it indexes what is pending first
 		if err := s.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: closing badger index: %w", err))
 		}
@@ -368,12 +408,8 @@ func (s *BadgerStore) Close() error {
 
 // State implements Store.
 func (s *BadgerStore) State(ctx context.Context) (State, error) {
-	var st State
+	st := State{Size: s.ov.durableSize()}
 	err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		if st.Size, _, err = getUint64(txn, keySize); err != nil {
-			return err
-		}
 		size, ok, err := getUint64(txn, keyLatestCheckpoint)
 		if err != nil || !ok {
 			return err
@@ -408,8 +444,8 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 	if s.broken != nil {
 		return fmt.Errorf("%w: %w", errStoreBroken, s.broken)
 	}
-	if b.Start != s.size {
-		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, s.size, ErrConflict)
+	if size := s.ov.durableSize(); b.Start != size {
+		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, size, ErrConflict)
 	}
 	if err := s.checkKeysUnused(b); err != nil {
 		return err
@@ -424,20 +460,22 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 		s.buf, s.locs = frame, locs
 	}
 	pos, err := s.log.append(frame)
-	if err == nil {
-		err = s.index(b, pos, locs, pos+int64(len(frame)))
-	}
 	if err != nil {
 		// The frame may be durable or not: only a reopen can tell.
 		s.broken = err
 		return fmt.Errorf("ledger: committing batch at %d: %w", b.Start, err)
 	}
-	s.size += uint64(len(b.Entries))
+	s.ov.add(b, pos, pos+int64(len(frame)), locs)
 	return nil
 }
 
 // checkKeysUnused refuses a batch with an idempotency key already stored.
 func (s *BadgerStore) checkKeysUnused(b Batch) error {
+	for _, k := range b.Keys {
+		if _, ok := s.ov.keyIndex(k); ok && len(k) > 0 {
+			return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ErrConflict)
+		}
+	}
 	return s.db.View(func(txn *badger.Txn) error {
 		for _, k := range b.Keys {
 			if len(k) == 0 {
@@ -454,21 +492,19 @@ func (s *BadgerStore) checkKeysUnused(b Batch) error {
 	})
 }
 
-// index writes badger's index of the frame of b at log position pos,
-// ending at end; locs are the entries' locations relative to pos. A batch
+// index writes badger's index of the frame of b, ending at log position
+// end; locs are the entries' locations (b.Entries is not read). A batch
 // too large for one badger transaction is written in several: the last
-// one sets the size and the log position, which make it visible.
-// Re-indexing a frame after a crash writes the same keys and values.
-func (s *BadgerStore) index(b Batch, pos int64, locs []entryLocation, end int64) error {
+// one sets the size and the log position. Re-indexing a frame after a
+// crash writes the same keys and values.
+func (s *BadgerStore) index(b Batch, locs []entryLocation, end int64) error {
 	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
 	// Badger keeps the slices it is given until the commit: one array
 	// holds every location, each in its own part.
-	values := make([]byte, 0, entryLocationSize*len(b.Entries))
-	for i := range b.Entries {
+	values := make([]byte, 0, entryLocationSize*len(locs))
+	for i, l := range locs {
 		index := b.Start + uint64(i)
-		l := locs[i]
-		l.pos += pos
 		values = l.append(values)
 		w.set(entryKey(index), values[len(values)-entryLocationSize:])
 		w.set(leafHashKey(b.LeafHashes[i], index), nil)
@@ -481,7 +517,7 @@ func (s *BadgerStore) index(b Batch, pos int64, locs []entryLocation, end int64)
 	for _, t := range b.Tiles {
 		w.set(tileKey(t.Level, t.Index), t.Hashes)
 	}
-	w.set(keySize, binary.BigEndian.AppendUint64(nil, b.Start+uint64(len(b.Entries))))
+	w.set(keySize, binary.BigEndian.AppendUint64(nil, b.Start+uint64(len(locs))))
 	w.set(keyLogEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
 	if w.err == nil {
 		w.err = w.txn.Commit()
@@ -518,105 +554,124 @@ func (w *indexWriter) set(key, value []byte) {
 
 // Entry implements Store.
 func (s *BadgerStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
-	var loc entryLocation
-	err := s.db.View(func(txn *badger.Txn) error {
-		size, _, err := getUint64(txn, keySize)
-		if err != nil {
-			return err
-		}
-		if index >= size {
-			return badger.ErrKeyNotFound
-		}
-		v, err := getValue(txn, entryKey(index))
-		if err != nil {
-			return err
-		}
-		loc, err = parseEntryLocation(v)
-		return err
-	})
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
+	if index >= s.ov.durableSize() {
 		return nil, fmt.Errorf("ledger: entry %d: %w", index, ErrNotFound)
-	case err != nil:
-		return nil, fmt.Errorf("ledger: reading entry %d: %w", index, err)
 	}
-	e := make([]byte, loc.length)
-	if _, err := s.readEntry(e, index, loc); err != nil {
-		return nil, err
+	loc, pending := s.ov.location(index)
+	if !pending {
+		err := s.db.View(func(txn *badger.Txn) error {
+			v, err := getValue(txn, entryKey(index))
+			if err != nil {
+				return err
+			}
+			loc, err = parseEntryLocation(v)
+			return err
+		})
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			return nil, fmt.Errorf("%w: entry %d is missing below tree size", errCorrupt, index)
+		case err != nil:
+			return nil, fmt.Errorf("ledger: reading entry %d: %w", index, err)
+		}
 	}
-	return e, nil
+	// Exactly the entry's bytes: a reader's window would read a MiB.
+	r := entryReader{buf: make([]byte, loc.length)}
+	return r.read(s.log, index, loc)
 }
 
-// readEntry reads the entry at loc into buf, which has room for it, and
-// checks its checksum.
-func (s *BadgerStore) readEntry(buf []byte, index uint64, loc entryLocation) ([]byte, error) {
-	e, err := s.log.readAt(buf, loc.pos, int(loc.length))
-	if err != nil {
-		return nil, fmt.Errorf("ledger: reading entry %d: %w", index, err)
+// readWindow is how much of the frame log ReadEntries reads at once.
+const readWindow = 1 << 20
+
+// entryReader reads entries from the frame log through a window, checking
+// each one's checksum. The slice it returns is valid until the next read.
+type entryReader struct {
+	buf    []byte
+	window []byte // log bytes from windowPos
+	pos    int64
+}
+
+func (r *entryReader) read(log *frameLog, index uint64, loc entryLocation) ([]byte, error) {
+	n := int64(loc.length)
+	if loc.pos < r.pos || loc.pos+n > r.pos+int64(len(r.window)) {
+		if len(r.buf) < int(n) {
+			r.buf = make([]byte, max(int(n), readWindow))
+		}
+		w, err := log.readAt(r.buf, loc.pos, int(n))
+		if err != nil {
+			return nil, fmt.Errorf("ledger: reading entry %d: %w", index, err)
+		}
+		r.window, r.pos = w, loc.pos
 	}
-	e = e[:loc.length]
+	e := r.window[loc.pos-r.pos : loc.pos-r.pos+n]
 	if crc32.Checksum(e, castagnoli) != loc.crc {
 		return nil, fmt.Errorf("%w: entry %d fails its checksum at log position %d", errCorrupt, index, loc.pos)
 	}
 	return e, nil
 }
 
-// readWindow is how much of the frame log ReadEntries reads at once.
-const readWindow = 1 << 20
-
-// ReadEntries implements Store with one iterator over the entries'
-// locations in one read transaction, so the size checked and the entries
-// read are from the same snapshot; the frame log is read a window at a
-// time.
+// ReadEntries implements Store: the indexed entries with one iterator over
+// their locations in one read transaction, then those still in the
+// overlay, from the frames pending when it started.
 func (s *BadgerStore) ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error {
+	size, pending := s.ov.snapshot()
+	if start > end || end > size {
+		return fmt.Errorf("ledger: entries [%d, %d) of %d: %w", start, end, size, ErrNotFound)
+	}
+	indexed := size // entries below this are in badger
+	if len(pending) > 0 {
+		indexed = pending[0].batch.Start
+	}
+	var r entryReader
+	if start < indexed {
+		if err := s.readIndexed(ctx, &r, start, min(end, indexed), fn); err != nil {
+			return err
+		}
+	}
+	for _, f := range pending {
+		for i, loc := range f.locs {
+			index := f.batch.Start + uint64(i)
+			if index < start || index >= end {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e, err := r.read(s.log, index, loc)
+			if err != nil {
+				return err
+			}
+			if err := fn(index, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readIndexed reads entries [start, end), all indexed in badger.
+func (s *BadgerStore) readIndexed(ctx context.Context, r *entryReader, start, end uint64, fn func(index uint64, entry []byte) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
-		size, _, err := getUint64(txn, keySize)
-		if err != nil {
-			return fmt.Errorf("ledger: reading entries: %w", err)
-		}
-		if start > end || end > size {
-			return fmt.Errorf("ledger: entries [%d, %d) of %d: %w", start, end, size, ErrNotFound)
-		}
-		if start == end {
-			return nil
-		}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixEntry}, PrefetchValues: true, PrefetchSize: 256})
 		defer it.Close()
-		var window []byte // log bytes from windowPos
-		var windowPos int64
-		buf := make([]byte, readWindow)
 		index := start
 		for it.Seek(entryKey(start)); index < end; it.Next() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			if !it.Valid() || !isEntryKey(it.Item().Key(), index) {
-				return fmt.Errorf("%w: entry %d is missing below tree size %d", errCorrupt, index, size)
+				return fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
 			}
 			var loc entryLocation
 			if err := it.Item().Value(func(v []byte) error {
+				var err error
 				loc, err = parseEntryLocation(v)
 				return err
 			}); err != nil {
 				return fmt.Errorf("ledger: reading entry %d: %w", index, err)
 			}
-			var e []byte
-			if loc.pos >= windowPos && loc.pos+int64(loc.length) <= windowPos+int64(len(window)) {
-				e = window[loc.pos-windowPos : loc.pos-windowPos+int64(loc.length)]
-				if crc32.Checksum(e, castagnoli) != loc.crc {
-					return fmt.Errorf("%w: entry %d fails its checksum at log position %d", errCorrupt, index, loc.pos)
-				}
-			} else {
-				if int(loc.length) > len(buf) {
-					buf = make([]byte, loc.length)
-				}
-				if window, err = s.log.readAt(buf, loc.pos, int(loc.length)); err != nil {
-					return fmt.Errorf("ledger: reading entry %d: %w", index, err)
-				}
-				windowPos = loc.pos
-				if e, err = s.readEntry(window, index, loc); err != nil {
-					return err
-				}
+			e, err := r.read(s.log, index, loc)
+			if err != nil {
+				return err
 			}
 			if err := fn(index, e); err != nil {
 				return err
@@ -631,16 +686,12 @@ func isEntryKey(key []byte, index uint64) bool {
 	return len(key) == 9 && key[0] == prefixEntry && binary.BigEndian.Uint64(key[1:]) == index
 }
 
-// IndexOf implements Store with one seek: the keys of a leaf hash sort by
-// index.
+// IndexOf implements Store: the overlay first (a frame leaves it only once
+// badger has it), then one seek in badger, whose keys of a leaf hash sort
+// by index; the lower of the two.
 func (s *BadgerStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uint64, error) {
-	var index uint64
-	var found bool
+	index, found := s.ov.leafIndex(leafHash)
 	err := s.db.View(func(txn *badger.Txn) error {
-		size, _, err := getUint64(txn, keySize)
-		if err != nil {
-			return err
-		}
 		prefix := leafHashKey(leafHash, 0)[:1+HashSize]
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		defer it.Close()
@@ -649,8 +700,9 @@ func (s *BadgerStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uin
 			if len(key) != len(prefix)+8 {
 				return fmt.Errorf("%w: a leaf-hash key of %d bytes", errCorrupt, len(key))
 			}
-			index = binary.BigEndian.Uint64(key[len(prefix):])
-			found = index < size
+			if i := binary.BigEndian.Uint64(key[len(prefix):]); !found || i < index {
+				index, found = i, true
+			}
 		}
 		return nil
 	})
@@ -663,27 +715,21 @@ func (s *BadgerStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uin
 	return index, nil
 }
 
-// lookupIndex reads the entry index stored at key, if it is below the
-// indexed size.
-func (s *BadgerStore) lookupIndex(key []byte) (index uint64, found bool, err error) {
-	err = s.db.View(func(txn *badger.Txn) error {
-		size, _, err := getUint64(txn, keySize)
-		if err != nil {
-			return err
-		}
-		index, found, err = getUint64(txn, key)
-		found = found && index < size
-		return err
-	})
-	return index, found, err
-}
-
-// IndexOfKey implements Store.
+// IndexOfKey implements Store: the overlay first, then badger.
 func (s *BadgerStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 	if len(key) == 0 {
 		return 0, fmt.Errorf("ledger: idempotency key: %w", ErrNotFound)
 	}
-	index, found, err := s.lookupIndex(idempotencyKey(key))
+	if index, ok := s.ov.keyIndex(key); ok {
+		return index, nil
+	}
+	var index uint64
+	var found bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		index, found, err = getUint64(txn, idempotencyKey(key))
+		return err
+	})
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("ledger: looking up an idempotency key: %w", err)
@@ -693,8 +739,12 @@ func (s *BadgerStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error
 	return index, nil
 }
 
-// Tile implements Store.
+// Tile implements Store: the overlay's version if a pending frame wrote
+// one, else badger's.
 func (s *BadgerStore) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
+	if t, ok := s.ov.tile(level, index); ok {
+		return t, nil
+	}
 	var t []byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		var err error
@@ -732,8 +782,8 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 		if ok && size <= latest {
 			return fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, latest, ErrConflict)
 		}
-		if size > s.size {
-			return fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, s.size, ErrConflict)
+		if durable := s.ov.durableSize(); size > durable {
+			return fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, durable, ErrConflict)
 		}
 		if err := txn.Set(checkpointKey(size), signed); err != nil {
 			return err

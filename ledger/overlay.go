@@ -1,0 +1,189 @@
+package ledger
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+)
+
+// The overlay holds the frames a BadgerStore has made durable but badger
+// has not indexed yet. Commit returns once its frame is synced; an
+// indexer goroutine writes badger's index behind it, so that a commit's
+// latency is one write and one fdatasync. Until a frame is indexed, reads
+// find its entries, leaf hashes, keys and tiles here. A frame leaves the
+// overlay only after its index is committed to badger, so every read finds
+// everything committed in one place or the other; readers look here first.
+
+// maxPendingFrames bounds the frames waiting for the indexer: a Commit
+// beyond it waits, so memory stays bounded if badger falls behind.
+const maxPendingFrames = 64
+
+type pendingFrame struct {
+	batch Batch           // Start, LeafHashes, Keys and Tiles, copied; no entry bytes
+	locs  []entryLocation // absolute log positions
+	pos   int64
+	end   int64
+}
+
+func (f *pendingFrame) contains(index uint64) bool {
+	return index >= f.batch.Start && index < f.batch.Start+uint64(len(f.locs))
+}
+
+type overlayTile struct {
+	hashes []byte
+	start  uint64 // the frame that wrote this version
+}
+
+type overlay struct {
+	mu     sync.RWMutex
+	cond   *sync.Cond // on mu: frames added or indexed, or stopping
+	size   uint64     // durable entries, indexed or not
+	frames []*pendingFrame
+	keys   map[string]uint64
+	leaves map[[HashSize]byte]uint64
+	tiles  map[tileID]overlayTile
+	failed error // the indexer failed: nothing more is indexed
+	stop   bool
+}
+
+func newOverlay(size uint64) *overlay {
+	o := &overlay{size: size, keys: map[string]uint64{}, leaves: map[[HashSize]byte]uint64{}, tiles: map[tileID]overlayTile{}}
+	o.cond = sync.NewCond(&o.mu)
+	return o
+}
+
+// add records a durable frame for b, waiting first while too many frames
+// wait for the indexer. It copies what it keeps.
+func (o *overlay) add(b Batch, pos, end int64, locs []entryLocation) {
+	f := &pendingFrame{
+		batch: Batch{Start: b.Start, LeafHashes: slices.Clone(b.LeafHashes)},
+		locs:  make([]entryLocation, len(locs)),
+		pos:   pos, end: end,
+	}
+	for i, l := range locs {
+		l.pos += pos
+		f.locs[i] = l
+	}
+	if len(b.Keys) > 0 {
+		f.batch.Keys = make([][]byte, len(b.Keys))
+		for i, k := range b.Keys {
+			f.batch.Keys[i] = bytes.Clone(k)
+		}
+	}
+	for _, t := range b.Tiles {
+		f.batch.Tiles = append(f.batch.Tiles, Tile{Level: t.Level, Index: t.Index, Hashes: bytes.Clone(t.Hashes)})
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(o.frames) >= maxPendingFrames && o.failed == nil {
+		o.cond.Wait()
+	}
+	o.frames = append(o.frames, f)
+	for i, h := range f.batch.LeafHashes {
+		if _, ok := o.leaves[h]; !ok {
+			o.leaves[h] = f.batch.Start + uint64(i)
+		}
+	}
+	for i, k := range f.batch.Keys {
+		if len(k) > 0 {
+			o.keys[string(k)] = f.batch.Start + uint64(i)
+		}
+	}
+	for _, t := range f.batch.Tiles {
+		o.tiles[tileID{t.Level, t.Index}] = overlayTile{hashes: t.Hashes, start: f.batch.Start}
+	}
+	o.size = f.batch.Start + uint64(len(f.locs))
+	o.cond.Broadcast()
+}
+
+// next waits for the oldest frame not yet indexed; nil once stopping and
+// nothing is left.
+func (o *overlay) next() *pendingFrame {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(o.frames) == 0 && !o.stop {
+		o.cond.Wait()
+	}
+	if len(o.frames) == 0 {
+		return nil
+	}
+	return o.frames[0]
+}
+
+// indexed drops the oldest frame, which badger now holds.
+func (o *overlay) indexed(f *pendingFrame) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.frames = o.frames[1:]
+	for _, h := range f.batch.LeafHashes {
+		if i, ok := o.leaves[h]; ok && f.contains(i) {
+			delete(o.leaves, h)
+		}
+	}
+	for _, k := range f.batch.Keys {
+		if i, ok := o.keys[string(k)]; ok && len(k) > 0 && f.contains(i) {
+			delete(o.keys, string(k))
+		}
+	}
+	for _, t := range f.batch.Tiles {
+		id := tileID{t.Level, t.Index}
+		if v, ok := o.tiles[id]; ok && v.start == f.batch.Start {
+			delete(o.tiles, id)
+		}
+	}
+	o.cond.Broadcast()
+}
+
+// fail records that the indexer stopped, and wakes waiting commits.
+func (o *overlay) fail(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.failed = err
+	o.cond.Broadcast()
+}
+
+// location returns where entry index is if its frame is pending.
+func (o *overlay) location(index uint64) (entryLocation, bool) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	for _, f := range o.frames {
+		if f.contains(index) {
+			return f.locs[index-f.batch.Start], true
+		}
+	}
+	return entryLocation{}, false
+}
+
+// snapshot returns the durable size and the pending frames now.
+func (o *overlay) snapshot() (uint64, []*pendingFrame) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.size, slices.Clone(o.frames)
+}
+
+func (o *overlay) durableSize() uint64 {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.size
+}
+
+func (o *overlay) leafIndex(h [HashSize]byte) (uint64, bool) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	i, ok := o.leaves[h]
+	return i, ok
+}
+
+func (o *overlay) keyIndex(k []byte) (uint64, bool) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	i, ok := o.keys[string(k)]
+	return i, ok
+}
+
+func (o *overlay) tile(level uint8, index uint64) ([]byte, bool) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	t, ok := o.tiles[tileID{level, index}]
+	return bytes.Clone(t.hashes), ok
+}
