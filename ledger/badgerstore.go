@@ -27,8 +27,10 @@ import (
 // entries can be located with one forward iterator. Integer values are
 // big-endian uint64.
 //
-//	'e' u64 index               u64 log position, u32 length and u32
-//	                            CRC-32C of the entry's bytes in the frame log
+//	'f' u64 first index         where a frame's entries are: u64 log position
+//	                            of the first entry's bytes, then per entry
+//	                            u32 length and u32 CRC-32C (the entries are
+//	                            contiguous in the frame)
 //	'h' [32]byte leaf hash,     (empty); the lowest index under a leaf hash is
 //	    u64 index               the first key with its prefix
 //	't' u8 level, u64 index     tile hashes, the last version committed
@@ -71,7 +73,7 @@ type BadgerStore struct {
 var _ Store = (*BadgerStore)(nil)
 
 const (
-	prefixEntry      = 'e'
+	prefixFrame      = 'f'
 	prefixLeafHash   = 'h'
 	prefixKey        = 'k'
 	prefixTile       = 't'
@@ -85,8 +87,8 @@ var (
 	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'}
 )
 
-func entryKey(index uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixEntry}, index)
+func frameKey(start uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixFrame}, start)
 }
 
 func leafHashKey(h [HashSize]byte, index uint64) []byte {
@@ -500,14 +502,9 @@ func (s *BadgerStore) checkKeysUnused(b Batch) error {
 func (s *BadgerStore) index(b Batch, locs []entryLocation, end int64) error {
 	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
-	// Badger keeps the slices it is given until the commit: one array
-	// holds every location, each in its own part.
-	values := make([]byte, 0, entryLocationSize*len(locs))
-	for i, l := range locs {
-		index := b.Start + uint64(i)
-		values = l.append(values)
-		w.set(entryKey(index), values[len(values)-entryLocationSize:])
-		w.set(leafHashKey(b.LeafHashes[i], index), nil)
+	w.set(frameKey(b.Start), appendFrameIndex(nil, locs))
+	for i := range locs {
+		w.set(leafHashKey(b.LeafHashes[i], b.Start+uint64(i)), nil)
 	}
 	for i, k := range b.Keys {
 		if len(k) > 0 {
@@ -560,17 +557,13 @@ func (s *BadgerStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
 	loc, pending := s.ov.location(index)
 	if !pending {
 		err := s.db.View(func(txn *badger.Txn) error {
-			v, err := getValue(txn, entryKey(index))
-			if err != nil {
-				return err
+			start, locs, err := frameOf(txn, index)
+			if err == nil {
+				loc = locs[index-start]
 			}
-			loc, err = parseEntryLocation(v)
 			return err
 		})
-		switch {
-		case errors.Is(err, badger.ErrKeyNotFound):
-			return nil, fmt.Errorf("%w: entry %d is missing below tree size", errCorrupt, index)
-		case err != nil:
+		if err != nil {
 			return nil, fmt.Errorf("ledger: reading entry %d: %w", index, err)
 		}
 	}
@@ -648,42 +641,78 @@ func (s *BadgerStore) ReadEntries(ctx context.Context, start, end uint64, fn fun
 	return nil
 }
 
-// readIndexed reads entries [start, end), all indexed in badger.
+// readIndexed reads entries [start, end), all indexed in badger, frame by
+// frame.
 func (s *BadgerStore) readIndexed(ctx context.Context, r *entryReader, start, end uint64, fn func(index uint64, entry []byte) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixEntry}, PrefetchValues: true, PrefetchSize: 256})
+		first, _, err := frameOf(txn, start)
+		if err != nil {
+			return fmt.Errorf("ledger: reading entry %d: %w", start, err)
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixFrame}, PrefetchValues: true, PrefetchSize: 16})
 		defer it.Close()
 		index := start
-		for it.Seek(entryKey(start)); index < end; it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if !it.Valid() || !isEntryKey(it.Item().Key(), index) {
+		for it.Seek(frameKey(first)); index < end; it.Next() {
+			if !it.Valid() {
 				return fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
 			}
-			var loc entryLocation
+			key := it.Item().Key()
+			frameStart := binary.BigEndian.Uint64(key[1:])
+			if len(key) != 9 || frameStart > index {
+				return fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
+			}
+			var locs []entryLocation
 			if err := it.Item().Value(func(v []byte) error {
 				var err error
-				loc, err = parseEntryLocation(v)
+				locs, err = parseFrameIndex(v)
 				return err
 			}); err != nil {
 				return fmt.Errorf("ledger: reading entry %d: %w", index, err)
 			}
-			e, err := r.read(s.log, index, loc)
-			if err != nil {
-				return err
+			if index >= frameStart+uint64(len(locs)) {
+				return fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
 			}
-			if err := fn(index, e); err != nil {
-				return err
+			for ; index < end && index < frameStart+uint64(len(locs)); index++ {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				e, err := r.read(s.log, index, locs[index-frameStart])
+				if err != nil {
+					return err
+				}
+				if err := fn(index, e); err != nil {
+					return err
+				}
 			}
-			index++
 		}
 		return nil
 	})
 }
 
-func isEntryKey(key []byte, index uint64) bool {
-	return len(key) == 9 && key[0] == prefixEntry && binary.BigEndian.Uint64(key[1:]) == index
+// frameOf returns the index entry of the frame holding entry index: its
+// first index and its entries' locations.
+func frameOf(txn *badger.Txn, index uint64) (uint64, []entryLocation, error) {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixFrame}, Reverse: true})
+	defer it.Close()
+	// In reverse, Seek finds the last key at or before frameKey(index).
+	it.Seek(frameKey(index))
+	if !it.Valid() || len(it.Item().Key()) != 9 {
+		return 0, nil, fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
+	}
+	start := binary.BigEndian.Uint64(it.Item().Key()[1:])
+	var locs []entryLocation
+	err := it.Item().Value(func(v []byte) error {
+		var err error
+		locs, err = parseFrameIndex(v)
+		return err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	if index >= start+uint64(len(locs)) {
+		return 0, nil, fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
+	}
+	return start, locs, nil
 }
 
 // IndexOf implements Store: the overlay first (a frame leaves it only once

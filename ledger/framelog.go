@@ -59,23 +59,31 @@ type entryLocation struct {
 	crc    uint32
 }
 
-const entryLocationSize = 16
-
-func (loc entryLocation) append(b []byte) []byte {
-	b = binary.BigEndian.AppendUint64(b, uint64(loc.pos))
-	b = binary.BigEndian.AppendUint32(b, loc.length)
-	return binary.BigEndian.AppendUint32(b, loc.crc)
+// appendFrameIndex appends badger's value for a frame's entries: the log
+// position of the first entry's bytes, then each entry's length and
+// checksum. The entries are contiguous, so each position follows.
+func appendFrameIndex(b []byte, locs []entryLocation) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(locs[0].pos))
+	for _, l := range locs {
+		b = binary.BigEndian.AppendUint32(b, l.length)
+		b = binary.BigEndian.AppendUint32(b, l.crc)
+	}
+	return b
 }
 
-func parseEntryLocation(b []byte) (entryLocation, error) {
-	if len(b) != entryLocationSize {
-		return entryLocation{}, fmt.Errorf("%w: an entry location of %d bytes, not %d", errCorrupt, len(b), entryLocationSize)
+// parseFrameIndex reads a value appendFrameIndex wrote.
+func parseFrameIndex(b []byte) ([]entryLocation, error) {
+	if len(b) < 16 || (len(b)-8)%8 != 0 {
+		return nil, fmt.Errorf("%w: a frame index of %d bytes", errCorrupt, len(b))
 	}
-	return entryLocation{
-		pos:    int64(binary.BigEndian.Uint64(b)),
-		length: binary.BigEndian.Uint32(b[8:]),
-		crc:    binary.BigEndian.Uint32(b[12:]),
-	}, nil
+	pos := int64(binary.BigEndian.Uint64(b))
+	locs := make([]entryLocation, 0, (len(b)-8)/8)
+	for rest := b[8:]; len(rest) > 0; rest = rest[8:] {
+		l := entryLocation{pos: pos, length: binary.BigEndian.Uint32(rest), crc: binary.BigEndian.Uint32(rest[4:])}
+		locs = append(locs, l)
+		pos += int64(l.length)
+	}
+	return locs, nil
 }
 
 // encodeFrame appends the frame of b to buf and returns it, with the
