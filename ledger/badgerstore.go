@@ -410,7 +410,7 @@ func (s *BadgerStore) Close() error {
 
 // State implements Store.
 func (s *BadgerStore) State(ctx context.Context) (State, error) {
-	st := State{Size: s.ov.durableSize()}
+	var st State
 	err := s.db.View(func(txn *badger.Txn) error {
 		size, ok, err := getUint64(txn, keyLatestCheckpoint)
 		if err != nil || !ok {
@@ -426,6 +426,8 @@ func (s *BadgerStore) State(ctx context.Context) (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("ledger: reading state: %w", err)
 	}
+	// After the checkpoint: the size only grows, so it covers it.
+	st.Size = s.ov.durableSize()
 	return st, nil
 }
 
