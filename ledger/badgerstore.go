@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -38,6 +39,8 @@ import (
 //	'k' idempotency key         u64 index of the entry committed with it
 //	'm' "size"                  u64 tree size (number of entries indexed)
 //	'm' "end"                   u64 log position after the last frame indexed
+//	'm' "tiles"                 u64 log position up to which badger holds
+//	                            the frames' partial tiles too (absent: 0)
 //	'm' "checkpoint"            u64 tree size of the latest checkpoint
 //
 // Commit writes the frame and syncs it, then returns: the frame is the
@@ -84,6 +87,7 @@ const (
 var (
 	keySize             = []byte{prefixMeta, 's', 'i', 'z', 'e'}
 	keyLogEnd           = []byte{prefixMeta, 'e', 'n', 'd'}
+	keyTilesEnd         = []byte{prefixMeta, 't', 'i', 'l', 'e', 's'}
 	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'}
 )
 
@@ -315,26 +319,47 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 	return s, nil
 }
 
-// recover indexes the frames after the last one badger holds, makes the
+// recover indexes the frames after the last one badger holds, writes the
+// partial tiles of those after the last tiles badger holds, makes the
 // result durable, and returns the number of entries.
 func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
-	var size, end uint64
+	var size, end, tilesEnd uint64
 	err := s.db.View(func(txn *badger.Txn) error {
 		var err error
 		if size, _, err = getUint64(txn, keySize); err != nil {
 			return err
 		}
-		end, _, err = getUint64(txn, keyLogEnd)
+		if end, _, err = getUint64(txn, keyLogEnd); err != nil {
+			return err
+		}
+		// Absent (a new store, or one whose mark was never synced):
+		// replay every frame's tiles.
+		tilesEnd, _, err = getUint64(txn, keyTilesEnd)
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ledger: reading the index: %w", err)
 	}
+	if tilesEnd > end {
+		return 0, fmt.Errorf("%w: the index holds tiles up to log position %d but frames only up to %d", errCorrupt, tilesEnd, end)
+	}
 	replayed := 0
-	dropped, err := s.log.recover(int64(end), size, func(pos int64, payload []byte) (uint64, error) {
+	var next uint64 // the index the next frame must start at, once known
+	known := false
+	complete := tilesEnd // badger holds every tile up to here
+	dropped, err := s.log.recover(int64(tilesEnd), size, func(pos int64, payload []byte) (uint64, error) {
 		b, locs, err := decodeFrame(payload)
 		if err != nil {
 			return 0, fmt.Errorf("%w: frame at log position %d: %w", errCorrupt, pos, err)
+		}
+		frameEnd := pos + frameHeaderSize + int64(len(payload))
+		if known && b.Start != next {
+			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, not %d", errCorrupt, pos, b.Start, next)
+		}
+		known, next, complete = true, b.Start+uint64(len(b.Entries)), uint64(frameEnd)
+		if uint64(frameEnd) <= end {
+			// Indexed already; only its tiles may be missing.
+			return next, s.indexTiles(b.Tiles, frameEnd)
 		}
 		if b.Start != size {
 			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, the index holds %d entries", errCorrupt, pos, b.Start, size)
@@ -342,7 +367,7 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 		for i := range locs {
 			locs[i].pos += pos
 		}
-		if err := s.index(b, locs, pos+frameHeaderSize+int64(len(payload))); err != nil {
+		if err := s.index(b, locs, frameEnd, b.Tiles, true); err != nil {
 			return 0, err
 		}
 		replayed++
@@ -350,6 +375,11 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 		return size, nil
 	})
 	if err != nil {
+		return 0, err
+	}
+	// From here on, tiles not yet flushed are replayed from this point:
+	// record it even for a new store, whose index has no tiles mark yet.
+	if err := s.indexTiles(nil, int64(complete)); err != nil {
 		return 0, err
 	}
 	if dropped > 0 {
@@ -365,24 +395,86 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 	return size, nil
 }
 
+// tileFlushInterval is how often the indexer writes the partial tiles
+// the overlay holds to badger. Between two flushes a commit's index
+// carries only the tiles it completed: the partial tile at the tree's
+// right edge, rewritten by every commit, would otherwise be most of what
+// badger writes.
+const tileFlushInterval = 250 * time.Millisecond
+
 // runIndexer indexes durable frames in badger, in order, until the store
-// closes and none is left, or until indexing fails.
+// closes and none is left, or until indexing fails. It writes each
+// frame's full tiles with its index, and the partial tiles every
+// tileFlushInterval and when it stops; recovery replays the tiles of the
+// frames after the last flush.
 func (s *BadgerStore) runIndexer() {
 	defer close(s.indexerDone)
+	lastFlush := time.Now()
+	var pendingTilesEnd int64 = -1 // log end of the last frame indexed since a flush
+	fail := func(err error) {
+		s.writeMu.Lock()
+		s.broken = err
+		s.writeMu.Unlock()
+		s.ov.fail(err)
+	}
 	for {
 		f := s.ov.next()
 		if f == nil {
+			if pendingTilesEnd >= 0 {
+				if err := s.indexTiles(s.ov.partialTiles(), pendingTilesEnd); err != nil {
+					fail(err)
+				}
+			}
 			return
 		}
-		if err := s.index(f.batch, f.locs, f.end); err != nil {
-			s.writeMu.Lock()
-			s.broken = err
-			s.writeMu.Unlock()
-			s.ov.fail(err)
+		flush := time.Since(lastFlush) >= tileFlushInterval
+		tiles := fullTiles(f.batch.Tiles)
+		if flush {
+			// Every tile version the overlay holds: this frame's and
+			// those of frames before it not yet written (later frames'
+			// are newer, and harmless: a tile only grows).
+			tiles = append(tiles, s.ov.partialTiles()...)
+		}
+		if err := s.index(f.batch, f.locs, f.end, tiles, flush); err != nil {
+			fail(err)
 			return
 		}
-		s.ov.indexed(f)
+		if flush {
+			lastFlush, pendingTilesEnd = time.Now(), -1
+		} else {
+			pendingTilesEnd = f.end
+		}
+		s.ov.indexed(f, flush)
 	}
+}
+
+// fullTiles returns the tiles of ts that are full.
+func fullTiles(ts []Tile) []Tile {
+	var full []Tile
+	for _, t := range ts {
+		if len(t.Hashes) == TileWidth*HashSize {
+			full = append(full, t)
+		}
+	}
+	return full
+}
+
+// indexTiles writes tiles to badger and records that the tiles of the
+// frames up to log position end are there.
+func (s *BadgerStore) indexTiles(tiles []Tile, end int64) error {
+	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
+	defer func() { w.txn.Discard() }()
+	for _, t := range tiles {
+		w.set(tileKey(t.Level, t.Index), t.Hashes)
+	}
+	w.set(keyTilesEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
+	if w.err == nil {
+		w.err = w.txn.Commit()
+	}
+	if w.err != nil {
+		return fmt.Errorf("ledger: writing tiles: %w", w.err)
+	}
+	return nil
 }
 
 // Close closes the index and the frame log. Calling it again returns the
@@ -497,11 +589,13 @@ func (s *BadgerStore) checkKeysUnused(b Batch) error {
 }
 
 // index writes badger's index of the frame of b, ending at log position
-// end; locs are the entries' locations (b.Entries is not read). A batch
+// end, with tiles; locs are the entries' locations (b.Entries and b.Tiles
+// are not read). tilesDone says tiles hold every tile version up to this
+// frame. A batch
 // too large for one badger transaction is written in several: the last
 // one sets the size and the log position. Re-indexing a frame after a
 // crash writes the same keys and values.
-func (s *BadgerStore) index(b Batch, locs []entryLocation, end int64) error {
+func (s *BadgerStore) index(b Batch, locs []entryLocation, end int64, tiles []Tile, tilesDone bool) error {
 	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
 	w.set(frameKey(b.Start), appendFrameIndex(nil, locs))
@@ -513,11 +607,14 @@ func (s *BadgerStore) index(b Batch, locs []entryLocation, end int64) error {
 			w.set(idempotencyKey(k), binary.BigEndian.AppendUint64(nil, b.Start+uint64(i)))
 		}
 	}
-	for _, t := range b.Tiles {
+	for _, t := range tiles {
 		w.set(tileKey(t.Level, t.Index), t.Hashes)
 	}
 	w.set(keySize, binary.BigEndian.AppendUint64(nil, b.Start+uint64(len(locs))))
 	w.set(keyLogEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
+	if tilesDone {
+		w.set(keyTilesEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
+	}
 	if w.err == nil {
 		w.err = w.txn.Commit()
 	}

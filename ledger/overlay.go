@@ -110,8 +110,9 @@ func (o *overlay) next() *pendingFrame {
 	return o.frames[0]
 }
 
-// indexed drops the oldest frame, which badger now holds.
-func (o *overlay) indexed(f *pendingFrame) {
+// indexed drops the oldest frame, which badger now holds. Its partial
+// tiles stay until a flush (tilesWritten) has written them.
+func (o *overlay) indexed(f *pendingFrame, tilesWritten bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.frames = o.frames[1:]
@@ -125,13 +126,27 @@ func (o *overlay) indexed(f *pendingFrame) {
 			delete(o.keys, string(k))
 		}
 	}
-	for _, t := range f.batch.Tiles {
-		id := tileID{t.Level, t.Index}
-		if v, ok := o.tiles[id]; ok && v.start == f.batch.Start {
+	for id, v := range o.tiles {
+		// Versions of this frame or earlier ones that badger now holds:
+		// full ones always, partial ones after a flush.
+		if v.start <= f.batch.Start && (tilesWritten || len(v.hashes) == TileWidth*HashSize) {
 			delete(o.tiles, id)
 		}
 	}
 	o.cond.Broadcast()
+}
+
+// partialTiles returns the partial tile versions the overlay holds.
+func (o *overlay) partialTiles() []Tile {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	var ts []Tile
+	for id, v := range o.tiles {
+		if len(v.hashes) < TileWidth*HashSize {
+			ts = append(ts, Tile{Level: id.level, Index: id.index, Hashes: v.hashes})
+		}
+	}
+	return ts
 }
 
 // fail records that the indexer stopped, and wakes waiting commits.
