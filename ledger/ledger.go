@@ -461,7 +461,7 @@ func (l *Ledger) sequence() {
 			if r.key != nil && l.deduplicate(r) {
 				continue
 			}
-			job, first, err := p.add(r, l.opts.Now)
+			job, first, full, err := p.add(r, l.opts)
 			if err != nil {
 				l.forgetKeys([]*request{r})
 				r.answer(result{err: err})
@@ -471,7 +471,7 @@ func (l *Ledger) sequence() {
 			if first {
 				signal(p.ready)
 			}
-			if p.full(l.opts) {
+			if full {
 				signal(p.filled)
 			}
 		case <-p.taken:
@@ -518,18 +518,19 @@ func (p *pipeline) full(o Options) bool {
 }
 
 // add chains r into the pending batch and returns its signing job, and
-// whether it is the batch's first record.
-func (p *pipeline) add(r *request, now func() time.Time) (signJob, bool, error) {
+// whether it is the batch's first record and whether the batch is now
+// full.
+func (p *pipeline) add(r *request, o Options) (job signJob, first, full bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.cur
-	if err := c.add(r, &p.chain, now); err != nil {
-		return signJob{}, false, err
+	if err := c.add(r, &p.chain, o.Now); err != nil {
+		return signJob{}, false, false, err
 	}
 	i := len(c.requests) - 1
 	c.signing.Add(1)
 	return signJob{entry: r.entry, message: c.messages[i], done: &c.signing,
-		leaf: &c.leaves[i], hash: &c.hashes[i], err: &c.errs[i]}, i == 0, nil
+		leaf: &c.leaves[i], hash: &c.hashes[i], err: &c.errs[i]}, i == 0, c.full(o), nil
 }
 
 // take returns the pending batch, or nil if it is empty, and starts a new
