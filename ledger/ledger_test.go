@@ -586,3 +586,61 @@ func TestBatchBounds(t *testing.T) {
 		t.Errorf("a full batch took %v: the committer waited out MaxBatchWait %v", d, wait)
 	}
 }
+
+// After a batch of more than one entry, the next commit starts no sooner
+// than MinCommitInterval after it, unless its batch fills; a lone caller
+// is never delayed.
+func TestMinCommitInterval(t *testing.T) {
+	k := testKey(t)
+	const interval = 400 * time.Millisecond
+	var mu sync.Mutex
+	var sizes []int
+	s := &slowStore{Store: NewMemStore(), delay: 50 * time.Millisecond}
+	l, err := Open(context.Background(), s, k, Options{CheckpointInterval: -1, Logger: discardLogger(),
+		MaxBatch: 4, MinCommitInterval: interval, OnBatch: func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	next := 0
+	concurrently := func(n int) time.Duration {
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				if _, err := l.Append(context.Background(), testRecord(t, i)); err != nil {
+					t.Error(err)
+				}
+			}(next)
+			next++
+		}
+		wg.Wait()
+		return time.Since(t0)
+	}
+	lastSize := func() int { mu.Lock(); defer mu.Unlock(); return sizes[len(sizes)-1] }
+
+	// While the first commits, the other three queue: a batch of several.
+	concurrently(4)
+	if lastSize() < 2 {
+		t.Skipf("batches %v: no batch of several entries to pace after", sizes)
+	}
+	// Four more fill a batch, which commits without waiting.
+	if d := concurrently(4); d >= interval {
+		t.Errorf("a full batch took %v: it waited for MinCommitInterval %v", d, interval)
+	}
+	// A lone append waits for the interval after a batch of several...
+	if d := concurrently(1); d < interval/2 {
+		t.Errorf("a commit %v after a batch of four; MinCommitInterval is %v", d, interval)
+	}
+	// ...but not after a batch of one.
+	if d := concurrently(1); d >= interval/2 {
+		t.Errorf("a lone append after a lone append took %v", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(sizes); sizes[n-3] != 4 || sizes[n-2] != 1 || sizes[n-1] != 1 {
+		t.Errorf("batches %v; want them to end 4 1 1", sizes)
+	}
+}

@@ -39,6 +39,12 @@ type Config struct {
 	// CheckpointInterval is how often a checkpoint is signed while the log
 	// grows, as a Go duration ("1s"). Optional; default 1s.
 	CheckpointInterval string `json:"checkpoint_interval"`
+	// MinCommitInterval is the least time between the starts of two group
+	// commits unless a batch is full, as a Go duration. Under load it
+	// makes batches larger and each append cheaper, for at most this much
+	// added latency (ledger.Options.MinCommitInterval). Optional; default
+	// "2ms"; "0s" commits as soon as the store is free.
+	MinCommitInterval string `json:"min_commit_interval"`
 	// MaxBodyBytes bounds an append request's body. Optional; default
 	// 256 KiB.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
@@ -128,6 +134,21 @@ const (
 	defaultListen       = "127.0.0.1:8080"
 	defaultMaxBodyBytes = 256 << 10
 )
+
+// minCommitInterval is MinCommitInterval as ledger.Options has it.
+func (c *Config) minCommitInterval() (time.Duration, error) {
+	if c.MinCommitInterval == "" {
+		return 0, nil // the ledger's default
+	}
+	d, err := time.ParseDuration(c.MinCommitInterval)
+	if err != nil || d < 0 || d > time.Second {
+		return 0, fmt.Errorf("min_commit_interval %q is not a duration from 0s to 1s", c.MinCommitInterval)
+	}
+	if d == 0 {
+		return -1, nil // no pacing
+	}
+	return d, nil
+}
 
 func (c *Config) checkpointInterval() (time.Duration, error) {
 	if c.CheckpointInterval == "" {
@@ -228,7 +249,10 @@ func (c *Config) check() error {
 			return fmt.Errorf("catalog_dir %s does not exist", c.CatalogDir)
 		}
 	}
-	_, err := c.checkpointInterval()
+	if _, err := c.checkpointInterval(); err != nil {
+		return err
+	}
+	_, err := c.minCommitInterval()
 	return err
 }
 

@@ -143,6 +143,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Listen = *listen
 	}
 	interval, _ := cfg.checkpointInterval()
+	commitInterval, _ := cfg.minCommitInterval()
 	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName})
 	if err != nil {
 		return fail(stderr, "%v", err)
@@ -161,7 +162,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer store.Close()
 	m := newMetrics()
-	l, err := ledger.Open(ctx, store, key, ledger.Options{CheckpointInterval: interval, Logger: log, OnBatch: m.observeBatch})
+	l, err := ledger.Open(ctx, store, key, ledger.Options{
+		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: m.observeBatch,
+	})
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}

@@ -277,6 +277,19 @@ func TestConfigRefusesMissingStoreAndKey(t *testing.T) {
 	}
 }
 
+func TestConfigMinCommitInterval(t *testing.T) {
+	for text, want := range map[string]time.Duration{"": 0, "2ms": 2 * time.Millisecond, "0s": -1} {
+		if got, err := (&Config{MinCommitInterval: text}).minCommitInterval(); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", text, got, err, want)
+		}
+	}
+	for _, text := range []string{"-1ms", "2s", "fast"} {
+		if _, err := (&Config{MinCommitInterval: text}).minCommitInterval(); err == nil || !strings.Contains(err.Error(), "min_commit_interval") {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+}
+
 func getJSON(t *testing.T, url string, v any) int {
 	t.Helper()
 	resp, err := http.Get(url)
