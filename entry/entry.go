@@ -308,11 +308,17 @@ func (e *Entry) separator() string {
 //	"ledger/v1/entry\n" || JCS(entry without "sig")    (version 1)
 //	"ledger/v2/entry\n" || JCS(entry without "sig")    (version 2)
 func (e *Entry) SignedMessage() ([]byte, error) {
+	return e.AppendSignedMessage(make([]byte, 0, e.sizeHint()))
+}
+
+// AppendSignedMessage appends the signed message to b, as SignedMessage
+// returns it, so that a caller checking an entry can reuse a buffer.
+func (e *Entry) AppendSignedMessage(b []byte) ([]byte, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
 	sep := e.separator()
-	b := make([]byte, 0, 512+len(e.Attributes))
+	start := len(b)
 	b = append(b, sep...)
 	b, err := e.appendJSON(b, false)
 	if err != nil {
@@ -321,10 +327,22 @@ func (e *Entry) SignedMessage() ([]byte, error) {
 	// The bound is on the signed entry, which adds the "sig" member to
 	// this message: checking it here refuses an entry before it is
 	// signed, not after.
-	if len(b)-len(sep)+len(sigMember) > MaxEntryBytes {
+	if len(b)-start-len(sep)+len(sigMember) > MaxEntryBytes {
 		return nil, fieldError("", "the signed entry would be longer than %d bytes", MaxEntryBytes)
 	}
 	return b, nil
+}
+
+// sizeHint is the length of the signed message, unless strings need
+// escapes: the variable parts plus every name, digest and number at its
+// longest.
+func (e *Entry) sizeHint() int {
+	n := 640 + len(e.Attributes) + len(e.Action) + len(e.Decision) + len(e.KeyID) +
+		len(e.Mediator) + len(e.Origin) + len(e.Principal)
+	for _, p := range e.Policies {
+		n += len(p) + 3
+	}
+	return n
 }
 
 // sigMember is the length the "sig" member adds to an entry:

@@ -443,3 +443,26 @@ func TestVersion2(t *testing.T) {
 		t.Errorf("the signature verified with another definition: %v", err)
 	}
 }
+
+// The signed message fits the buffer SignedMessage sizes for it when no
+// string needs escapes, with every number and digest at its longest.
+func TestSizeHint(t *testing.T) {
+	e, err := Parse(readExample(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Index = commit.MaxSafeInteger
+	e.Params.Size = commit.MaxSafeInteger
+	e.Definition = commit.Digest(sha256.Sum256([]byte("definition")))
+	e.Time = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	m, err := e.AppendSignedMessage(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) > e.sizeHint() {
+		t.Errorf("a message of %d bytes; sizeHint %d", len(m), e.sizeHint())
+	}
+	if slack := e.sizeHint() - len(m); slack > 128 {
+		t.Errorf("sizeHint %d over-allocates by %d bytes", e.sizeHint(), slack)
+	}
+}
