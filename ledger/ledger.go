@@ -192,6 +192,12 @@ type Ledger struct {
 type request struct {
 	entry *entry.Entry
 	reply chan result
+	// Set when the record is chained (message) and signed (leaf, the
+	// signed entry; hash, its leaf hash; err).
+	message []byte
+	leaf    []byte
+	hash    [HashSize]byte
+	err     error
 	// key is the stored idempotency key (nil without one); followers are
 	// retries with the same key that arrived while this request was in
 	// flight, answered with its receipt.
@@ -410,11 +416,22 @@ func (l *Ledger) prepare(rec Record) (*entry.Entry, error) {
 	if err := e.SetAttributes(rec.Attributes); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
-	if _, err := e.SignedMessage(); err != nil {
+	// Encoding the entry checks it; the bytes are built again, with index,
+	// time and prev, when it is chained.
+	buf := checkBuffers.Get().(*[]byte)
+	m, err := e.AppendSignedMessage((*buf)[:0])
+	if err == nil && cap(m) <= 2*entry.MaxEntryBytes {
+		*buf = m
+	}
+	checkBuffers.Put(buf)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
 	return e, nil
 }
+
+// checkBuffers hold the scratch encodings of prepare.
+var checkBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // sequence is the single writer. It chains each record as it arrives
 // (index, time, prev) into the pending batch and hands it to the signing
@@ -438,7 +455,7 @@ func (l *Ledger) sequence() {
 	}
 	l.mu.Lock()
 	p := &pipeline{
-		cur:     newPendingBatch(l.edge.size(), l.opts.MaxBatch),
+		cur:     &pendingBatch{start: l.edge.size()},
 		chain:   chainState{hash: l.lastHash, time: l.lastTime},
 		ready:   make(chan struct{}, 1),
 		filled:  make(chan struct{}, 1),
@@ -539,15 +556,13 @@ func (p *pipeline) add(r *request, o Options) (job signJob, first, full bool, er
 	if err := c.add(r, &p.chain, o.Now); err != nil {
 		return signJob{}, false, false, err
 	}
-	i := len(c.requests) - 1
 	c.signing.Add(1)
-	return signJob{entry: r.entry, message: c.messages[i], done: &c.signing,
-		leaf: &c.leaves[i], hash: &c.hashes[i], err: &c.errs[i]}, i == 0, c.full(o), nil
+	return signJob{r: r, done: &c.signing}, len(c.requests) == 1, c.full(o), nil
 }
 
 // take returns the pending batch, or nil if it is empty, and starts a new
 // one. The batch records the chain's end after it.
-func (p *pipeline) take(maxBatch int) *pendingBatch {
+func (p *pipeline) take() *pendingBatch {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.cur
@@ -555,36 +570,20 @@ func (p *pipeline) take(maxBatch int) *pendingBatch {
 		return nil
 	}
 	c.end = p.chain
-	p.cur = newPendingBatch(c.start+uint64(len(c.requests)), maxBatch)
+	p.cur = &pendingBatch{start: c.start + uint64(len(c.requests))}
 	signal(p.taken)
 	return c
 }
 
 // pendingBatch collects chained records until the committer takes them.
-// leaves, hashes and errs are filled in by the signing workers; they are
-// pointers into preallocated chunks so that appending never moves an
-// element a worker is writing.
+// The signing workers write each record's results into its request, never
+// into the batch, so that chaining may grow the batch while they run.
 type pendingBatch struct {
 	start    uint64
 	requests []*request
-	messages [][]byte
-	leaves   [][]byte
-	hashes   [][HashSize]byte
-	errs     []error
 	bytes    int
 	signing  sync.WaitGroup
 	end      chainState // the chain's end after this batch, set when taken
-}
-
-func newPendingBatch(start uint64, maxBatch int) *pendingBatch {
-	return &pendingBatch{
-		start:    start,
-		requests: make([]*request, 0, maxBatch),
-		messages: make([][]byte, 0, maxBatch),
-		leaves:   make([][]byte, 0, maxBatch),
-		hashes:   make([][HashSize]byte, 0, maxBatch),
-		errs:     make([]error, 0, maxBatch),
-	}
 }
 
 // keys returns the batch's idempotency keys, or nil if it has none.
@@ -605,9 +604,7 @@ func (p *pendingBatch) full(o Options) bool {
 	return len(p.requests) >= o.MaxBatch || p.bytes >= o.MaxBatchBytes
 }
 
-// add chains r onto tip. The slices were allocated at MaxBatch capacity
-// and full stops adds before it, so the pointers handed to workers stay
-// valid.
+// add chains r onto tip.
 func (p *pendingBatch) add(r *request, tip *chainState, now func() time.Time) error {
 	e := r.entry
 	e.Index = p.start + uint64(len(p.requests))
@@ -621,11 +618,8 @@ func (p *pendingBatch) add(r *request, tip *chainState, now func() time.Time) er
 		return fmt.Errorf("ledger: entry %d: %w", e.Index, err)
 	}
 	tip.time, tip.hash = t, sumSHA256(m)
+	r.message = m
 	p.requests = append(p.requests, r)
-	p.messages = append(p.messages, m)
-	p.leaves = append(p.leaves, nil)
-	p.hashes = append(p.hashes, [HashSize]byte{})
-	p.errs = append(p.errs, nil)
 	p.bytes += entryBytesEstimate(r)
 	return nil
 }
@@ -634,40 +628,46 @@ func (p *pendingBatch) add(r *request, tip *chainState, now func() time.Time) er
 // returning the batch to store and the edge after it.
 func (p *pendingBatch) finish(e *edge) (*built, error) {
 	p.signing.Wait()
-	if err := errors.Join(p.errs...); err != nil {
+	leaves := make([][]byte, len(p.requests))
+	hashes := make([][HashSize]byte, len(p.requests))
+	var errs []error
+	for i, r := range p.requests {
+		leaves[i], hashes[i] = r.leaf, r.hash
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("ledger: encoding batch: %w", err)
 	}
 	next := e.clone()
-	tiles, err := next.appendLeaves(p.hashes)
+	tiles, err := next.appendLeaves(hashes)
 	if err != nil {
 		return nil, err
 	}
 	return &built{
 		requests: p.requests,
-		batch:    Batch{Start: p.start, Entries: p.leaves, LeafHashes: p.hashes, Tiles: tiles, Keys: p.keys()},
+		batch:    Batch{Start: p.start, Entries: leaves, LeafHashes: hashes, Tiles: tiles, Keys: p.keys()},
 		edge:     next,
 		end:      p.end,
 	}, nil
 }
 
+// signJob signs one chained record.
 type signJob struct {
-	entry   *entry.Entry
-	message []byte
-	leaf    *[]byte
-	hash    *[HashSize]byte
-	err     *error
-	done    *sync.WaitGroup
+	r    *request
+	done *sync.WaitGroup
 }
 
 func (j signJob) run(key *Key) {
 	defer j.done.Done()
-	j.entry.Signature = key.Sign(j.message)
+	r := j.r
+	r.entry.Signature = key.Sign(r.message)
 	// The message was built from the checked entry: inserting the
 	// signature into it spares checking and encoding it again.
-	leaf, err := entry.SignedEntry(j.message, j.entry.Signature)
-	*j.leaf, *j.err = leaf, err
-	if err == nil {
-		*j.hash = entry.LeafHash(leaf)
+	r.leaf, r.err = entry.SignedEntry(r.message, r.entry.Signature)
+	if r.err == nil {
+		r.hash = entry.LeafHash(r.leaf)
 	}
 }
 
@@ -743,7 +743,7 @@ func (l *Ledger) commitLoop(p *pipeline, e *edge) {
 				t.Stop()
 			}
 		case <-p.stopped:
-			if c := p.take(l.opts.MaxBatch); c != nil {
+			if c := p.take(); c != nil {
 				l.commitBatch(c, &e)
 			}
 			return
@@ -752,7 +752,7 @@ func (l *Ledger) commitLoop(p *pipeline, e *edge) {
 			if size > 1 {
 				l.pace(p, started, pace)
 			}
-			c := p.take(l.opts.MaxBatch)
+			c := p.take()
 			if c == nil {
 				break
 			}
