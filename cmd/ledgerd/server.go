@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -109,20 +108,22 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
-			return
-		}
+	// The body is decoded as it is read, never copied whole first.
+	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)}
+	var req appendRequest
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&req)
+	more := err == nil && dec.More()
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(body.err, &tooLarge):
+		s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
+		return
+	case body.err != nil:
 		s.refuse(w, http.StatusBadRequest, "unreadable", "the body could not be read")
 		return
-	}
-	var req appendRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || dec.More() {
+	case err != nil || more:
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", describeJSONError(err))
 		return
 	}
@@ -205,6 +206,21 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
+}
+
+// bodyReader keeps the error of reading a request body, other than its
+// end, apart from the JSON decoder's own.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }
 
 // refuse answers an append with an error and counts it by code.

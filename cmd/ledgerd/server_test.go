@@ -190,6 +190,7 @@ func TestAppendRefusals(t *testing.T) {
 		{"unknown-field", s.token, strings.Replace(good, `{"principal"`, `{"zzz":1,"principal"`, 1), 400, "invalid_request"},
 		{"malformed", s.token, good[:40], 400, "invalid_request"},
 		{"two-objects", s.token, good + good, 400, "invalid_request"},
+		{"oversized-after-object", s.token, good + strings.Repeat(" ", 300<<10), 413, "too_large"},
 		{"oversized", s.token, strings.Replace(good, `"payee_known":true`, `"memo":"`+strings.Repeat("x", 300<<10)+`"`, 1), 413, "too_large"},
 		{"bad-digest", s.token, strings.Replace(good, `"params_digest":"sha256:`, `"params_digest":"sha512:`, 1), 400, "invalid_request"},
 		{"bad-decision", s.token, strings.Replace(good, `"allow"`, `"maybe"`, 1), 400, "invalid_record"},
