@@ -28,6 +28,10 @@
 // offset, and never the value itself. NormalizeNFC converts text to NFC for
 // callers who choose to; nothing else converts anything.
 //
+// Domain.Object decodes a JSON object under the same rules for reading
+// its members, so that a request carrying a commitment is held to the
+// commitment's domain (ledgerd's append bodies are).
+//
 // # Example
 //
 // The parameters

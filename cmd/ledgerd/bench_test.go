@@ -66,3 +66,18 @@ func BenchmarkHTTPAppend(b *testing.B) {
 	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "ms-p50")
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "ms-p99")
 }
+
+// BenchmarkDecodeAppendRequest decodes the body bench/append.lua sends.
+func BenchmarkDecodeAppendRequest(b *testing.B) {
+	body := []byte(`{"principal":"agent-7","action":"make_payment","decision":"allow","policies":["payments.limit"],` +
+		`"params_digest":"sha256:00000000000000000000000000000000000000000000000000000000075bcd15","params_size":64,` +
+		`"tiers_digest":"sha256:0609cd08e13b2f4b07d5f0e3a86b4f7a4c9cbe2b4b8d4f4f3a4f8d0b3e2c9829",` +
+		`"attributes":{"amount_minor":123456789,"currency":"EUR","payee_known":true,"memo_size":201,` +
+		`"recipient":{"recipient_domain":"example.com"},"route":"/v1/payments/{id}","note":"` + strings.Repeat("x", 120) + `"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, problem := decodeAppendRequest(body); problem != "" {
+			b.Fatal(problem)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
@@ -81,18 +82,22 @@ func writeError(w http.ResponseWriter, status int, code, format string, args ...
 	json.NewEncoder(w).Encode(map[string]apiError{"error": {Code: code, Message: fmt.Sprintf(format, args...)}})
 }
 
-// appendRequest is the strict schema of POST /v1/entries. The mediator is
-// not in it: it comes from the credential.
+// appendRequest is the strict schema of POST /v1/entries
+// (decodeAppendRequest). The mediator is not in it: it comes from the
+// credential.
 type appendRequest struct {
-	Principal    string          `json:"principal"`
-	Action       string          `json:"action"`
-	Decision     string          `json:"decision"`
-	Policies     []string        `json:"policies"`
-	ParamsDigest string          `json:"params_digest"`
-	ParamsSize   int             `json:"params_size"`
-	TiersDigest  string          `json:"tiers_digest"`
-	Attributes   json.RawMessage `json:"attributes"`
+	Principal    string
+	Action       string
+	Decision     string
+	Policies     []string
+	ParamsDigest string
+	ParamsSize   int
+	TiersDigest  string
+	Attributes   []byte // canonical JSON
 }
+
+// appendFields are the members an append body may have.
+var appendFields = []string{"action", "attributes", "decision", "params_digest", "params_size", "policies", "principal", "tiers_digest"}
 
 func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -108,23 +113,26 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")
 		return
 	}
-	// The body is decoded as it is read, never copied whole first.
-	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)}
-	var req appendRequest
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&req)
-	more := err == nil && dec.More()
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(body.err, &tooLarge):
-		s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
-		return
-	case body.err != nil:
+	buf := bodyBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledBody {
+			bodyBuffers.Put(buf)
+		}
+	}()
+	body, err := readBody(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), (*buf)[:0])
+	*buf = body
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
+			return
+		}
 		s.refuse(w, http.StatusBadRequest, "unreadable", "the body could not be read")
 		return
-	case err != nil || more:
-		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", describeJSONError(err))
+	}
+	req, problem := decodeAppendRequest(body)
+	if problem != "" {
+		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", problem)
 		return
 	}
 	rec := ledger.Record{
@@ -208,45 +216,83 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
 }
 
-// bodyReader keeps the error of reading a request body, other than its
-// end, apart from the JSON decoder's own.
-type bodyReader struct {
-	r   io.Reader
-	err error
-}
-
-func (b *bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF {
-		b.err = err
-	}
-	return n, err
-}
-
 // refuse answers an append with an error and counts it by code.
 func (s *server) refuse(w http.ResponseWriter, status int, code, format string, args ...any) {
 	s.m.reject(code)
 	writeError(w, status, code, format, args...)
 }
 
-// describeJSONError names what was wrong with a request body without
-// repeating any of it.
-func describeJSONError(err error) string {
-	var syntax *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return "content after the JSON object"
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
-	case errors.As(err, &typeErr):
-		return fmt.Sprintf("field %q has the wrong type", typeErr.Field)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the JSON object is incomplete"
+// bodyBuffers hold append bodies while they are decoded; buffers grown
+// past maxPooledBody are dropped rather than kept.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledBody = 64 << 10
+
+// readBody appends everything r yields to b.
+func readBody(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
 	}
-	return "not a JSON object of the expected fields"
+}
+
+// decodeAppendRequest decodes an append body in the commitment's strict
+// domain (package commit): one JSON object, no repeated member names,
+// well-formed UTF-8 in NFC, integers within 2^53-1. It returns what was
+// wrong, naming members and JSON pointers but never a value.
+func decodeAppendRequest(body []byte) (appendRequest, string) {
+	var req appendRequest
+	obj, err := commit.Domain{}.Object(body)
+	if err != nil {
+		return req, strings.TrimPrefix(err.Error(), "commit: ")
+	}
+	for i := range obj.Len() {
+		if !slices.Contains(appendFields, obj.Name(i)) {
+			return req, fmt.Sprintf("unknown field %q", obj.Name(i))
+		}
+	}
+	wrongType := ""
+	text := func(name string) string {
+		v, ok := obj.Get(name)
+		if !ok {
+			return ""
+		}
+		t, ok := v.Text()
+		if !ok && wrongType == "" {
+			wrongType = name
+		}
+		return t
+	}
+	req.Principal, req.Action, req.Decision = text("principal"), text("action"), text("decision")
+	req.ParamsDigest, req.TiersDigest = text("params_digest"), text("tiers_digest")
+	if v, ok := obj.Get("policies"); ok {
+		if req.Policies, ok = v.TextList(); !ok && wrongType == "" {
+			wrongType = "policies"
+		}
+	}
+	if v, ok := obj.Get("params_size"); ok {
+		n, ok := v.Integer()
+		if !ok && wrongType == "" {
+			wrongType = "params_size"
+		}
+		req.ParamsSize = int(n)
+	}
+	if v, ok := obj.Get("attributes"); ok {
+		req.Attributes = v.Canonical()
+	}
+	if wrongType != "" {
+		return req, fmt.Sprintf("field %q has the wrong type", wrongType)
+	}
+	return req, ""
 }
 
 func (s *server) checkpoint(w http.ResponseWriter, r *http.Request) {

@@ -194,7 +194,9 @@ func TestAppendRefusals(t *testing.T) {
 		{"oversized", s.token, strings.Replace(good, `"payee_known":true`, `"memo":"`+strings.Repeat("x", 300<<10)+`"`, 1), 413, "too_large"},
 		{"bad-digest", s.token, strings.Replace(good, `"params_digest":"sha256:`, `"params_digest":"sha512:`, 1), 400, "invalid_request"},
 		{"bad-decision", s.token, strings.Replace(good, `"allow"`, `"maybe"`, 1), 400, "invalid_record"},
-		{"attributes-not-nfc", s.token, strings.Replace(good, `"payee_known":true`, `"payee":"e\u0301"`, 1), 400, "invalid_record"},
+		{"attributes-not-nfc", s.token, strings.Replace(good, `"payee_known":true`, `"payee":"e\u0301"`, 1), 400, "invalid_request"},
+		{"repeated-member", s.token, strings.Replace(good, `{"principal":"agent-1"`, `{"principal":"agent-1","principal":"agent-2"`, 1), 400, "invalid_request"},
+		{"invalid-utf8", s.token, strings.Replace(good, `"agent-1"`, "\"agent-\xff\"", 1), 400, "invalid_request"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -376,9 +378,9 @@ func checkProofEndpoints(t *testing.T, s *testServer, n uint64) {
 // mustRecord turns an append request body into the ledger record the
 // handler would make, for tests that append without HTTP.
 func mustRecord(t *testing.T, body string) ledger.Record {
-	var req appendRequest
-	if err := json.Unmarshal([]byte(body), &req); err != nil {
-		t.Fatal(err)
+	req, problem := decodeAppendRequest([]byte(body))
+	if problem != "" {
+		t.Error(problem)
 	}
 	rec := ledger.Record{Mediator: "local", Principal: req.Principal, Action: req.Action,
 		Decision: entry.Decision(req.Decision), Policies: req.Policies, Attributes: req.Attributes}

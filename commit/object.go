@@ -1,0 +1,79 @@
+package commit
+
+// Object is a JSON object checked against the strict domain, for reading
+// its members: a request body, say, decoded under the same rules as the
+// parameters it describes.
+type Object struct {
+	members []member // in canonical order
+}
+
+// Object checks that data is one JSON object inside the domain and returns
+// it. Refusals are *DomainError, as Canonicalize's are.
+func (d Domain) Object(data []byte) (Object, error) {
+	p := newParser(data, d)
+	n, err := p.parseDocument()
+	if err != nil {
+		return Object{}, err
+	}
+	if n.kind != kindObject {
+		return Object{}, &DomainError{Kind: ErrNotObject, Offset: firstNonSpace(data)}
+	}
+	return Object{members: n.members}, nil
+}
+
+// Len returns the number of members.
+func (o Object) Len() int { return len(o.members) }
+
+// Name returns the i-th member name in canonical order.
+func (o Object) Name(i int) string { return string(o.members[i].name) }
+
+// Get returns the named member's value, if the object has the member.
+func (o Object) Get(name string) (Value, bool) {
+	for i := range o.members {
+		if string(o.members[i].name) == name {
+			return Value{&o.members[i].value}, true
+		}
+	}
+	return Value{}, false
+}
+
+// Value is one checked JSON value of an Object.
+type Value struct{ n *node }
+
+// Text returns a string value.
+func (v Value) Text() (string, bool) {
+	if v.n.kind != kindString {
+		return "", false
+	}
+	return string(v.n.text), true
+}
+
+// Integer returns an integer value (its exact decimal value is an integer,
+// however it was written).
+func (v Value) Integer() (int64, bool) {
+	if v.n.kind != kindInteger {
+		return 0, false
+	}
+	return v.n.num, true
+}
+
+// TextList returns an array of strings.
+func (v Value) TextList() ([]string, bool) {
+	if v.n.kind != kindArray {
+		return nil, false
+	}
+	list := make([]string, len(v.n.elems))
+	for i := range v.n.elems {
+		if v.n.elems[i].kind != kindString {
+			return nil, false
+		}
+		list[i] = string(v.n.elems[i].text)
+	}
+	return list, true
+}
+
+// IsObject reports whether the value is an object.
+func (v Value) IsObject() bool { return v.n.kind == kindObject }
+
+// Canonical returns the value's RFC 8785 form.
+func (v Value) Canonical() []byte { return appendCanonical(nil, v.n) }
