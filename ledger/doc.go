@@ -11,7 +11,10 @@
 // hash of the entry before (package entry). Its signature is then computed
 // by a pool of workers, on every core, while the previous batch is being
 // stored. Whenever the store is free, everything chained since the last
-// batch is committed as one group: one write and one sync.
+// batch is committed as one group: one write and one sync. Under
+// concurrent load (the last batch held several entries) the next commit
+// starts no sooner than MinCommitInterval after it, unless its batch
+// fills, so that batches grow and each entry costs less.
 // Receipts are sent only after that commit returns. A full queue refuses at
 // once (ErrQueueFull); a storage failure stops all further appends
 // (ErrClosed) until the ledger is reopened, because the store may be
