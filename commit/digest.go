@@ -107,15 +107,25 @@ func commitNode(n *node, sizeHint int) Commitment {
 //
 // with the length of JCS(params). Parameters must be a JSON object.
 func (d Domain) Params(data []byte) (Commitment, error) {
-	p := newParser(data, d)
-	n, err := p.parseDocument()
+	n, err := d.parseObject(data)
 	if err != nil {
 		return Commitment{}, err
 	}
-	if n.kind != kindObject {
-		return Commitment{}, &DomainError{Kind: ErrNotObject, Offset: firstNonSpace(data)}
-	}
 	return commitNode(&n, len(data)), nil
+}
+
+// parseObject parses data as one JSON value in the domain and refuses it
+// unless it is an object.
+func (d Domain) parseObject(data []byte) (node, error) {
+	p := newParser(data, d)
+	n, err := p.parseDocument()
+	if err != nil {
+		return node{}, err
+	}
+	if n.kind != kindObject {
+		return node{}, &DomainError{Kind: ErrNotObject, Offset: firstNonSpace(data)}
+	}
+	return n, nil
 }
 
 // Params is Domain{}.Params.

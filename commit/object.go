@@ -10,13 +10,9 @@ type Object struct {
 // Object checks that data is one JSON object inside the domain and returns
 // it. Refusals are *DomainError, as Canonicalize's are.
 func (d Domain) Object(data []byte) (Object, error) {
-	p := newParser(data, d)
-	n, err := p.parseDocument()
+	n, err := d.parseObject(data)
 	if err != nil {
 		return Object{}, err
-	}
-	if n.kind != kindObject {
-		return Object{}, &DomainError{Kind: ErrNotObject, Offset: firstNonSpace(data)}
 	}
 	return Object{members: n.members}, nil
 }

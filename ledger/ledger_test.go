@@ -644,3 +644,38 @@ func TestMinCommitInterval(t *testing.T) {
 		t.Errorf("batches %v; want them to end 4 1 1", sizes)
 	}
 }
+
+// MaxBatchBytes bounds batches too, and what a batch counts against it is
+// never less than the entries it stores.
+func TestBatchBytes(t *testing.T) {
+	k := testKey(t)
+	var mu sync.Mutex
+	var sizes []int
+	l, err := Open(context.Background(), NewMemStore(), k, Options{CheckpointInterval: -1, Logger: discardLogger(),
+		MaxBatchBytes: 1, OnBatch: func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 0, 100)
+	l.Close()
+	for _, n := range sizes {
+		if n != 1 {
+			t.Fatalf("batches %v with MaxBatchBytes 1", sizes)
+		}
+	}
+
+	e, err := l.prepare(testRecord(t, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &request{entry: e}
+	var p pendingBatch
+	if err := p.add(r, &chainState{}, time.Now); err != nil {
+		t.Fatal(err)
+	}
+	p.signing.Add(1)
+	signJob{r: r, done: &p.signing}.run(k)
+	if r.err != nil || len(r.leaf) > p.bytes || p.bytes > len(r.leaf)+64 {
+		t.Errorf("a %d-byte entry counted as %d bytes (%v)", len(r.leaf), p.bytes, r.err)
+	}
+}
