@@ -19,7 +19,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -31,10 +30,10 @@ import (
 	"strings"
 
 	"github.com/cedar-policy/cedar-go/x/exp/schema"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/commit/tier"
+	"github.com/decisionledger/ledger/internal/declfile"
 )
 
 const usage = `Usage:
@@ -100,28 +99,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// load reads and checks declaration files; two files for one action are
-// refused.
+// load reads and checks declaration files, sorted by action; two files for
+// one action are refused.
 func load(paths []string) ([]*declare.Declaration, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no declaration file given")
 	}
-	var decls []*declare.Declaration
-	seen := map[string]string{}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		d, err := declare.Parse(data)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", errRefused, p, err)
-		}
-		if other, dup := seen[d.Action]; dup {
-			return nil, fmt.Errorf("%w: %s and %s both declare action %s", errRefused, other, p, d.Action)
-		}
-		seen[d.Action] = p
-		decls = append(decls, d)
+	files, err := declfile.Read(paths)
+	if errors.Is(err, declfile.ErrRefused) {
+		return nil, fmt.Errorf("%w: %v", errRefused, strings.TrimPrefix(err.Error(), declfile.ErrRefused.Error()+": "))
+	}
+	if err != nil {
+		return nil, err
+	}
+	decls := make([]*declare.Declaration, len(files))
+	for i, f := range files {
+		decls[i] = f.Decl
 	}
 	slices.SortFunc(decls, func(a, b *declare.Declaration) int { return strings.Compare(a.Action, b.Action) })
 	return decls, nil
@@ -153,11 +146,10 @@ func render(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%w: %s: %v", errRefused, d.Action, err)
 		}
 		files[d.Action+".tiers.json"] = table
-		js := d.JSONSchema()
-		if _, err := CompileSchema(d.Action, js); err != nil {
+		if _, err := declfile.CompileSchema(d); err != nil {
 			return fmt.Errorf("%w: %s: the generated JSON Schema does not compile: %v", errRefused, d.Action, err)
 		}
-		files[d.Action+".schema.json"] = js
+		files[d.Action+".schema.json"] = d.JSONSchema()
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -199,20 +191,6 @@ func tierFile(d *declare.Declaration) ([]byte, error) {
 		Table            json.RawMessage `json:"table"`
 	}{tiers.String(), def.String(), table}, "", "  ")
 	return append(out, '\n'), err
-}
-
-// CompileSchema compiles a generated JSON Schema.
-func CompileSchema(action string, js []byte) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	url := "urn:decision-ledger:attributes:" + action
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
 }
 
 // leakage counts one action's fields by how far they cross.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/internal/declfile"
 )
 
 // catalog is the server's action declarations (docs/declarations.md), by
@@ -42,47 +42,26 @@ func loadCatalog(dir string) (catalog, error) {
 		return nil, fmt.Errorf("catalog_dir %s holds no declaration (*.json)", dir)
 	}
 	sort.Strings(files)
+	read, err := declfile.Read(files)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
 	c := catalog{}
-	from := map[string]string{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		d, err := declare.Parse(data)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: %s: %w", f, err)
-		}
-		if other, dup := from[d.Action]; dup {
-			return nil, fmt.Errorf("catalog: %s and %s both declare action %s", other, f, d.Action)
-		}
-		from[d.Action] = f
-		a := &catalogAction{decl: d, file: data}
+	for _, df := range read {
+		f, d := df.Path, df.Decl
+		a := &catalogAction{decl: d, file: df.Data}
 		if a.tiers, err = d.TiersDigest(); err != nil {
 			return nil, fmt.Errorf("catalog: %s: %w", f, err)
 		}
 		if a.definition, err = d.Digest(); err != nil {
 			return nil, fmt.Errorf("catalog: %s: %w", f, err)
 		}
-		if a.schema, err = compileAttributesSchema(d); err != nil {
+		if a.schema, err = declfile.CompileSchema(d); err != nil {
 			return nil, fmt.Errorf("catalog: %s: the generated JSON Schema does not compile: %w", f, err)
 		}
 		c[d.Action] = a
 	}
 	return c, nil
-}
-
-func compileAttributesSchema(d *declare.Declaration) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.JSONSchema()))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	url := "urn:decision-ledger:attributes:" + d.Action
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
 }
 
 // checkAttributes validates attributes (JSON) against the action's wire
