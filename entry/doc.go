@@ -30,6 +30,12 @@
 // bundles, with their uint16 length prefixes, can carry it) and its
 // attributes at most 32 KiB.
 //
+// The string members are identifiers: they hold no control character
+// (U+0000-U+001F, U+007F-U+009F), no format character of Unicode 15.0
+// (bidirectional controls, zero-width characters, ...), and neither U+2028
+// nor U+2029; docs/entry.md §1.1 lists the code points. Attribute values
+// are data, not identifiers, and may hold them.
+//
 // # Hashes and signature
 //
 //	M          = "ledger/v1/entry\n" || JCS(entry without "sig")  (version 2: "ledger/v2/entry\n")

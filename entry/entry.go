@@ -63,9 +63,11 @@ const (
 func (d Decision) valid() bool { return d == Allow || d == Deny || d == NeedsApproval }
 
 // Entry is one decision in the ledger. The fields are those of the JSON
-// object; docs/entry.md specifies each. Its methods remember the last
-// attributes they found canonical, so they must not run concurrently on
-// one Entry.
+// object; docs/entry.md specifies each. Its strings (Origin, Mediator,
+// Principal, Action, Decision, each policy id, KeyID) are identifiers: they
+// hold no control or format character (docs/entry.md §1.1); Attributes may
+// hold any text. Its methods remember the last attributes they found
+// canonical, so they must not run concurrently on one Entry.
 type Entry struct {
 	Origin    string
 	Index     uint64
@@ -103,12 +105,15 @@ type Entry struct {
 }
 
 // Errors. Malformed entries give a *FieldError (errors.Is ErrMalformed) or
-// ErrNotCanonical; a signature that does not verify gives ErrSignature.
+// ErrNotCanonical; a signature that does not verify gives ErrSignature. An
+// identifier holding a control or format character gives a *FieldError
+// that is also errors.Is ErrIdentifierChar.
 var (
-	ErrMalformed    = errors.New("malformed entry")
-	ErrNotCanonical = errors.New("entry: not in canonical form (RFC 8785)")
-	ErrSignature    = errors.New("entry: signature does not verify")
-	ErrKeyID        = errors.New("entry: signed by another key")
+	ErrMalformed      = errors.New("malformed entry")
+	ErrNotCanonical   = errors.New("entry: not in canonical form (RFC 8785)")
+	ErrSignature      = errors.New("entry: signature does not verify")
+	ErrKeyID          = errors.New("entry: signed by another key")
+	ErrIdentifierChar = errors.New("entry: control or format character in an identifier")
 )
 
 // FieldError says which field of an entry is wrong and how. It never holds
@@ -116,6 +121,9 @@ var (
 type FieldError struct {
 	Field   string // JSON member name; "" for the entry as a whole
 	Problem string
+	// Err, if not nil, classifies the problem (ErrIdentifierChar). The
+	// error is errors.Is ErrMalformed in any case.
+	Err error
 }
 
 func (e *FieldError) Error() string {
@@ -125,7 +133,12 @@ func (e *FieldError) Error() string {
 	return fmt.Sprintf("entry: field %q: %s", e.Field, e.Problem)
 }
 
-func (e *FieldError) Unwrap() error { return ErrMalformed }
+func (e *FieldError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrMalformed, e.Err}
+	}
+	return []error{ErrMalformed}
+}
 
 func fieldError(field, format string, args ...any) error {
 	return &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
@@ -230,6 +243,12 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 			var k *commit.DomainError
 			errors.As(de, &k)
 			err = fieldError(field, "%s", k.Kind)
+			return
+		}
+		// Every string member written here is an identifier.
+		if r, at, found := refusedRune(s); found {
+			err = &FieldError{Field: field, Err: ErrIdentifierChar,
+				Problem: fmt.Sprintf("%U at byte %d: identifiers hold no control or format characters", r, at)}
 		}
 	}
 	b = append(b, `{"action":`...)
