@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -54,8 +55,12 @@ import (
 // badger Sequence would not do for the size: it leases numbers ahead and
 // leaves gaps after a crash, while a log's indices must be dense.)
 type BadgerStore struct {
-	db  *badger.DB
-	log *frameLog
+	dir     string
+	lock    *os.File // holds the directory's flock until Close
+	db      *badger.DB
+	log     *frameLog
+	reserve uint64 // BadgerOptions.ReserveBytes
+	logger  *slog.Logger
 
 	// ov holds the durable frames the indexer has not yet written to
 	// badger (overlay.go); indexerDone is closed when the indexer stops.
@@ -68,6 +73,11 @@ type BadgerStore struct {
 	broken  error // a write whose outcome is unknown: refuse further writes
 	buf     []byte
 	locs    []entryLocation
+
+	// latestCP is the tree size of the latest signed checkpoint, if
+	// hasCP; only AddCheckpoint, one call at a time, changes them.
+	latestCP uint64
+	hasCP    bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -154,6 +164,17 @@ type BadgerOptions struct {
 	// is first written as SegmentSize zero bytes, in the background.
 	SegmentSize int64
 
+	// ReserveBytes is the free space the store leaves on its file system.
+	// Commit refuses a batch, writing nothing, while less than this is
+	// free, and the spare segment is written only while a segment more
+	// than this is free. Optional, default 128 MiB. It keeps room for the
+	// index: badger writes through memory-mapped files, and a write into a
+	// mapping on a full disk kills the process (SIGBUS) instead of
+	// returning an error. It also keeps the spare from taking the space
+	// the segment in use grows into. Other writers on the same file system
+	// can still fill it: give the store its own, or watch its free space.
+	ReserveBytes int64
+
 	// Logger receives badger's messages and the store's own. Optional,
 	// default slog.Default(). Badger's Info and Debug messages (tables
 	// opened, compactions) are logged at Debug, so the default is quiet.
@@ -173,6 +194,7 @@ const (
 	defaultBlockCacheSize = 8 << 20
 	defaultNumCompactors  = 2
 	defaultSegmentSize    = 64 << 20
+	defaultReserveBytes   = 128 << 20
 
 	// valueThreshold keeps every value in the LSM tree: the largest is a
 	// full tile of 8 KiB, and badger's value log would be one more file
@@ -188,6 +210,7 @@ func (o BadgerOptions) withDefaults() (BadgerOptions, error) {
 	setDefault(&o.BlockCacheSize, defaultBlockCacheSize)
 	setDefault(&o.NumCompactors, defaultNumCompactors)
 	setDefault(&o.SegmentSize, defaultSegmentSize)
+	setDefault(&o.ReserveBytes, defaultReserveBytes)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -202,6 +225,8 @@ func (o BadgerOptions) withDefaults() (BadgerOptions, error) {
 		return o, fmt.Errorf("ledger: BadgerOptions.NumCompactors %d: badger needs at least 2", o.NumCompactors)
 	case o.SegmentSize < 1<<20:
 		return o, fmt.Errorf("ledger: BadgerOptions.SegmentSize %d is below 1 MiB", o.SegmentSize)
+	case o.ReserveBytes < 0:
+		return o, fmt.Errorf("ledger: BadgerOptions.ReserveBytes %d is negative", o.ReserveBytes)
 	}
 	return o, nil
 }
@@ -238,7 +263,11 @@ func (o BadgerOptions) badgerOptions(dir string) (badger.Options, error) {
 		WithBaseTableSize(512 << 10).
 		// The index is hashes, positions and checksums: it does not
 		// compress.
-		WithCompression(options.None)
+		WithCompression(options.None).
+		// A flipped bit in a table is found when its block is read, not
+		// served as an entry's location or a tile; Verify checks every
+		// table.
+		WithChecksumVerificationMode(options.OnBlockRead)
 	bo.TableSizeMultiplier = 1 // has no With method
 	if o.Tune != nil {
 		o.Tune(&bo)
@@ -262,11 +291,25 @@ const (
 	indexDir  = "index"
 )
 
-// OpenBadger opens, or creates, the store in dir. It indexes the frames
-// that badger lost in a crash (those after the last one its durable state
-// records), and truncates a frame torn by a crash during its write, which
-// was never acknowledged. It refuses a frame log that does not continue
-// the index, or that is damaged anywhere but at its end.
+// errStoreLocked: another BadgerStore, in this process or another, has the
+// directory open.
+var errStoreLocked = errors.New("ledger: the store is open in another process (or twice in this one); its directory is locked")
+
+// OpenBadger opens, or creates, the store in dir.
+//
+// It first locks dir (flock, exclusive): a store open twice would have two
+// writers of one frame log, so while another process holds the lock
+// OpenBadger refuses, having opened, created, renamed and removed nothing
+// in dir. The lock lasts until Close, or until the process ends.
+//
+// It then indexes the frames that badger lost in a crash (those after the
+// last one its durable state records), and erases a frame whose write a
+// crash cut short, which was never acknowledged. It refuses, changing
+// nothing, a frame log that does not continue the index, that is damaged
+// (a frame that is not whole and is not such a torn write: see
+// frameLog.endAt), or that holds fewer entries than the latest signed
+// checkpoint, which the checkpoint file beside the frames keeps (cpfile.go)
+// even when the index is lost.
 func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerStore, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -283,22 +326,42 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: creating store directory: %w", err)
 	}
-	log, err := openFrameLog(filepath.Join(dir, framesDir), opts.SegmentSize)
+	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(bo)
-	if err != nil {
-		log.close()
-		return nil, fmt.Errorf("ledger: opening badger index in %s: %w", dir, err)
+	s := &BadgerStore{dir: dir, lock: lock, reserve: uint64(opts.ReserveBytes), logger: opts.Logger, indexerDone: make(chan struct{})}
+	fail := func(err error) (*BadgerStore, error) {
+		if s.db != nil {
+			s.db.Close()
+		}
+		if s.log != nil {
+			s.log.close()
+		}
+		lock.Close()
+		return nil, err
 	}
-	s := &BadgerStore{db: db, log: log, indexerDone: make(chan struct{})}
+	if err := ownerOnly(dir); err != nil {
+		return fail(err)
+	}
+	// A checkpoint file written but not renamed is of no use.
+	if err := os.Remove(filepath.Join(dir, checkpointTmpFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(fmt.Errorf("ledger: removing an unfinished checkpoint file: %w", err))
+	}
+	if s.log, err = openFrameLog(filepath.Join(dir, framesDir), opts.SegmentSize, func() bool {
+		return s.freeAbove(uint64(opts.SegmentSize))
+	}); err != nil {
+		return fail(err)
+	}
+	if s.db, err = badger.Open(bo); err != nil {
+		return fail(fmt.Errorf("ledger: opening badger index in %s: %w", dir, err))
+	}
+	if err := ownerOnly(filepath.Join(dir, indexDir)); err != nil {
+		return fail(err)
+	}
 	size, err := s.recover(ctx, opts.Logger)
 	if err != nil {
-		close(s.indexerDone)
-		db.Close()
-		log.close()
-		return nil, err
+		return fail(err)
 	}
 	s.ov = newOverlay(size)
 	go s.runIndexer()
@@ -315,21 +378,52 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 		slog.Int("num_memtables", bo.NumMemtables),
 		slog.Int64("block_cache_size", bo.BlockCacheSize),
 		slog.Int("num_compactors", bo.NumCompactors),
-		slog.Int64("segment_size", opts.SegmentSize))
+		slog.Int64("segment_size", opts.SegmentSize),
+		slog.Int64("reserve_bytes", opts.ReserveBytes))
 	return s, nil
 }
 
+// ownerOnly makes dir and everything in it readable and writable by its
+// owner only: badger creates its files with mode 0666 less the umask, and
+// offers no option.
+func ownerOnly(dir string) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := info.Mode().Perm() &^ 0o077
+		if want == info.Mode().Perm() || d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		return os.Chmod(path, want)
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: making the store's files owner-only: %w", err)
+	}
+	return nil
+}
+
 // recover indexes the frames after the last one badger holds, writes the
-// partial tiles of those after the last tiles badger holds, makes the
-// result durable, and returns the number of entries.
+// partial tiles of those after the last tiles badger holds, brings the
+// latest signed checkpoint's two copies (badger's and the checkpoint
+// file's) to the later of the two, makes the result durable, and returns
+// the number of entries.
 func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
-	var size, end, tilesEnd uint64
+	var size, end, tilesEnd, cpSize uint64
+	var hasCP bool
 	err := s.db.View(func(txn *badger.Txn) error {
 		var err error
 		if size, _, err = getUint64(txn, keySize); err != nil {
 			return err
 		}
 		if end, _, err = getUint64(txn, keyLogEnd); err != nil {
+			return err
+		}
+		if cpSize, hasCP, err = getUint64(txn, keyLatestCheckpoint); err != nil {
 			return err
 		}
 		// Absent (a new store, or one whose mark was never synced):
@@ -343,11 +437,20 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 	if tilesEnd > end {
 		return 0, fmt.Errorf("%w: the index holds tiles up to log position %d but frames only up to %d", errCorrupt, tilesEnd, end)
 	}
+	fileSize, fileCP, err := readCheckpointFile(s.dir)
+	if err != nil {
+		return 0, err
+	}
+	signed := cpSize // entries a signed checkpoint covers
+	if fileCP != nil {
+		signed = max(signed, fileSize)
+	}
 	replayed := 0
 	var next uint64 // the index the next frame must start at, once known
 	known := false
 	complete := tilesEnd // badger holds every tile up to here
-	dropped, err := s.log.recover(int64(tilesEnd), size, func(pos int64, payload []byte) (uint64, error) {
+	ack := acknowledged{indexEnd: int64(end), signed: signed}
+	dropped, err := s.log.recover(int64(tilesEnd), size, ack, func(pos int64, payload []byte) (uint64, error) {
 		b, locs, err := decodeFrame(payload)
 		if err != nil {
 			return 0, fmt.Errorf("%w: frame at log position %d: %w", errCorrupt, pos, err)
@@ -377,17 +480,51 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 	if err != nil {
 		return 0, err
 	}
+	if size < signed {
+		return 0, fmt.Errorf("%w: the frame log holds %d entries, but a checkpoint for a tree of %d was signed: "+
+			"acknowledged entries are missing, and serving on would give their indices to other entries", errCorrupt, size, signed)
+	}
 	// From here on, tiles not yet flushed are replayed from this point:
 	// record it even for a new store, whose index has no tiles mark yet.
 	if err := s.indexTiles(nil, int64(complete)); err != nil {
 		return 0, err
 	}
+	restored := false
+	switch {
+	case fileCP != nil && (!hasCP || fileSize > cpSize):
+		// The index lost it (rebuilt, or its last sync lost).
+		err = s.db.Update(func(txn *badger.Txn) error {
+			if err := txn.Set(checkpointKey(fileSize), fileCP); err != nil {
+				return err
+			}
+			return txn.Set(keyLatestCheckpoint, binary.BigEndian.AppendUint64(nil, fileSize))
+		})
+		restored = true
+	case hasCP && (fileCP == nil || cpSize > fileSize):
+		// A store from before the checkpoint file.
+		var cp []byte
+		if err = s.db.View(func(txn *badger.Txn) error {
+			cp, err = getValue(txn, checkpointKey(cpSize))
+			return err
+		}); err == nil {
+			err = writeCheckpointFile(s.dir, cpSize, cp)
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ledger: restoring the latest checkpoint: %w", err)
+	}
+	s.latestCP, s.hasCP = signed, hasCP || fileCP != nil
 	if dropped > 0 {
-		log.WarnContext(ctx, "ledger: dropped a frame torn by a crash (never acknowledged)",
+		log.WarnContext(ctx, "ledger: erased a frame whose write a crash cut short (never acknowledged)",
 			slog.Uint64("size", size), slog.Int64("bytes", dropped))
 	}
-	if replayed > 0 || dropped > 0 {
+	if restored {
+		log.WarnContext(ctx, "ledger: restored the latest signed checkpoint from the checkpoint file into the index", slog.Uint64("checkpoint_size", fileSize))
+	}
+	if replayed > 0 {
 		log.InfoContext(ctx, "ledger: indexed frames after a crash", slog.Int("frames", replayed), slog.Uint64("size", size))
+	}
+	if replayed > 0 || dropped > 0 || restored {
 		if err := s.db.Sync(); err != nil {
 			return 0, fmt.Errorf("ledger: syncing the index: %w", err)
 		}
@@ -495,6 +632,10 @@ func (s *BadgerStore) Close() error {
 		if err := s.log.close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: closing the frame log: %w", err))
 		}
+		// Last: until here this process may still write.
+		if err := s.lock.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("ledger: unlocking the store: %w", err))
+		}
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
@@ -523,6 +664,32 @@ func (s *BadgerStore) State(ctx context.Context) (State, error) {
 	return st, nil
 }
 
+// freeAbove reports whether more than the reserve and extra bytes are
+// free.
+func (s *BadgerStore) freeAbove(extra uint64) bool {
+	free, err := freeBytes(s.dir)
+	return err == nil && free >= s.reserve+extra
+}
+
+// ErrNoSpace: a BadgerStore refused a write because its file system has
+// less free space than BadgerOptions.ReserveBytes.
+var ErrNoSpace = errors.New("ledger: too little free space")
+
+// checkReserve refuses a write while less than the reserve is free.
+// Checkpoints are not refused: the reserve is there for the index and
+// for them.
+func (s *BadgerStore) checkReserve(what string) error {
+	free, err := freeBytes(s.dir)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: measuring free space: %w", what, err)
+	}
+	if free < s.reserve {
+		return fmt.Errorf("%w: %s: %d bytes are free on the store's file system, under the %d it keeps in reserve (BadgerOptions.ReserveBytes); nothing was written",
+			ErrNoSpace, what, free, s.reserve)
+	}
+	return nil
+}
+
 // errStoreBroken wraps the failure after which a BadgerStore refuses
 // writes.
 var errStoreBroken = errors.New("ledger: the store stopped after a failed write; reopen it")
@@ -542,6 +709,9 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 	}
 	if size := s.ov.durableSize(); b.Start != size {
 		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, size, ErrConflict)
+	}
+	if err := s.checkReserve(fmt.Sprintf("batch at %d", b.Start)); err != nil {
+		return err
 	}
 	if err := s.checkKeysUnused(b); err != nil {
 		return err
@@ -891,8 +1061,10 @@ func (s *BadgerStore) Tile(ctx context.Context, level uint8, index uint64) ([]by
 	return t, nil
 }
 
-// AddCheckpoint implements Store in one badger transaction, synced with
-// DB.Sync: that also makes durable the index of every batch before it.
+// AddCheckpoint implements Store: the checkpoint file first, synced, so
+// that no loss of the index can lose a signed checkpoint, then one badger
+// transaction, synced with DB.Sync, which also makes durable the index of
+// every batch before it.
 func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
 	if len(signed) == 0 {
 		return errEmptyCheckpoint
@@ -901,30 +1073,39 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 		return fmt.Errorf("ledger: checkpoint for size %d: %w", size, err)
 	}
 	s.writeMu.Lock()
-	if s.broken != nil {
-		s.writeMu.Unlock()
-		return fmt.Errorf("%w: %w", errStoreBroken, s.broken)
+	err := s.broken
+	switch durable := s.ov.durableSize(); {
+	case err != nil:
+		err = fmt.Errorf("%w: %w", errStoreBroken, err)
+	case s.hasCP && size <= s.latestCP:
+		err = fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, s.latestCP, ErrConflict)
+	case size > durable:
+		err = fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, durable, ErrConflict)
 	}
-	err := s.db.Update(func(txn *badger.Txn) error {
-		latest, ok, err := getUint64(txn, keyLatestCheckpoint)
-		if err != nil {
-			return err
-		}
-		if ok && size <= latest {
-			return fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, latest, ErrConflict)
-		}
-		if durable := s.ov.durableSize(); size > durable {
-			return fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, durable, ErrConflict)
-		}
+	s.writeMu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The reserve is not checked: it exists for the index and for this.
+	// Outside writeMu, as badger's sync below: commits go on meanwhile.
+	// AddCheckpoint runs one call at a time, so latestCP stays as
+	// checked.
+	if err := writeCheckpointFile(s.dir, size, signed); err != nil {
+		// The file may hold the old checkpoint or the new one.
+		s.writeMu.Lock()
+		s.broken = err
+		s.writeMu.Unlock()
+		return fmt.Errorf("ledger: adding checkpoint for size %d: %w", size, err)
+	}
+	s.latestCP, s.hasCP = size, true
+	s.writeMu.Lock()
+	err = s.db.Update(func(txn *badger.Txn) error {
 		if err := txn.Set(checkpointKey(size), signed); err != nil {
 			return err
 		}
 		return txn.Set(keyLatestCheckpoint, binary.BigEndian.AppendUint64(nil, size))
 	})
 	s.writeMu.Unlock()
-	if errors.Is(err, ErrConflict) {
-		return err
-	}
 	if err == nil {
 		// Outside writeMu: commits go on while badger syncs. The sync
 		// covers this transaction and every index written before it.

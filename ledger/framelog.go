@@ -238,6 +238,9 @@ func (r *frameReader) u64() uint64 {
 type frameLog struct {
 	dir        string
 	maxSegment int64
+	// spareFits reports whether a spare of maxSegment bytes may be
+	// written now; it is asked before each step of the writing.
+	spareFits func() bool
 
 	mu       sync.RWMutex
 	segments []*segment // by first position; the last one takes appends
@@ -267,7 +270,7 @@ func segmentName(first int64) string {
 // openFrameLog opens the segments in dir, creating dir if it is missing.
 // It checks that the segments follow each other without gaps; their last
 // frames are checked by recover.
-func openFrameLog(dir string, maxSegment int64) (*frameLog, error) {
+func openFrameLog(dir string, maxSegment int64, spareFits func() bool) (*frameLog, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: creating the frame log directory: %w", err)
 	}
@@ -275,7 +278,7 @@ func openFrameLog(dir string, maxSegment int64) (*frameLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: reading the frame log directory: %w", err)
 	}
-	l := &frameLog{dir: dir, maxSegment: maxSegment}
+	l := &frameLog{dir: dir, maxSegment: maxSegment, spareFits: spareFits}
 	// A spare left by an earlier process may be half written.
 	if err := os.Remove(filepath.Join(dir, spareName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("ledger: removing an old spare segment: %w", err)
@@ -321,7 +324,7 @@ func openFrameLog(dir string, maxSegment int64) (*frameLog, error) {
 func (l *frameLog) prepareSpare() {
 	l.spareMu.Lock()
 	defer l.spareMu.Unlock()
-	if l.spare != nil || l.preparing || l.closing {
+	if l.spare != nil || l.preparing || l.closing || !l.spareFits() {
 		return
 	}
 	l.preparing = true
@@ -333,8 +336,10 @@ func (l *frameLog) prepareSpare() {
 		defer l.spareMu.Unlock()
 		l.preparing = false
 		if err != nil || l.closing {
-			// Without a spare the next segment is a plain new file.
+			// Without a spare the next segment is a plain new file; a
+			// half-written spare would hold space for nothing.
 			if f != nil {
+				l.removeSpare(f)
 				f.Close()
 			}
 			return
@@ -356,6 +361,9 @@ func (l *frameLog) writeSpare() (*os.File, error) {
 		if closing {
 			return f, errors.New("closing")
 		}
+		if !l.spareFits() {
+			return f, errors.New("too little free space")
+		}
 		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), l.maxSegment-off)], off); err != nil {
 			return f, err
 		}
@@ -366,6 +374,25 @@ func (l *frameLog) writeSpare() (*os.File, error) {
 		}
 	}
 	return f, f.Sync()
+}
+
+// isSpare reports whether f is still the file at the spare's path: only
+// a process that has the store's lock changes that path, but a spare that
+// is not the file this process wrote must never become a segment.
+func (l *frameLog) isSpare(f *os.File) bool {
+	info, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	named, err := os.Lstat(filepath.Join(l.dir, spareName))
+	return err == nil && os.SameFile(info, named)
+}
+
+// removeSpare removes the spare file f if the spare's path still names it.
+func (l *frameLog) removeSpare(f *os.File) {
+	if l.isSpare(f) {
+		os.Remove(filepath.Join(l.dir, spareName))
+	}
 }
 
 // takeSpare returns the prepared spare, or nil.
@@ -426,6 +453,11 @@ func (l *frameLog) newSegment(first int64) (*segment, error) {
 		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 			spare.Close()
 			return nil, fmt.Errorf("ledger: creating segment %s: it exists already", name)
+		}
+		if !l.isSpare(spare) {
+			spare.Close()
+			return nil, fmt.Errorf("ledger: creating segment %s: the spare segment file %s is not the one this process wrote; is another process using the store?",
+				name, filepath.Join(l.dir, spareName))
 		}
 		if err := os.Rename(filepath.Join(l.dir, spareName), path); err != nil {
 			spare.Close()
@@ -509,15 +541,23 @@ func (l *frameLog) readAt(buf []byte, pos int64, need int) ([]byte, error) {
 	return buf, nil
 }
 
+// acknowledged is what recover knows was acknowledged, from outside the
+// frames: a frame that is not whole inside it is damage, never a torn
+// write.
+type acknowledged struct {
+	indexEnd int64  // the index records the frames before this log position
+	signed   uint64 // a signed checkpoint covers the entries below this index
+}
+
 // recover reads the frames from log position from to the end of the log
 // and calls apply with each whole frame's position and payload, in order,
 // until apply fails; apply returns the index the next frame must start
-// at. The first frame that is not whole (a header or payload running past
-// the end of its segment, or a bad checksum) is where a writer was
-// interrupted before its sync: recover truncates the log there and
-// returns the number of bytes dropped, unless a whole frame follows the
-// damage, which would mean damage in the middle of the log.
-func (l *frameLog) recover(from int64, next uint64, apply func(pos int64, payload []byte) (uint64, error)) (dropped int64, err error) {
+// at, and next is the index the first must start at. Zeros after the last
+// whole frame are the unwritten rest of its segment. A frame that is not
+// whole is either a write a crash cut short, which was never acknowledged
+// and which recover erases, returning the bytes it dropped, or damage,
+// which it refuses with errCorrupt, changing nothing (see endAt).
+func (l *frameLog) recover(from int64, next uint64, ack acknowledged, apply func(pos int64, payload []byte) (uint64, error)) (dropped int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.segments) == 0 {
@@ -540,7 +580,7 @@ func (l *frameLog) recover(from int64, next uint64, apply func(pos int64, payloa
 				return 0, err
 			}
 			if !whole {
-				return l.truncate(i, pos, next)
+				return l.endAt(i, pos, next, ack)
 			}
 			if next, err = apply(pos, payload); err != nil {
 				return 0, err
@@ -575,58 +615,140 @@ func readFrame(s *segment, pos int64) (payload []byte, whole bool, err error) {
 	return payload, true, nil
 }
 
-// maxTornTail bounds the bytes after a damaged frame that truncate reads
-// to look for whole frames; more than that is not a torn write.
-const maxTornTail = 2 * maxFramePayload
+// sectorSize is the unit a disk writes whole or not at all. A crash during
+// a frame's write leaves each of the frame's sectors either written or as
+// it was, and in a segment that was zeros the unwritten ones are zeros.
+const sectorSize = 512
 
-// truncate cuts the log at pos in segment i, where a frame for index next
-// should have been, and returns how many bytes it dropped. It refuses if
-// a whole frame follows: one write is one frame, so a write torn by a
-// crash leaves nothing whole after it. l.mu is held.
-func (l *frameLog) truncate(i int, pos int64, next uint64) (int64, error) {
+// endAt decides what the bytes at log position pos in segment i are, where
+// a frame for index next should start but no whole frame does. l.mu is
+// held.
+//
+// Only zeros from pos to the end of the segment: the frames end there.
+//
+// A write a crash cut short (a torn write), which is erased, is one that
+// has all of these marks, because a torn write can leave no other:
+//   - it is in the last segment (a segment is finished, its last frame
+//     whole, before the next one starts);
+//   - nothing acknowledged covers it: the index records no frame at or
+//     after pos, and no signed checkpoint covers entry next;
+//   - its header, where the sector holding it is written, starts it at
+//     entry next;
+//   - nothing is written after it: its header gives its length, and every
+//     byte of the segment after that length is zero (or the file ends
+//     before the length, or within the header: the write that would have
+//     grown the file stopped);
+//   - it is visibly unfinished: it runs past the end of the file, or one
+//     of its sectors (a whole sector of the file, or the part of its last
+//     sector it fills) is all zeros. A frame always ends with an entry's
+//     bytes and holds no sector of zeros, so a frame whose every sector is
+//     written and which still fails its checksum was changed after its
+//     write.
+//
+// Anything else is damage: endAt refuses it with errCorrupt naming where
+// and why, and changes nothing. The price of the rule is that a power
+// loss that persisted a frame's later sectors but not its first one is
+// refused too, since the length that would bound it is lost: an operator
+// must look, rather than the store guess.
+func (l *frameLog) endAt(i int, pos int64, next uint64, ack acknowledged) (int64, error) {
 	s := l.segments[i]
-	for _, later := range l.segments[i+1:] {
-		if later.size > 0 {
-			return 0, fmt.Errorf("%w: a damaged frame at log position %d is followed by segment %s", errCorrupt, pos, segmentName(later.first))
-		}
+	off := pos - s.first
+	zero, err := zeroFrom(s, off)
+	if err != nil {
+		return 0, err
 	}
-	tail := s.end() - pos
-	if i == len(l.segments)-1 {
-		zero, err := zeroFrom(s, pos-s.first)
-		if err != nil {
-			return 0, err
-		}
-		if zero {
-			// The unwritten rest of a spare: the frames end here.
-			s.size = pos - s.first
-			return 0, nil
-		}
+	last := i == len(l.segments)-1
+	if zero && last {
+		// The unwritten rest of a spare: the frames end here.
+		s.size = off
+		return 0, nil
 	}
-	if tail > maxTornTail {
-		return 0, fmt.Errorf("%w: a damaged frame at log position %d is followed by %d bytes", errCorrupt, pos, tail)
+	damage := func(format string, args ...any) (int64, error) {
+		return 0, fmt.Errorf("%w: no whole frame at log position %d (segment %s, offset %d), where the frame for entry %d begins, and it is damage, not a write a crash cut short: %s; nothing was truncated",
+			errCorrupt, pos, segmentName(s.first), off, next, fmt.Sprintf(format, args...))
 	}
-	rest := make([]byte, tail)
-	if _, err := s.f.ReadAt(rest, pos-s.first); err != nil {
+	switch {
+	case !last:
+		return damage("segment %s follows it", segmentName(l.segments[i+1].first))
+	case pos < ack.indexEnd:
+		return damage("the index records frames up to log position %d", ack.indexEnd)
+	case next < ack.signed:
+		return damage("a signed checkpoint covers %d entries", ack.signed)
+	}
+	var header [frameHeaderSize]byte
+	if s.size-off < frameHeaderSize {
+		// The file ends within the header.
+		return l.erase(s, off, s.size)
+	}
+	if _, err := s.f.ReadAt(header[:], off); err != nil {
 		return 0, fmt.Errorf("ledger: reading segment %s: %w", segmentName(s.first), err)
 	}
-	if at := wholeFrameIn(rest[1:], next); at >= 0 {
-		return 0, fmt.Errorf("%w: a damaged frame at log position %d is followed by a whole frame at %d", errCorrupt, pos, pos+1+int64(at))
+	n := int64(binary.BigEndian.Uint32(header[:]))
+	if n == 0 || n > maxFramePayload {
+		return damage("its header gives no length a frame can have, and bytes after it are written")
 	}
-	for _, later := range l.segments[i+1:] {
-		later.f.Close()
-		if err := os.Remove(filepath.Join(l.dir, segmentName(later.first))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return 0, fmt.Errorf("ledger: removing an empty segment: %w", err)
+	if off%sectorSize <= sectorSize-frameHeaderSize-8 && s.size-off >= frameHeaderSize+8 {
+		// The length and the first index are in one sector, written
+		// together or not at all.
+		var start [8]byte
+		if _, err := s.f.ReadAt(start[:], off+frameHeaderSize); err != nil {
+			return 0, fmt.Errorf("ledger: reading segment %s: %w", segmentName(s.first), err)
+		}
+		if got := binary.BigEndian.Uint64(start[:]); got != next {
+			return damage("its header says it starts at entry %d", got)
 		}
 	}
-	l.segments = l.segments[:i+1]
-	if err := s.f.Truncate(pos - s.first); err != nil {
-		return 0, fmt.Errorf("ledger: truncating a torn frame: %w", err)
+	end := off + frameHeaderSize + n
+	if end > s.size {
+		// The file ends before the frame: the write stopped.
+		return l.erase(s, off, s.size)
+	}
+	if zero, err := zeroFrom(s, end); err != nil {
+		return 0, err
+	} else if !zero {
+		return damage("bytes after its end at log position %d are written", s.first+end)
+	}
+	unfinished, err := hasZeroSector(s, off, end)
+	if err != nil {
+		return 0, err
+	}
+	if !unfinished {
+		return damage("every sector of its %d bytes is written, yet it fails its checksum", end-off)
+	}
+	return l.erase(s, off, end)
+}
+
+// hasZeroSector reports whether the bytes [off, end) of s, cut at sector
+// boundaries of the file, hold a whole sector of zeros, or end in a part
+// of a sector that is all zeros.
+func hasZeroSector(s *segment, off, end int64) (bool, error) {
+	buf := make([]byte, sectorSize)
+	for at := (off/sectorSize + 1) * sectorSize; at < end; at += sectorSize {
+		piece := buf[:min(sectorSize, end-at)]
+		if _, err := s.f.ReadAt(piece, at); err != nil {
+			return false, fmt.Errorf("ledger: reading segment %s: %w", segmentName(s.first), err)
+		}
+		if !slices.ContainsFunc(piece, func(b byte) bool { return b != 0 }) {
+			return true, nil
+		}
+	}
+	// The first sector holds the header: the frame's first bytes, which
+	// a torn write that kept the header wrote.
+	return false, nil
+}
+
+// erase overwrites the torn frame's bytes [off, end) in s, the end of
+// the frames, with zeros, durably, and returns how many it overwrote. It
+// keeps the file's length, so a spare's zeros stay written ahead.
+func (l *frameLog) erase(s *segment, off, end int64) (int64, error) {
+	if _, err := s.f.WriteAt(make([]byte, end-off), off); err != nil {
+		return 0, fmt.Errorf("ledger: erasing a torn frame: %w", err)
 	}
 	if err := s.f.Sync(); err != nil {
-		return 0, fmt.Errorf("ledger: truncating a torn frame: %w", err)
+		return 0, fmt.Errorf("ledger: erasing a torn frame: %w", err)
 	}
-	s.size = pos - s.first
-	return tail, nil
+	s.size = off
+	return end - off, nil
 }
 
 // zeroFrom reports whether s's file holds only zero bytes from off on.
@@ -637,10 +759,8 @@ func zeroFrom(s *segment, off int64) (bool, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return false, fmt.Errorf("ledger: reading segment %s: %w", segmentName(s.first), err)
 		}
-		for _, b := range buf[:n] {
-			if b != 0 {
-				return false, nil
-			}
+		if slices.ContainsFunc(buf[:n], func(b byte) bool { return b != 0 }) {
+			return false, nil
 		}
 		if n == 0 {
 			break
@@ -648,26 +768,6 @@ func zeroFrom(s *segment, off int64) (bool, error) {
 		off += int64(n)
 	}
 	return true, nil
-}
-
-// wholeFrameIn returns the offset of the first whole frame in b for an
-// index at or after next, or -1. Only headers whose length fits and whose
-// start index is plausible are checksummed.
-func wholeFrameIn(b []byte, next uint64) int {
-	for at := 0; at+frameHeaderSize+8 <= len(b); at++ {
-		n := int(binary.BigEndian.Uint32(b[at:]))
-		if n < 16 || n > len(b)-at-frameHeaderSize {
-			continue
-		}
-		payload := b[at+frameHeaderSize : at+frameHeaderSize+n]
-		if start := binary.BigEndian.Uint64(payload); start < next || start-next > uint64(len(b)) {
-			continue
-		}
-		if crc32.Checksum(payload, castagnoli) == binary.BigEndian.Uint32(b[at+4:]) {
-			return at
-		}
-	}
-	return -1
 }
 
 func (l *frameLog) close() error {

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +26,15 @@ type frameStore struct {
 	dir     string
 	opts    ledger.BadgerOptions
 	batches []ledger.Batch
+	// checkpointAt, if set, is the tree size at which commit adds a
+	// checkpoint, once the store holds that many entries.
+	checkpointAt uint64
+}
+
+// testCheckpoint stands for the signed checkpoint for size: a store keeps
+// checkpoints without reading them.
+func testCheckpoint(size uint64) []byte {
+	return fmt.Appendf(nil, "ledger.example.com/test\n%d\nroot\n\n— signature\n", size)
 }
 
 func newFrameStore(t *testing.T) *frameStore {
@@ -53,6 +63,11 @@ func (f *frameStore) commit(n int) {
 			f.t.Fatal(err)
 		}
 		f.batches = append(f.batches, b)
+		if size := uint64(100 * len(f.batches)); size == f.checkpointAt {
+			if err := s.AddCheckpoint(f.t.Context(), size, testCheckpoint(size)); err != nil {
+				f.t.Fatal(err)
+			}
+		}
 	}
 	if err := s.Close(); err != nil {
 		f.t.Fatal(err)
@@ -175,20 +190,50 @@ func TestBadgerReindexesFrames(t *testing.T) {
 	f.check()
 }
 
-// A frame torn by a crash during its write was never acknowledged: open
-// drops it, and the store goes on from the frame before.
+// sectorAt returns the offset in the segment of the first whole 512-byte
+// sector of the file that lies inside a frame at off of n bytes, past its
+// header, and not in its last 512 bytes.
+func sectorAt(t *testing.T, off, n int) int {
+	t.Helper()
+	at := (off/512 + 2) * 512
+	if at+1024 > off+n {
+		t.Fatalf("a frame of %d bytes has no sector to spare", n)
+	}
+	return at
+}
+
+// A frame whose write a crash cut short was never acknowledged: open
+// erases it, and the store goes on from the frame before. Each case is a
+// state a crash can leave: the file ends inside the frame (the write that
+// grew it stopped), or sectors of the frame are still the zeros of the
+// spare it was written into.
 func TestBadgerTornFrame(t *testing.T) {
 	for _, tail := range []struct {
 		name string
-		make func(frame []byte) []byte
+		make func(frame []byte, off int) []byte
 	}{
-		{"half a frame", func(frame []byte) []byte { return frame[:len(frame)/2] }},
-		{"a header only", func(frame []byte) []byte { return frame[:6] }},
-		{"zeros", func(frame []byte) []byte { return make([]byte, 4096) }},
-		{"a frame with one byte changed", func(frame []byte) []byte {
+		{"half a frame, the file ends", func(frame []byte, _ int) []byte { return frame[:len(frame)/2] }},
+		{"a header only, the file ends", func(frame []byte, _ int) []byte { return frame[:6] }},
+		{"zeros", func(frame []byte, _ int) []byte { return make([]byte, 4096) }},
+		{"half a frame, then the spare's zeros", func(frame []byte, off int) []byte {
+			// A write cut at a page of the file, as SIGKILL cuts one.
+			cut := (off+len(frame)/2)/4096*4096 - off
+			return append(bytes.Clone(frame[:cut]), make([]byte, 1<<16)...)
+		}},
+		{"one sector lost in a power cut", func(frame []byte, off int) []byte {
 			frame = bytes.Clone(frame)
-			frame[len(frame)-10] ^= 1
-			return frame
+			at := sectorAt(t, off, len(frame)) - off
+			clear(frame[at : at+512])
+			return append(frame, make([]byte, 1<<16)...)
+		}},
+		{"the frame's last bytes lost", func(frame []byte, off int) []byte {
+			frame = bytes.Clone(frame)
+			end := off + len(frame)
+			clear(frame[len(frame)-(end%512):])
+			if end%512 == 0 {
+				clear(frame[len(frame)-512:])
+			}
+			return append(frame, make([]byte, 1<<16)...)
 		}},
 	} {
 		t.Run(tail.name, func(t *testing.T) {
@@ -199,14 +244,12 @@ func TestBadgerTornFrame(t *testing.T) {
 			last := segs[len(segs)-1]
 			before := frames(t, last)
 			// Commit one more batch to capture its frame's bytes, then
-			// put the files back as if the crash had cut that write (the
-			// segment without its spare's zeros: the torn write is the
-			// end of the file).
+			// put the files back as if the crash had cut that write.
 			f.commit(1)
 			frame := frames(t, last)[len(before):]
 			f.batches = f.batches[:2]
 			restore()
-			if err := os.WriteFile(last, append(bytes.Clone(before), tail.make(frame)...), 0o600); err != nil {
+			if err := os.WriteFile(last, append(bytes.Clone(before), tail.make(frame, len(before))...), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			f.check()
@@ -219,8 +262,86 @@ func TestBadgerTornFrame(t *testing.T) {
 	}
 }
 
-// Damage that is not a torn tail is refused, never truncated.
+// damageLastFrame commits batches and changes the last frame's bytes with
+// damage, leaving the index as it was before that frame if behind, and
+// returns the segment and the bytes it now holds.
+func (f *frameStore) damageLastFrame(behind bool, damage func(frame []byte, off int)) (string, []byte) {
+	f.t.Helper()
+	f.commit(2)
+	restore := f.snapshotIndex()
+	segs := f.segments()
+	seg := segs[len(segs)-1]
+	before := len(frames(f.t, seg))
+	f.commit(1)
+	if behind {
+		restore()
+	}
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	damage(b[before:len(frames(f.t, seg))], before)
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	return seg, b
+}
+
+// wantRefused opens the store, wants a corrupt-store error about what, and
+// checks that the open changed no byte of seg.
+func (f *frameStore) wantRefused(seg string, was []byte, what string) {
+	f.t.Helper()
+	_, err := f.open()
+	wantCorrupt(f.t, err, what)
+	if !strings.Contains(err.Error(), "nothing was truncated") {
+		f.t.Errorf("the refusal does not say that nothing was truncated: %v", err)
+	}
+	if got, _ := os.ReadFile(seg); !bytes.Equal(got, was) {
+		f.t.Errorf("the refused open changed the segment")
+	}
+}
+
+// Damage that is not a torn write is refused, never truncated: a frame the
+// index records, one a signed checkpoint covers, one with written bytes
+// after it, and one whose every sector is written, with and without the
+// index behind.
 func TestBadgerDamagedFrames(t *testing.T) {
+	flip := func(frame []byte, _ int) { frame[len(frame)-10] ^= 1 }
+	t.Run("acknowledged last frame changed, index behind", func(t *testing.T) {
+		f := newFrameStore(t)
+		seg, b := f.damageLastFrame(true, flip)
+		f.wantRefused(seg, b, "every sector of its")
+	})
+	t.Run("header changed, index behind", func(t *testing.T) {
+		f := newFrameStore(t)
+		seg, b := f.damageLastFrame(true, func(frame []byte, _ int) { clear(frame[:4]) })
+		f.wantRefused(seg, b, "its header gives no length")
+	})
+	t.Run("length shortened, index behind", func(t *testing.T) {
+		f := newFrameStore(t)
+		seg, b := f.damageLastFrame(true, func(frame []byte, _ int) {
+			binary.BigEndian.PutUint32(frame, binary.BigEndian.Uint32(frame)-1000)
+		})
+		f.wantRefused(seg, b, "are written")
+	})
+	t.Run("first index changed, a sector lost, index behind", func(t *testing.T) {
+		f := newFrameStore(t)
+		seg, b := f.damageLastFrame(true, func(frame []byte, off int) {
+			binary.BigEndian.PutUint64(frame[8:], 205)
+			at := sectorAt(t, off, len(frame)) - off
+			clear(frame[at : at+512])
+		})
+		f.wantRefused(seg, b, "its header says it starts at entry 205")
+	})
+	t.Run("sector lost in a frame a signed checkpoint covers", func(t *testing.T) {
+		f := newFrameStore(t)
+		f.checkpointAt = 300
+		seg, b := f.damageLastFrame(true, func(frame []byte, off int) {
+			at := sectorAt(t, off, len(frame)) - off
+			clear(frame[at : at+512])
+		})
+		f.wantRefused(seg, b, "a signed checkpoint covers 300 entries")
+	})
 	t.Run("frame followed by a whole frame", func(t *testing.T) {
 		f := newFrameStore(t)
 		f.commit(1)
@@ -237,11 +358,7 @@ func TestBadgerDamagedFrames(t *testing.T) {
 		if err := os.WriteFile(seg, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err = f.open()
-		wantCorrupt(t, err, "followed by a whole frame")
-		if got, _ := os.ReadFile(seg); !bytes.Equal(got, b) {
-			t.Errorf("the refused open changed the segment")
-		}
+		f.wantRefused(seg, b, "bytes after its end at log position")
 	})
 	t.Run("entry read back changed", func(t *testing.T) {
 		f := newFrameStore(t)

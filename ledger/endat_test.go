@@ -1,0 +1,77 @@
+package ledger
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A frame that is not whole is damage when the index records it, even
+// where every other mark of a torn write is there: its last sector lost,
+// nothing after it. (The external tests cannot make the index record a
+// frame whose tiles mark it has not reached, which is when open reads an
+// indexed frame.)
+func TestEndAtIndexedFrameIsDamage(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenBadger(t.Context(), dir, BadgerOptions{SegmentSize: 1 << 20, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := uint64(0); start < 300; start += 100 {
+		b := Batch{Start: start}
+		for i := range uint64(100) {
+			e := []byte(strings.Repeat("x", 600) + string(rune('a'+i%26)))
+			b.Entries = append(b.Entries, e)
+			b.LeafHashes = append(b.LeafHashes, [HashSize]byte{byte(start + i)})
+		}
+		if err := s.Commit(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lastFrame := s.ov.durableSize() // 300 entries
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, framesDir, segmentName(0))
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := int64(len(strings.TrimRight(string(b), "\x00")))
+	// The last sector-part of the third frame, zeroed: a torn write's
+	// mark.
+	clear(b[end-end%sectorSize-1 : end])
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ack  acknowledged
+		want string
+	}{
+		{acknowledged{indexEnd: end}, "the index records frames up to log position"},
+		{acknowledged{signed: lastFrame}, "a signed checkpoint covers 300 entries"},
+		{acknowledged{}, ""}, // nothing acknowledged: torn, erased
+	} {
+		l, err := openFrameLog(filepath.Join(dir, framesDir), 1<<20, func() bool { return false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames := 0
+		dropped, err := l.recover(0, 0, tc.ack, func(pos int64, payload []byte) (uint64, error) {
+			frames++
+			return uint64(100 * frames), nil
+		})
+		l.close()
+		switch {
+		case tc.want == "" && (err != nil || dropped == 0 || frames != 2):
+			t.Errorf("with %+v: recover = %d dropped after %d frames, %v; want the third frame erased", tc.ack, dropped, frames, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("with %+v: recover = %v; want damage: %q", tc.ack, err, tc.want)
+		case tc.want != "":
+			if got, _ := os.ReadFile(seg); string(got) != string(b) {
+				t.Errorf("with %+v: the refusal changed the segment", tc.ack)
+			}
+		}
+	}
+}
