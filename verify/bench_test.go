@@ -30,6 +30,14 @@ import (
 // entries), and returns the verifier key.
 func writeExport(tb testing.TB, w io.Writer, n int) string {
 	tb.Helper()
+	return writeExportEdited(tb, w, n, nil)
+}
+
+// writeExportEdited is writeExport, but if edit is not nil it rewrites
+// each entry's signed message before the entry is signed and chained, so
+// that a test can sign entries the entry package refuses to build.
+func writeExportEdited(tb testing.TB, w io.Writer, n int, edit func(index int, message []byte) []byte) string {
+	tb.Helper()
 	const name = "ledger.example.com/bench"
 	skey, vkey, err := note.GenerateKey(rand.Reader, name)
 	if err != nil {
@@ -61,6 +69,9 @@ func writeExport(tb testing.TB, w io.Writer, n int) string {
 		if err != nil {
 			tb.Fatal(err)
 		}
+		if edit != nil {
+			m = edit(i, m)
+		}
 		es[i], messages[i], prev = e, m, sha256.Sum256(m)
 	}
 	var wg sync.WaitGroup
@@ -71,7 +82,11 @@ func writeExport(tb testing.TB, w io.Writer, n int) string {
 			defer wg.Done()
 			for i := w; i < n; i += workers {
 				es[i].Signature = ed25519.Sign(priv, messages[i])
-				entries[i], _ = es[i].Marshal()
+				if edit != nil {
+					entries[i], _ = entry.SignedEntry(messages[i], es[i].Signature)
+				} else {
+					entries[i], _ = es[i].Marshal()
+				}
 				messages[i], es[i] = nil, nil
 			}
 		}()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -151,4 +153,83 @@ func FuzzVerifyExport(f *testing.F) {
 			t.Fatalf("accepted an export that differs from the log's own:\n%q", data)
 		}
 	})
+}
+
+// An export whose entry 3 has an ESC sequence (or another control or
+// format character) in its principal, signed by the trusted key (written
+// by hand: the entry package refuses to build it), is refused at entry 3
+// as an encoding failure naming the member; so is such an entry in a
+// tlog-proof file. The same files with a non-ASCII principal verify, so
+// the refusal is the character's, not the harness's.
+func TestExportRefusesControlCharacterInIdentifier(t *testing.T) {
+	// build writes an export of n entries whose entry k has the principal
+	// quoted (canonical JSON), and returns its key and frames.
+	build := func(n, k int, quoted string) (*verify.Key, []byte, map[string][][]byte) {
+		var buf bytes.Buffer
+		vkey := writeExportEdited(t, &buf, n, func(i int, m []byte) []byte {
+			if i != k {
+				return m
+			}
+			out := bytes.Replace(m, []byte(`"principal":"agent-1"`), []byte(`"principal":`+quoted), 1)
+			if bytes.Equal(out, m) {
+				t.Fatal("edit did not apply")
+			}
+			return out
+		})
+		key, err := verify.ParseKey(vkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames := map[string][][]byte{}
+		rest := bytes.TrimPrefix(buf.Bytes(), []byte(verify.ExportHeader))
+		for len(rest) > 0 {
+			line, after, _ := bytes.Cut(rest, []byte("\n"))
+			tag, size, _ := strings.Cut(string(line), " ")
+			n, _ := strconv.Atoi(size)
+			frames[tag] = append(frames[tag], after[:n])
+			rest = after[n+1:]
+		}
+		return key, buf.Bytes(), frames
+	}
+	// tlogProof verifies entry 0 of a one-entry log as a tlog-proof file
+	// (the tree is the leaf: no proof hashes).
+	tlogProof := func(quoted string) error {
+		key, _, frames := build(1, 0, quoted)
+		p := &verify.TlogProof{Extra: frames["entry"][0], Index: 0, Checkpoint: frames["checkpoint"][0]}
+		_, _, err := verify.VerifyTlogProof(p.Marshal(), key)
+		return err
+	}
+
+	const valid = `"agent:résumé-bot"`
+	key, data, _ := build(6, 3, valid)
+	if _, err := verify.VerifyExport(bytes.NewReader(data), key, verify.ExportOptions{}); err != nil {
+		t.Fatalf("control: an export with principal %s: %v", valid, err)
+	}
+	if err := tlogProof(valid); err != nil {
+		t.Fatalf("control: a tlog-proof with principal %s: %v", valid, err)
+	}
+
+	// The canonical form escapes ESC as \u001b; C1 controls and bidi
+	// overrides are UTF-8.
+	for _, quoted := range []string{`"agent-1\u001b[2J\u001b[1;1Hverified"`, "\"agent-1\u009b2J\"", "\"agent-1\u202e\""} {
+		want := func(what string, err error, index int64) {
+			t.Helper()
+			var f *verify.Failure
+			var fe *entry.FieldError
+			if !errors.As(err, &f) || f.Index != index || f.Check != verify.CheckEntryEncoding ||
+				!errors.As(err, &fe) || fe.Field != "principal" || !errors.Is(err, entry.ErrIdentifierChar) {
+				t.Fatalf("%s, principal %s: got %v, want entry %d: encoding: field principal", what, quoted, err, index)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, fmt.Sprintf("entry %d: encoding: ", index)) ||
+				strings.ContainsAny(msg, "\x1b\u009b\u202e") {
+				t.Errorf("%s: error %q", what, msg)
+			}
+		}
+		key, data, _ := build(6, 3, quoted)
+		_, err := verify.VerifyExport(bytes.NewReader(data), key, verify.ExportOptions{})
+		want("export", err, 3)
+		_, err = verify.VerifyExport(bytes.NewReader(data), key, verify.ExportOptions{All: true})
+		want("export --all", err, 3)
+		want("tlog-proof", tlogProof(quoted), 0)
+	}
 }
