@@ -22,7 +22,9 @@ import (
 
 // BadgerStore is a Store in one directory: a frame log (framelog.go) in
 // frames/ that makes each batch durable with one write and one fdatasync,
-// and a badger database in index/ that indexes the frames.
+// a badger database in index/ that indexes the frames, and the checkpoint
+// file (cpfile.go) with the latest signed checkpoint. The directory is
+// flock'ed while the store is open (docs/log.md §5).
 //
 // Badger keys start with one byte naming their kind; integers in keys are
 // big-endian and fixed-width, so badger's byte order is index order and
