@@ -828,18 +828,9 @@ func (s *BadgerStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
 	if index >= s.ov.durableSize() {
 		return nil, fmt.Errorf("ledger: entry %d: %w", index, ErrNotFound)
 	}
-	loc, pending := s.ov.location(index)
-	if !pending {
-		err := s.db.View(func(txn *badger.Txn) error {
-			start, locs, err := frameOf(txn, index)
-			if err == nil {
-				loc = locs[index-start]
-			}
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("ledger: reading entry %d: %w", index, err)
-		}
+	loc, err := s.location(index)
+	if err != nil {
+		return nil, err
 	}
 	// Exactly the entry's bytes: a reader's window would read a MiB.
 	r := entryReader{buf: make([]byte, loc.length)}

@@ -221,14 +221,9 @@ type result struct {
 	err     error
 }
 
-// Open checks the store against its own tiles and latest checkpoint, and
-// starts the ledger. It refuses to start, with an error wrapping a clear
-// cause, if the stored tree does not match the latest signed checkpoint,
-// if that checkpoint was not signed by key, or (unless QuickOpen) if any
-// stored entry or tile was changed. Entries made durable after the latest
-// checkpoint are kept.
-func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, error) {
-	opts = opts.withDefaults()
+// check builds a ledger on store, checked as Open documents, without
+// starting it.
+func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, error) {
 	l := &Ledger{
 		store: store, key: key, opts: opts, log: opts.Logger,
 		queue: make(chan *request, opts.QueueSize),
@@ -274,7 +269,30 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 		l.lastTime = e.Time
 	}
 	l.log.InfoContext(ctx, "ledger opened", "size", st.Size, "checkpoint_size", l.cpSize, "origin", key.Name())
+	return l, nil
+}
 
+// Check makes every check Open makes without QuickOpen, and starts
+// nothing: the latest checkpoint's signature by key, every stored entry
+// rehashed, every tile rebuilt and compared with the stored one, and the
+// root at the latest checkpoint. It writes nothing to the store.
+func Check(ctx context.Context, store Store, key *Key) error {
+	_, err := check(ctx, store, key, Options{Logger: slog.New(slog.DiscardHandler)}.withDefaults())
+	return err
+}
+
+// Open checks the store against its own tiles and latest checkpoint, and
+// starts the ledger. It refuses to start, with an error wrapping a clear
+// cause, if the stored tree does not match the latest signed checkpoint,
+// if that checkpoint was not signed by key, or (unless QuickOpen) if any
+// stored entry or tile was changed. Entries made durable after the latest
+// checkpoint are kept.
+func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, error) {
+	opts = opts.withDefaults()
+	l, err := check(ctx, store, key, opts)
+	if err != nil {
+		return nil, err
+	}
 	l.done.Add(1)
 	go l.sequence()
 	if opts.CheckpointInterval > 0 {

@@ -95,7 +95,19 @@ func TestOpenDetectsTampering(t *testing.T) {
 			if !errors.Is(err, errCorrupt) {
 				t.Fatalf("Open = %v, want a corrupt-store error", err)
 			}
+			if err := Check(context.Background(), ts, k); !errors.Is(err, errCorrupt) {
+				t.Fatalf("Check = %v, want a corrupt-store error", err)
+			}
 		})
+	}
+	// Check writes nothing: the entries after the checkpoint stay
+	// without a checkpoint.
+	before, _ := s.State(context.Background())
+	if err := Check(context.Background(), s, k); err != nil {
+		t.Fatalf("Check of the untouched store: %v", err)
+	}
+	if after, _ := s.State(context.Background()); after.CheckpointSize != before.CheckpointSize || after.Size != before.Size {
+		t.Fatalf("Check changed the store's state from %+v to %+v", before, after)
 	}
 	// Quick open checks the edge and the root at the checkpoint.
 	for _, name := range []string{"tile-level0-partial", "tile-level1", "checkpoint"} {

@@ -1,0 +1,142 @@
+package ledger_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// frameFields are the offsets, in a segment, of parts of the frame that
+// starts at off: the leaf hash and key of its first entry, and its first
+// tile's hashes.
+type frameFields struct {
+	crc, leafHash, key, tileHashes int
+	payload                        [2]int // [start, end) of the payload
+}
+
+func parseFrameFields(t *testing.T, b []byte, off int) frameFields {
+	t.Helper()
+	n := int(binary.BigEndian.Uint32(b[off:]))
+	f := frameFields{crc: off + 4, payload: [2]int{off + 8, off + 8 + n}}
+	at := off + 8 + 8
+	entries := int(binary.BigEndian.Uint32(b[at:]))
+	at += 8
+	for i := range entries {
+		if i == 0 {
+			f.leafHash = at + 8
+			f.key = at + 8 + 32 + 2
+		}
+		at += 8 + 32
+		at += 2 + int(binary.BigEndian.Uint16(b[at:]))
+	}
+	f.tileHashes = at + 1 + 8 + 2
+	return f
+}
+
+// Check finds damage that neither open nor reads look at: a frame's own
+// checksum, and, under a checksum made to match, leaf hashes, keys and
+// tiles that differ from what the index holds; and a flipped byte in a
+// badger table.
+func TestBadgerCheck(t *testing.T) {
+	build := func(t *testing.T) *frameStore {
+		f := newFrameStore(t)
+		f.checkpointAt = 1000
+		f.commit(30) // several segments
+		if n := len(f.segments()); n < 2 {
+			t.Fatalf("%d segments; the test needs several", n)
+		}
+		return f
+	}
+	t.Run("clean", func(t *testing.T) {
+		f := build(t)
+		s, err := f.open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.Check(t.Context()); err != nil {
+			t.Fatalf("Check of an undamaged store: %v", err)
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		last   bool // damage the last frame, not the first
+		damage func(b []byte, f frameFields)
+		want   string
+	}{
+		{"frame checksum", false, func(b []byte, f frameFields) { b[f.crc] ^= 1 }, "no whole frame at log position 0"},
+		{"leaf hash", false, func(b []byte, f frameFields) { b[f.leafHash] ^= 1 }, "entry 0's leaf hash is not the hash of its bytes"},
+		{"idempotency key", false, func(b []byte, f frameFields) { b[f.key] ^= 1 }, "entry 0: the idempotency-key index gives"},
+		// The last frame to write its tiles: earlier versions are
+		// replaced.
+		{"tile", true, func(b []byte, f frameFields) { b[f.tileHashes+5] ^= 1 }, "is not the version the frame at log position"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := build(t)
+			segs := f.segments()
+			seg, off := segs[0], 0
+			if tc.last {
+				seg = segs[len(segs)-1]
+			}
+			b, err := os.ReadFile(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for tc.last && off < len(b) {
+				n := int(binary.BigEndian.Uint32(b[off:]))
+				if n == 0 || off+8+n >= len(bytes.TrimRight(b, "\x00")) {
+					break
+				}
+				off += 8 + n
+			}
+			fields := parseFrameFields(t, b, off)
+			tc.damage(b, fields)
+			if tc.name != "frame checksum" {
+				// Damage the checksum cannot see.
+				sum := crc32.Checksum(b[fields.payload[0]:fields.payload[1]], crc32.MakeTable(crc32.Castagnoli))
+				binary.BigEndian.PutUint32(b[fields.crc:], sum)
+			}
+			if err := os.WriteFile(seg, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := f.open()
+			if err != nil {
+				t.Fatalf("open: %v (the damage is in an indexed frame, which open does not read)", err)
+			}
+			defer s.Close()
+			err = s.Check(t.Context())
+			wantCorrupt(t, err, tc.want)
+		})
+	}
+	t.Run("badger table", func(t *testing.T) {
+		f := build(t)
+		tables, _ := filepath.Glob(filepath.Join(f.dir, "index", "*.sst"))
+		if len(tables) == 0 {
+			t.Fatal("no badger table to damage")
+		}
+		slices.Sort(tables)
+		b, err := os.ReadFile(tables[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/4] ^= 0x40 // in a data block, away from the table's index
+		if err := os.WriteFile(tables[0], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.open()
+		if err != nil {
+			if !strings.Contains(err.Error(), "checksum") {
+				t.Fatalf("open of a store with a damaged table: %v", err)
+			}
+			return // found when the table was read at open
+		}
+		defer s.Close()
+		err = s.Check(t.Context())
+		wantCorrupt(t, err, "the index")
+	})
+}
