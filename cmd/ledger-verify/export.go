@@ -53,7 +53,7 @@ func readFileLimit(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
+		return nil, fmt.Errorf("%s: larger than %d bytes", quote(name), limit)
 	}
 	return b, nil
 }
@@ -107,7 +107,7 @@ func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, [
 		}
 		var cp *log.Checkpoint
 		if cp, err = key.Checkpoint(b); err != nil {
-			return nil, nil, fmt.Errorf("trusted checkpoint %s: %w", r.trusted, err)
+			return nil, nil, fmt.Errorf("trusted checkpoint %s: %w", quote(r.trusted), err)
 		}
 		opts.Trusted = cp
 	}
@@ -215,16 +215,17 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		writeJSON(stdout, out)
 		return exitOK
 	}
+	origin := quote(report.Checkpoint.Origin)
 	if n == 0 {
-		fmt.Fprintf(stdout, "verified: no entries (range %d to %d) of %s\n", report.Start, report.End, report.Checkpoint.Origin)
+		printLine(stdout, "verified: no entries (range %d to %d) of %s", report.Start, report.End, origin)
 	} else {
-		fmt.Fprintf(stdout, "verified: entries %d to %d (%d entries) of %s\n", report.Start, report.End-1, n, report.Checkpoint.Origin)
+		printLine(stdout, "verified: entries %d to %d (%d entries) of %s", report.Start, report.End-1, n, origin)
 	}
-	fmt.Fprintf(stdout, "  checkpoint: tree size %d\n", report.Checkpoint.Size)
+	printLine(stdout, "  checkpoint: tree size %d", report.Checkpoint.Size)
 	if report.ConsistencyFrom != 0 {
-		fmt.Fprintf(stdout, "  consistent with the trusted checkpoint of size %d\n", report.ConsistencyFrom)
+		printLine(stdout, "  consistent with the trusted checkpoint of size %d", report.ConsistencyFrom)
 	}
-	fmt.Fprintf(stdout, "  last entry hash: %s\n", report.LastHash)
+	printLine(stdout, "  last entry hash: %s", report.LastHash)
 	return exitOK
 }
 
@@ -285,11 +286,11 @@ func runParams(args []string, stdout, stderr io.Writer) int {
 	} else {
 		switch result {
 		case verify.Match:
-			fmt.Fprintf(stdout, "match: entry %d committed to exactly these parameters\n", index)
+			printLine(stdout, "match: entry %d committed to exactly these parameters", index)
 		case verify.Mismatch:
-			fmt.Fprintf(stdout, "mismatch: entry %d committed to other parameters (%s, %d bytes)\n", index, e.Params.Digest, e.Params.Size)
+			printLine(stdout, "mismatch: entry %d committed to other parameters (%s, %d bytes)", index, e.Params.Digest, e.Params.Size)
 		case verify.Refused:
-			fmt.Fprintf(stdout, "refused: the candidate is outside the strict input domain: %v\n", err)
+			printLine(stdout, "refused: the candidate is outside the strict input domain: %v", err)
 		}
 	}
 	if result != verify.Match {
@@ -385,10 +386,10 @@ func runProof(args []string, stdout, stderr io.Writer) int {
 		writeJSON(stdout, out)
 		return status
 	}
-	fmt.Fprintf(stdout, "verified: entry %d of %s is in the tree of size %d\n", e.Index, cp.Origin, cp.Size)
-	fmt.Fprintf(stdout, "  %s: %s by %s for %s\n", e.Action, e.Decision, e.Mediator, e.Principal)
+	printLine(stdout, "verified: entry %d of %s is in the tree of size %d", e.Index, quote(cp.Origin), cp.Size)
+	printLine(stdout, "  %s: %s by %s for %s", quote(e.Action), quote(string(e.Decision)), quote(e.Mediator), quote(e.Principal))
 	if paramsLine != "" {
-		fmt.Fprintln(stdout, paramsLine)
+		printLine(stdout, "%s", paramsLine)
 	}
 	return status
 }

@@ -20,6 +20,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -128,12 +129,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
+// errorf and hintf write a line to standard error, escaped (printLine):
+// the message may quote input.
 func errorf(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "%s: error: %s\n", programName, fmt.Sprintf(format, args...))
+	printLine(w, "%s: error: %s", programName, fmt.Sprintf(format, args...))
 }
 
 func hintf(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "%s: hint: %s\n", programName, fmt.Sprintf(format, args...))
+	printLine(w, "%s: hint: %s", programName, fmt.Sprintf(format, args...))
 }
 
 // readInput reads a named file, or standard input for "-".
@@ -185,7 +188,7 @@ func runDigest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return reportRefusal(stdout, stderr, name, de, *jsonOut)
 	}
 	if err != nil {
-		errorf(stderr, "%s: %v", name, err)
+		errorf(stderr, "%s: %v", quote(name), err)
 		return exitFailed
 	}
 
@@ -193,14 +196,15 @@ func runDigest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case *canonicalOut:
 		canonical, err := domain.Canonicalize(raw)
 		if err != nil { // Params accepted raw, so this cannot happen
-			errorf(stderr, "%s: %v", name, err)
+			errorf(stderr, "%s: %v", quote(name), err)
 			return exitFailed
 		}
 		stdout.Write(canonical)
 	case *jsonOut:
 		writeJSON(stdout, map[string]any{"result": "ok", "digest": c.Digest, "size": c.Size})
 	default:
-		fmt.Fprintf(stdout, "digest %s\nsize   %d\n", c.Digest, c.Size)
+		printLine(stdout, "digest %s", c.Digest)
+		printLine(stdout, "size   %d", c.Size)
 	}
 	return exitOK
 }
@@ -210,7 +214,7 @@ func reportRefusal(stdout, stderr io.Writer, name string, de *commit.DomainError
 		writeJSON(stdout, map[string]any{"result": "refused", "refusal": refusalJSON(de)})
 		return exitFailed
 	}
-	errorf(stderr, "%s: parameters refused: %v", name, de)
+	errorf(stderr, "%s: parameters refused: %v", quote(name), de)
 	switch de.Kind {
 	case commit.ErrNotNFC:
 		hintf(stderr, "the strict domain never normalizes Unicode; convert the text to NFC on purpose before committing")
@@ -229,8 +233,13 @@ func refusalJSON(de *commit.DomainError) map[string]any {
 	return map[string]any{"kind": de.Kind, "pointer": de.Pointer, "in_name": de.Key, "offset": de.Offset}
 }
 
+// writeJSON writes v as one line of JSON, escaping what strconv.IsPrint
+// refuses (jsonEscape) so that the text is safe on a terminal and decodes
+// to exactly the same values.
 func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	enc.Encode(v) // maps of strings, numbers and digests: it cannot fail
+	w.Write(jsonEscape(b.Bytes()))
 }

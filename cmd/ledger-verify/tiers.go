@@ -42,7 +42,7 @@ func runTiers(args []string, stdout, stderr io.Writer) int {
 	}
 	var problems []string
 	if e.Action != d.Action {
-		problems = append(problems, fmt.Sprintf("the entry's action is not %s", d.Action))
+		problems = append(problems, fmt.Sprintf("the entry's action is not %s", quote(d.Action)))
 	}
 	if !e.Tiers.Equal(tiers) {
 		problems = append(problems, fmt.Sprintf("tiers_digest %s, the declaration's is %s", e.Tiers, tiers))
@@ -61,11 +61,11 @@ func runTiers(args []string, stdout, stderr io.Writer) int {
 		if e.Version() == entry.Version2 {
 			what += " and action definition digest"
 		}
-		fmt.Fprintf(stdout, "match: entry %d records the %s of this %s declaration\n", a.index, what, d.Action)
+		printLine(stdout, "match: entry %d records the %s of this %s declaration", a.index, what, quote(d.Action))
 	} else {
-		fmt.Fprintf(stdout, "mismatch: entry %d was not minimized under this declaration:\n", a.index)
+		printLine(stdout, "mismatch: entry %d was not minimized under this declaration:", a.index)
 		for _, p := range problems {
-			fmt.Fprintf(stdout, "  %s\n", p)
+			printLine(stdout, "  %s", p)
 		}
 	}
 	if len(problems) > 0 {
