@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cedar-policy/cedar-go/x/exp/schema"
@@ -89,14 +90,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, errRefused):
-		fmt.Fprintf(stderr, "ledger-declare: %v\n", err)
+		fmt.Fprintf(stderr, "ledger-declare: %s\n", escape(err.Error()))
 		return 1
 	case errors.Is(err, flag.ErrHelp):
 		return 2
 	default:
-		fmt.Fprintf(stderr, "ledger-declare: %v\n", err)
+		fmt.Fprintf(stderr, "ledger-declare: %s\n", escape(err.Error()))
 		return 2
 	}
+}
+
+// escape writes each character of s that strconv.IsPrint refuses as its Go
+// escape (\x1b, \u202e): an error may repeat a declaration's text or a
+// file name, which must not put control characters on the terminal.
+func escape(s string) string {
+	var b strings.Builder
+	for _, r := range s { // invalid UTF-8 becomes U+FFFD
+		if strconv.IsPrint(r) {
+			b.WriteRune(r)
+		} else {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
 }
 
 // load reads and checks declaration files, sorted by action; two files for
