@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,9 +24,29 @@ import (
 
 // daemon is a running ledgerd binary.
 type daemon struct {
-	cmd  *exec.Cmd
-	addr string
-	vkey string
+	cmd    *exec.Cmd
+	addr   string
+	vkey   string
+	stderr *lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer a child process writes to while a test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func buildBinaries(t *testing.T) (ledgerd, ledgerVerify string) {
@@ -47,11 +68,11 @@ func startDaemon(t *testing.T, bin, dir string) *daemon {
 	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=160MiB")
 	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
+	d := &daemon{cmd: cmd, stderr: &lockedBuffer{}}
+	cmd.Stderr = d.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd}
 	sc := bufio.NewScanner(stdout)
 	deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
 	defer deadline.Stop()
