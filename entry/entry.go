@@ -113,7 +113,7 @@ var (
 	ErrNotCanonical   = errors.New("entry: not in canonical form (RFC 8785)")
 	ErrSignature      = errors.New("entry: signature does not verify")
 	ErrKeyID          = errors.New("entry: signed by another key")
-	ErrIdentifierChar = errors.New("entry: control or format character in an identifier")
+	ErrIdentifierChar = fmt.Errorf("%w: control or format character in an identifier", ErrMalformed)
 )
 
 // FieldError says which field of an entry is wrong and how. It never holds
@@ -121,8 +121,9 @@ var (
 type FieldError struct {
 	Field   string // JSON member name; "" for the entry as a whole
 	Problem string
-	// Err, if not nil, classifies the problem (ErrIdentifierChar). The
-	// error is errors.Is ErrMalformed in any case.
+	// Err, if not nil, classifies the problem (ErrIdentifierChar); it
+	// wraps ErrMalformed, so that the error is errors.Is ErrMalformed in
+	// any case.
 	Err error
 }
 
@@ -133,11 +134,11 @@ func (e *FieldError) Error() string {
 	return fmt.Sprintf("entry: field %q: %s", e.Field, e.Problem)
 }
 
-func (e *FieldError) Unwrap() []error {
+func (e *FieldError) Unwrap() error {
 	if e.Err != nil {
-		return []error{ErrMalformed, e.Err}
+		return e.Err
 	}
-	return []error{ErrMalformed}
+	return ErrMalformed
 }
 
 func fieldError(field, format string, args ...any) error {
