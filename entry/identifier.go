@@ -1,6 +1,7 @@
 package entry
 
 import (
+	"fmt"
 	"unicode"
 	"unicode/utf8"
 )
@@ -63,4 +64,15 @@ func refusedRune(s string) (r rune, at int, found bool) {
 		i += size
 	}
 	return 0, 0, false
+}
+
+// CheckIdentifier returns an error wrapping ErrIdentifierChar if s, valid
+// UTF-8, holds a code point no identifier may hold, naming it and its byte
+// offset, never s. Configurations check the names that become identifiers
+// (a key's name, a mediator's) with it before any entry is built.
+func CheckIdentifier(s string) error {
+	if r, at, found := refusedRune(s); found {
+		return fmt.Errorf("%w: %U at byte %d", ErrIdentifierChar, r, at)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/decisionledger/ledger/entry"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -166,7 +167,7 @@ func ParseKey(data []byte, opts KeyOptions) (*Key, error) {
 
 func parseKey(data []byte, opts KeyOptions) (*Key, error) {
 	if opts.Name != "" && !validKeyName(opts.Name) {
-		return nil, fmt.Errorf("%w %q: want non-empty UTF-8 without spaces or '+'", errInvalidKeyName, opts.Name)
+		return nil, fmt.Errorf("%w %q: want non-empty UTF-8 without spaces, '+', control or format characters", errInvalidKeyName, opts.Name)
 	}
 	if len(data) > maxKeySize {
 		return nil, fmt.Errorf("%w: larger than %d bytes", errMalformedKey, maxKeySize)
@@ -197,7 +198,7 @@ func parseNoteKey(data []byte, wantName string) (*Key, error) {
 		return nil, fmt.Errorf("%w: note key: want PRIVATE+KEY+<name>+<hash>+<base64>", errMalformedKey)
 	}
 	if !validKeyName(name) {
-		return nil, fmt.Errorf("%w: note key: %w: want non-empty UTF-8 without spaces or '+'", errMalformedKey, errInvalidKeyName)
+		return nil, fmt.Errorf("%w: note key: %w: want non-empty UTF-8 without spaces, '+', control or format characters", errMalformedKey, errInvalidKeyName)
 	}
 	if len(hash16) != 8 || strings.Trim(hash16, "0123456789abcdef") != "" {
 		return nil, fmt.Errorf("%w: note key: hash is not 8 lower-case hex digits", errMalformedKey)
@@ -299,7 +300,7 @@ func sshKeyType(raw any) string {
 // itself so that ID and VerifierKey agree with every note implementation.
 func newKey(name string, priv ed25519.PrivateKey) (*Key, error) {
 	if !validKeyName(name) {
-		return nil, fmt.Errorf("%w %q: want non-empty UTF-8 without spaces or '+'", errInvalidKeyName, name)
+		return nil, fmt.Errorf("%w %q: want non-empty UTF-8 without spaces, '+', control or format characters", errInvalidKeyName, name)
 	}
 	vkey, err := note.NewEd25519VerifierKey(name, priv.Public().(ed25519.PublicKey))
 	if err != nil {
@@ -320,9 +321,12 @@ func newKey(name string, priv ed25519.PrivateKey) (*Key, error) {
 
 // validKeyName applies note's rule for key names: non-empty, well-formed
 // UTF-8, no Unicode space and no '+', which separates the fields of a key.
+// The name is also the log's origin, an identifier of every entry, so it
+// holds no control or format character either (docs/entry.md §1.1).
 func validKeyName(name string) bool {
 	return name != "" && utf8.ValidString(name) &&
-		strings.IndexFunc(name, unicode.IsSpace) < 0 && !strings.Contains(name, "+")
+		strings.IndexFunc(name, unicode.IsSpace) < 0 && !strings.Contains(name, "+") &&
+		entry.CheckIdentifier(name) == nil
 }
 
 // GenerateKey makes a new signing key named name (the log origin) with
@@ -331,7 +335,7 @@ func validKeyName(name string) bool {
 // owner can read, mode 0600. vkey is the verifier key to give auditors.
 func GenerateKey(name string) (skey, vkey string, err error) {
 	if !validKeyName(name) {
-		return "", "", fmt.Errorf("ledger: generating key: %w %q: want non-empty UTF-8 without spaces or '+'", errInvalidKeyName, name)
+		return "", "", fmt.Errorf("ledger: generating key: %w %q: want non-empty UTF-8 without spaces, '+', control or format characters", errInvalidKeyName, name)
 	}
 	skey, vkey, err = note.GenerateKey(rand.Reader, name)
 	if err != nil {

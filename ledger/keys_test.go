@@ -579,7 +579,7 @@ func TestKeyFileRefused(t *testing.T) {
 }
 
 func TestGenerateKeyNames(t *testing.T) {
-	for _, name := range []string{"", "a b", "a+b", "a\nb", "a\u2028b", "\xff"} {
+	for _, name := range []string{"", "a b", "a+b", "a\nb", "a\u2028b", "\xff", "log\x1b[2J", "log\u202eexample", "a\u200db", "a\x00b"} {
 		if _, _, err := GenerateKey(name); !errors.Is(err, errInvalidKeyName) {
 			t.Errorf("GenerateKey(%q): got %v, want errInvalidKeyName", name, err)
 		}
