@@ -60,6 +60,44 @@ type Config struct {
 	// API (checkpoint, tiles, entry bundles) is served, such as "/log".
 	// Optional; default "" (the root: /checkpoint, /tile/...).
 	TilesPrefix string `json:"tiles_prefix"`
+	// IdleTimeout is how long a keep-alive connection may wait for its
+	// next request before ledgerd closes it, as a Go duration. Optional;
+	// default "60s", under the 90 s for which Go's HTTP client keeps idle
+	// connections, so that the server, not the client, is the one to
+	// close them (Go's client then retries on a new connection).
+	IdleTimeout string `json:"idle_timeout"`
+	// BodyTimeout is how long a client may take to send a request's body,
+	// counted from the end of its header, as a Go duration. An append
+	// whose body is late is refused with 408 body_timeout and its
+	// connection closed. Optional; default "30s": the largest body
+	// (MaxBodyBytes, 256 KiB by default) then needs about 70 kbit/s.
+	// (The header itself must arrive within 10 s of the connection or of
+	// the previous request; that bound is fixed.)
+	BodyTimeout string `json:"body_timeout"`
+	// WriteTimeout is how long a client may take to receive a response, as
+	// a Go duration: counted from the end of the request header for reads;
+	// for an append from the moment its answer is ready (so neither the
+	// body, nor the commit, nor a wait for a checkpoint counts); for an
+	// export or a tile, for each 64 KiB, so that a long export is bounded
+	// by the client's pace rather than by its length. A connection whose
+	// client stops reading is closed when it passes. Optional; default
+	// "60s".
+	WriteTimeout string `json:"write_timeout"`
+	// MaxConnections is the most client connections served at once. When
+	// all are taken and another client connects, ledgerd closes the
+	// connection that has waited longest without a complete request
+	// header (an idle keep-alive connection, or one still sending its
+	// header) to make room; if every connection is busy with a request,
+	// the newcomer waits in the listen queue until one closes (the
+	// timeouts above bound how long). Optional; default derived from the
+	// process's descriptor limit (RLIMIT_NOFILE, which Go raises to the
+	// hard limit at start): the limit less a reserve for the store's
+	// files and the process of a quarter of it (at least 64), at most
+	// 4096. A limit of 1024 gives 768; 256 gives 192. A large store holds
+	// one descriptor per table file, so a store of many tables may need
+	// a smaller value or a higher limit. A value the limit cannot hold
+	// beside the reserve of 64 is refused at start.
+	MaxConnections int `json:"max_connections"`
 	// CatalogDir, if set, is a directory of action declarations (*.json,
 	// docs/declarations.md). Appends must then name a declared action,
 	// carry attributes its generated JSON Schema accepts and its
@@ -126,14 +164,86 @@ func (c Config) LogValue() slog.Value {
 	for i, m := range c.Mediators {
 		names[i] = m.Name
 	}
+	maxConns, _ := c.maxConnections()
 	return slog.GroupValue(slog.String("listen", c.Listen), slog.String("store_dir", c.StoreDir),
-		slog.String("mediators", strings.Join(names, ",")))
+		slog.String("mediators", strings.Join(names, ",")), slog.Int("max_connections", maxConns))
 }
 
 const (
 	defaultListen       = "127.0.0.1:8080"
 	defaultMaxBodyBytes = 256 << 10
+	defaultIdleTimeout  = 60 * time.Second
+	defaultBodyTimeout  = 30 * time.Second
+	defaultWriteTimeout = 60 * time.Second
+	// headerTimeout bounds the arrival of a request's header.
+	headerTimeout = 10 * time.Second
+	// maxDefaultConnections caps the MaxConnections derived from the
+	// descriptor limit: each connection costs a goroutine and buffers
+	// (some 20 KiB), and mediators need few.
+	maxDefaultConnections = 4096
+	// minDescriptorReserve is the fewest descriptors left to the store
+	// and the process beside MaxConnections.
+	minDescriptorReserve = 64
 )
+
+// positiveDuration parses a duration field of the config; "" is def.
+func positiveDuration(field, text string, def time.Duration) (time.Duration, error) {
+	if text == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s %q is not a positive duration", field, text)
+	}
+	return d, nil
+}
+
+func (c *Config) idleTimeout() (time.Duration, error) {
+	return positiveDuration("idle_timeout", c.IdleTimeout, defaultIdleTimeout)
+}
+
+func (c *Config) bodyTimeout() (time.Duration, error) {
+	return positiveDuration("body_timeout", c.BodyTimeout, defaultBodyTimeout)
+}
+
+func (c *Config) writeTimeout() (time.Duration, error) {
+	return positiveDuration("write_timeout", c.WriteTimeout, defaultWriteTimeout)
+}
+
+// maxConnections is MaxConnections, or its default derived from the
+// process's descriptor limit (fileLimit). It refuses a value that leaves
+// fewer than minDescriptorReserve descriptors of the limit.
+func (c *Config) maxConnections() (int, error) {
+	limit, known := fileLimit()
+	switch {
+	case c.MaxConnections < 0:
+		return 0, fmt.Errorf("max_connections %d is negative", c.MaxConnections)
+	case c.MaxConnections > 0:
+		if known && uint64(c.MaxConnections) > limit-min(limit, minDescriptorReserve) {
+			return 0, fmt.Errorf("max_connections %d leaves fewer than %d of the process's %d file descriptors (RLIMIT_NOFILE) to the store: raise the limit (ulimit -n) or lower max_connections",
+				c.MaxConnections, minDescriptorReserve, limit)
+		}
+		return c.MaxConnections, nil
+	case !known:
+		return maxDefaultConnections, nil
+	}
+	n := defaultMaxConnections(limit)
+	if n < 1 {
+		return 0, fmt.Errorf("the process may open only %d files (RLIMIT_NOFILE), too few for the store and connections: raise the limit (ulimit -n)", limit)
+	}
+	return n, nil
+}
+
+// defaultMaxConnections derives MaxConnections from a descriptor limit:
+// the limit less a quarter of it (at least minDescriptorReserve), at most
+// maxDefaultConnections. It is 0 when the limit leaves nothing.
+func defaultMaxConnections(limit uint64) int {
+	reserve := max(limit/4, minDescriptorReserve)
+	if limit <= reserve {
+		return 0
+	}
+	return int(min(limit-reserve, maxDefaultConnections))
+}
 
 // minCommitInterval is MinCommitInterval as ledger.Options has it.
 func (c *Config) minCommitInterval() (time.Duration, error) {
@@ -250,6 +360,18 @@ func (c *Config) check() error {
 		}
 	}
 	if _, err := c.checkpointInterval(); err != nil {
+		return err
+	}
+	if _, err := c.idleTimeout(); err != nil {
+		return err
+	}
+	if _, err := c.bodyTimeout(); err != nil {
+		return err
+	}
+	if _, err := c.writeTimeout(); err != nil {
+		return err
+	}
+	if _, err := c.maxConnections(); err != nil {
 		return err
 	}
 	_, err := c.minCommitInterval()

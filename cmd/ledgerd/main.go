@@ -23,7 +23,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -173,7 +172,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		l.Close()
 		return fail(stderr, "%v", err)
 	}
-	srv := &http.Server{Handler: (&server{cfg: cfg, l: l, log: log, m: m, cat: cat}).routes(), ReadHeaderTimeout: 10 * time.Second}
+	srv, limited, err := newHTTPServer(&server{cfg: cfg, l: l, log: log, m: m, cat: cat}, ln)
+	if err != nil {
+		ln.Close()
+		l.Close()
+		return fail(stderr, "%v", err)
+	}
+	ln = limited
 	scheme := "http"
 	if cfg.TLS != nil {
 		scheme = "https"

@@ -25,6 +25,7 @@ type metrics struct {
 	replayed       uint64
 	treeSize       func() uint64
 	checkpointTime func() time.Time
+	connections    func() (open int, reclaimed uint64) // connLimiter.stats
 }
 
 type histogram struct {
@@ -105,6 +106,11 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if m.treeSize != nil {
 		fmt.Fprintf(w, "# HELP ledgerd_tree_size Durable entries.\n# TYPE ledgerd_tree_size gauge\nledgerd_tree_size %d\n", m.treeSize())
+	}
+	if m.connections != nil {
+		open, reclaimed := m.connections()
+		fmt.Fprintf(w, "# HELP ledgerd_connections_open Client connections open (at most max_connections).\n# TYPE ledgerd_connections_open gauge\nledgerd_connections_open %d\n", open)
+		fmt.Fprintf(w, "# HELP ledgerd_connections_reclaimed_total Connections without a request closed to make room for a new one at max_connections.\n# TYPE ledgerd_connections_reclaimed_total counter\nledgerd_connections_reclaimed_total %d\n", reclaimed)
 	}
 	if m.checkpointTime != nil {
 		if t := m.checkpointTime(); !t.IsZero() {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,8 @@ type server struct {
 	m   *metrics // nil: routes makes one
 	rl  *limiter
 	cat catalog // nil: no catalog
+
+	bodyTimeout, writeTimeout time.Duration // from cfg, set by routes
 }
 
 func (s *server) routes() http.Handler {
@@ -36,6 +39,15 @@ func (s *server) routes() http.Handler {
 	}
 	s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
 	s.rl = newLimiter(s.cfg)
+	// The config was checked at load; a test's change to it that does
+	// not parse gets the default.
+	var err error
+	if s.bodyTimeout, err = s.cfg.bodyTimeout(); err != nil {
+		s.bodyTimeout = defaultBodyTimeout
+	}
+	if s.writeTimeout, err = s.cfg.writeTimeout(); err != nil {
+		s.writeTimeout = defaultWriteTimeout
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.m)
 	mux.HandleFunc("POST /v1/entries", s.appendEntry)
@@ -53,7 +65,22 @@ func (s *server) routes() http.Handler {
 	prefix := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
 	read("GET "+prefix+"/checkpoint", s.checkpoint)
 	read("GET "+prefix+"/tile/{path...}", s.tile)
-	return mux
+	return s.bodyDeadline(mux)
+}
+
+// bodyDeadline gives every request that has a body BodyTimeout to send
+// it. Without a deadline, a client that sends a header and part of a body
+// holds its connection for ever: even when the handler never reads the
+// body, net/http reads (up to 256 KiB of) it after the handler, to reuse
+// the connection. Requests without a body get no read deadline here: it
+// would cancel their context while they run (net/http's background read).
+func (s *server) bodyDeadline(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 { // -1: chunked, length unknown
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // readAuth guards a read endpoint when the config protects reads.
@@ -99,11 +126,23 @@ type appendRequest struct {
 // appendFields are the members an append body may have.
 var appendFields = []string{"action", "attributes", "decision", "params_digest", "params_size", "policies", "principal", "tiers_digest"}
 
+// refusedBodyGrace is how long net/http may go on reading the body of an
+// append refused before its body was read, before the connection is
+// closed: long enough for a client that sent its whole body to have it
+// drained (so that it reads the answer rather than a reset), too short
+// for a client that sends nothing more to hold the connection.
+const refusedBodyGrace = 500 * time.Millisecond
+
 func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	rc := http.NewResponseController(w)
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	mediator, known := s.cfg.authenticate(token)
 	if !ok || !known {
+		// The body is not read, and the connection not kept: a client
+		// without a credential gets nothing but this answer.
+		rc.SetReadDeadline(start.Add(refusedBodyGrace))
+		w.Header().Set("Connection", "close")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
 		s.refuse(w, http.StatusUnauthorized, "unauthenticated", "a mediator bearer token is required")
 		return
@@ -123,13 +162,22 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	*buf = body
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
-			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			s.refuse(w, http.StatusRequestTimeout, "body_timeout", "the body did not arrive within %v", s.bodyTimeout)
+		default:
+			s.refuse(w, http.StatusBadRequest, "unreadable", "the body could not be read")
 		}
-		s.refuse(w, http.StatusBadRequest, "unreadable", "the body could not be read")
 		return
 	}
+	// The body is in. Its read deadline must go: left, it would cancel
+	// the request's context while the append waits for the ledger
+	// (net/http's background read). The answer gets WriteTimeout from
+	// when it is ready (refuse, and below).
+	rc.SetReadDeadline(time.Time{})
 	req, problem := decodeAppendRequest(body)
 	if problem != "" {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", problem)
@@ -201,6 +249,7 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		}
 		proofPart, _ = json.Marshal(map[string]any{"checkpoint": string(signed), "tree_size": size, "hashes": hashes})
 	}
+	rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	if receipt.Replayed {
 		// The key named an entry appended before: its receipt, nothing new.
@@ -216,9 +265,11 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
 }
 
-// refuse answers an append with an error and counts it by code.
+// refuse answers an append with an error and counts it by code. The
+// client has WriteTimeout from now to take the answer.
 func (s *server) refuse(w http.ResponseWriter, status int, code, format string, args ...any) {
 	s.m.reject(code)
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	writeError(w, status, code, format, args...)
 }
 
@@ -359,7 +410,8 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 	}
 	opts.Size = size
 	w.Header().Set("Content-Type", "application/octet-stream")
-	if err := s.l.Export(r.Context(), w, start, end, opts); err != nil {
+	body := progressWriter{w, http.NewResponseController(w), s.writeTimeout}
+	if err := s.l.Export(r.Context(), body, start, end, opts); err != nil {
 		// Headers are sent: the truncated file fails verification.
 		s.log.ErrorContext(r.Context(), "export failed", "start", start, "end", end, "error", err)
 	}

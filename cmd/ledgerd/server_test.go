@@ -33,6 +33,7 @@ type testServer struct {
 	l     *ledger.Ledger
 	key   *ledger.Key
 	cfg   *Config
+	lim   *connLimiter
 }
 
 func startServer(t testing.TB) *testServer {
@@ -82,9 +83,8 @@ func startServerWith(t testing.TB, change func(*Config)) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	hs := httptest.NewServer((&server{cfg: cfg, l: l, log: logger, cat: cat}).routes())
-	t.Cleanup(hs.Close)
-	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg}
+	hs := serveHTTP(t, &server{cfg: cfg, l: l, log: logger, cat: cat})
+	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter)}
 }
 
 func (s *testServer) post(t *testing.T, token, body string, headers ...string) (*http.Response, []byte) {

@@ -91,5 +91,6 @@ func (s *server) tile(w http.ResponseWriter, r *http.Request) {
 	} else {
 		w.Header().Set("Cache-Control", "no-cache")
 	}
-	w.Write(b)
+	// An entry bundle may be megabytes.
+	writeInPieces(progressWriter{w, http.NewResponseController(w), s.writeTimeout}, b)
 }

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/verify"
+)
+
+// newTestHTTP makes an unstarted test server for s as ledgerd serves it
+// (newHTTPServer: deadlines, connection cap, error log). wrap, if set,
+// wraps the loopback listener beneath the cap.
+func newTestHTTP(t testing.TB, s *server, wrap func(net.Listener) net.Listener) *httptest.Server {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(nil)
+	ln := hs.Listener
+	if wrap != nil {
+		ln = wrap(ln)
+	}
+	srv, limited, err := newHTTPServer(s, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Config, hs.Listener = srv, limited
+	return hs
+}
+
+// serveHTTP serves s on a loopback port as ledgerd does.
+func serveHTTP(t testing.TB, s *server) *httptest.Server {
+	t.Helper()
+	hs := newTestHTTP(t, s, nil)
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// rawConn is a client connection written and read by hand.
+type rawConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(t *testing.T, url string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{c, bufio.NewReader(c)}
+}
+
+func (c *rawConn) send(t *testing.T, text string) {
+	t.Helper()
+	if _, err := io.WriteString(c, text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// response reads one response, waiting at most d.
+func (c *rawConn) response(d time.Duration) (*http.Response, string, error) {
+	c.SetReadDeadline(time.Now().Add(d))
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b), err
+}
+
+// closedWithin reports whether the server closes the connection (a read
+// ends in EOF or a reset, not a timeout) within d.
+func (c *rawConn) closedWithin(d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c.r)
+	return !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+const healthz = "GET /healthz HTTP/1.1\r\nHost: example.com\r\n\r\n"
+
+// partialAppend is the header of an append announcing a 1,000-byte body,
+// and the body's first bytes.
+func partialAppend(authorization string) string {
+	h := "POST /v1/entries HTTP/1.1\r\nHost: example.com\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
+	if authorization != "" {
+		h += "Authorization: " + authorization + "\r\n"
+	}
+	return h + "\r\n" + `{"principal":"agent-1",`
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// counts returns the numbers of fresh and idle connections.
+func (l *connLimiter) counts() (fresh, idle int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := l.fresh.head; c != nil; c = c.next {
+		fresh++
+	}
+	for c := l.idle.head; c != nil; c = c.next {
+		idle++
+	}
+	return fresh, idle
+}
+
+// A keep-alive connection is closed after idle_timeout.
+func TestIdleConnectionClosed(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.IdleTimeout = "300ms" })
+	c := dialRaw(t, s.url)
+	c.send(t, healthz)
+	if resp, _, err := c.response(5 * time.Second); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	if !c.closedWithin(10 * time.Second) {
+		t.Fatal("an idle keep-alive connection is still open 10 s after idle_timeout (300ms)")
+	}
+}
+
+// An append whose body stops coming is refused with 408 body_timeout
+// after body_timeout, and its connection closed.
+func TestSlowBodyTimeout(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.BodyTimeout = "300ms" })
+	c := dialRaw(t, s.url)
+	c.send(t, partialAppend("Bearer "+s.token))
+	resp, body, err := c.response(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no answer to a partial body 10 s after body_timeout (300ms): %v", err)
+	}
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(body, `"body_timeout"`) {
+		t.Fatalf("got %d %s, want 408 body_timeout", resp.StatusCode, body)
+	}
+	if !c.closedWithin(10 * time.Second) {
+		t.Fatal("the connection stays open after the body timed out")
+	}
+	if s.l.Size() != 0 {
+		t.Fatal("appended")
+	}
+}
+
+// An append without a valid bearer token is answered at once, without
+// waiting for its body, and its connection is closed.
+func TestUnauthenticatedAppendNotRead(t *testing.T) {
+	s := startServer(t) // body_timeout 30 s: it is not what closes these
+	for _, auth := range []string{"", "Bearer " + strings.Repeat("0", 64), s.token, "Basic " + s.token} {
+		c := dialRaw(t, s.url)
+		c.send(t, partialAppend(auth))
+		resp, body, err := c.response(5 * time.Second)
+		if err != nil {
+			t.Fatalf("%q: no answer before the body is complete: %v", auth, err)
+		}
+		if resp.StatusCode != http.StatusUnauthorized || !resp.Close || !strings.Contains(body, `"unauthenticated"`) {
+			t.Fatalf("%q: got %d (Connection: %q) %s, want 401 unauthenticated, Connection: close", auth, resp.StatusCode, resp.Header.Get("Connection"), body)
+		}
+		if !c.closedWithin(5 * time.Second) {
+			t.Fatalf("%q: the connection stays open after the refusal", auth)
+		}
+	}
+}
+
+// At max_connections, a new client takes the place of the connection idle
+// longest; the others stay open.
+func TestConnectionCapReclaimsIdle(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.MaxConnections = 2 })
+	var idle []*rawConn
+	for i := range 2 {
+		c := dialRaw(t, s.url)
+		c.send(t, healthz)
+		if _, _, err := c.response(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("connection %d to be idle", i), func() bool { f, n := s.lim.counts(); return f == 0 && n == i+1 })
+		idle = append(idle, c)
+	}
+	c := dialRaw(t, s.url)
+	c.send(t, healthz)
+	if resp, _, err := c.response(10 * time.Second); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a new client at the cap, with two idle connections: %v", err)
+	}
+	if !idle[0].closedWithin(10 * time.Second) {
+		t.Fatal("the connection idle longest was not closed for the new one")
+	}
+	if idle[1].closedWithin(200 * time.Millisecond) {
+		t.Fatal("the second idle connection was closed too")
+	}
+	c.send(t, "GET /metrics HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	_, m, err := c.response(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ledgerd_connections_open 2\n", "ledgerd_connections_reclaimed_total 1\n"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// At max_connections, a connection that has sent nothing keeps its place
+// for freshGrace (2 s), then a new client takes it, well before the header
+// timeout (10 s) would have closed it.
+func TestConnectionCapReclaimsSilent(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.MaxConnections = 1 })
+	silent := dialRaw(t, s.url)
+	waitFor(t, "the connection to be accepted", func() bool { f, _ := s.lim.counts(); return f == 1 })
+	c := dialRaw(t, s.url)
+	c.send(t, healthz)
+	if silent.closedWithin(500 * time.Millisecond) {
+		t.Fatal("a new connection was closed for another before it had time to send its header")
+	}
+	if resp, _, err := c.response(8 * time.Second); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a new client at the cap, the only connection silent: %v", err)
+	}
+	if !silent.closedWithin(time.Second) {
+		t.Fatal("the silent connection is still open")
+	}
+}
+
+// At max_connections with every connection busy, a new client waits until
+// one is done.
+func TestConnectionCapHolds(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.MaxConnections = 1 })
+	busy := dialRaw(t, s.url)
+	busy.send(t, partialAppend("Bearer "+s.token)) // its body is being read
+	waitFor(t, "the append to be read", func() bool { f, n := s.lim.counts(); return f+n == 0 })
+	c := dialRaw(t, s.url)
+	c.send(t, healthz)
+	if _, _, err := c.response(300 * time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a client beyond max_connections was served while the only connection was busy (%v)", err)
+	}
+	busy.Close() // the body ends early: the append is refused, its slot freed
+	if resp, _, err := c.response(10 * time.Second); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the waiting client was not served once a connection closed: %v", err)
+	}
+}
+
+// smallBuffers sets small socket buffers on accepted connections, so that
+// a response cannot sit in the kernel while the write deadline passes.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(16 << 10)
+	}
+	return c, err
+}
+
+// An export that takes the client longer than write_timeout to read, at a
+// steady pace, is not cut off: the deadline applies to each 64 KiB.
+func TestExportOutlastsWriteTimeout(t *testing.T) {
+	s := startServer(t)
+	const n = 64 // entries of some 16 KiB: 1 MiB
+	for i := range n {
+		body := strings.Replace(appendBody(i), `"payee_known":true`, `"memo":"`+strings.Repeat("m", 16<<10)+`"`, 1)
+		if _, err := s.l.Append(context.Background(), mustRecord(t, body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.l.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const writeTimeout = 500 * time.Millisecond
+	cfg := *s.cfg
+	cfg.WriteTimeout = writeTimeout.String()
+	hs := newTestHTTP(t, &server{cfg: &cfg, l: s.l, log: slog.New(slog.DiscardHandler)}, func(ln net.Listener) net.Listener { return smallBuffers{ln} })
+	hs.Start()
+	defer hs.Close()
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(16 << 10)
+	fmt.Fprintf(conn, "GET /v1/export?start=0&end=%d HTTP/1.1\r\nHost: example.com\r\n\r\n", n)
+	start := time.Now()
+	resp, err := http.ReadResponse(bufio.NewReader(slowReader{conn}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	key, _ := verify.ParseKey(s.key.VerifierKey())
+	report, err := verify.VerifyExport(resp.Body, key, verify.ExportOptions{})
+	if elapsed := time.Since(start); elapsed < 2*writeTimeout {
+		t.Fatalf("the client read the export in %v, too fast to test a write timeout of %v", elapsed, writeTimeout)
+	}
+	if err != nil {
+		t.Fatalf("an export read over more than write_timeout is cut off: %v", err)
+	}
+	if report.End != n {
+		t.Fatalf("export of %d entries", report.End)
+	}
+}
+
+// slowReader reads at most 8 KiB every 10 ms: under 1 MB/s.
+type slowReader struct{ r io.Reader }
+
+func (s slowReader) Read(p []byte) (int, error) {
+	time.Sleep(10 * time.Millisecond)
+	return s.r.Read(p[:min(len(p), 8<<10)])
+}
+
+func TestConfigConnections(t *testing.T) {
+	for limit, want := range map[uint64]int{20000: 4096, 1024: 768, 256: 192, 100: 36, 64: 0, 10: 0} {
+		if got := defaultMaxConnections(limit); got != want {
+			t.Errorf("defaultMaxConnections(%d) = %d, want %d", limit, got, want)
+		}
+	}
+	if _, err := (&Config{MaxConnections: -1}).maxConnections(); err == nil || !strings.Contains(err.Error(), "max_connections") {
+		t.Errorf("negative max_connections: %v", err)
+	}
+	if limit, ok := fileLimit(); ok && limit < 1<<30 {
+		if _, err := (&Config{MaxConnections: int(limit)}).maxConnections(); err == nil || !strings.Contains(err.Error(), "max_connections") {
+			t.Errorf("max_connections at the descriptor limit %d: %v", limit, err)
+		}
+		if n, err := (&Config{MaxConnections: int(limit) - 64}).maxConnections(); err != nil || n != int(limit)-64 {
+			t.Errorf("max_connections %d with a limit of %d: %v %v", limit-64, limit, n, err)
+		}
+	}
+	for _, f := range []struct {
+		name  string
+		parse func(*Config) (time.Duration, error)
+		set   func(*Config, string)
+		def   time.Duration
+	}{
+		{"idle_timeout", (*Config).idleTimeout, func(c *Config, v string) { c.IdleTimeout = v }, 60 * time.Second},
+		{"body_timeout", (*Config).bodyTimeout, func(c *Config, v string) { c.BodyTimeout = v }, 30 * time.Second},
+		{"write_timeout", (*Config).writeTimeout, func(c *Config, v string) { c.WriteTimeout = v }, 60 * time.Second},
+	} {
+		for text, want := range map[string]time.Duration{"": f.def, "2s": 2 * time.Second} {
+			var c Config
+			f.set(&c, text)
+			if got, err := f.parse(&c); err != nil || got != want {
+				t.Errorf("%s %q: %v %v, want %v", f.name, text, got, err, want)
+			}
+		}
+		for _, text := range []string{"0s", "-1s", "soon"} {
+			var c Config
+			f.set(&c, text)
+			if _, err := f.parse(&c); err == nil || !strings.Contains(err.Error(), f.name) {
+				t.Errorf("%s %q: %v", f.name, text, err)
+			}
+		}
+	}
+}
