@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -54,8 +58,29 @@ func newHTTPServer(s *server, ln net.Listener) (*http.Server, net.Listener, erro
 		// running when it expires.
 		WriteTimeout: write,
 		ConnState:    cl.connState,
+		ErrorLog:     serverErrorLog(s.log),
 	}
 	return srv, cl, nil
+}
+
+// serverErrorLog makes net/http's own messages (a handler's panic, a
+// failed TLS handshake, an error accepting connections) JSON log records
+// like every other line of ledgerd's log: a panic at level ERROR, the rest,
+// which clients cause, at WARN.
+func serverErrorLog(l *slog.Logger) *log.Logger {
+	return log.New(httpLogWriter{l}, "", 0)
+}
+
+type httpLogWriter struct{ l *slog.Logger }
+
+func (w httpLogWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSuffix(string(p), "\n")
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "http: panic serving") {
+		level = slog.LevelError
+	}
+	w.l.Log(context.Background(), level, "http server", "error", msg)
+	return len(p), nil
 }
 
 // connLimiter is a listener that has at most max connections open. At the

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -317,6 +318,29 @@ type slowReader struct{ r io.Reader }
 func (s slowReader) Read(p []byte) (int, error) {
 	time.Sleep(10 * time.Millisecond)
 	return s.r.Read(p[:min(len(p), 8<<10)])
+}
+
+// net/http's own messages are JSON log records too.
+func TestServerErrorLogJSON(t *testing.T) {
+	s := startServer(t)
+	logs := &syncBuffer{}
+	srv := &server{cfg: s.cfg, l: s.l, log: slog.New(slog.NewJSONHandler(logs, nil))}
+	hs := newTestHTTP(t, srv, nil)
+	hs.StartTLS()
+	defer hs.Close()
+	c := dialRaw(t, hs.URL[len("https://"):])
+	c.send(t, healthz) // plain HTTP to a TLS server: a failed handshake
+	c.closedWithin(5 * time.Second)
+	waitFor(t, "the handshake error to be logged", func() bool { return strings.Contains(logs.String(), "TLS handshake error") })
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec struct{ Level, Msg, Error string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON log line: %q", line)
+		}
+		if strings.Contains(rec.Error, "TLS handshake error") && (rec.Level != "WARN" || rec.Msg != "http server") {
+			t.Errorf("handshake error logged as %+v", rec)
+		}
+	}
 }
 
 func TestConfigConnections(t *testing.T) {
