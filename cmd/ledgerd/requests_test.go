@@ -52,3 +52,30 @@ func TestBearerScheme(t *testing.T) {
 		}
 	}
 }
+
+// A 400 names where a fault is, by the fields of the append request,
+// positions and byte offsets, never by a member name the client made up.
+func TestAppendErrorsRepeatNoClientName(t *testing.T) {
+	s := startServer(t)
+	good := appendBody(1)
+	const name = "SECRETNAME"
+	cases := []struct {
+		body, want string
+	}{
+		{strings.Replace(good, `{"principal"`, `{"`+name+`":1,"principal"`, 1), "unknown member at index 0 of the top-level object"},
+		{strings.TrimSuffix(good, "}") + `,"` + name + `":1}`, "unknown member at index 8 of the top-level object"},
+		{strings.Replace(good, `"payee_known":true`, `"`+name+`":"e\u0301"`, 1), "not_nfc inside /attributes (byte "},
+		{strings.Replace(good, `"payee_known":true`, `"`+name+`":1,"`+name+`":2`, 1), "duplicate_key inside /attributes (byte "},
+		{strings.Replace(good, `"payee_known":true`, `"`+name+"e\u0301"+`":1`, 1), "not_nfc in a member name inside /attributes (byte "},
+		{strings.Replace(good, `"payee_known":true`, `"`+name+`":{"`+name+`":1.5}`, 1), "non_integer inside /attributes (byte "},
+		{strings.Replace(good, `{"principal"`, `{"`+name+`":"e\u0301","principal"`, 1), "not_nfc in a member that is not a field (byte "},
+		{strings.Replace(good, `"agent-1"`, `"e\u0301"`, 1), "not_nfc at /principal (byte "},
+		{strings.Replace(good, `"agent-1"`, `1`, 1), `field \"principal\" has the wrong type`},
+	}
+	for _, c := range cases {
+		resp, b := s.post(t, s.token, c.body)
+		if resp.StatusCode != http.StatusBadRequest || strings.Contains(string(b), name) || !strings.Contains(string(b), c.want) {
+			t.Errorf("got %d %s, want 400 with %q and without the client's member name", resp.StatusCode, b, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -317,18 +318,20 @@ func readBody(r io.Reader, b []byte) ([]byte, error) {
 // decodeAppendRequest decodes an append body in the commitment's strict
 // domain (package commit): one JSON object, no repeated member names,
 // well-formed UTF-8 in NFC, integers within 2^53-1. It returns what was
-// wrong, naming members and JSON pointers but never a value.
+// wrong, naming the fields of appendFields, positions and byte offsets,
+// but never a value nor a member name the client chose.
 func decodeAppendRequest(body []byte) (appendRequest, string) {
 	var req appendRequest
 	obj, err := commit.Domain{}.Object(body)
 	if err != nil {
-		return req, strings.TrimPrefix(err.Error(), "commit: ")
+		return req, domainProblem(err)
 	}
 	for i := range obj.Len() {
 		if !slices.Contains(appendFields, obj.Name(i)) {
-			return req, fmt.Sprintf("unknown field %q", obj.Name(i))
+			return req, fmt.Sprintf("unknown member at index %d of the top-level object", memberIndex(body, obj.Name(i)))
 		}
 	}
+	// Only the names of appendFields are ever set here.
 	wrongType := ""
 	text := func(name string) string {
 		v, ok := obj.Get(name)
@@ -362,6 +365,59 @@ func decodeAppendRequest(body []byte) (appendRequest, string) {
 		return req, fmt.Sprintf("field %q has the wrong type", wrongType)
 	}
 	return req, ""
+}
+
+// domainProblem describes a refusal of the strict domain as its kind, the
+// field of appendFields it lies in, and its byte offset. The JSON pointer
+// it carries is not repeated: below the top level, and at a top-level
+// member that is not a field, its tokens are the client's member names.
+func domainProblem(err error) string {
+	var de *commit.DomainError
+	if !errors.As(err, &de) {
+		return "the body is not in the strict JSON domain"
+	}
+	var b strings.Builder
+	b.WriteString(string(de.Kind))
+	if de.Key {
+		b.WriteString(" in a member name")
+	}
+	switch field, below, _ := strings.Cut(strings.TrimPrefix(de.Pointer, "/"), "/"); {
+	case de.Pointer == "":
+		b.WriteString(" at the top level")
+	case !slices.Contains(appendFields, field):
+		b.WriteString(" in a member that is not a field")
+	case below == "" && !de.Key:
+		b.WriteString(" at /" + field)
+	default:
+		b.WriteString(" inside /" + field)
+	}
+	if de.Offset >= 0 {
+		fmt.Fprintf(&b, " (byte %d)", de.Offset)
+	}
+	return b.String()
+}
+
+// memberIndex returns the position (from 0) in body, a JSON object in the
+// strict domain, of its top-level member named name, or -1.
+func memberIndex(body []byte, name string) int {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // {
+		return -1
+	}
+	for i := 0; dec.More(); i++ {
+		t, err := dec.Token()
+		if err != nil {
+			return -1
+		}
+		if t == name {
+			return i
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return -1
+		}
+	}
+	return -1
 }
 
 func (s *server) checkpoint(w http.ResponseWriter, r *http.Request) {
