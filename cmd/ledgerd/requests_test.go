@@ -3,11 +3,17 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // Appends and protected reads need the Bearer scheme, whose name is
@@ -77,5 +83,73 @@ func TestAppendErrorsRepeatNoClientName(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest || strings.Contains(string(b), name) || !strings.Contains(string(b), c.want) {
 			t.Errorf("got %d %s, want 400 with %q and without the client's member name", resp.StatusCode, b, c.want)
 		}
+	}
+}
+
+// failingStore is a store whose commits fail once fail is set.
+type failingStore struct {
+	ledger.Store
+	fail atomic.Bool
+}
+
+func (f *failingStore) Commit(ctx context.Context, b ledger.Batch) error {
+	if f.fail.Load() {
+		return errors.New("disk on fire")
+	}
+	return f.Store.Commit(ctx, b)
+}
+
+// After a storage failure every append is refused with 503: the failure is
+// logged once, and the refusals counted.
+func TestStorageFailureLoggedOnce(t *testing.T) {
+	path, token, err := initDataDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	store := &failingStore{Store: ledger.NewMemStore()}
+	l, err := ledger.Open(t.Context(), store, key, ledger.Options{CheckpointInterval: -1, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	hs := serveHTTP(t, &server{cfg: cfg, l: l, log: logger})
+	s := &testServer{url: hs.URL, token: token, l: l}
+
+	if resp, b := s.post(t, token, appendBody(0)); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("append before the failure: %d %s", resp.StatusCode, b)
+	}
+	store.fail.Store(true)
+	const n = 20
+	for i := range n {
+		if resp, b := s.post(t, token, appendBody(1+i)); resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("append %d after the failure: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	var ours []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec struct{ Level, Msg string }
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			t.Fatalf("not a JSON log line: %q", line)
+		}
+		// The ledger logs the failure of its store itself.
+		if rec.Level == "ERROR" && !strings.HasPrefix(rec.Msg, "ledger: ") {
+			ours = append(ours, line)
+		}
+	}
+	if len(ours) != 1 {
+		t.Errorf("%d appends refused after a storage failure logged %d ERROR lines, want 1:\n%s", n, len(ours), strings.Join(ours, "\n"))
+	}
+	if m := get(t, s.url+"/metrics"); !strings.Contains(m, fmt.Sprintf(`ledgerd_rejects_total{code="unavailable"} %d`+"\n", n)) {
+		t.Errorf("refusals not counted:\n%s", m)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
@@ -32,6 +33,9 @@ type server struct {
 	cat catalog // nil: no catalog
 
 	bodyTimeout, writeTimeout time.Duration // from cfg, set by routes
+	// failureLogged is set once a refusal after a storage failure was
+	// logged: the later ones are only counted.
+	failureLogged atomic.Bool
 }
 
 func (s *server) routes() http.Handler {
@@ -248,7 +252,7 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusTooManyRequests, "busy", "the append queue is full; retry later")
 		return
 	case err != nil:
-		s.log.ErrorContext(r.Context(), "append failed", "mediator", mediator, "error", err)
+		s.appendFailed(r, mediator, err)
 		s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the entry was not appended")
 		return
 	}
@@ -282,6 +286,20 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
+}
+
+// appendFailed logs an append the ledger could not take. After a storage
+// failure the ledger refuses every append the same way; the failure is
+// logged once (the ledger has logged its cause), and the refusals are
+// only counted, as ledgerd_rejects_total{code="unavailable"}.
+func (s *server) appendFailed(r *http.Request, mediator string, err error) {
+	if s.l.Failure() != nil {
+		if s.failureLogged.CompareAndSwap(false, true) {
+			s.log.ErrorContext(r.Context(), "appends refused after a storage failure; further refusals are counted, not logged", "error", err)
+		}
+		return
+	}
+	s.log.ErrorContext(r.Context(), "append failed", "mediator", mediator, "error", err)
 }
 
 // refuse answers an append with an error and counts it by code. The
