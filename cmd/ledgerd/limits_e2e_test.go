@@ -1,0 +1,206 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func buildLedgerd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ledgerd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// setConfig changes fields of the config file of the data directory that
+// startDaemon made in dir.
+func setConfig(t *testing.T, dir string, fields map[string]any) {
+	t.Helper()
+	path := filepath.Join(dir, "data", "ledgerd.json")
+	var cfg map[string]any
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &cfg) != nil {
+		t.Fatalf("reading the config: %v", err)
+	}
+	for k, v := range fields {
+		cfg[k] = v
+	}
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDaemonUnderIdleAndSlowClients runs the real ledgerd with a
+// descriptor limit of 256 (so max_connections defaults to 192). First
+// 2,000 idle keep-alive connections and 300 unauthenticated appends whose
+// bodies never end: health checks and appends are still answered, every
+// one of those connections is closed by the server (refusal before the
+// body, newcomers taking idle connections' places), and ledgerd never runs
+// out of descriptors. Then, below the cap, with no newcomer: 150 idle
+// connections and 30 authenticated appends whose bodies never end are
+// closed by idle_timeout and body_timeout alone.
+func TestDaemonUnderIdleAndSlowClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ledgerd, and opens 2,300 connections")
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if lim.Max < 3000 {
+		t.Skipf("the hard descriptor limit (%d) is too low for 2,300 client connections", lim.Max)
+	}
+	lim.Cur = lim.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildLedgerd(t)
+	dir := t.TempDir()
+	d := startDaemon(t, bin, dir) // makes the data directory and token
+	d.cmd.Process.Kill()
+	d.cmd.Wait()
+	setConfig(t, dir, map[string]any{"idle_timeout": "2s", "body_timeout": "3s"})
+	d = startWrapped(t, bin, dir, map[string]string{"LEDGERD_TEST_NOFILE": "256"})
+	defer func() { d.cmd.Process.Kill(); d.cmd.Wait() }()
+	token, _ := os.ReadFile(filepath.Join(dir, "token"))
+	url := "http://" + d.addr
+	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	metric := func(names ...string) string {
+		t.Helper()
+		resp, err := client.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		m, _ := io.ReadAll(resp.Body)
+		return grepLines(string(m), names...)
+	}
+
+	// Phase 1: the flood, and health checks and appends meanwhile.
+	open := attack(t, d.addr, map[string]int{healthz: 2000, partialAppend(""): 300})
+	for i := range 5 {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			resp, err := client.Get(url + path)
+			if err != nil {
+				t.Fatalf("GET %s under attack: %v", path, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s under attack: %s", path, resp.Status)
+			}
+		}
+		req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
+		req.Header.Set("Authorization", "Bearer "+string(token))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("append under attack: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("append under attack: %s", resp.Status)
+		}
+	}
+	if got := open(); got != nil {
+		t.Fatalf("still open 25 s after they were opened: %v", got)
+	}
+
+	// Phase 2: below the cap, only the deadlines close connections.
+	reclaimed := metric("ledgerd_connections_reclaimed_total")
+	open = attack(t, d.addr, map[string]int{healthz: 150, partialAppend("Bearer " + string(token)): 30})
+	if got := open(); got != nil {
+		t.Fatalf("still open 25 s after they were opened (idle_timeout 2s, body_timeout 3s): %v", got)
+	}
+	if now := metric("ledgerd_connections_reclaimed_total"); now != reclaimed {
+		t.Errorf("connections were closed to make room below the cap: %s, then %s", reclaimed, now)
+	}
+	for _, bad := range []string{"too many open files", "panic"} {
+		if strings.Contains(d.stderr.String(), bad) {
+			t.Errorf("ledgerd's log has %q", bad)
+		}
+	}
+	t.Logf("metrics:\n%s", metric("ledgerd_connections_", "ledgerd_rejects_total"))
+}
+
+// attack opens, for each request text, that many connections that send
+// it and then nothing more. The function it returns waits for the server
+// to close them all and returns, by request, how many were still open 25 s
+// after they were opened, or nil; it logs how many were answered first.
+func attack(t *testing.T, addr string, requests map[string]int) func() map[string]int {
+	t.Helper()
+	type result struct {
+		request          string
+		closed, answered bool
+	}
+	done := make(chan result)
+	total := 0
+	for text, n := range requests {
+		for range n {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatalf("connection %d: %v", total, err)
+			}
+			total++
+			io.WriteString(c, text)
+			go func() {
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(25 * time.Second))
+				var got []byte
+				buf := make([]byte, 512)
+				for {
+					n, err := c.Read(buf)
+					got = append(got, buf[:n]...)
+					if err != nil {
+						done <- result{text, !os.IsTimeout(err), strings.HasPrefix(string(got), "HTTP/1.1 ")}
+						return
+					}
+				}
+			}()
+		}
+	}
+	return func() map[string]int {
+		t.Helper()
+		open, answered := map[string]int{}, map[string]int{}
+		for range total {
+			r := <-done
+			if !r.closed {
+				open[r.request]++
+			}
+			if r.answered {
+				answered[r.request]++
+			}
+		}
+		for text, n := range requests {
+			t.Logf("%d of %d connections sending %.30q answered before the server closed them", answered[text], n, text)
+		}
+		if len(open) == 0 {
+			return nil
+		}
+		return open
+	}
+}
+
+func grepLines(text string, prefixes ...string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(line, p) {
+				out = append(out, line)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
