@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -203,4 +204,62 @@ func grepLines(text string, prefixes ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestStoreFilesOwnerOnly runs ledgerd under a umask of 000, appends, stops
+// it, and finds no file or directory of its data directory open to group
+// or others.
+func TestStoreFilesOwnerOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ledgerd")
+	}
+	bin := buildLedgerd(t)
+	dir := t.TempDir()
+	d := startWrapped(t, bin, dir, map[string]string{"LEDGERD_TEST_UMASK": "000"})
+	defer func() { d.cmd.Process.Kill(); d.cmd.Wait() }()
+	token, _ := os.ReadFile(filepath.Join(dir, "token"))
+	req, _ := http.NewRequest("POST", "http://"+d.addr+"/v1/entries", strings.NewReader(appendBody(1)))
+	req.Header.Set("Authorization", "Bearer "+string(token))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("append: %s", resp.Status)
+	}
+	d.cmd.Process.Signal(os.Interrupt)
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.cmd.Wait() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("ledgerd: %v\n%s", err, d.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ledgerd did not stop on SIGINT")
+	}
+	files := 0
+	err = filepath.WalkDir(filepath.Join(dir, "data"), func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			rel, _ := filepath.Rel(dir, path)
+			t.Errorf("%s has mode %v under umask 000", rel, perm)
+		}
+		files++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 5 {
+		t.Fatalf("only %d files and directories in the data directory", files)
+	}
+	t.Logf("%d files and directories, all owner-only", files)
 }

@@ -53,6 +53,9 @@ Examples:
 `
 
 func main() {
+	// Before anything is created: the store's files must be owner-only
+	// whatever the umask (restrictUmask says why).
+	restrictUmask()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
