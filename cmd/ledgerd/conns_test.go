@@ -301,11 +301,12 @@ func TestExportOutlastsWriteTimeout(t *testing.T) {
 	defer resp.Body.Close()
 	key, _ := verify.ParseKey(s.key.VerifierKey())
 	report, err := verify.VerifyExport(resp.Body, key, verify.ExportOptions{})
-	if elapsed := time.Since(start); elapsed < 2*writeTimeout {
-		t.Fatalf("the client read the export in %v, too fast to test a write timeout of %v", elapsed, writeTimeout)
-	}
+	elapsed := time.Since(start)
 	if err != nil {
-		t.Fatalf("an export read over more than write_timeout is cut off: %v", err)
+		t.Fatalf("an export read over %v, with write_timeout %v, is cut off: %v", elapsed, writeTimeout, err)
+	}
+	if elapsed < 2*writeTimeout {
+		t.Fatalf("the client read the export in %v, too fast to test a write timeout of %v", elapsed, writeTimeout)
 	}
 	if report.End != n {
 		t.Fatalf("export of %d entries", report.End)

@@ -261,5 +261,5 @@ func TestStoreFilesOwnerOnly(t *testing.T) {
 	if files < 5 {
 		t.Fatalf("only %d files and directories in the data directory", files)
 	}
-	t.Logf("%d files and directories, all owner-only", files)
+	t.Logf("%d files and directories checked", files)
 }
