@@ -4,7 +4,6 @@ package ledger
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 )
@@ -14,6 +13,3 @@ import (
 func lockDir(dir string) (*os.File, error) {
 	return nil, fmt.Errorf("ledger: cannot lock the store directory %s: BadgerStore locks its directory with flock, which %s lacks", dir, runtime.GOOS)
 }
-
-// freeBytes cannot be measured here; the reserve is not enforced.
-func freeBytes(string) (uint64, error) { return math.MaxUint64, nil }

@@ -35,18 +35,3 @@ func lockDir(dir string) (*os.File, error) {
 	}
 	return d, nil
 }
-
-// freeBytes returns the bytes of the file system holding path that an
-// unprivileged writer can still use.
-func freeBytes(path string) (uint64, error) {
-	var st unix.Statfs_t
-	for {
-		err := unix.Statfs(path, &st)
-		if err == nil {
-			return st.Bavail * uint64(st.Bsize), nil
-		}
-		if err != unix.EINTR {
-			return 0, err
-		}
-	}
-}
