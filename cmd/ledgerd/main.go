@@ -5,6 +5,7 @@
 //
 //	ledgerd [serve] [--config FILE] [--data DIR] [--listen ADDR]
 //	ledgerd keygen --name ORIGIN --out FILE
+//	ledgerd check [--config FILE] [--data DIR]
 //
 // With no config, ledgerd serves on 127.0.0.1:8080 from a local data
 // directory (./ledgerd-data), which it creates on first start with a new
@@ -35,6 +36,7 @@ import (
 const usage = `Usage:
     ledgerd [serve] [--config FILE] [--data DIR] [--listen ADDR]
     ledgerd keygen --name ORIGIN --out FILE
+    ledgerd check [--config FILE] [--data DIR]
 
 Commands:
     serve     Serve the ledger (the default). With --config, everything comes
@@ -45,11 +47,18 @@ Commands:
               printed once and stored only as a hash.
     keygen    Write a new signing key to FILE (mode 0600) and print its
               verifier key.
+    check     Read the whole store and check it, with ledgerd stopped: every
+              frame and entry checksum, the index, every entry rehashed into
+              the tree and the tiles, the latest checkpoint's root and
+              signature. It opens the store as serve does (a crash's torn
+              write is erased then) and signs nothing. Exit 0 if no damage
+              is found, 1 naming the first damage.
 
 Examples:
     $ ledgerd
     $ ledgerd keygen --name ledger.example.com/log --out ledger.key
     $ ledgerd serve --config /etc/ledgerd/ledgerd.json
+    $ ledgerd check --config /etc/ledgerd/ledgerd.json
 `
 
 func main() {
@@ -61,12 +70,14 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "keygen" || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "keygen" || args[0] == "check" || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
 	case "keygen":
 		return keygen(args, stdout, stderr)
+	case "check":
+		return check(ctx, args, stdout, stderr)
 	case "serve":
 		return serve(ctx, args, stdout, stderr)
 	}
