@@ -14,6 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/decisionledger/ledger/entry"
 )
 
 // Config is the reference for ledgerd's configuration file (JSON). Every
@@ -329,6 +332,10 @@ func (c *Config) check() error {
 	for i, m := range c.Mediators {
 		if m.Name == "" {
 			return fmt.Errorf("mediators[%d]: name is required", i)
+		}
+		if err := entry.CheckIdentifier(m.Name); err != nil || !utf8.ValidString(m.Name) {
+			// The name is every entry's mediator, an identifier.
+			return fmt.Errorf("mediators[%d]: name %q is not an identifier (UTF-8 without control or format characters, docs/entry.md §1.1)", i, m.Name)
 		}
 		if seen[m.Name] {
 			return fmt.Errorf("mediators[%d]: name %q repeated", i, m.Name)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -250,6 +251,12 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ledger.ErrQueueFull):
 		w.Header().Set("Retry-After", "1")
 		s.refuse(w, http.StatusTooManyRequests, "busy", "the append queue is full; retry later")
+		return
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The request ended (the client went away, or the server is
+		// stopping) while the entry was queued: it may still be appended.
+		s.log.InfoContext(r.Context(), "append not answered: the request ended while the entry was queued; it may still be appended", "mediator", mediator)
+		s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the request ended before the append was answered; the entry may have been appended: retry with the same Idempotency-Key to learn its receipt")
 		return
 	case err != nil:
 		s.appendFailed(r, mediator, err)

@@ -554,3 +554,23 @@ func TestProtectedReads(t *testing.T) {
 		t.Errorf("healthz needs no token")
 	}
 }
+
+// A mediator's name is every entry's mediator, an identifier: a name with
+// a control or format character is refused at start, not at each append.
+func TestConfigMediatorName(t *testing.T) {
+	hash := strings.Repeat("a", 64)
+	dir := t.TempDir()
+	key, store := filepath.Join(dir, "k"), filepath.Join(dir, "s")
+	os.WriteFile(key, nil, 0o600)
+	os.Mkdir(store, 0o700)
+	for _, name := range []string{"mediator\x1b[2J", "mediator\u202e", "a\x00b", "\xff"} {
+		c := &Config{KeyFile: key, StoreDir: store, Mediators: []Mediator{{Name: name, TokenSHA256: hash}}}
+		if err := c.check(); err == nil || !strings.Contains(err.Error(), "mediators[0]: name") {
+			t.Errorf("name %q: %v; want a refusal naming mediators[0]", name, err)
+		}
+	}
+	c := &Config{KeyFile: key, StoreDir: store, Mediators: []Mediator{{Name: "médiateur-1", TokenSHA256: hash}}}
+	if err := c.check(); err != nil {
+		t.Errorf("a good name refused: %v", err)
+	}
+}
