@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // A frame that is not whole is damage when the index records it, even
@@ -73,5 +75,59 @@ func TestEndAtIndexedFrameIsDamage(t *testing.T) {
 				t.Errorf("with %+v: the refusal changed the segment", tc.ack)
 			}
 		}
+	}
+}
+
+// The same through OpenBadger: the index records the damaged last frame,
+// and open reads that frame because the tiles mark is behind it (as after
+// a crash between the frame's index and the next tile flush). Open refuses
+// and changes nothing.
+func TestOpenRefusesDamagedIndexedFrame(t *testing.T) {
+	dir := t.TempDir()
+	opts := BadgerOptions{SegmentSize: 1 << 20, Logger: discardLogger()}
+	s, err := OpenBadger(t.Context(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := uint64(0); start < 300; start += 100 {
+		b := Batch{Start: start}
+		for i := range uint64(100) {
+			b.Entries = append(b.Entries, []byte(strings.Repeat("y", 600)+string(rune('a'+i%26))))
+			b.LeafHashes = append(b.LeafHashes, [HashSize]byte{byte(start + i)})
+		}
+		if err := s.Commit(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The tiles mark back at the start: open reads every frame.
+	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, indexDir)).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(keyTilesEnd) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, framesDir, segmentName(0))
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := len(strings.TrimRight(string(b), "\x00"))
+	b[end-10] ^= 1 // inside the last entry of the last frame
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenBadger(t.Context(), dir, opts)
+	if err == nil || !strings.Contains(err.Error(), "the index records frames up to log position") || !strings.Contains(err.Error(), "nothing was truncated") {
+		t.Fatalf("open = %v; want damage the index records", err)
+	}
+	if got, _ := os.ReadFile(seg); string(got) != string(b) {
+		t.Fatal("the refused open changed the segment")
 	}
 }
