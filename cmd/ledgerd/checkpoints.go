@@ -1,0 +1,19 @@
+// Checkpoints (docs/api.md "Read", and the tlog-tiles checkpoint):
+//
+//	GET /v1/checkpoint
+//	GET <tiles prefix>/checkpoint
+
+package main
+
+import "net/http"
+
+func (s *server) checkpoint(w http.ResponseWriter, r *http.Request) {
+	cp, size := s.l.Checkpoint()
+	if size == 0 {
+		writeError(w, http.StatusNotFound, "no_checkpoint", "no checkpoint has been signed yet")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(cp)
+}

@@ -1,0 +1,386 @@
+// Entries (docs/api.md "Append" and "Read"):
+//
+//	POST /v1/entries          append
+//	GET  /v1/entries/{index}  one signed entry
+//	GET  /v1/export           an export file
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+)
+
+// appendRequest is the strict schema of POST /v1/entries
+// (decodeAppendRequest). The mediator is not in it: it comes from the
+// credential.
+type appendRequest struct {
+	Principal    string
+	Action       string
+	Decision     string
+	Policies     []string
+	ParamsDigest string
+	ParamsSize   int
+	TiersDigest  string
+	Attributes   []byte // canonical JSON
+}
+
+// appendFields are the members an append body may have.
+var appendFields = []string{"action", "attributes", "decision", "params_digest", "params_size", "policies", "principal", "tiers_digest"}
+
+// refusedBodyGrace is how long net/http may go on reading the body of an
+// append refused before its body was read, before the connection is
+// closed: long enough for a client that sent its whole body to have it
+// drained (so that it reads the answer rather than a reset), too short
+// for a client that sends nothing more to hold the connection.
+const refusedBodyGrace = 500 * time.Millisecond
+
+func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rc := http.NewResponseController(w)
+	token, ok := bearerToken(r.Header.Get("Authorization"))
+	mediator, known := "", false
+	if ok {
+		mediator, known = s.cfg.authenticate(token)
+	}
+	if !known {
+		// The body is not read, and the connection not kept: a client
+		// without a credential gets nothing but this answer.
+		rc.SetReadDeadline(start.Add(refusedBodyGrace))
+		w.Header().Set("Connection", "close")
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
+		s.refuse(w, http.StatusUnauthorized, "unauthenticated", "a mediator bearer token is required")
+		return
+	}
+	if ok, wait := s.rl.allow(mediator, time.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")
+		return
+	}
+	buf := bodyBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledBody {
+			bodyBuffers.Put(buf)
+		}
+	}()
+	body, err := readBody(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), (*buf)[:0])
+	*buf = body
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			s.refuse(w, http.StatusRequestTimeout, "body_timeout", "the body did not arrive within %v", s.bodyTimeout)
+		default:
+			s.refuse(w, http.StatusBadRequest, "unreadable", "the body could not be read")
+		}
+		return
+	}
+	// The body is in. Its read deadline must go: left, it would cancel
+	// the request's context while the append waits for the ledger
+	// (net/http's background read). The answer gets WriteTimeout from
+	// when it is ready (refuse, and below).
+	rc.SetReadDeadline(time.Time{})
+	req, problem := decodeAppendRequest(body)
+	if problem != "" {
+		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", problem)
+		return
+	}
+	rec := ledger.Record{
+		Mediator: mediator, Principal: req.Principal, Action: req.Action,
+		Decision: entry.Decision(req.Decision), Policies: req.Policies,
+		Attributes:     req.Attributes,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+	}
+	if rec.Params.Digest, err = commit.ParseDigest(req.ParamsDigest); err != nil {
+		s.refuse(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
+		return
+	}
+	rec.Params.Size = req.ParamsSize
+	if rec.Tiers, err = commit.ParseDigest(req.TiersDigest); err != nil {
+		s.refuse(w, http.StatusBadRequest, "invalid_request", "tiers_digest: %v", err)
+		return
+	}
+	if s.cat != nil {
+		a, declared := s.cat[req.Action]
+		if !declared {
+			s.refuse(w, http.StatusUnprocessableEntity, "unknown_action", "the action is not in the server's catalog")
+			return
+		}
+		if problem, ok := a.checkAttributes(req.Attributes); !ok {
+			s.refuse(w, http.StatusUnprocessableEntity, "attributes_not_declared", "attributes of %s: %s", req.Action, problem)
+			return
+		}
+		if !rec.Tiers.Equal(a.tiers) {
+			s.refuse(w, http.StatusUnprocessableEntity, "tiers_mismatch",
+				"tiers_digest is not the applied-tiers digest of the server's declaration of %s (%s)", req.Action, a.tiers)
+			return
+		}
+		// The definition is the server's, never the client's.
+		rec.Definition = a.definition
+	}
+	receipt, err := s.l.Append(r.Context(), rec)
+	switch {
+	case errors.Is(err, ledger.ErrInvalidRecord):
+		s.refuse(w, http.StatusBadRequest, "invalid_record", "%v", err)
+		return
+	case errors.Is(err, ledger.ErrIdempotencyConflict):
+		s.refuse(w, http.StatusConflict, "idempotency_conflict", "the Idempotency-Key was used for another decision")
+		return
+	case errors.Is(err, ledger.ErrQueueFull):
+		w.Header().Set("Retry-After", "1")
+		s.refuse(w, http.StatusTooManyRequests, "busy", "the append queue is full; retry later")
+		return
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The request ended (the client went away, or the server is
+		// stopping) while the entry was queued: it may still be appended.
+		s.log.InfoContext(r.Context(), "append not answered: the request ended while the entry was queued; it may still be appended", "mediator", mediator)
+		s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the request ended before the append was answered; the entry may have been appended: retry with the same Idempotency-Key to learn its receipt")
+		return
+	case err != nil:
+		s.appendFailed(r, mediator, err)
+		s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the entry was not appended")
+		return
+	}
+	s.m.observeAppend(time.Since(start), receipt.Replayed)
+	var proofPart []byte
+	if r.URL.Query().Get("wait") == "checkpoint" {
+		// The entry is durable; wait (bounded by the request's context)
+		// for a signed checkpoint that covers it, and prove inclusion.
+		signed, size, err := s.l.WaitCheckpoint(r.Context(), receipt.Index+1)
+		var hashes [][]byte
+		if err == nil {
+			hashes, err = s.l.InclusionProof(r.Context(), receipt.Index, size)
+		}
+		if err != nil {
+			s.refuse(w, http.StatusServiceUnavailable, "no_checkpoint", "the entry %d is durable, but no checkpoint covered it in time", receipt.Index)
+			return
+		}
+		proofPart, _ = json.Marshal(map[string]any{"checkpoint": string(signed), "tree_size": size, "hashes": hashes})
+	}
+	rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	w.Header().Set("Content-Type", "application/json")
+	if receipt.Replayed {
+		// The key named an entry appended before: its receipt, nothing new.
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(http.StatusOK)
+	} else {
+		w.WriteHeader(http.StatusCreated)
+	}
+	if proofPart != nil {
+		fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s,"inclusion":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry, proofPart)
+		return
+	}
+	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
+}
+
+// appendFailed logs an append the ledger could not take. After a storage
+// failure the ledger refuses every append the same way; the failure is
+// logged once (the ledger has logged its cause), and the refusals are
+// only counted, as ledgerd_rejects_total{code="unavailable"}.
+func (s *server) appendFailed(r *http.Request, mediator string, err error) {
+	if s.l.Failure() != nil {
+		if s.failureLogged.CompareAndSwap(false, true) {
+			s.log.ErrorContext(r.Context(), "appends refused after a storage failure; further refusals are counted, not logged", "error", err)
+		}
+		return
+	}
+	s.log.ErrorContext(r.Context(), "append failed", "mediator", mediator, "error", err)
+}
+
+// bodyBuffers hold append bodies while they are decoded; buffers grown
+// past maxPooledBody are dropped rather than kept.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledBody = 64 << 10
+
+// readBody appends everything r yields to b.
+func readBody(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// decodeAppendRequest decodes an append body in the commitment's strict
+// domain (package commit): one JSON object, no repeated member names,
+// well-formed UTF-8 in NFC, integers within 2^53-1. It returns what was
+// wrong, naming the fields of appendFields, positions and byte offsets,
+// but never a value nor a member name the client chose.
+func decodeAppendRequest(body []byte) (appendRequest, string) {
+	var req appendRequest
+	obj, err := commit.Domain{}.Object(body)
+	if err != nil {
+		return req, domainProblem(err)
+	}
+	for i := range obj.Len() {
+		if !slices.Contains(appendFields, obj.Name(i)) {
+			return req, fmt.Sprintf("unknown member at index %d of the top-level object", memberIndex(body, obj.Name(i)))
+		}
+	}
+	// Only the names of appendFields are ever set here.
+	wrongType := ""
+	text := func(name string) string {
+		v, ok := obj.Get(name)
+		if !ok {
+			return ""
+		}
+		t, ok := v.Text()
+		if !ok && wrongType == "" {
+			wrongType = name
+		}
+		return t
+	}
+	req.Principal, req.Action, req.Decision = text("principal"), text("action"), text("decision")
+	req.ParamsDigest, req.TiersDigest = text("params_digest"), text("tiers_digest")
+	if v, ok := obj.Get("policies"); ok {
+		if req.Policies, ok = v.TextList(); !ok && wrongType == "" {
+			wrongType = "policies"
+		}
+	}
+	if v, ok := obj.Get("params_size"); ok {
+		n, ok := v.Integer()
+		if !ok && wrongType == "" {
+			wrongType = "params_size"
+		}
+		req.ParamsSize = int(n)
+	}
+	if v, ok := obj.Get("attributes"); ok {
+		req.Attributes = v.Canonical()
+	}
+	if wrongType != "" {
+		return req, fmt.Sprintf("field %q has the wrong type", wrongType)
+	}
+	return req, ""
+}
+
+// domainProblem describes a refusal of the strict domain as its kind, the
+// field of appendFields it lies in, and its byte offset. The JSON pointer
+// it carries is not repeated: below the top level, and at a top-level
+// member that is not a field, its tokens are the client's member names.
+func domainProblem(err error) string {
+	var de *commit.DomainError
+	if !errors.As(err, &de) {
+		return "the body is not in the strict JSON domain"
+	}
+	var b strings.Builder
+	b.WriteString(string(de.Kind))
+	if de.Key {
+		b.WriteString(" in a member name")
+	}
+	switch field, below, _ := strings.Cut(strings.TrimPrefix(de.Pointer, "/"), "/"); {
+	case de.Pointer == "":
+		b.WriteString(" at the top level")
+	case !slices.Contains(appendFields, field):
+		b.WriteString(" in a member that is not a field")
+	case below == "" && !de.Key:
+		b.WriteString(" at /" + field)
+	default:
+		b.WriteString(" inside /" + field)
+	}
+	if de.Offset >= 0 {
+		fmt.Fprintf(&b, " (byte %d)", de.Offset)
+	}
+	return b.String()
+}
+
+// memberIndex returns the position (from 0) in body, a JSON object in the
+// strict domain, of its top-level member named name, or -1.
+func memberIndex(body []byte, name string) int {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // {
+		return -1
+	}
+	for i := 0; dec.More(); i++ {
+		t, err := dec.Token()
+		if err != nil {
+			return -1
+		}
+		if t == name {
+			return i
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return -1
+		}
+	}
+	return -1
+}
+
+func (s *server) getEntry(w http.ResponseWriter, r *http.Request) {
+	index, ok := parseIndex(w, r.PathValue("index"), "the index")
+	if !ok {
+		return
+	}
+	b, err := s.l.Entry(r.Context(), index)
+	if errors.Is(err, ledger.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", "no entry %d", index)
+		return
+	} else if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", "the entry could not be read")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+func (s *server) export(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	start, ok := parseIndex(w, q.Get("start"), "start")
+	if !ok {
+		return
+	}
+	end, ok := parseIndex(w, q.Get("end"), "end")
+	if !ok {
+		return
+	}
+	var opts ledger.ExportOptions
+	if from := q.Get("consistency_from"); from != "" {
+		if opts.ConsistencyFrom, ok = parseIndex(w, from, "consistency_from"); !ok {
+			return
+		}
+	}
+	_, size := s.l.Checkpoint()
+	if size == 0 {
+		writeError(w, http.StatusNotFound, "no_checkpoint", "no checkpoint has been signed yet")
+		return
+	}
+	if start > end || end > size || opts.ConsistencyFrom > size {
+		writeError(w, http.StatusBadRequest, "out_of_range", "need start <= end <= %d (the latest checkpoint's size)", size)
+		return
+	}
+	opts.Size = size
+	w.Header().Set("Content-Type", "application/octet-stream")
+	body := progressWriter{w, http.NewResponseController(w), s.writeTimeout}
+	if err := s.l.Export(r.Context(), body, start, end, opts); err != nil {
+		// Headers are sent: the truncated file fails verification.
+		s.log.ErrorContext(r.Context(), "export failed", "start", start, "end", end, "error", err)
+	}
+}

@@ -1,0 +1,18 @@
+// Health (docs/api.md "Read"): GET /healthz and GET /readyz, open to all.
+
+package main
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// ready answers 200 once the ledger accepts appends and 503 after a
+// storage failure stopped it.
+func (s *server) ready(w http.ResponseWriter, r *http.Request) {
+	if err := s.l.Failure(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "appends are stopped after a storage failure")
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
