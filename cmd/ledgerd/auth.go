@@ -1,11 +1,13 @@
-// Credentials: the Bearer scheme, and the guard of the read endpoints
-// (docs/api.md, the opening section and "Read").
+// Credentials: the Bearer scheme, and the guards that routes.go wraps
+// around every endpoint (docs/api.md, the opening section, "Append" and
+// "Read"): mediatorAuth, readAuth and open.
 
 package main
 
 import (
 	"net/http"
 	"strings"
+	"time"
 )
 
 // bearerToken returns the token of an Authorization header value in the
@@ -21,17 +23,62 @@ func bearerToken(authorization string) (string, bool) {
 	return token, token != ""
 }
 
-// readAuth guards a read endpoint when the config protects reads.
-func (s *server) readAuth(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(s.cfg.ReaderTokensSHA256) > 0 {
-			token, ok := bearerToken(r.Header.Get("Authorization"))
-			if !ok || !s.cfg.mayRead(token) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
-				writeError(w, http.StatusUnauthorized, "unauthenticated", "reads need a reader or mediator token")
-				return
-			}
-		}
-		h(w, r)
-	})
+// mediatorHandler is an endpoint only mediators may call: it is given the
+// mediator that the credential names.
+type mediatorHandler func(w http.ResponseWriter, r *http.Request, mediator string)
+
+// mediatorGuard is mediatorAuth's handler.
+type mediatorGuard struct {
+	s *server
+	h mediatorHandler
 }
+
+// mediatorAuth guards an endpoint that needs a mediator's token.
+func (s *server) mediatorAuth(h mediatorHandler) http.Handler { return mediatorGuard{s, h} }
+
+func (g mediatorGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := g.s
+	token, ok := bearerToken(r.Header.Get("Authorization"))
+	mediator, known := "", false
+	if ok {
+		mediator, known = s.cfg.authenticate(token)
+	}
+	if !known {
+		// The body is not read, and the connection not kept: a client
+		// without a credential gets nothing but this answer.
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedBodyGrace))
+		w.Header().Set("Connection", "close")
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
+		s.refuse(w, http.StatusUnauthorized, "unauthenticated", "a mediator bearer token is required")
+		return
+	}
+	g.h(w, r, mediator)
+}
+
+// readGuard is readAuth's handler.
+type readGuard struct {
+	s *server
+	h http.HandlerFunc
+}
+
+// readAuth guards a read endpoint when the config protects reads.
+func (s *server) readAuth(h http.HandlerFunc) http.Handler { return readGuard{s, h} }
+
+func (g readGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := g.s
+	if len(s.cfg.ReaderTokensSHA256) > 0 {
+		token, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok || !s.cfg.mayRead(token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
+			writeError(w, http.StatusUnauthorized, "unauthenticated", "reads need a reader or mediator token")
+			return
+		}
+	}
+	g.h(w, r)
+}
+
+// open marks an endpoint anyone may call, whatever the config: health,
+// readiness and metrics.
+type open http.HandlerFunc
+
+func (h open) ServeHTTP(w http.ResponseWriter, r *http.Request) { h(w, r) }

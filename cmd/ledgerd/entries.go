@@ -51,23 +51,11 @@ var appendFields = []string{"action", "attributes", "decision", "params_digest",
 // for a client that sends nothing more to hold the connection.
 const refusedBodyGrace = 500 * time.Millisecond
 
-func (s *server) appendEntry(w http.ResponseWriter, r *http.Request) {
+// appendEntry answers POST /v1/entries for mediator, authenticated by
+// mediatorAuth.
+func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator string) {
 	start := time.Now()
 	rc := http.NewResponseController(w)
-	token, ok := bearerToken(r.Header.Get("Authorization"))
-	mediator, known := "", false
-	if ok {
-		mediator, known = s.cfg.authenticate(token)
-	}
-	if !known {
-		// The body is not read, and the connection not kept: a client
-		// without a credential gets nothing but this answer.
-		rc.SetReadDeadline(start.Add(refusedBodyGrace))
-		w.Header().Set("Connection", "close")
-		w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
-		s.refuse(w, http.StatusUnauthorized, "unauthenticated", "a mediator bearer token is required")
-		return
-	}
 	if ok, wait := s.rl.allow(mediator, time.Now()); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")

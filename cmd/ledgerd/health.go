@@ -7,6 +7,9 @@ import (
 	"net/http"
 )
 
+// healthz answers while the process runs.
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }
+
 // ready answers 200 once the ledger accepts appends and 503 after a
 // storage failure stopped it.
 func (s *server) ready(w http.ResponseWriter, r *http.Request) {

@@ -4,11 +4,42 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 )
+
+// route is one endpoint: its ServeMux pattern and its handler, wrapped in
+// the guard that says who may call it.
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// routeTable is every endpoint, in the order of docs/api.md, each wrapped
+// on its own line in who may call it: mediatorAuth (a mediator's token),
+// readAuth (a reader's or a mediator's token, when the config protects
+// reads) or open (anyone: health, readiness and metrics). docs/openapi.json
+// describes exactly these routes (TestOpenAPIRoutes).
+func (s *server) routeTable() []route {
+	tiles := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
+	return []route{
+		{"POST /v1/entries", s.mediatorAuth(s.appendEntry)},
+		{"GET /v1/checkpoint", s.readAuth(s.checkpoint)},
+		{"GET /v1/entries/{index}", s.readAuth(s.getEntry)},
+		{"GET /v1/export", s.readAuth(s.export)},
+		{"GET /v1/proofs/{index}", s.readAuth(s.tlogProof)},
+		{"GET /v1/inclusion", s.readAuth(s.inclusion)},
+		{"GET /v1/consistency", s.readAuth(s.consistency)},
+		{"GET /v1/actions", s.readAuth(s.actions)},
+		{"GET /v1/actions/{action}", s.readAuth(s.action)},
+		{"GET /healthz", open(s.healthz)},
+		{"GET /readyz", open(s.ready)},
+		{"GET /metrics", open(s.m.ServeHTTP)},
+		{"GET " + tiles + "/checkpoint", s.readAuth(s.checkpoint)},
+		{"GET " + tiles + "/tile/{path...}", s.readAuth(s.tile)},
+	}
+}
 
 func (s *server) routes() http.Handler {
 	if s.m == nil {
@@ -26,22 +57,9 @@ func (s *server) routes() http.Handler {
 		s.writeTimeout = defaultWriteTimeout
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", s.m)
-	mux.HandleFunc("POST /v1/entries", s.appendEntry)
-	read := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.readAuth(h)) }
-	read("GET /v1/checkpoint", s.checkpoint)
-	read("GET /v1/entries/{index}", s.getEntry)
-	read("GET /v1/export", s.export)
-	read("GET /v1/proofs/{index}", s.tlogProof)
-	read("GET /v1/inclusion", s.inclusion)
-	read("GET /v1/consistency", s.consistency)
-	read("GET /v1/actions", s.actions)
-	read("GET /v1/actions/{action}", s.action)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", s.ready)
-	prefix := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
-	read("GET "+prefix+"/checkpoint", s.checkpoint)
-	read("GET "+prefix+"/tile/{path...}", s.tile)
+	for _, rt := range s.routeTable() {
+		mux.Handle(rt.pattern, rt.handler)
+	}
 	return s.bodyDeadline(mux)
 }
 

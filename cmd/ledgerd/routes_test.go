@@ -1,0 +1,79 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// openRoutes are the only routes anyone may call whatever the config.
+var openRoutes = map[string]bool{"GET /healthz": true, "GET /readyz": true, "GET /metrics": true}
+
+// Every route in the table is wrapped in a guard: mediatorAuth or
+// readAuth, or open for health, readiness and metrics alone.
+func TestRouteGuards(t *testing.T) {
+	s := &server{cfg: &Config{TilesPrefix: "/log"}, m: newMetrics()}
+	seen := map[string]bool{}
+	for _, rt := range s.routeTable() {
+		if seen[rt.pattern] {
+			t.Errorf("%s: listed twice", rt.pattern)
+		}
+		seen[rt.pattern] = true
+		switch rt.handler.(type) {
+		case mediatorGuard, readGuard:
+			if openRoutes[rt.pattern] {
+				t.Errorf("%s: guarded, but it must stay open", rt.pattern)
+			}
+		case open:
+			if !openRoutes[rt.pattern] {
+				t.Errorf("%s: open to anyone; wrap it in readAuth or mediatorAuth", rt.pattern)
+			}
+		default:
+			t.Errorf("%s: %T is no guard; wrap it in readAuth, mediatorAuth or (health and metrics only) open", rt.pattern, rt.handler)
+		}
+	}
+	for p := range openRoutes {
+		if !seen[p] {
+			t.Errorf("%s: not in the route table", p)
+		}
+	}
+}
+
+// concretePath is a request path that pattern's route serves.
+func concretePath(pattern string) (method, path string) {
+	method, path, _ = strings.Cut(pattern, " ")
+	r := strings.NewReplacer("{index}", "0", "{action}", "send_email", "{path...}", "0/000.p/1")
+	return method, r.Replace(path)
+}
+
+// With reads protected, every route but the open ones answers a request
+// without credentials 401 unauthenticated, in JSON.
+func TestRoutesRefuseWithoutToken(t *testing.T) {
+	sum := sha256.Sum256([]byte("reader-token"))
+	s := startServerWith(t, func(c *Config) {
+		c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)}
+		c.CatalogDir = corpusDir
+	})
+	for _, rt := range (&server{cfg: s.cfg, m: newMetrics()}).routeTable() {
+		method, path := concretePath(rt.pattern)
+		req, _ := http.NewRequest(method, s.url+path, strings.NewReader("{}"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e struct{ Error apiError }
+		json.Unmarshal(b, &e)
+		switch {
+		case openRoutes[rt.pattern] && resp.StatusCode == http.StatusUnauthorized:
+			t.Errorf("%s %s: 401, but it is open", method, path)
+		case !openRoutes[rt.pattern] && (resp.StatusCode != http.StatusUnauthorized || e.Error.Code != "unauthenticated"):
+			t.Errorf("%s %s without a token: %d %s, want 401 unauthenticated", method, path, resp.StatusCode, b)
+		}
+	}
+}
