@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/decisionledger/ledger/internal/signednote"
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -18,15 +19,25 @@ import (
 
 func sumSHA256(b []byte) [sha256.Size]byte { return sha256.Sum256(b) }
 
-// parseCheckpoint opens a signed checkpoint with the ledger's own key.
+// parseCheckpoint opens a signed checkpoint with the ledger's own key,
+// as strictly as package verify does (both use internal/signednote):
+// every signature line in canonical base64, and every line by the key
+// verifying.
 func parseCheckpoint(signed []byte, key *Key) (*log.Checkpoint, error) {
 	v, err := note.NewVerifier(key.VerifierKey())
 	if err != nil {
 		return nil, err
 	}
-	cp, _, _, err := log.ParseCheckpoint(signed, key.Name(), v)
+	n, err := signednote.Open(signed, v)
 	if err != nil {
 		return nil, err
+	}
+	cp := &log.Checkpoint{}
+	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
+		return nil, err
+	}
+	if cp.Origin != key.Name() {
+		return nil, fmt.Errorf("the checkpoint is for origin %q, the key's is %q", cp.Origin, key.Name())
 	}
 	return cp, nil
 }

@@ -6,9 +6,10 @@
 // verifier key it is given.
 //
 // It imports only the standard library, package entry and commit,
-// transparency-dev/merkle and the note and checkpoint parsers: never the
-// ledger or its storage (a test enforces this), so that an auditor's tool
-// stays small.
+// transparency-dev/merkle, the note and checkpoint parsers, and
+// internal/signednote, the strict note opening it shares with the ledger:
+// never the ledger or its storage (a test enforces this), so that an
+// auditor's tool stays small.
 //
 // Every failure is a *Failure naming the entry index (or the part of the
 // input that is not an entry) and the check that failed.
@@ -25,6 +26,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/signednote"
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -102,11 +104,35 @@ func ParseKey(vkey string) (*Key, error) {
 // Origin returns the log origin the key signs for.
 func (k *Key) Origin() string { return k.origin }
 
-// Checkpoint opens a signed checkpoint with the trusted key.
+// What a checkpoint's signature lines can be refused for, beyond a missing
+// or failing signature by the trusted key (errors.Is).
+var (
+	// ErrNonCanonicalSignature: a signature line, by any key, does not
+	// spell its signature in canonical base64.
+	ErrNonCanonicalSignature = signednote.ErrNonCanonical
+	// ErrInvalidSignature: a signature line with the trusted key's name
+	// and key hash does not verify, although another one may.
+	ErrInvalidSignature = signednote.ErrInvalid
+)
+
+// Checkpoint opens a signed checkpoint with the trusted key, strictly:
+// every signature line in canonical base64, and every line with the
+// trusted key's name and key hash verifying (package
+// internal/signednote, which the ledger uses too).
 func (k *Key) Checkpoint(signed []byte) (*log.Checkpoint, error) {
-	cp, _, _, err := log.ParseCheckpoint(signed, k.origin, k.verifier)
-	if err != nil {
+	fail := func(err error) (*log.Checkpoint, error) {
 		return nil, &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckCheckpointSignature, Err: err}
+	}
+	n, err := signednote.Open(signed, k.verifier)
+	if err != nil {
+		return fail(err)
+	}
+	cp := &log.Checkpoint{}
+	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
+		return fail(err)
+	}
+	if cp.Origin != k.origin {
+		return fail(fmt.Errorf("the checkpoint is for origin %q, the key's is %q", cp.Origin, k.origin))
 	}
 	return cp, nil
 }
