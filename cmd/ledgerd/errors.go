@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,6 +32,47 @@ func (s *server) refuse(w http.ResponseWriter, status int, code, format string, 
 	s.m.reject(code)
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	writeError(w, status, code, format, args...)
+}
+
+// unrouted answers what no route serves, in place of ServeMux's plain-text
+// 404 and 405. Registered as "/", it gets only the requests no route's
+// pattern matches: a path that a route serves with another method is
+// answered 405 method_not_allowed with Allow (as ServeMux would), any
+// other 404 not_found.
+type unrouted struct {
+	mux     *http.ServeMux
+	methods []string // the route table's, and HEAD, which GET routes serve
+}
+
+func newUnrouted(mux *http.ServeMux, table []route) unrouted {
+	u := unrouted{mux: mux}
+	for _, rt := range table {
+		method, _, _ := strings.Cut(rt.pattern, " ")
+		u.methods = append(u.methods, method)
+		if method == http.MethodGet {
+			u.methods = append(u.methods, http.MethodHead)
+		}
+	}
+	slices.Sort(u.methods)
+	u.methods = slices.Compact(u.methods)
+	return u
+}
+
+func (u unrouted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range u.methods {
+		probe := r.WithContext(r.Context())
+		probe.Method = m
+		if _, pattern := u.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		writeError(w, http.StatusNotFound, "not_found", "no endpoint has this path (docs/api.md lists them)")
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "this path is served only with %s", strings.Join(allow, ", "))
 }
 
 func parseIndex(w http.ResponseWriter, text, what string) (uint64, bool) {

@@ -57,9 +57,12 @@ func (s *server) routes() http.Handler {
 		s.writeTimeout = defaultWriteTimeout
 	}
 	mux := http.NewServeMux()
-	for _, rt := range s.routeTable() {
+	table := s.routeTable()
+	for _, rt := range table {
 		mux.Handle(rt.pattern, rt.handler)
 	}
+	// What no route serves is answered in JSON too, 404 or 405.
+	mux.Handle("/", newUnrouted(mux, table))
 	return s.bodyDeadline(mux)
 }
 

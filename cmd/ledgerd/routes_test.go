@@ -77,3 +77,44 @@ func TestRoutesRefuseWithoutToken(t *testing.T) {
 		}
 	}
 }
+
+// What no route serves gets a JSON error like every other: 404 not_found,
+// or 405 method_not_allowed with Allow when another method is served at
+// that path. ServeMux's own answers are plain text.
+func TestUnroutedJSON(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.TilesPrefix = "/log" })
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code, allow  string
+	}{
+		{"GET", "/", 404, "not_found", ""},
+		{"GET", "/v1/nothing-here", 404, "not_found", ""},
+		{"GET", "/tile/0/000", 404, "not_found", ""}, // tiles are under /log
+		{"POST", "/v1/nothing-here", 404, "not_found", ""},
+		{"GET", "/v1/entries", 405, "method_not_allowed", "POST"},
+		{"DELETE", "/v1/entries/5", 405, "method_not_allowed", "GET, HEAD"},
+		{"POST", "/v1/checkpoint", 405, "method_not_allowed", "GET, HEAD"},
+		{"PUT", "/healthz", 405, "method_not_allowed", "GET, HEAD"},
+		{"POST", "/log/tile/0/000", 405, "method_not_allowed", "GET, HEAD"},
+		{"OPTIONS", "/metrics", 405, "method_not_allowed", "GET, HEAD"},
+	} {
+		req, _ := http.NewRequest(c.method, s.url+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e struct{ Error apiError }
+		if err := json.Unmarshal(b, &e); err != nil || resp.StatusCode != c.status || e.Error.Code != c.code ||
+			resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d %q Allow %q %s; want %d %s Allow %q", c.method, c.path, resp.StatusCode,
+				resp.Header.Get("Content-Type"), resp.Header.Get("Allow"), b, c.status, c.code, c.allow)
+		}
+	}
+	// HEAD of a GET route is served, not refused.
+	if resp, err := http.Head(s.url + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("HEAD /healthz: %v %v", err, resp.Status)
+	}
+}
