@@ -23,6 +23,34 @@ func bearerToken(authorization string) (string, bool) {
 	return token, token != ""
 }
 
+// credentialProblem says why r has no bearer token (bearerToken), for a
+// 401's message. It never repeats the header's value.
+func credentialProblem(r *http.Request) string {
+	const want = "(send Authorization: Bearer and the token)"
+	h := r.Header.Get("Authorization")
+	switch {
+	case h == "":
+		return "the request has no Authorization header " + want
+	case strings.EqualFold(strings.TrimRight(h, " "), "bearer"):
+		return "the Authorization header's bearer token is empty " + want
+	default:
+		return "the Authorization header is not in the Bearer scheme " + want
+	}
+}
+
+// appendCredentialProblem says why an append's credential was refused:
+// none (hasToken false), a reader's token, or an unknown one.
+func (s *server) appendCredentialProblem(r *http.Request, token string, hasToken bool) string {
+	switch {
+	case !hasToken:
+		return "appends need a mediator's token: " + credentialProblem(r)
+	case len(s.cfg.ReaderTokensSHA256) > 0 && s.cfg.mayRead(token):
+		return "the token is a reader's, which may only read; appends need a mediator's token"
+	default:
+		return "unknown token: no mediator of this ledger has it"
+	}
+}
+
 // mediatorHandler is an endpoint only mediators may call: it is given the
 // mediator that the credential names.
 type mediatorHandler func(w http.ResponseWriter, r *http.Request, mediator string)
@@ -49,7 +77,7 @@ func (g mediatorGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedBodyGrace))
 		w.Header().Set("Connection", "close")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
-		s.refuse(w, http.StatusUnauthorized, "unauthenticated", "a mediator bearer token is required")
+		s.refuse(w, http.StatusUnauthorized, "unauthenticated", "%s", s.appendCredentialProblem(r, token, ok))
 		return
 	}
 	g.h(w, r, mediator)
@@ -70,7 +98,11 @@ func (g readGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok || !s.cfg.mayRead(token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
-			writeError(w, http.StatusUnauthorized, "unauthenticated", "reads need a reader or mediator token")
+			problem := "unknown token: neither a reader's nor a mediator's"
+			if !ok {
+				problem = "reads need a reader's or a mediator's token: " + credentialProblem(r)
+			}
+			writeError(w, http.StatusUnauthorized, "unauthenticated", "%s", problem)
 			return
 		}
 	}
