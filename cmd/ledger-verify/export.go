@@ -15,6 +15,51 @@ import (
 	"github.com/transparency-dev/formats/log"
 )
 
+// keyOptions, exportOptions and the commands' usage texts describe the
+// flags registered by keyFlags and exportRun.
+const keyOptions = `    --key VKEY            The ledger's note verifier key, name+hash+base64,
+                          as the ledger's operator publishes it.
+    --key-file FILE       A file holding the verifier key.
+`
+
+const exportOptions = keyOptions + `    --trusted CHECKPOINT  A signed checkpoint file verified before. The
+                          export must then prove that its tree extends this
+                          one: ask ledgerd for the export with
+                          consistency_from=SIZE, SIZE being the trusted
+                          checkpoint's tree size.
+    --prev HASH           The entry hash (sha256:...) of the entry before the
+                          export's range, from an earlier verified export.
+    --all                 Report every failure, not only the first.
+    --json                Machine-readable output on standard output.
+`
+
+const exportUsage = `Usage:
+    ledger-verify export (--key VKEY | --key-file FILE) [--trusted CHECKPOINT]
+                         [--prev HASH] [--all] [--json] EXPORT
+
+Verify an export file (docs/export.md) offline against the ledger's
+verifier key: the checkpoint's signature, every entry's encoding, key,
+signature, index and prev link, that the entries are leaves of the
+checkpoint's tree, and, with --trusted, that the tree extends a checkpoint
+verified before. ledgerd serves exports at
+/v1/export?start=S&end=E[&consistency_from=SIZE] (docs/api.md).
+
+Options:
+` + exportOptions + `
+Options may come before or after EXPORT.
+
+Examples:
+    $ ledger-verify export --key-file ledger.vkey export.ledger
+    verified: entries 0 to 999 (1000 entries) of ledger.example.com/log
+      checkpoint: tree size 1000
+      last entry hash: sha256:...
+    $ ledger-verify export --key-file ledger.vkey --trusted last.checkpoint next.ledger
+    verified: entries 1000 to 1999 (1000 entries) of ledger.example.com/log
+      checkpoint: tree size 2000
+      consistent with the trusted checkpoint of size 1000
+      last entry hash: sha256:...
+`
+
 // keyFlags are the options every verifying command shares.
 type keyFlags struct {
 	key, keyFile string
@@ -56,12 +101,6 @@ func readFileLimit(name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", quote(name), limit)
 	}
 	return b, nil
-}
-
-func usageError(stderr io.Writer, cmd, format string, args ...any) int {
-	errorf(stderr, "%s: %s", cmd, fmt.Sprintf(format, args...))
-	hintf(stderr, "run %s --help for usage and examples", programName)
-	return exitUsage
 }
 
 // isTerminal reports whether w is a terminal, for the progress line.
@@ -137,64 +176,18 @@ func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, [
 	return report, err, nil
 }
 
-// failureList flattens a joined verification error into its failures.
-func failureList(err error) []error {
-	var out []error
-	var walk func(error)
-	walk = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-			return
-		}
-		out = append(out, err)
-	}
-	walk(err)
-	return out
-}
-
-func failureJSON(err error) []map[string]any {
-	var list []map[string]any
-	for _, e := range failureList(err) {
-		m := map[string]any{"error": e.Error()}
-		var f *verify.Failure
-		if errors.As(e, &f) {
-			m["check"] = f.Check
-			if f.Index != verify.NoIndex {
-				m["index"] = f.Index
-			} else {
-				m["part"] = f.Part
-			}
-		}
-		list = append(list, m)
-	}
-	return list
-}
-
-func reportFailures(stdout, stderr io.Writer, err error, jsonOut bool) int {
-	if jsonOut {
-		writeJSON(stdout, map[string]any{"result": "failed", "failures": failureJSON(err)})
-		return exitFailed
-	}
-	for _, e := range failureList(err) {
-		errorf(stderr, "%v", e)
-	}
-	return exitFailed
-}
-
-func runExport(args []string, stdout, stderr io.Writer) int {
+func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var r exportRun
 	r.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return usageError(stderr, "export", "%v", err)
+	files, code, ok := parseFlags(fs, exportUsage, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if fs.NArg() != 1 {
+	if len(files) != 1 {
 		return usageError(stderr, "export", "takes exactly one export file")
 	}
-	report, verr, uerr := r.verify(fs.Arg(0), stderr, nil)
+	report, verr, uerr := r.verify(files[0], stderr, nil)
 	if uerr != nil {
 		errorf(stderr, "export: %v", uerr)
 		return exitUsage
@@ -238,65 +231,28 @@ type entryArgs struct {
 	file       string
 }
 
-// parseEntryArgs parses them; what names the file in the usage error.
-func parseEntryArgs(cmd, what string, args []string, stderr io.Writer) (*entryArgs, int) {
+// parseEntryArgs parses them; what names the file in the usage error,
+// usage is the command's usage text. A nil result comes with the exit
+// status.
+func parseEntryArgs(cmd, usage, what string, args []string, stdout, stderr io.Writer) (*entryArgs, int) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var a entryArgs
 	a.r.register(fs)
 	fs.StringVar(&a.exportFile, "export", "", "")
 	indexText := fs.String("index", "", "")
-	if err := fs.Parse(args); err != nil {
-		return nil, usageError(stderr, cmd, "%v", err)
+	files, code, ok := parseFlags(fs, usage, args, stdout, stderr)
+	if !ok {
+		return nil, code
 	}
-	if fs.NArg() != 1 || a.exportFile == "" || *indexText == "" {
+	if len(files) != 1 || a.exportFile == "" || *indexText == "" {
 		return nil, usageError(stderr, cmd, "needs --export, --index and exactly one %s", what)
 	}
 	var err error
 	if a.index, err = strconv.ParseUint(*indexText, 10, 64); err != nil {
 		return nil, usageError(stderr, cmd, "--index %q is not an entry index", *indexText)
 	}
-	a.file = fs.Arg(0)
+	a.file = files[0]
 	return &a, exitOK
-}
-
-func runParams(args []string, stdout, stderr io.Writer) int {
-	a, code := parseEntryArgs("params", "candidate parameter file", args, stderr)
-	if a == nil {
-		return code
-	}
-	r, index := &a.r, a.index
-	candidate, err := readFileLimit(a.file, commit.DefaultMaxBytes)
-	if err != nil {
-		errorf(stderr, "params: %v", err)
-		return exitUsage
-	}
-	e, code := r.verifiedEntry("params", a.exportFile, index, stdout, stderr)
-	if e == nil {
-		return code
-	}
-	result, err := verify.Params(e, candidate)
-	if r.json {
-		out := map[string]any{"result": result, "index": index, "params_digest": e.Params.Digest}
-		var de *commit.DomainError
-		if errors.As(err, &de) {
-			out["refusal"] = refusalJSON(de)
-		}
-		writeJSON(stdout, out)
-	} else {
-		switch result {
-		case verify.Match:
-			printLine(stdout, "match: entry %d committed to exactly these parameters", index)
-		case verify.Mismatch:
-			printLine(stdout, "mismatch: entry %d committed to other parameters (%s, %d bytes)", index, e.Params.Digest, e.Params.Size)
-		case verify.Refused:
-			printLine(stdout, "refused: the candidate is outside the strict input domain: %v", err)
-		}
-	}
-	if result != verify.Match {
-		return exitFailed
-	}
-	return exitOK
 }
 
 // verifiedEntry verifies an export and returns its entry index, or nil
@@ -324,72 +280,4 @@ func (r *exportRun) verifiedEntry(cmd, exportFile string, index uint64, stdout, 
 		return nil, reportFailures(stdout, stderr, err, r.json)
 	}
 	return e, exitOK
-}
-
-func runProof(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("proof", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var keys keyFlags
-	keys.register(fs)
-	paramsFile := fs.String("params", "", "")
-	jsonOut := fs.Bool("json", false, "")
-	if err := fs.Parse(args); err != nil {
-		return usageError(stderr, "proof", "%v", err)
-	}
-	if fs.NArg() != 1 {
-		return usageError(stderr, "proof", "takes exactly one tlog-proof file")
-	}
-	key, err := keys.load()
-	if err != nil {
-		errorf(stderr, "proof: %v", err)
-		return exitUsage
-	}
-	b, err := readFileLimit(fs.Arg(0), 1<<20)
-	if err != nil {
-		errorf(stderr, "proof: %v", err)
-		return exitUsage
-	}
-	var candidate []byte
-	if *paramsFile != "" {
-		if candidate, err = readFileLimit(*paramsFile, commit.DefaultMaxBytes); err != nil {
-			errorf(stderr, "proof: %v", err)
-			return exitUsage
-		}
-	}
-	e, cp, err := verify.VerifyTlogProof(b, key)
-	if err != nil {
-		return reportFailures(stdout, stderr, err, *jsonOut)
-	}
-	out := map[string]any{"result": "verified", "index": e.Index, "origin": cp.Origin, "tree_size": cp.Size,
-		"action": e.Action, "decision": e.Decision, "params_digest": e.Params.Digest}
-	status := exitOK
-	var paramsLine string
-	if candidate != nil {
-		result, perr := verify.Params(e, candidate)
-		out["params"] = result
-		var de *commit.DomainError
-		if errors.As(perr, &de) {
-			out["refusal"] = refusalJSON(de)
-		}
-		switch result {
-		case verify.Match:
-			paramsLine = "  params: match: the entry committed to exactly these parameters"
-		case verify.Mismatch:
-			paramsLine = "  params: mismatch: the entry committed to other parameters"
-			status = exitFailed
-		default:
-			paramsLine = fmt.Sprintf("  params: refused: %v", perr)
-			status = exitFailed
-		}
-	}
-	if *jsonOut {
-		writeJSON(stdout, out)
-		return status
-	}
-	printLine(stdout, "verified: entry %d of %s is in the tree of size %d", e.Index, quote(cp.Origin), cp.Size)
-	printLine(stdout, "  %s: %s by %s for %s", quote(e.Action), quote(string(e.Decision)), quote(e.Mediator), quote(e.Principal))
-	if paramsLine != "" {
-		printLine(stdout, "%s", paramsLine)
-	}
-	return status
 }

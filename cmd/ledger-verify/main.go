@@ -1,5 +1,6 @@
 // Command ledger-verify is the auditor's offline tool. It trusts nothing
-// but what it is given on the command line.
+// but the verifier key it is given on the command line (and, with
+// --trusted, a checkpoint it verified before).
 //
 // Usage:
 //
@@ -8,12 +9,15 @@
 //	ledger-verify proof  (--key VKEY | --key-file FILE) [--params CANDIDATE] [--json] TLOG-PROOF
 //	ledger-verify tiers  (--key VKEY | --key-file FILE) --export EXPORT --index N [--json] DECLARATION
 //	ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
+//	ledger-verify help [COMMAND]
+//	ledger-verify version
 //
 // export verifies an export file (docs/export.md); params and tiers verify
 // one, then compare one entry with candidate parameters (docs/commitment.md)
 // or with an action declaration (docs/declarations.md); proof verifies a
-// C2SP tlog-proof file; digest prints a parameter commitment. The usage
-// text (ledger-verify --help) describes each.
+// C2SP tlog-proof file; digest prints a parameter commitment. Options may
+// come before or after the file. "ledger-verify help COMMAND" (or
+// "ledger-verify COMMAND --help") prints a command's usage.
 //
 // Exit status: 0 verified (params, tiers: match), 1 verification failed
 // (or mismatch, or refused input), 2 bad usage or unreadable input.
@@ -27,70 +31,82 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
-	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/buildinfo"
+	"github.com/decisionledger/ledger/internal/cliflag"
 )
 
-const usage = `Usage:
-    ledger-verify export (--key VKEY | --key-file FILE) [--trusted CHECKPOINT]
-                         [--prev HASH] [--all] [--json] EXPORT
-    ledger-verify params (--key VKEY | --key-file FILE) --export EXPORT
-                         --index N [--json] CANDIDATE
-    ledger-verify proof (--key VKEY | --key-file FILE) [--params CANDIDATE]
-                        [--json] TLOG-PROOF
-    ledger-verify tiers (--key VKEY | --key-file FILE) --export EXPORT
-                        --index N [--json] DECLARATION
-    ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
+// command is one subcommand: its name, a one-line synopsis for the list
+// of commands, its own usage text (age's sections: Usage, a description,
+// Options, Examples), and what runs it.
+type command struct {
+	name, synopsis, usage string
+	run                   func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+var commands = []command{
+	{"export", "Verify an export file offline against the ledger's verifier key.", exportUsage, runExport},
+	{"params", "Verify an export, then compare entry N with candidate parameters.", paramsUsage, runParams},
+	{"proof", "Verify a C2SP tlog-proof file holding one entry.", proofUsage, runProof},
+	{"tiers", "Verify an export, then compare entry N with an action declaration.", tiersUsage, runTiers},
+	{"digest", "Print the parameter commitment of a JSON parameter file.", digestUsage, runDigest},
+	{"version", "Print the module version and VCS revision of this binary.", versionUsage, runVersion},
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// usage is the top-level usage text: every command's usage lines, one
+// synopsis per command, the exit statuses and an example.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	for _, c := range commands {
+		b.WriteString(usageLines(c.usage))
+	}
+	fmt.Fprintf(&b, "    %s help [COMMAND]\n", programName)
+	b.WriteString(`
+ledger-verify checks, offline, what a decision ledger produced, trusting
+nothing but the ledger's verifier key given with --key or --key-file.
 
 Commands:
-    export    Verify an export file offline against the ledger's verifier
-              key: the checkpoint's signature, every entry's encoding, key,
-              signature, index and prev link, that the entries are leaves
-              of the checkpoint's tree, and, with --trusted, that the tree
-              extends a checkpoint verified before.
-    params    Verify an export, then say whether the candidate parameters
-              (a JSON file) are exactly those entry N committed to:
-              match, mismatch, or refused (outside the strict input domain).
-    proof     Verify a C2SP tlog-proof@v1 file holding one entry: the
-              checkpoint, the entry's signature, and its inclusion in the
-              checkpoint's tree; with --params, compare candidate
-              parameters with the entry's commitment.
-    tiers     Verify an export, then say whether entry N was minimized
-              under the action declaration DECLARATION (docs/declarations.md):
-              its applied-tiers digest, and for a version 2 entry its action
-              and action definition digest, recomputed from the file.
-    digest    Print the parameter commitment of the JSON parameters in FILE
-              ("-" reads standard input): the digest
-              SHA-256("ledger/v1/params\n" || JCS(params)) and the size of
-              the canonical form. Parameters outside the strict domain are
-              refused with the kind of fault and its JSON pointer.
+`)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "    %-9s %s\n", c.name, c.synopsis)
+	}
+	fmt.Fprintf(&b, "    %-9s %s\n", "help", "Print a command's usage, options and examples.")
+	b.WriteString(`
+Options may come before or after the file argument. --version prints the
+version, as the version command does.
 
-Options:
-    --key VKEY            The ledger's note verifier key, name+hash+base64.
-    --key-file FILE       A file holding the verifier key.
-    --trusted CHECKPOINT  A signed checkpoint file verified before.
-    --prev HASH           The entry hash (sha256:...) of the entry before the
-                          export's range, from an earlier verified export.
-    --all                 Report every failure, not only the first.
-    --params CANDIDATE    (proof) Candidate parameters to compare.
-    --json                Machine-readable output on standard output.
-    --allow-non-integer   (digest) Admit numbers with a fractional part.
-    --canonical           (digest) Write the canonical bytes instead.
+Exit status: 0 verified (params, tiers: match), 1 verification failed
+(params, tiers: mismatch or refused), 2 bad usage or unreadable input.
 
-Exit status: 0 verified (params: match), 1 verification failed (params:
-mismatch or refused), 2 bad usage or unreadable input.
-
-Examples:
-    $ ledger-verify export --key-file ledger.vkey --trusted last.checkpoint export.ledger
+Example:
+    $ ledger-verify export --key-file ledger.vkey export.ledger
     verified: entries 0 to 999 (1000 entries) of ledger.example.com/log
       checkpoint: tree size 1000
       last entry hash: sha256:...
-    $ ledger-verify params --key-file ledger.vkey --export export.ledger --index 17 params.json
-    match: entry 17 committed to exactly these parameters
-    $ ledger-verify digest testdata/commit/example-payment.json
-    digest sha256:e19d67a48f4991a8c6d703eadcc9b39f8cc56e0e1fb9bbdd667daf2ad2f2d0a8
-    size   146
-`
+
+Run 'ledger-verify help COMMAND' for a command's options and examples.
+`)
+	return b.String()
+}
+
+// usageLines returns the lines of a command's usage text between "Usage:"
+// and the first empty line.
+func usageLines(text string) string {
+	text = strings.TrimPrefix(text, "Usage:\n")
+	lines, _, _ := strings.Cut(text, "\n\n")
+	return lines + "\n"
+}
 
 // Exit statuses.
 const (
@@ -106,26 +122,92 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return exitUsage
 	}
 	switch args[0] {
-	case "digest":
-		return runDigest(args[1:], stdin, stdout, stderr)
-	case "export":
-		return runExport(args[1:], stdout, stderr)
-	case "params":
-		return runParams(args[1:], stdout, stderr)
-	case "proof":
-		return runProof(args[1:], stdout, stderr)
-	case "tiers":
-		return runTiers(args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage())
 		return exitOK
+	case "-version", "--version":
+		return runVersion(args[1:], nil, stdout, stderr)
+	case "help":
+		return runHelp(args[1:], stdout, stderr)
+	}
+	if c := lookup(args[0]); c != nil {
+		return c.run(args[1:], stdin, stdout, stderr)
 	}
 	errorf(stderr, "unknown command %q", args[0])
-	hintf(stderr, "run %s --help for the list of commands", programName)
+	hintf(stderr, "run '%s help' for the list of commands", programName)
+	return exitUsage
+}
+
+// runHelp prints the usage of the command it names, or the top-level
+// usage, on standard output.
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0 || len(args) == 1 && args[0] == "help":
+		fmt.Fprint(stdout, usage())
+		return exitOK
+	case len(args) > 1:
+		errorf(stderr, "help takes at most one COMMAND")
+		hintf(stderr, "run '%s help' for the list of commands", programName)
+		return exitUsage
+	}
+	c := lookup(args[0])
+	if c == nil {
+		errorf(stderr, "help: unknown command %q", args[0])
+		hintf(stderr, "run '%s help' for the list of commands", programName)
+		return exitUsage
+	}
+	fmt.Fprint(stdout, c.usage)
+	return exitOK
+}
+
+const versionUsage = `Usage:
+    ledger-verify version
+
+Print the module version and the VCS revision this binary was built from,
+as --version does: "(devel)" for a build from a checkout, "unknown
+revision" when Go recorded none.
+`
+
+func runVersion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	rest, code, ok := parseFlags(fs, versionUsage, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(rest) != 0 {
+		return usageError(stderr, "version", "takes no arguments")
+	}
+	printLine(stdout, "%s", buildinfo.Line(programName))
+	return exitOK
+}
+
+// parseFlags parses a command's flags, which may stand before, between or
+// after its other arguments (cliflag), and returns the other arguments.
+// For -h, -help or --help it prints the command's usage on standard
+// output (exit status 0); for a bad flag, an error and a hint on standard
+// error (exit status 2); ok is false in both cases.
+func parseFlags(fs *flag.FlagSet, text string, args []string, stdout, stderr io.Writer) (rest []string, code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	rest, err := cliflag.Parse(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, text)
+		return nil, exitOK, false
+	case err != nil:
+		return nil, usageError(stderr, fs.Name(), "%v", err), false
+	}
+	return rest, exitOK, true
+}
+
+// usageError reports bad usage of the command cmd: an error, a hint
+// naming the command's help, exit status 2.
+func usageError(stderr io.Writer, cmd, format string, args ...any) int {
+	errorf(stderr, "%s: %s", cmd, fmt.Sprintf(format, args...))
+	hintf(stderr, "run '%s help %s' for its usage and examples", programName, cmd)
 	return exitUsage
 }
 
@@ -152,85 +234,6 @@ func readInput(name string, stdin io.Reader, limit int) ([]byte, error) {
 	}
 	// Read one byte past the limit so the domain reports too_large itself.
 	return io.ReadAll(io.LimitReader(r, int64(limit)+1))
-}
-
-func runDigest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("digest", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	allowNonInteger := fs.Bool("allow-non-integer", false, "")
-	canonicalOut := fs.Bool("canonical", false, "")
-	jsonOut := fs.Bool("json", false, "")
-	if err := fs.Parse(args); err != nil {
-		errorf(stderr, "digest: %v", err)
-		hintf(stderr, "usage: %s digest [--allow-non-integer] [--canonical] [--json] FILE", programName)
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		errorf(stderr, "digest takes exactly one FILE (\"-\" for standard input)")
-		hintf(stderr, "usage: %s digest [--allow-non-integer] [--canonical] [--json] FILE", programName)
-		return exitUsage
-	}
-	if *canonicalOut && *jsonOut {
-		errorf(stderr, "digest: --canonical and --json exclude each other")
-		return exitUsage
-	}
-	name := fs.Arg(0)
-	domain := commit.Domain{AllowNonInteger: *allowNonInteger}
-	raw, err := readInput(name, stdin, commit.DefaultMaxBytes)
-	if err != nil {
-		errorf(stderr, "%v", err)
-		return exitUsage
-	}
-
-	c, err := domain.Params(raw)
-	var de *commit.DomainError
-	if errors.As(err, &de) {
-		return reportRefusal(stdout, stderr, name, de, *jsonOut)
-	}
-	if err != nil {
-		errorf(stderr, "%s: %v", quote(name), err)
-		return exitFailed
-	}
-
-	switch {
-	case *canonicalOut:
-		canonical, err := domain.Canonicalize(raw)
-		if err != nil { // Params accepted raw, so this cannot happen
-			errorf(stderr, "%s: %v", quote(name), err)
-			return exitFailed
-		}
-		stdout.Write(canonical)
-	case *jsonOut:
-		writeJSON(stdout, map[string]any{"result": "ok", "digest": c.Digest, "size": c.Size})
-	default:
-		printLine(stdout, "digest %s", c.Digest)
-		printLine(stdout, "size   %d", c.Size)
-	}
-	return exitOK
-}
-
-func reportRefusal(stdout, stderr io.Writer, name string, de *commit.DomainError, jsonOut bool) int {
-	if jsonOut {
-		writeJSON(stdout, map[string]any{"result": "refused", "refusal": refusalJSON(de)})
-		return exitFailed
-	}
-	errorf(stderr, "%s: parameters refused: %v", quote(name), de)
-	switch de.Kind {
-	case commit.ErrNotNFC:
-		hintf(stderr, "the strict domain never normalizes Unicode; convert the text to NFC on purpose before committing")
-	case commit.ErrNonInteger:
-		hintf(stderr, "send amounts as integers in minor units, or pass --allow-non-integer if the deployment admits other numbers")
-	case commit.ErrIntegerRange:
-		hintf(stderr, "integers must lie within ±9007199254740991; send larger values as strings")
-	}
-	hintf(stderr, "docs/commitment.md lists every rule of the strict domain")
-	return exitFailed
-}
-
-// refusalJSON is the machine form of a strict-domain refusal: kind and
-// place, never the value.
-func refusalJSON(de *commit.DomainError) map[string]any {
-	return map[string]any{"kind": de.Kind, "pointer": de.Pointer, "in_name": de.Key, "offset": de.Offset}
 }
 
 // writeJSON writes v as one line of JSON, escaping what strconv.IsPrint

@@ -8,11 +8,33 @@ import (
 	"github.com/decisionledger/ledger/entry"
 )
 
+const tiersUsage = `Usage:
+    ledger-verify tiers (--key VKEY | --key-file FILE) --export EXPORT
+                        --index N [--json] DECLARATION
+
+Verify the export file EXPORT, as the export command does, then say whether
+entry N was minimized under the action declaration DECLARATION
+(docs/declarations.md): its applied-tiers digest, and for a version 2
+entry its action and action definition digest, recomputed from the file.
+ledgerd serves the declarations of its catalog at /v1/actions/{action}.
+
+Options:
+    --export EXPORT       The export file holding the entry.
+    --index N             The entry's index.
+` + exportOptions + `
+Exit status: 0 match, 1 the export does not verify or mismatch, 2 bad
+usage or unreadable input.
+
+Examples:
+    $ ledger-verify tiers --key-file ledger.vkey --export export.ledger --index 4 make_payment.json
+    match: entry 4 records the applied-tiers digest and action definition digest of this make_payment declaration
+`
+
 // runTiers verifies an export, then recomputes the applied-tiers digest
 // of a declaration file and compares it with entry N's; for a version 2
 // entry it compares the action and the action definition digest too.
-func runTiers(args []string, stdout, stderr io.Writer) int {
-	a, code := parseEntryArgs("tiers", "declaration file", args, stderr)
+func runTiers(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	a, code := parseEntryArgs("tiers", tiersUsage, "declaration file", args, stdout, stderr)
 	if a == nil {
 		return code
 	}

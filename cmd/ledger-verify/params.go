@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"io"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/verify"
+)
+
+const paramsUsage = `Usage:
+    ledger-verify params (--key VKEY | --key-file FILE) --export EXPORT
+                         --index N [--json] CANDIDATE
+
+Verify the export file EXPORT, as the export command does, then say
+whether the candidate parameters (a JSON file) are exactly those entry N
+committed to (docs/commitment.md): match, mismatch, or refused (outside
+the strict input domain).
+
+Options:
+    --export EXPORT       The export file holding the entry.
+    --index N             The entry's index.
+` + exportOptions + `
+Exit status: 0 match, 1 the export does not verify, mismatch or refused,
+2 bad usage or unreadable input.
+
+Examples:
+    $ ledger-verify params --key-file ledger.vkey --export export.ledger --index 17 params.json
+    match: entry 17 committed to exactly these parameters
+`
+
+func runParams(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	a, code := parseEntryArgs("params", paramsUsage, "candidate parameter file", args, stdout, stderr)
+	if a == nil {
+		return code
+	}
+	r, index := &a.r, a.index
+	candidate, err := readFileLimit(a.file, commit.DefaultMaxBytes)
+	if err != nil {
+		errorf(stderr, "params: %v", err)
+		return exitUsage
+	}
+	e, code := r.verifiedEntry("params", a.exportFile, index, stdout, stderr)
+	if e == nil {
+		return code
+	}
+	result, err := verify.Params(e, candidate)
+	if r.json {
+		out := map[string]any{"result": result, "index": index, "params_digest": e.Params.Digest}
+		var de *commit.DomainError
+		if errors.As(err, &de) {
+			out["refusal"] = refusalJSON(de)
+		}
+		writeJSON(stdout, out)
+	} else {
+		switch result {
+		case verify.Match:
+			printLine(stdout, "match: entry %d committed to exactly these parameters", index)
+		case verify.Mismatch:
+			printLine(stdout, "mismatch: entry %d committed to other parameters (%s, %d bytes)", index, e.Params.Digest, e.Params.Size)
+		case verify.Refused:
+			printLine(stdout, "refused: the candidate is outside the strict input domain: %v", err)
+		}
+	}
+	if result != verify.Match {
+		return exitFailed
+	}
+	return exitOK
+}
