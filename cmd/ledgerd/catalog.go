@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/commit/tier"
 	"github.com/decisionledger/ledger/internal/declfile"
 )
 
@@ -64,11 +68,13 @@ func loadCatalog(dir string) (catalog, error) {
 	return c, nil
 }
 
-// checkAttributes validates attributes (JSON) against the action's wire
-// schema. The problem it returns names the attribute by its JSON pointer
-// when the declaration names it, and never repeats a value or a name the
-// client made up.
-func (a *catalogAction) checkAttributes(attributes []byte) (problem string, ok bool) {
+// checkAttributes validates attributes (canonical JSON) against the
+// action's wire schema. What it returns names each fault by the declared
+// field, the projection and the rule that failed, and by JSON pointers
+// (relative to the attributes) made of declared names and list indices.
+// It never repeats a value, nor a member name the client made up: such a
+// member is named by its position in body, the append request as sent.
+func (a *catalogAction) checkAttributes(attributes, body []byte) (problem string, ok bool) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(attributes))
 	if err != nil {
 		return "the attributes are not JSON", false
@@ -81,34 +87,209 @@ func (a *catalogAction) checkAttributes(attributes []byte) (problem string, ok b
 	if !errors.As(err, &ve) {
 		return "the attributes do not match the declaration", false
 	}
-	// The deepest cause says where; its location is a list of tokens.
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
+	var found []attributeProblem
+	for _, leaf := range validationLeaves(ve, nil) {
+		found = append(found, a.attributeProblems(leaf, body)...)
 	}
-	loc := ve.InstanceLocation
-	if len(loc) == 0 {
-		return "the attributes are not an object with exactly the declared fields", false
+	// The validator reports in map order: sort, for one answer per body.
+	slices.SortFunc(found, func(x, y attributeProblem) int {
+		return cmp.Or(cmp.Compare(x.at, y.at), cmp.Compare(x.text, y.text))
+	})
+	var problems []string
+	for _, p := range found {
+		problems = append(problems, p.text)
 	}
-	if _, declared := a.decl.Field(loc[0]); !declared {
-		return "an attribute the declaration does not name", false
+	problems = slices.Compact(problems)
+	if len(problems) == 0 {
+		return "the attributes do not match the declaration", false
 	}
-	// Below a declared field, only projection names are declared.
-	safe := []string{loc[0]}
-	if len(loc) > 1 {
-		if f, _ := a.decl.Field(loc[0]); containsString(f.Projections, loc[1]) {
-			safe = append(safe, loc[1])
-		} else {
-			return fmt.Sprintf("/%s holds a member its declaration does not name, or is not an object", loc[0]), false
-		}
+	if n := len(problems) - maxAttributeProblems; n > 0 {
+		problems = append(problems[:maxAttributeProblems], fmt.Sprintf("and %d more", n))
 	}
-	return fmt.Sprintf("/%s does not match its declaration", strings.Join(safe, "/")), false
+	return strings.Join(problems, "; "), false
 }
 
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
+// maxAttributeProblems bounds the faults one refusal lists.
+const maxAttributeProblems = 8
+
+// validationLeaves appends to list the errors of ve's tree that have no
+// causes: the failed rules themselves.
+func validationLeaves(ve *jsonschema.ValidationError, list []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return append(list, ve)
+	}
+	for _, c := range ve.Causes {
+		list = validationLeaves(c, list)
+	}
+	return list
+}
+
+// attributeProblem is one fault in attributes, and where it is for
+// sorting: a pointer of declared names, with "/~" after a parent's for a
+// member the declaration does not have.
+type attributeProblem struct{ at, text string }
+
+// attributeProblems describes one failed rule of the generated schema
+// (declare.JSONSchema) in the declaration's terms. The schema admits, at
+// the top level, only the policy and derived fields; in a derived field,
+// only its projections; so every location token that reaches here is a
+// declared name, or a list index below a string_list field. The names in
+// AdditionalProperties are the client's: only those that are names of the
+// declaration are repeated.
+func (a *catalogAction) attributeProblems(leaf *jsonschema.ValidationError, body []byte) []attributeProblem {
+	loc := leaf.InstanceLocation
+	var out []attributeProblem
+	add := func(at, format string, args ...any) {
+		out = append(out, attributeProblem{at, fmt.Sprintf(format, args...)})
+	}
+	if len(loc) == 0 {
+		switch k := leaf.ErrorKind.(type) {
+		case *kind.Type:
+			add("", "the attributes must be a JSON object")
+		case *kind.Required:
+			for _, name := range k.Missing {
+				f, _ := a.decl.Field(name)
+				add("/"+name, "attribute /%s: required, missing (%s)", name, fieldContext(f))
+			}
+		case *kind.AdditionalProperties:
+			for _, name := range k.Properties {
+				at := "/~"
+				if a.declares(name) {
+					at = "/" + name
+				}
+				add(at, "%s", a.extraAttribute(name, body))
+			}
+		default:
+			add("", "the attributes do not match the declaration")
+		}
+		return out
+	}
+	f, declared := a.decl.Field(loc[0])
+	if !declared || f.Tier == tier.Payload {
+		// Not reached: the schema validates declared fields only.
+		add("/~", "an attribute does not match the declaration")
+		return out
+	}
+	switch {
+	case len(loc) == 1:
+		switch k := leaf.ErrorKind.(type) {
+		case *kind.Required:
+			for _, p := range k.Missing {
+				add("/"+f.Name+"/"+p, "attribute /%s/%s: required, missing (declared field %s, projection %s)", f.Name, p, f.Name, p)
+			}
+		case *kind.AdditionalProperties:
+			for _, name := range k.Properties {
+				add("/"+f.Name+"/~", "a member the declaration does not have, %s of /%s (%s)",
+					position(body, []string{"attributes", f.Name}, name), f.Name, fieldContext(f))
+			}
+		default:
+			add("/"+f.Name, "attribute /%s: %s (%s)", f.Name, fieldRule(leaf.ErrorKind, f), fieldContext(f))
+		}
+	case len(loc) == 2 && f.Tier == tier.Derived && slices.Contains(f.Projections, loc[1]):
+		add("/"+f.Name+"/"+loc[1], "attribute /%s/%s: %s (declared field %s, projection %s)",
+			f.Name, loc[1], rule(leaf.ErrorKind, loc[1]), f.Name, loc[1])
+	case len(loc) == 2 && f.Type == declare.StringList && isListIndex(loc[1]):
+		add(fmt.Sprintf("/%s/%020s", f.Name, loc[1]), "attribute /%s/%s: %s (%s)", f.Name, loc[1], rule(leaf.ErrorKind, ""), fieldContext(f))
+	default:
+		add("/"+f.Name, "attribute /%s does not match its declaration (%s)", f.Name, fieldContext(f))
+	}
+	return out
+}
+
+// extraAttribute describes a top-level attribute the schema does not
+// admit. Its name is repeated only when the declaration has it: a payload
+// field, or a derived field's projection sent outside its field.
+func (a *catalogAction) extraAttribute(name string, body []byte) string {
+	if _, ok := a.decl.Field(name); ok {
+		return fmt.Sprintf("attribute /%s: a payload field never crosses; leave it out (declared field %s, payload tier)", name, name)
+	}
+	for _, f := range a.decl.Fields {
+		if f.Tier == tier.Derived && slices.Contains(f.Projections, name) {
+			return fmt.Sprintf("attribute /%s: %s is a projection of field %s, sent inside it as /%s/%s (%s)",
+				name, name, f.Name, f.Name, name, fieldContext(f))
+		}
+	}
+	return "an attribute the declaration does not have, " + position(body, []string{"attributes"}, name) + " of the attributes"
+}
+
+// declares reports whether name is one of the declaration's field or
+// projection names.
+func (a *catalogAction) declares(name string) bool {
+	for _, f := range a.decl.Fields {
+		if f.Name == name || slices.Contains(f.Projections, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// position says where the member name of the object at path in body is:
+// its index, from 0, in the order sent.
+func position(body []byte, path []string, name string) string {
+	if i := memberPosition(body, path, name); i >= 0 {
+		return fmt.Sprintf("at index %d", i)
+	}
+	return "at an index"
+}
+
+// fieldContext names a declared field and its tier, and a derived
+// field's projections.
+func fieldContext(f declare.Field) string {
+	if f.Tier == tier.Derived {
+		return fmt.Sprintf("declared field %s, derived tier, projections %s", f.Name, strings.Join(f.Projections, ", "))
+	}
+	return fmt.Sprintf("declared field %s, %s tier", f.Name, f.Tier)
+}
+
+// fieldRule is the rule a declared field's value broke.
+func fieldRule(k jsonschema.ErrorKind, f declare.Field) string {
+	if _, ok := k.(*kind.Type); ok {
+		switch {
+		case f.Tier == tier.Derived:
+			return "must be an object holding exactly its projections"
+		case f.Type == declare.StringList:
+			return "must be an array of strings"
+		}
+	}
+	return rule(k, "")
+}
+
+// rule is the rule a value broke, from the schema's side of k (never the
+// value's): a type, a bound, the routes of route_shape (projection).
+func rule(k jsonschema.ErrorKind, projection string) string {
+	switch k := k.(type) {
+	case *kind.Type:
+		var want []string
+		for _, t := range k.Want {
+			article := "a "
+			if strings.ContainsRune("aeiou", rune(t[0])) {
+				article = "an "
+			}
+			want = append(want, article+t)
+		}
+		return "must be " + strings.Join(want, " or ")
+	case *kind.Minimum:
+		return "must be at least " + k.Want.RatString()
+	case *kind.Maximum:
+		return "must be at most " + k.Want.RatString()
+	case *kind.Enum:
+		if projection == "route_shape" {
+			return `must be one of the field's declared routes or "unmatched"`
+		}
+		return "must be one of the declared values"
+	}
+	return "does not match its declaration"
+}
+
+// isListIndex reports whether a location token is an array index.
+func isListIndex(token string) bool {
+	if token == "" {
+		return false
+	}
+	for _, c := range token {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

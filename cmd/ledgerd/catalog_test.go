@@ -155,3 +155,75 @@ func TestCatalogRefused(t *testing.T) {
 		t.Errorf("two files for one action: %v", err)
 	}
 }
+
+// A refusal of attributes names the declared field, the projection and the
+// rule that failed, every fault in one answer, in one order whatever the
+// validator's; a member the client made up is named by its position, and
+// no value is repeated.
+func TestCatalogAttributeMessages(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.CatalogDir = corpusDir })
+	body := func(action, attributes string) string {
+		d, _ := loadDeclaration(t, action)
+		tiers, err := d.TiersDigest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf(`{"principal":"agent-1","action":%q,"decision":"allow","policies":[],`+
+			`"params_digest":"sha256:%s","params_size":2,"tiers_digest":"%s","attributes":%s}`,
+			action, strings.Repeat("ab", 32), tiers, attributes)
+	}
+	for _, c := range []struct {
+		name, action, attributes, want string
+	}{
+		{"a projection outside its field", "make_payment", `{"amount_minor":1250000,"currency":"EUR","payee_known":true}`,
+			"attributes of make_payment: attribute /payee: required, missing (declared field payee, derived tier, projections payee_known); " +
+				"attribute /payee_known: payee_known is a projection of field payee, sent inside it as /payee/payee_known (declared field payee, derived tier, projections payee_known)"},
+		{"wrong types and a payload field", "make_payment", `{"memo":"SECRETMEMO","amount_minor":"SECRETAMOUNT","currency":5,"payee":"SECRETPAYEE"}`,
+			"attributes of make_payment: attribute /amount_minor: must be an integer (declared field amount_minor, policy tier); " +
+				"attribute /currency: must be a string (declared field currency, policy tier); " +
+				"attribute /memo: a payload field never crosses; leave it out (declared field memo, payload tier); " +
+				"attribute /payee: must be an object holding exactly its projections (declared field payee, derived tier, projections payee_known)"},
+		{"made-up members", "make_payment", `{"amount_minor":9007199254740991,"currency":"EUR","payee":{"MADEUPONE":"SECRETVALUE","payee_known":1},"MADEUPTWO":true}`,
+			"attributes of make_payment: attribute /payee/payee_known: must be a boolean (declared field payee, projection payee_known); " +
+				"a member the declaration does not have, at index 0 of /payee (declared field payee, derived tier, projections payee_known); " +
+				"an attribute the declaration does not have, at index 3 of the attributes"},
+		{"projection rules", "send_email", `{"body":{"byte_size":-1},"recipient":{},"attachment_hashes":["sha256:9f86",7]}`,
+			"attributes of send_email: attribute /attachment_hashes/1: must be a string (declared field attachment_hashes, policy tier); " +
+				"attribute /body/byte_size: must be at least 0 (declared field body, projection byte_size); " +
+				"attribute /recipient/recipient_domain: required, missing (declared field recipient, projection recipient_domain)"},
+		{"a route not declared", "http_request", `{"method":"GET","url":{"endpoint_host":"example.com","route_shape":"/SECRETROUTE"}}`,
+			`attributes of http_request: attribute /url/route_shape: must be one of the field's declared routes or "unmatched" (declared field url, projection route_shape)`},
+		{"not an object", "make_payment", `["SECRETITEM"]`, "attributes of make_payment: the attributes must be a JSON object"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, b := s.post(t, s.token, body(c.action, c.attributes))
+			var e struct{ Error apiError }
+			json.Unmarshal(b, &e)
+			if resp.StatusCode != http.StatusUnprocessableEntity || e.Error.Code != "attributes_not_declared" || e.Error.Message != c.want {
+				t.Errorf("got %d %s\nwant 422 attributes_not_declared %q", resp.StatusCode, b, c.want)
+			}
+			if strings.Contains(string(b), "SECRET") || strings.Contains(string(b), "MADEUP") {
+				t.Errorf("the refusal repeats a value or a made-up name: %s", b)
+			}
+		})
+	}
+}
+
+// The append example of docs/api.md is accepted by the repository's
+// make_payment declaration, when ledgerd runs with that catalog.
+func TestAPIExampleAppendWithCatalog(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(doc), "## Append")
+	_, block, _ := strings.Cut(after, "```json\n")
+	example, _, found := strings.Cut(block, "```")
+	if !found {
+		t.Fatal("docs/api.md has no append example")
+	}
+	s := startServerWith(t, func(c *Config) { c.CatalogDir = corpusDir })
+	if resp, b := s.post(t, s.token, example); resp.StatusCode != http.StatusCreated {
+		t.Errorf("docs/api.md's append example: %d %s", resp.StatusCode, b)
+	}
+}

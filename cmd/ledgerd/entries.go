@@ -113,7 +113,7 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator st
 			s.refuse(w, http.StatusUnprocessableEntity, "unknown_action", "the action is not in the server's catalog")
 			return
 		}
-		if problem, ok := a.checkAttributes(req.Attributes); !ok {
+		if problem, ok := a.checkAttributes(req.Attributes, body); !ok {
 			s.refuse(w, http.StatusUnprocessableEntity, "attributes_not_declared", "attributes of %s: %s", req.Action, problem)
 			return
 		}
@@ -301,9 +301,14 @@ func domainProblem(err error) string {
 
 // memberIndex returns the position (from 0) in body, a JSON object in the
 // strict domain, of its top-level member named name, or -1.
-func memberIndex(body []byte, name string) int {
+func memberIndex(body []byte, name string) int { return memberPosition(body, nil, name) }
+
+// memberPosition returns the position (from 0, in the order sent) of the
+// member named name in the object at path (member names from the top) in
+// body, a JSON object in the strict domain, or -1.
+func memberPosition(body []byte, path []string, name string) int {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if _, err := dec.Token(); err != nil { // {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return -1
 	}
 	for i := 0; dec.More(); i++ {
@@ -311,8 +316,15 @@ func memberIndex(body []byte, name string) int {
 		if err != nil {
 			return -1
 		}
-		if t == name {
+		switch {
+		case len(path) == 0 && t == name:
 			return i
+		case len(path) > 0 && t == path[0]:
+			var inner json.RawMessage
+			if err := dec.Decode(&inner); err != nil {
+				return -1
+			}
+			return memberPosition(inner, path[1:], name)
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
