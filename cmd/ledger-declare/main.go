@@ -7,12 +7,16 @@
 //	ledger-declare render [--out DIR] DECLARATION...
 //	ledger-declare report [--json] DECLARATION...
 //	ledger-declare digest DECLARATION
+//	ledger-declare help [COMMAND]
+//	ledger-declare version
 //
 // render checks each declaration, generates its tier table, its JSON Schema
 // and one Cedar schema for all of them, checks the Cedar schema with
 // cedar-go and the JSON Schemas with santhosh-tekuri/jsonschema, and
 // writes them to DIR (default "."): <action>.tiers.json,
-// <action>.schema.json and actions.cedarschema.
+// <action>.schema.json and actions.cedarschema. Options may come before or
+// after the files; "ledger-declare help COMMAND" (or "ledger-declare
+// COMMAND --help") prints a command's usage.
 //
 // Exit status: 0 on success, 1 when a declaration is refused, 2 on bad
 // usage or unreadable input.
@@ -34,29 +38,132 @@ import (
 
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/commit/tier"
+	"github.com/decisionledger/ledger/internal/buildinfo"
+	"github.com/decisionledger/ledger/internal/cliflag"
 	"github.com/decisionledger/ledger/internal/declfile"
 )
 
-const usage = `Usage:
-    ledger-declare render [--out DIR] DECLARATION...
-    ledger-declare report [--json] DECLARATION...
-    ledger-declare digest DECLARATION
+const programName = "ledger-declare"
+
+// command is one subcommand: its name, a one-line synopsis, its own usage
+// text, and what runs it. run returns a *usageError for bad usage,
+// flag.ErrHelp for -h and --help, an error wrapping errRefused for a
+// refused declaration, and other errors for unreadable input.
+type command struct {
+	name, synopsis, usage string
+	run                   func(args []string, stdout io.Writer) error
+}
+
+var commands = []command{
+	{"render", "Check declarations and write their artifacts for review.", renderUsage, render},
+	{"report", "Print the leakage report: which fields cross, and how.", reportUsage, report},
+	{"digest", "Print a declaration's applied-tiers and action definition digests.", digestUsage, digest},
+	{"version", "Print the module version and VCS revision of this binary.", versionUsage, version},
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// usage is the top-level usage text: every command's usage lines, one
+// synopsis per command, the exit statuses.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	for _, c := range commands {
+		lines, _, _ := strings.Cut(strings.TrimPrefix(c.usage, "Usage:\n"), "\n\n")
+		b.WriteString(lines + "\n")
+	}
+	fmt.Fprintf(&b, "    %s help [COMMAND]\n", programName)
+	b.WriteString(`
+ledger-declare turns action declarations (docs/declarations.md) into the
+artifacts that must agree with them, for review, and reports what each
+action lets cross.
 
 Commands:
-    render    Check the declarations and write, for review, each action's
-              tier table with its applied-tiers digest (<action>.tiers.json),
-              the JSON Schema of its wire attributes (<action>.schema.json),
-              and one Cedar schema for all the actions (actions.cedarschema).
-              The Cedar schema is checked with cedar-go and the JSON
-              Schemas with a 2020-12 validator before anything is written.
-    report    The leakage report: per action and in total, which fields
-              cross raw (policy), only as projections (derived) or never
-              (payload).
-    digest    Print a declaration's applied-tiers digest and action
-              definition digest.
+`)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "    %-9s %s\n", c.name, c.synopsis)
+	}
+	fmt.Fprintf(&b, "    %-9s %s\n", "help", "Print a command's usage, options and examples.")
+	b.WriteString(`
+Options may come before or after the files. --version prints the version,
+as the version command does.
 
 Exit status: 0 success, 1 a declaration refused, 2 bad usage or unreadable
 input.
+
+Example:
+    $ ledger-declare digest decl/send_email.json
+    action            send_email
+    tiers_digest      sha256:18824ccc509c09ce6759b05c85686d44b4a45bf16240fabda33221d05fcf3e98
+    definition_digest sha256:...
+
+Run 'ledger-declare help COMMAND' for a command's options and examples.
+`)
+	return b.String()
+}
+
+const renderUsage = `Usage:
+    ledger-declare render [--out DIR] DECLARATION...
+
+Check the declarations and write, for review, each action's tier table
+with its applied-tiers digest (<action>.tiers.json), the JSON Schema of its
+wire attributes (<action>.schema.json), and one Cedar schema for all the
+actions (actions.cedarschema). The Cedar schema is checked with cedar-go and
+the JSON Schemas with a 2020-12 validator before anything is written. Two
+files for one action are refused.
+
+Options:
+    --out DIR    The directory to write to (default ".", made if missing).
+
+Examples:
+    $ ledger-declare render --out review decl/send_email.json decl/http_request.json
+    wrote review/actions.cedarschema
+    wrote review/http_request.schema.json
+    ...
+`
+
+const reportUsage = `Usage:
+    ledger-declare report [--json] DECLARATION...
+
+The leakage report: per action and in total, which fields cross raw
+(policy), only as projections (derived) or never (payload), as a Markdown
+table.
+
+Options:
+    --json    Machine-readable output on standard output.
+
+Examples:
+    $ ledger-declare report decl/*.json
+    | action | fields | raw (policy) | as projections (derived) | never (payload) |
+    ...
+`
+
+const digestUsage = `Usage:
+    ledger-declare digest DECLARATION
+
+Print a declaration's action, its applied-tiers digest and its action
+definition digest, as entries record them.
+
+Examples:
+    $ ledger-declare digest decl/send_email.json
+    action            send_email
+    tiers_digest      sha256:18824ccc509c09ce6759b05c85686d44b4a45bf16240fabda33221d05fcf3e98
+    definition_digest sha256:...
+`
+
+const versionUsage = `Usage:
+    ledger-declare version
+
+Print the module version and the VCS revision this binary was built from,
+as --version does: "(devel)" for a build from a checkout, "unknown
+revision" when Go recorded none.
 `
 
 func main() {
@@ -66,38 +173,109 @@ func main() {
 // errRefused marks a refused declaration (exit status 1).
 var errRefused = errors.New("refused")
 
+// usageError is bad usage of a command (exit status 2, with a hint).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+
+func badUsage(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// parseFlags parses fs's flags wherever they stand among args and returns
+// the other arguments; its errors are flag.ErrHelp or a *usageError.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	rest, err := cliflag.Parse(fs, args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		err = &usageError{err}
+	}
+	return rest, err
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
-	var err error
 	switch args[0] {
-	case "render":
-		err = render(args[1:], stdout)
-	case "report":
-		err = report(args[1:], stdout)
-	case "digest":
-		err = digest(args[1:], stdout)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage())
 		return 0
-	default:
-		fmt.Fprintf(stderr, "ledger-declare: unknown command %q\n%s", args[0], usage)
+	case "-version", "--version":
+		args = append([]string{"version"}, args[1:]...)
+	case "help":
+		return help(args[1:], stdout, stderr)
+	}
+	c := lookup(args[0])
+	if c == nil {
+		errorf(stderr, "unknown command %q", args[0])
+		hintf(stderr, "run '%s help' for the list of commands", programName)
 		return 2
 	}
+	err := c.run(args[1:], stdout)
+	var ue *usageError
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errRefused):
-		fmt.Fprintf(stderr, "ledger-declare: %s\n", escape(err.Error()))
-		return 1
 	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, c.usage)
+		return 0
+	case errors.As(err, &ue):
+		errorf(stderr, "%s: %v", c.name, ue)
+		hintf(stderr, "run '%s help %s' for its usage and examples", programName, c.name)
 		return 2
+	case errors.Is(err, errRefused):
+		errorf(stderr, "%v", err)
+		return 1
 	default:
-		fmt.Fprintf(stderr, "ledger-declare: %s\n", escape(err.Error()))
+		errorf(stderr, "%v", err)
 		return 2
 	}
+}
+
+// help prints the usage of the command it names, or the top-level usage,
+// on standard output.
+func help(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0 || len(args) == 1 && args[0] == "help":
+		fmt.Fprint(stdout, usage())
+		return 0
+	case len(args) > 1:
+		errorf(stderr, "help takes at most one COMMAND")
+		hintf(stderr, "run '%s help' for the list of commands", programName)
+		return 2
+	}
+	c := lookup(args[0])
+	if c == nil {
+		errorf(stderr, "help: unknown command %q", args[0])
+		hintf(stderr, "run '%s help' for the list of commands", programName)
+		return 2
+	}
+	fmt.Fprint(stdout, c.usage)
+	return 0
+}
+
+func version(args []string, stdout io.Writer) error {
+	rest, err := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return badUsage("takes no arguments")
+	}
+	fmt.Fprintln(stdout, escape(buildinfo.Line(programName)))
+	return nil
+}
+
+// errorf and hintf write an error or a hint line to standard error,
+// escaped: the message may repeat a declaration's text or a file name.
+func errorf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "%s: error: %s\n", programName, escape(fmt.Sprintf(format, args...)))
+}
+
+func hintf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "%s: hint: %s\n", programName, escape(fmt.Sprintf(format, args...)))
 }
 
 // escape writes each character of s that strconv.IsPrint refuses as its Go
@@ -120,7 +298,7 @@ func escape(s string) string {
 // one action are refused.
 func load(paths []string) ([]*declare.Declaration, error) {
 	if len(paths) == 0 {
-		return nil, errors.New("no declaration file given")
+		return nil, badUsage("no declaration file given")
 	}
 	files, err := declfile.Read(paths)
 	if errors.Is(err, declfile.ErrRefused) {
@@ -139,11 +317,12 @@ func load(paths []string) ([]*declare.Declaration, error) {
 
 func render(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
-	out := fs.String("out", ".", "directory to write the artifacts to")
-	if err := fs.Parse(args); err != nil {
+	out := fs.String("out", ".", "")
+	paths, err := parseFlags(fs, args)
+	if err != nil {
 		return err
 	}
-	decls, err := load(fs.Args())
+	decls, err := load(paths)
 	if err != nil {
 		return err
 	}
@@ -220,11 +399,12 @@ type leakage struct {
 
 func report(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "machine-readable output")
-	if err := fs.Parse(args); err != nil {
+	asJSON := fs.Bool("json", false, "")
+	files, err := parseFlags(fs, args)
+	if err != nil {
 		return err
 	}
-	decls, err := load(fs.Args())
+	decls, err := load(files)
 	if err != nil {
 		return err
 	}
@@ -277,10 +457,14 @@ func percent(n, total int) int {
 }
 
 func digest(args []string, stdout io.Writer) error {
-	if len(args) != 1 {
-		return errors.New("digest takes one declaration file")
+	files, err := parseFlags(flag.NewFlagSet("digest", flag.ContinueOnError), args)
+	if err != nil {
+		return err
 	}
-	decls, err := load(args)
+	if len(files) != 1 {
+		return badUsage("takes one declaration file")
+	}
+	decls, err := load(files)
 	if err != nil {
 		return err
 	}
