@@ -92,6 +92,11 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator st
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", problem)
 		return
 	}
+	wait := r.URL.Query().Get("wait")
+	if wait != "" && wait != "checkpoint" {
+		s.refuse(w, http.StatusBadRequest, "invalid_request", "wait: the only value is checkpoint")
+		return
+	}
 	rec := ledger.Record{
 		Mediator: mediator, Principal: req.Principal, Action: req.Action,
 		Decision: entry.Decision(req.Decision), Policies: req.Policies,
@@ -150,7 +155,7 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator st
 	}
 	s.m.observeAppend(time.Since(start), receipt.Replayed)
 	var proofPart []byte
-	if r.URL.Query().Get("wait") == "checkpoint" {
+	if wait == "checkpoint" {
 		// The entry is durable; wait (bounded by the request's context)
 		// for a signed checkpoint that covers it, and prove inclusion.
 		signed, size, err := s.l.WaitCheckpoint(r.Context(), receipt.Index+1)
@@ -341,7 +346,7 @@ func (s *server) getEntry(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := s.l.Entry(r.Context(), index)
 	if errors.Is(err, ledger.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "not_found", "no entry %d", index)
+		writeError(w, http.StatusNotFound, "not_found", "no entry at this index")
 		return
 	} else if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal", "the entry could not be read")
@@ -372,8 +377,15 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no_checkpoint", "no checkpoint has been signed yet")
 		return
 	}
-	if start > end || end > size || opts.ConsistencyFrom > size {
-		writeError(w, http.StatusBadRequest, "out_of_range", "need start <= end <= %d (the latest checkpoint's size)", size)
+	switch {
+	case start > end:
+		writeError(w, http.StatusBadRequest, "out_of_range", "start must not exceed end")
+		return
+	case end > size:
+		writeError(w, http.StatusBadRequest, "out_of_range", "end must not exceed %d, the latest checkpoint's size", size)
+		return
+	case opts.ConsistencyFrom > size:
+		writeError(w, http.StatusBadRequest, "out_of_range", "consistency_from must not exceed %d, the latest checkpoint's size", size)
 		return
 	}
 	opts.Size = size

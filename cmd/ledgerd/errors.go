@@ -75,7 +75,14 @@ func (u unrouted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "this path is served only with %s", strings.Join(allow, ", "))
 }
 
+// parseIndex parses a parameter that is a decimal integer, spelled
+// exactly as strconv.FormatUint spells it. A refusal names the parameter
+// (what), never the text.
 func parseIndex(w http.ResponseWriter, text, what string) (uint64, bool) {
+	if text == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", "%s is missing", what)
+		return 0, false
+	}
 	v, err := strconv.ParseUint(text, 10, 64)
 	if err != nil || strconv.FormatUint(v, 10) != text {
 		writeError(w, http.StatusBadRequest, "invalid_request", "%s is not a decimal integer", what)

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/decisionledger/ledger/ledger"
@@ -22,7 +23,7 @@ func (s *server) tlogProof(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := s.l.TlogProof(r.Context(), index, 0)
 	if err != nil {
-		writeError(w, http.StatusNotFound, "not_found", "no entry %d under the latest checkpoint", index)
+		writeError(w, http.StatusNotFound, "not_found", "no entry at this index under the latest checkpoint")
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -45,19 +46,37 @@ func writeProof(w http.ResponseWriter, p proofJSON) {
 	json.NewEncoder(w).Encode(p)
 }
 
-// treeSize reads the size parameter; absent, the latest checkpoint's.
-func (s *server) treeSize(w http.ResponseWriter, r *http.Request) (uint64, bool) {
-	if text := r.URL.Query().Get("tree_size"); text != "" {
-		return parseIndex(w, text, "tree_size")
+// treeSize reads the tree_size parameter (given true); absent, it is the
+// latest checkpoint's size. A size beyond that is refused.
+func (s *server) treeSize(w http.ResponseWriter, r *http.Request) (size uint64, given, ok bool) {
+	_, latest := s.l.Checkpoint()
+	text := r.URL.Query().Get("tree_size")
+	if text == "" {
+		return latest, false, true
 	}
-	_, size := s.l.Checkpoint()
-	return size, true
+	if size, ok = parseIndex(w, text, "tree_size"); !ok {
+		return 0, true, false
+	}
+	if size > latest {
+		writeError(w, http.StatusBadRequest, "out_of_range", "tree_size must not exceed %d, the latest checkpoint's size", latest)
+		return 0, true, false
+	}
+	return size, true, true
+}
+
+// sizeBound names the bound a parameter broke: tree_size if the request
+// gave it (never repeated), or the latest checkpoint's size.
+func sizeBound(size uint64, given bool) string {
+	if given {
+		return "tree_size"
+	}
+	return fmt.Sprintf("%d, the latest checkpoint's size", size)
 }
 
 // inclusion answers GET /v1/inclusion?index=N or ?leaf_hash=HEX, with
 // optional tree_size (default: the latest checkpoint's).
 func (s *server) inclusion(w http.ResponseWriter, r *http.Request) {
-	size, ok := s.treeSize(w, r)
+	size, given, ok := s.treeSize(w, r)
 	if !ok {
 		return
 	}
@@ -65,16 +84,30 @@ func (s *server) inclusion(w http.ResponseWriter, r *http.Request) {
 	var index uint64
 	var hashes [][]byte
 	var err error
-	switch {
-	case q.Get("leaf_hash") != "":
-		raw, herr := hex.DecodeString(q.Get("leaf_hash"))
+	switch leafHash := q.Get("leaf_hash"); {
+	case leafHash != "" && q.Get("index") != "":
+		writeError(w, http.StatusBadRequest, "invalid_request", "give index or leaf_hash, not both")
+		return
+	case leafHash != "":
+		raw, herr := hex.DecodeString(leafHash)
 		if herr != nil || len(raw) != ledger.HashSize {
 			writeError(w, http.StatusBadRequest, "invalid_request", "leaf_hash is not 64 hex digits")
 			return
 		}
 		index, hashes, err = s.l.InclusionProofByHash(r.Context(), [ledger.HashSize]byte(raw), size)
+		if errors.Is(err, ledger.ErrNotFound) {
+			writeError(w, http.StatusNotFound, "not_found", "no entry has this leaf_hash in the tree")
+			return
+		}
+	case q.Get("index") == "":
+		writeError(w, http.StatusBadRequest, "invalid_request", "index or leaf_hash is missing")
+		return
 	default:
 		if index, ok = parseIndex(w, q.Get("index"), "index"); !ok {
+			return
+		}
+		if index >= size {
+			writeError(w, http.StatusBadRequest, "out_of_range", "index must be below %s", sizeBound(size, given))
 			return
 		}
 		hashes, err = s.l.InclusionProof(r.Context(), index, size)
@@ -88,12 +121,16 @@ func (s *server) inclusion(w http.ResponseWriter, r *http.Request) {
 
 // consistency answers GET /v1/consistency?size1=M[&tree_size=N].
 func (s *server) consistency(w http.ResponseWriter, r *http.Request) {
-	size, ok := s.treeSize(w, r)
+	size, given, ok := s.treeSize(w, r)
 	if !ok {
 		return
 	}
 	size1, ok := parseIndex(w, r.URL.Query().Get("size1"), "size1")
 	if !ok {
+		return
+	}
+	if size1 > size {
+		writeError(w, http.StatusBadRequest, "out_of_range", "size1 must not exceed %s", sizeBound(size, given))
 		return
 	}
 	hashes, err := s.l.ConsistencyProof(r.Context(), size1, size)
