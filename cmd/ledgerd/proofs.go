@@ -22,8 +22,12 @@ func (s *server) tlogProof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := s.l.TlogProof(r.Context(), index, 0)
-	if err != nil {
+	switch {
+	case errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrSize):
 		writeError(w, http.StatusNotFound, "not_found", "no entry at this index under the latest checkpoint")
+		return
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "internal", "the proof could not be read")
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

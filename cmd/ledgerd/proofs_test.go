@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // Every refusal of a query or path parameter names the parameter, and
@@ -71,5 +73,32 @@ func TestParameterErrors(t *testing.T) {
 	}
 	if s.l.Size() != 3 {
 		t.Errorf("size %d after a refused append, want 3", s.l.Size())
+	}
+}
+
+// A read the store cannot serve is 500 internal, not a 404 that would
+// tell an auditor the entry is not in the log.
+func TestReadsWhenTheStoreFails(t *testing.T) {
+	store := ledger.NewMemStore()
+	s := startServerOn(t, nil, store)
+	for i := range 3 {
+		if resp, b := s.post(t, s.token, appendBody(i)); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("append: %s", b)
+		}
+	}
+	if _, err := s.l.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	store.Close() // every read and write now fails
+	for _, path := range []string{"/v1/entries/1", "/v1/proofs/1", "/v1/inclusion?index=1", "/v1/consistency?size1=1", "/tile/0/000.p/3"} {
+		resp, err := http.Get(s.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(b), `"internal"`) {
+			t.Errorf("GET %s with the store failing: %d %s, want 500 internal", path, resp.StatusCode, b)
+		}
 	}
 }

@@ -47,6 +47,13 @@ var testLogs io.Writer
 
 func startServerWith(t testing.TB, change func(*Config)) *testServer {
 	t.Helper()
+	return startServerOn(t, change, nil)
+}
+
+// startServerOn serves a ledger on store, or, if store is nil, on a new
+// badger store in the config's store_dir.
+func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	path, token, err := initDataDir(dir)
 	if err != nil || token == "" {
@@ -73,9 +80,10 @@ func startServerWith(t testing.TB, change func(*Config)) *testServer {
 			t.Fatal(err)
 		}
 	}
-	store, err := ledger.OpenBadger(t.Context(), cfg.StoreDir, ledger.BadgerOptions{Logger: logger})
-	if err != nil {
-		t.Fatal(err)
+	if store == nil {
+		if store, err = ledger.OpenBadger(t.Context(), cfg.StoreDir, ledger.BadgerOptions{Logger: logger}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() { store.Close() })
 	l, err := ledger.Open(t.Context(), store, key, ledger.Options{CheckpointInterval: -1, Logger: logger})
