@@ -65,6 +65,30 @@ type ExportReport struct {
 	ConsistencyFrom uint64
 }
 
+// ConsistencyError says why an export's checkpoint was not proved to
+// extend the auditor's trusted one, with what an auditor needs to ask for
+// a proof that would do: ledgerd adds one to an export when asked with
+// consistency_from=TrustedSize (docs/api.md).
+type ConsistencyError struct {
+	// TrustedSize and Size are the tree sizes of the trusted checkpoint
+	// and of the export's.
+	TrustedSize, Size uint64
+	// Start and End are the export's range.
+	Start, End uint64
+	// HasProof says whether the export carries a consistency proof, and
+	// ProofFrom the tree size it starts from.
+	HasProof  bool
+	ProofFrom uint64
+	// Err is what failed: a fork (same size, different roots), a trusted
+	// checkpoint newer than the export's, no proof from TrustedSize, or
+	// the proof's own failure.
+	Err error
+}
+
+func (e *ConsistencyError) Error() string { return e.Err.Error() }
+
+func (e *ConsistencyError) Unwrap() error { return e.Err }
+
 // frameReader reads the frames "<tag> <length>\n<payload>\n".
 type frameReader struct {
 	r      *bufio.Reader
@@ -218,7 +242,7 @@ func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, err
 	}
 
 	var consistency [][]byte
-	consistencyFrom := uint64(0)
+	consistencyFrom, hasConsistency := uint64(0), false
 	if fr.peek() == "consistency" {
 		payload, err := fr.next("consistency", maxSmallFrame+maxProofHashes*hasher.Size())
 		if err != nil {
@@ -232,20 +256,32 @@ func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, err
 		if consistency, err = splitHashes(hashes, "consistency"); err != nil {
 			return nil, err
 		}
-		consistencyFrom = n
+		consistencyFrom, hasConsistency = n, true
 	}
 	if t := opts.Trusted; t != nil {
+		ce := &ConsistencyError{TrustedSize: t.Size, Size: cp.Size, Start: start, End: end,
+			ProofFrom: consistencyFrom, HasProof: hasConsistency}
+		part := "consistency proof"
 		switch {
 		case t.Size == cp.Size:
 			if !bytes.Equal(t.Hash, cp.Hash) {
-				err = &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckConsistency,
-					Err: errors.New("same tree size as the trusted checkpoint, different root: the log forked")}
+				part, ce.Err = "checkpoint", errors.New("same tree size as the trusted checkpoint, different root: the log forked")
 			}
-		case consistencyFrom != t.Size:
-			err = &Failure{Index: NoIndex, Part: "consistency proof", Check: CheckConsistency,
-				Err: fmt.Errorf("the export proves no consistency with the trusted tree of size %d", t.Size)}
+		case t.Size > cp.Size:
+			part, ce.Err = "checkpoint", fmt.Errorf("the trusted checkpoint of size %d is newer than the export's of size %d", t.Size, cp.Size)
+		case !hasConsistency || consistencyFrom != t.Size:
+			ce.Err = fmt.Errorf("the export proves no consistency with the trusted tree of size %d", t.Size)
+			if hasConsistency {
+				ce.Err = fmt.Errorf("%w (its proof is from size %d)", ce.Err, consistencyFrom)
+			}
 		default:
-			err = Consistency(t, cp, consistency)
+			if err := Consistency(t, cp, consistency); err != nil {
+				ce.Err = errors.Unwrap(err) // Consistency's *Failure: keep its reason
+			}
+		}
+		err = nil
+		if ce.Err != nil {
+			err = &Failure{Index: NoIndex, Part: part, Check: CheckConsistency, Err: ce}
 		}
 		if err := record(err); err != nil {
 			return nil, err

@@ -79,17 +79,43 @@ func TestExportConsistency(t *testing.T) {
 	if err != nil || report.ConsistencyFrom != 100 {
 		t.Fatalf("consistent export: %v %+v", err, report)
 	}
+	// Without a proof from the trusted size, the error says what to ask
+	// for: the same range, with consistency_from=100.
+	var ce *verify.ConsistencyError
 	without := f.export(t, 100, 150, ledger.ExportOptions{})
-	if _, err := verify.VerifyExport(bytes.NewReader(without), f.key, verify.ExportOptions{Trusted: older}); !isCheck(err, verify.CheckConsistency) {
+	_, err = verify.VerifyExport(bytes.NewReader(without), f.key, verify.ExportOptions{Trusted: older})
+	if !isCheck(err, verify.CheckConsistency) || !errors.As(err, &ce) ||
+		*ce != (verify.ConsistencyError{TrustedSize: 100, Size: 150, Start: 100, End: 150, Err: ce.Err}) {
 		t.Fatalf("export without a proof from the trusted size: %v", err)
+	}
+	from50 := f.export(t, 120, 150, ledger.ExportOptions{ConsistencyFrom: 50})
+	_, err = verify.VerifyExport(bytes.NewReader(from50), f.key, verify.ExportOptions{Trusted: older})
+	if !errors.As(err, &ce) || *ce != (verify.ConsistencyError{TrustedSize: 100, Size: 150, Start: 120, End: 150, HasProof: true, ProofFrom: 50, Err: ce.Err}) {
+		t.Fatalf("export with a proof from another size: %v", err)
+	}
+	// An export made at a checkpoint older than the trusted one.
+	newer, _ := f.key.Checkpoint(must(f.l.CheckpointAt(ctx, 150)))
+	stale := f.export(t, 0, 100, ledger.ExportOptions{Size: 100})
+	_, err = verify.VerifyExport(bytes.NewReader(stale), f.key, verify.ExportOptions{Trusted: newer})
+	if !isCheck(err, verify.CheckConsistency) || !errors.As(err, &ce) || ce.TrustedSize != 150 || ce.Size != 100 ||
+		!strings.Contains(err.Error(), "trusted checkpoint of size 150 is newer than the export's of size 100") {
+		t.Fatalf("export at an older checkpoint: %v", err)
 	}
 	// A fork: another log under the same key name, 150 entries long.
 	g := newFixture(t, 150)
 	forked := g.export(t, 100, 150, ledger.ExportOptions{ConsistencyFrom: 100})
 	gOlder := *older // the auditor trusts f's checkpoint at 100, g signs with its own key
-	if _, err := verify.VerifyExport(bytes.NewReader(forked), g.key, verify.ExportOptions{Trusted: &gOlder}); !isCheck(err, verify.CheckConsistency) {
+	_, err = verify.VerifyExport(bytes.NewReader(forked), g.key, verify.ExportOptions{Trusted: &gOlder})
+	if !isCheck(err, verify.CheckConsistency) || !errors.As(err, &ce) || !ce.HasProof || ce.ProofFrom != 100 {
 		t.Fatalf("forked history: %v", err)
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func isCheck(err error, c verify.Check) bool {

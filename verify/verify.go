@@ -115,6 +115,23 @@ var (
 	ErrInvalidSignature = signednote.ErrInvalid
 )
 
+// UnknownSignerError: no signature line of a checkpoint is by the trusted
+// key. Signers names the keys that signed it instead, so that an auditor
+// can tell a wrong or outdated --key from a checkpoint nobody they trust
+// signed. The names come from the untrusted note: print them escaped.
+type UnknownSignerError struct {
+	// Trusted is the trusted key's "<name>+<hash>", the hash in 8
+	// lower-case hex digits, as in an entry's key_id.
+	Trusted string
+	// Signers are the signature lines' keys, in the same form, in order
+	// (repeated lines once).
+	Signers []string
+}
+
+func (e *UnknownSignerError) Error() string {
+	return fmt.Sprintf("not signed by the trusted key %s but by %s", e.Trusted, strings.Join(e.Signers, ", "))
+}
+
 // Checkpoint opens a signed checkpoint with the trusted key, strictly:
 // every signature line in canonical base64, and every line with the
 // trusted key's name and key hash verifying (package
@@ -124,6 +141,14 @@ func (k *Key) Checkpoint(signed []byte) (*log.Checkpoint, error) {
 		return nil, &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckCheckpointSignature, Err: err}
 	}
 	n, err := signednote.Open(signed, k.verifier)
+	var unverified *note.UnverifiedNoteError
+	if errors.As(err, &unverified) {
+		e := &UnknownSignerError{Trusted: k.id}
+		for _, s := range unverified.Note.UnverifiedSigs {
+			e.Signers = append(e.Signers, fmt.Sprintf("%s+%08x", s.Name, s.Hash))
+		}
+		return fail(e)
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -314,8 +315,13 @@ func TestRangeRefusesTampering(t *testing.T) {
 
 func TestCheckpointRefusals(t *testing.T) {
 	f := newFixture(t, 10)
-	if _, err := f.otherKey.Checkpoint(f.checkpoint); err == nil {
-		t.Error("checkpoint accepted under an untrusted key")
+	// Under another key, the error names the key that did sign.
+	var us *verify.UnknownSignerError
+	_, err := f.otherKey.Checkpoint(f.checkpoint)
+	if !isCheck(err, verify.CheckCheckpointSignature) || !errors.As(err, &us) ||
+		!slices.Equal(us.Signers, []string{f.signWith.ID()}) || us.Trusted == f.signWith.ID() ||
+		!strings.HasPrefix(us.Trusted, "ledger.example.com/verify+") {
+		t.Errorf("checkpoint under an untrusted key: %v", err)
 	}
 	forged := bytes.Replace(f.checkpoint, []byte("\n10\n"), []byte("\n11\n"), 1)
 	if _, err := f.key.Checkpoint(forged); err == nil {
