@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -144,6 +146,9 @@ func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, [
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := checkLedgerdAnswer(r.trusted, b); err != nil {
+			return nil, nil, err
+		}
 		var cp *log.Checkpoint
 		if cp, err = key.Checkpoint(b); err != nil {
 			return nil, nil, fmt.Errorf("trusted checkpoint %s: %w", quote(r.trusted), err)
@@ -162,6 +167,15 @@ func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, [
 		return nil, nil, err
 	}
 	defer f.Close()
+	// The size VerifyExport buffers with, so that it reads through br.
+	br := bufio.NewReaderSize(f, 64<<10)
+	if start, _ := br.Peek(len(ledgerdErrorPrefix)); bytes.Equal(start, []byte(ledgerdErrorPrefix)) {
+		b, err := io.ReadAll(io.LimitReader(br, 64<<10))
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, checkLedgerdAnswer(name, b)
+	}
 	if isTerminal(stderr) {
 		opts.Progress = func(done, total uint64) {
 			if done%10000 == 0 || done == total {
@@ -172,7 +186,7 @@ func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, [
 			}
 		}
 	}
-	report, err = verify.VerifyExport(f, key, opts)
+	report, err = verify.VerifyExport(br, key, opts)
 	return report, err, nil
 }
 
@@ -189,8 +203,7 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	report, verr, uerr := r.verify(files[0], stderr, nil)
 	if uerr != nil {
-		errorf(stderr, "export: %v", uerr)
-		return exitUsage
+		return inputError(stderr, "export", uerr)
 	}
 	if verr != nil {
 		return reportFailures(stdout, stderr, verr, r.json)
@@ -265,8 +278,7 @@ func (r *exportRun) verifiedEntry(cmd, exportFile string, index uint64, stdout, 
 		}
 	})
 	if uerr != nil {
-		errorf(stderr, "%s: %v", cmd, uerr)
-		return nil, exitUsage
+		return nil, inputError(stderr, cmd, uerr)
 	}
 	if verr != nil {
 		return nil, reportFailures(stdout, stderr, verr, r.json)

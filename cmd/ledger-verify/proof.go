@@ -52,9 +52,11 @@ func runProof(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	b, err := readFileLimit(files[0], 1<<20)
+	if err == nil {
+		err = checkLedgerdAnswer(files[0], b)
+	}
 	if err != nil {
-		errorf(stderr, "proof: %v", err)
-		return exitUsage
+		return inputError(stderr, "proof", err)
 	}
 	var candidate []byte
 	if *paramsFile != "" {

@@ -39,9 +39,11 @@ func runTiers(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	data, err := readFileLimit(a.file, 1<<20)
+	if err == nil {
+		err = checkLedgerdAnswer(a.file, data)
+	}
 	if err != nil {
-		errorf(stderr, "tiers: %v", err)
-		return exitUsage
+		return inputError(stderr, "tiers", err)
 	}
 	d, err := declare.Parse(data)
 	if err != nil {
