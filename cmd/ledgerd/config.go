@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
@@ -9,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,23 +22,28 @@ import (
 	"github.com/decisionledger/ledger/entry"
 )
 
-// Config is the reference for ledgerd's configuration file (JSON). Every
-// field says whether it is optional and its default. Unknown fields are
-// refused.
+// Config is the reference for ledgerd's configuration file (JSON);
+// docs/config.md is generated from these comments. Every field says
+// whether it is optional and its default. Unknown fields are refused, and
+// so is a value out of range: ledgerd never replaces a value it was given.
+// Relative paths are relative to the config file's directory.
 type Config struct {
-	// Listen is the address to serve on. Optional; default
-	// "127.0.0.1:8080".
+	// Listen is the address to serve on, host:port (":8080" for every
+	// address). Optional; default "127.0.0.1:8080". The --listen option
+	// overrides it.
 	Listen string `json:"listen"`
 	// KeyFile is the signing key: a note-format private key or an OpenSSH
-	// ed25519 key, readable by its owner only. Required in a config file;
-	// it must exist (ledgerd never creates a key a config names).
+	// ed25519 key, readable by its owner only. Required; it must exist
+	// (ledgerd never creates a key a config names: "ledgerd init" and
+	// "ledgerd keygen" make one).
 	KeyFile string `json:"key_file"`
-	// KeyName is the log origin for an OpenSSH key, which carries no name.
-	// Optional for note keys (which carry their name); required for
-	// OpenSSH keys.
+	// KeyName is the log origin, the name every checkpoint carries.
+	// Required for an OpenSSH key, which carries no name. Optional for a
+	// note key, which carries its own; default that name, which KeyName,
+	// if set, must equal.
 	KeyName string `json:"key_name"`
-	// StoreDir is the badger store's directory. Required in a config file;
-	// it must exist (create it with "ledgerd init" or by hand).
+	// StoreDir is the store's directory. Required; it must exist
+	// ("ledgerd init" creates one, with a key and a config).
 	StoreDir string `json:"store_dir"`
 	// Mediators are the clients allowed to append. Required, at least one.
 	Mediators []Mediator `json:"mediators"`
@@ -48,8 +56,10 @@ type Config struct {
 	// added latency (ledger.Options.MinCommitInterval). Optional; default
 	// "2ms"; "0s" commits as soon as the store is free.
 	MinCommitInterval string `json:"min_commit_interval"`
-	// MaxBodyBytes bounds an append request's body. Optional; default
-	// 256 KiB.
+	// MaxBodyBytes bounds an append request's body, in bytes. Optional;
+	// 0 or absent means the default, 256 KiB; at most 16 MiB, as an entry
+	// is at most 64 KiB (docs/entry.md) and each body is held in memory
+	// while it is read. A negative value is refused.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
 	// ReaderTokensSHA256, if not empty, protects the read endpoints
 	// (checkpoints, entries, proofs, exports, tiles): they then need a
@@ -57,7 +67,8 @@ type Config struct {
 	// mediator's token. Optional; default empty: reads are public, as a
 	// transparency log's usually are.
 	ReaderTokensSHA256 []string `json:"reader_tokens_sha256"`
-	// TLS, if set, serves HTTPS instead of HTTP. Optional.
+	// TLS, if set, serves HTTPS instead of HTTP. Optional; default none,
+	// HTTP.
 	TLS *TLSConfig `json:"tls"`
 	// TilesPrefix is the URL path under which the C2SP tlog-tiles read
 	// API (checkpoint, tiles, entry bundles) is served, such as "/log".
@@ -112,13 +123,13 @@ type Config struct {
 
 // TLSConfig serves HTTPS, optionally requiring client certificates.
 type TLSConfig struct {
-	// CertFile and KeyFile are the server's PEM certificate chain and
-	// private key. Required.
+	// CertFile is the server's PEM certificate chain. Required.
 	CertFile string `json:"cert_file"`
-	KeyFile  string `json:"key_file"`
+	// KeyFile is the server's PEM private key, for CertFile. Required.
+	KeyFile string `json:"key_file"`
 	// ClientCAFile, if set, makes every connection present a client
 	// certificate signed by one of these PEM CA certificates (mutual
-	// TLS), in addition to the bearer tokens. Optional.
+	// TLS), in addition to the bearer tokens. Optional; default none.
 	ClientCAFile string `json:"client_ca_file"`
 }
 
@@ -146,18 +157,22 @@ func (t *TLSConfig) tlsConfig() (*tls.Config, error) {
 // Mediator is one appending client. Its identity in entries is Name, taken
 // from the credential, never from a request.
 type Mediator struct {
-	// Name is recorded as the entries' mediator. Required.
+	// Name is recorded as the entries' mediator: an identifier (UTF-8
+	// without control or format characters, docs/entry.md §1.1), unique
+	// in the config. Required.
 	Name string `json:"name"`
 	// TokenSHA256 is the lower-case hex SHA-256 of the mediator's bearer
-	// token. Required. The token itself is never stored.
+	// token, no other mediator's. Required. The token itself is never
+	// stored ("ledgerd token add" and "ledgerd token rotate" make one).
 	TokenSHA256 string `json:"token_sha256"`
 	// RatePerSecond bounds the mediator's sustained appends per second;
 	// beyond it appends get 429 with Retry-After. Optional; default 0,
-	// unlimited.
+	// unlimited; otherwise at least 0.001 (one append in 1,000 s), so
+	// that a Retry-After stays meaningful. A negative value is refused.
 	RatePerSecond float64 `json:"rate_per_second"`
 	// Burst is how many appends may come at once within the rate.
 	// Optional; default the rate rounded up (at least 1). Only with
-	// RatePerSecond.
+	// RatePerSecond; a negative value is refused.
 	Burst int `json:"burst"`
 }
 
@@ -175,6 +190,8 @@ func (c Config) LogValue() slog.Value {
 const (
 	defaultListen       = "127.0.0.1:8080"
 	defaultMaxBodyBytes = 256 << 10
+	maxMaxBodyBytes     = 16 << 20
+	minRatePerSecond    = 0.001
 	defaultIdleTimeout  = 60 * time.Second
 	defaultBodyTimeout  = 30 * time.Second
 	defaultWriteTimeout = 60 * time.Second
@@ -281,11 +298,20 @@ func loadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	return parseConfig(b, path)
+}
+
+// parseConfig checks the text of the config file at path (which it does
+// not read), as loadConfig does.
+func parseConfig(b []byte, path string) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var c Config
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%s: text after the config's JSON object", path)
 	}
 	base := filepath.Dir(path)
 	paths := []*string{&c.KeyFile, &c.StoreDir, &c.CatalogDir}
@@ -307,8 +333,14 @@ func (c *Config) check() error {
 	if c.Listen == "" {
 		c.Listen = defaultListen
 	}
-	if c.MaxBodyBytes <= 0 {
+	if err := checkListen(c.Listen); err != nil {
+		return err
+	}
+	switch {
+	case c.MaxBodyBytes == 0:
 		c.MaxBodyBytes = defaultMaxBodyBytes
+	case c.MaxBodyBytes < 0 || c.MaxBodyBytes > maxMaxBodyBytes:
+		return fmt.Errorf("max_body_bytes %d is out of range: from 1 to %d (16 MiB), or 0 for the default (%d)", c.MaxBodyBytes, maxMaxBodyBytes, defaultMaxBodyBytes)
 	}
 	if p := c.TilesPrefix; p != "" && (!strings.HasPrefix(p, "/") || strings.ContainsAny(p, " {}")) {
 		return fmt.Errorf("tiles_prefix %q must be a path starting with /", p)
@@ -329,13 +361,10 @@ func (c *Config) check() error {
 		return errors.New("mediators: at least one is required")
 	}
 	seen := map[string]bool{}
+	tokens := map[string]int{}
 	for i, m := range c.Mediators {
-		if m.Name == "" {
-			return fmt.Errorf("mediators[%d]: name is required", i)
-		}
-		if err := entry.CheckIdentifier(m.Name); err != nil || !utf8.ValidString(m.Name) {
-			// The name is every entry's mediator, an identifier.
-			return fmt.Errorf("mediators[%d]: name %q is not an identifier (UTF-8 without control or format characters, docs/entry.md §1.1)", i, m.Name)
+		if err := checkMediatorName(m.Name); err != nil {
+			return fmt.Errorf("mediators[%d]: %w", i, err)
 		}
 		if seen[m.Name] {
 			return fmt.Errorf("mediators[%d]: name %q repeated", i, m.Name)
@@ -344,8 +373,18 @@ func (c *Config) check() error {
 		if h, err := hex.DecodeString(m.TokenSHA256); err != nil || len(h) != sha256.Size || strings.ToLower(m.TokenSHA256) != m.TokenSHA256 {
 			return fmt.Errorf("mediators[%d] (%s): token_sha256 is not 64 lower-case hex digits", i, m.Name)
 		}
-		if m.RatePerSecond < 0 || m.Burst < 0 || m.Burst > 0 && m.RatePerSecond == 0 {
-			return fmt.Errorf("mediators[%d] (%s): rate_per_second must be positive, and burst needs it", i, m.Name)
+		if j, ok := tokens[m.TokenSHA256]; ok {
+			// A token must say which mediator appends.
+			return fmt.Errorf("mediators[%d] (%s): token_sha256 is also mediators[%d]'s: each mediator needs its own token", i, m.Name, j)
+		}
+		tokens[m.TokenSHA256] = i
+		switch {
+		case m.RatePerSecond < 0 || m.RatePerSecond > 0 && m.RatePerSecond < minRatePerSecond:
+			return fmt.Errorf("mediators[%d] (%s): rate_per_second %g is out of range: at least %g, or 0 for unlimited", i, m.Name, m.RatePerSecond, minRatePerSecond)
+		case m.Burst < 0:
+			return fmt.Errorf("mediators[%d] (%s): burst %d is negative", i, m.Name, m.Burst)
+		case m.Burst > 0 && m.RatePerSecond == 0:
+			return fmt.Errorf("mediators[%d] (%s): burst needs rate_per_second", i, m.Name)
 		}
 	}
 	if c.TLS != nil {
@@ -383,6 +422,26 @@ func (c *Config) check() error {
 	}
 	_, err := c.minCommitInterval()
 	return err
+}
+
+// checkListen refuses a listen address that is not host:port.
+func checkListen(addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("listen %q is not host:port (such as 127.0.0.1:8080, or :8080 for every address)", addr)
+	}
+	return nil
+}
+
+// checkMediatorName refuses a mediator name that is not an identifier:
+// the name is every entry's mediator.
+func checkMediatorName(name string) error {
+	if name == "" {
+		return errors.New("name is required")
+	}
+	if err := entry.CheckIdentifier(name); err != nil || !utf8.ValidString(name) {
+		return fmt.Errorf("name %q is not an identifier (UTF-8 without control or format characters, docs/entry.md §1.1)", name)
+	}
+	return nil
 }
 
 // mayRead reports whether a request with this bearer token may use the
