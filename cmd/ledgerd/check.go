@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/decisionledger/ledger/ledger"
@@ -26,20 +22,19 @@ import (
 // an error, named.
 func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("check", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	configPath := fset.String("config", "", "")
-	dataDir := fset.String("data", "ledgerd-data", "")
-	if err := fset.Parse(args); err != nil || fset.NArg() != 0 {
-		fmt.Fprintf(stderr, "ledgerd: error: check: %v\n%s", errOr(err, "unexpected arguments"), usage)
-		return 2
+	var df dataFlags
+	df.register(fset)
+	if _, code, ok := parseArgs(fset, args, 0, stdout, stderr); !ok {
+		return code
 	}
-	if *configPath == "" {
-		*configPath = filepath.Join(*dataDir, "ledgerd.json")
-		if _, err := os.Stat(*configPath); errors.Is(err, fs.ErrNotExist) {
-			return fail(stderr, "check: %s has no ledgerd.json: name the data directory with --data, or the config with --config", *dataDir)
-		}
+	if err := df.check(fset); err != nil {
+		return usageError(stderr, "check", "%v", err)
 	}
-	cfg, err := loadConfig(*configPath)
+	configPath, err := df.existing()
+	if err != nil {
+		return fail(stderr, "check: %v", err)
+	}
+	cfg, err := loadConfig(configPath)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
@@ -70,11 +65,4 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "ledgerd: check: %s holds %d entries, the latest signed checkpoint is for %d; no damage found (%v)\n",
 		cfg.StoreDir, st.Size, st.CheckpointSize, time.Since(start).Round(time.Millisecond))
 	return 0
-}
-
-func errOr(err error, otherwise string) string {
-	if err != nil {
-		return err.Error()
-	}
-	return otherwise
 }

@@ -3,86 +3,173 @@
 //
 // Usage:
 //
-//	ledgerd [serve] [--config FILE] [--data DIR] [--listen ADDR]
+//	ledgerd [serve] [--config FILE | --data DIR] [--listen ADDR]
+//	ledgerd init --name ORIGIN [--config FILE | --data DIR] [--mediator NAME] [--listen ADDR]
+//	ledgerd token add NAME [--config FILE | --data DIR]
+//	ledgerd token rotate NAME [--config FILE | --data DIR]
+//	ledgerd check [--config FILE | --data DIR]
 //	ledgerd keygen --name ORIGIN --out FILE
-//	ledgerd check [--config FILE] [--data DIR]
+//	ledgerd version
 //
 // With no config, ledgerd serves on 127.0.0.1:8080 from a local data
 // directory (./ledgerd-data), which it creates on first start with a new
-// signing key, an empty store and one mediator token, printed once.
+// signing key, an empty store and one mediator token, printed once it
+// serves. "ledgerd init" creates a data directory for production, "ledgerd
+// token" adds mediators and rotates their tokens, and docs/config.md is the
+// reference of the config file. The usage constant below is the full text.
 package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
 )
 
 const usage = `Usage:
-    ledgerd [serve] [--config FILE] [--data DIR] [--listen ADDR]
+    ledgerd [serve] [--config FILE | --data DIR] [--listen ADDR]
+    ledgerd init --name ORIGIN [--config FILE | --data DIR] [--mediator NAME] [--listen ADDR]
+    ledgerd token add NAME [--config FILE | --data DIR]
+    ledgerd token rotate NAME [--config FILE | --data DIR]
+    ledgerd check [--config FILE | --data DIR]
     ledgerd keygen --name ORIGIN --out FILE
-    ledgerd check [--config FILE] [--data DIR]
+    ledgerd version
 
 Commands:
     serve     Serve the ledger (the default). With --config, everything comes
-              from that file (see the Config type in cmd/ledgerd/config.go);
-              without it, from the data directory --data (default
-              ./ledgerd-data), created on first start with a signing key,
-              an empty store, a config file and one mediator token, which is
-              printed once and stored only as a hash.
-    keygen    Write a new signing key to FILE (mode 0600) and print its
-              verifier key.
+              from that file (docs/config.md); without it, from the data
+              directory's ledgerd.json. On a first start, with no config in
+              the data directory, ledgerd creates one as init does (origin
+              ledger.localhost/log, mediator "local"), and once it is
+              listening prints the mediator's token, shown once and stored
+              only as a hash, and two lines to paste into a shell:
+              export TOKEN=… and export VKEY=…. A first start that fails
+              issues no token: the next one makes it.
+    init      Create a data directory for production: a signing key for
+              ORIGIN (mode 0600), an empty store, a config (FILE, or
+              DIR/ledgerd.json; the key and store go beside it) naming one
+              mediator, and print that mediator's token once; only its
+              SHA-256 is stored. Never overwrites a config, a key or a store.
+    token     add: a new mediator NAME; rotate: a new token for mediator NAME,
+              whose old token stops working. Prints the new token, alone, on
+              stdout, once; stores only its SHA-256 in the config, which it
+              rewrites atomically. A running ledgerd reads its config only at
+              start: restart it to use the change.
     check     Read the whole store and check it, with ledgerd stopped: every
               frame and entry checksum, the index, every entry rehashed into
               the tree and the tiles, the latest checkpoint's root and
               signature. It opens the store as serve does (a crash's torn
               write is erased then) and signs nothing. Exit 0 if no damage
               is found, 1 naming the first damage.
+    keygen    Write a new signing key to FILE (mode 0600) and print its
+              verifier key.
+    version   Print ledgerd's module version and VCS revision (also
+              ledgerd --version).
+
+Options:
+    --config FILE     The config file (docs/config.md). Excludes --data.
+    --data DIR        The data directory; its config is DIR/ledgerd.json.
+                      Default ./ledgerd-data.
+    --listen ADDR     serve: serve on ADDR (host:port) instead of the
+                      config's listen. init: the listen address to write.
+    --name ORIGIN     The log's name, in every checkpoint, such as
+                      ledger.example.com/log. It cannot change later.
+    --mediator NAME   init: the mediator to create. Default "local".
+    --out FILE        keygen: the key file to create.
+
+Environment:
+    GOMEMLIMIT        The Go memory limit. When it is unset ledgerd sets
+                      160MiB: without a limit badger's buffers let the heap
+                      grow well past what is live (ledgerd's peak RSS under
+                      load measured 94-124 MiB with it, up to 202 MiB
+                      without). GOMEMLIMIT=off sets none.
+
+Exit status:
+    0 success, 1 failure (check: damage found), 2 bad usage.
 
 Examples:
     $ ledgerd
+    $ ledgerd init --data /var/lib/ledgerd --name ledger.example.com/log
+    $ ledgerd token add billing --data /var/lib/ledgerd > billing.token
+    $ ledgerd serve --config /var/lib/ledgerd/ledgerd.json
+    $ ledgerd check --config /var/lib/ledgerd/ledgerd.json
     $ ledgerd keygen --name ledger.example.com/log --out ledger.key
-    $ ledgerd serve --config /etc/ledgerd/ledgerd.json
-    $ ledgerd check --config /etc/ledgerd/ledgerd.json
 `
+
+// defaultMemoryLimit is the Go memory limit ledgerd sets when GOMEMLIMIT is
+// unset. Without one the heap grows to twice what is live before a
+// collection, and badger keeps up to 8 table buffers of twice a table's
+// size for reuse: ledgerd's peak RSS under load measured 178-202 MiB
+// without a limit and 94-124 MiB with this one (docs/performance.md),
+// against a target of 256 MiB. It is a soft limit: near it the collector
+// runs more often; no allocation fails. A larger deployment sets
+// GOMEMLIMIT itself (deploy/ledgerd.service does).
+const defaultMemoryLimit = 160 << 20
 
 func main() {
 	// Before anything is created: the store's files must be owner-only
 	// whatever the umask (restrictUmask says why).
 	restrictUmask()
+	setMemoryLimit(os.Getenv)
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "keygen" || args[0] == "check" || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
-		cmd, args = args[0], args[1:]
+// setMemoryLimit sets defaultMemoryLimit unless GOMEMLIMIT is set (the Go
+// runtime has then applied it, or none for "off"), and returns the limit
+// in force.
+func setMemoryLimit(getenv func(string) string) int64 {
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
-	switch cmd {
-	case "keygen":
-		return keygen(args, stdout, stderr)
-	case "check":
-		return check(ctx, args, stdout, stderr)
-	case "serve":
+	return debug.SetMemoryLimit(-1)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
 		return serve(ctx, args, stdout, stderr)
 	}
-	fmt.Fprint(stdout, usage)
-	return 0
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return serve(ctx, rest, stdout, stderr)
+	case "init":
+		return initCommand(rest, stdout, stderr)
+	case "token":
+		return token(rest, stdout, stderr)
+	case "check":
+		return check(ctx, rest, stdout, stderr)
+	case "keygen":
+		return keygen(rest, stdout, stderr)
+	case "version", "-version", "--version":
+		if len(rest) != 0 {
+			return usageError(stderr, cmd, "unexpected argument %q", rest[0])
+		}
+		fmt.Fprintln(stdout, buildinfo.Line("ledgerd"))
+		return 0
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		if strings.HasPrefix(cmd, "-") {
+			return serve(ctx, args, stdout, stderr)
+		}
+		return usageError(stderr, "", "unknown command %q", cmd)
+	}
 }
 
 func fail(stderr io.Writer, format string, args ...any) int {
@@ -90,14 +177,116 @@ func fail(stderr io.Writer, format string, args ...any) int {
 	return 1
 }
 
+func hint(stderr io.Writer, format string, args ...any) {
+	fmt.Fprintf(stderr, "ledgerd: hint: %s\n", fmt.Sprintf(format, args...))
+}
+
+// usageError reports bad usage of command cmd ("" for none) with the usage
+// text, and returns exit status 2.
+func usageError(stderr io.Writer, cmd, format string, args ...any) int {
+	if cmd != "" {
+		format = cmd + ": " + format
+	}
+	fmt.Fprintf(stderr, "ledgerd: error: %s\n%s", fmt.Sprintf(format, args...), usage)
+	return 2
+}
+
+// parseArgs parses a command's flags, which may come before, between and
+// after its operands, and returns exactly n operands. Otherwise ok is
+// false and code the exit status: 0 after -h or --help (the usage is
+// printed to stdout), 2 after bad usage (reported on stderr).
+func parseArgs(fset *flag.FlagSet, args []string, n int, stdout, stderr io.Writer) (operands []string, code int, ok bool) {
+	fset.SetOutput(io.Discard)
+	for {
+		if err := fset.Parse(args); errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return nil, 0, false
+		} else if err != nil {
+			return nil, usageError(stderr, fset.Name(), "%v", err), false
+		}
+		rest := fset.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if i := len(args) - len(rest); i > 0 && args[i-1] == "--" { // all after it
+			operands = append(operands, rest...)
+			break
+		}
+		operands, args = append(operands, rest[0]), rest[1:]
+	}
+	if len(operands) > n {
+		return nil, usageError(stderr, fset.Name(), "unexpected argument %q", operands[n]), false
+	}
+	if len(operands) < n {
+		return nil, usageError(stderr, fset.Name(), "missing argument"), false
+	}
+	return operands, 0, true
+}
+
+const (
+	defaultDataDir = "ledgerd-data"
+	configName     = "ledgerd.json" // a data directory's config
+)
+
+// dataFlags are the --config and --data options of serve, init, token and
+// check: where the config is.
+type dataFlags struct {
+	config, data string
+	dataSet      bool
+}
+
+func (d *dataFlags) register(fset *flag.FlagSet) {
+	fset.StringVar(&d.config, "config", "", "")
+	fset.StringVar(&d.data, "data", defaultDataDir, "")
+}
+
+// check refuses --config with --data, and empty values, after parsing.
+func (d *dataFlags) check(fset *flag.FlagSet) error {
+	configSet := false
+	fset.Visit(func(f *flag.Flag) {
+		configSet = configSet || f.Name == "config"
+		d.dataSet = d.dataSet || f.Name == "data"
+	})
+	switch {
+	case configSet && d.dataSet:
+		return errors.New("--config and --data exclude each other: a config file names its own key and store (a data directory's config is DIR/" + configName + ")")
+	case configSet && d.config == "":
+		return errors.New("--config needs a file")
+	case d.data == "":
+		return errors.New("--data needs a directory")
+	}
+	return nil
+}
+
+// path is the config file: --config, or the data directory's.
+func (d *dataFlags) path() string {
+	if d.config != "" {
+		return d.config
+	}
+	return filepath.Join(d.data, configName)
+}
+
+// existing is path, or an error naming the flags when the data directory
+// has no config.
+func (d *dataFlags) existing() (string, error) {
+	p := d.path()
+	if d.config == "" {
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s has no %s: name the data directory with --data, or the config with --config", d.data, configName)
+		}
+	}
+	return p, nil
+}
+
 func keygen(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	name := fs.String("name", "", "")
-	out := fs.String("out", "", "")
-	if err := fs.Parse(args); err != nil || *name == "" || *out == "" || fs.NArg() != 0 {
-		fmt.Fprint(stderr, "ledgerd: error: keygen needs --name ORIGIN and --out FILE\n")
-		return 2
+	fset := flag.NewFlagSet("keygen", flag.ContinueOnError)
+	name := fset.String("name", "", "")
+	out := fset.String("out", "", "")
+	if _, code, ok := parseArgs(fset, args, 0, stdout, stderr); !ok {
+		return code
+	}
+	if *name == "" || *out == "" {
+		return usageError(stderr, "keygen", "keygen needs --name ORIGIN and --out FILE")
 	}
 	vkey, err := writeKey(*out, *name)
 	if err != nil {
@@ -107,8 +296,8 @@ func keygen(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// writeKey creates a new key file (mode 0600, never overwriting) and
-// returns its verifier key.
+// writeKey creates a new key file (mode 0600, never overwriting), syncs
+// it, and returns its verifier key.
 func writeKey(path, name string) (string, error) {
 	skey, vkey, err := ledger.GenerateKey(name)
 	if err != nil {
@@ -122,35 +311,59 @@ func writeKey(path, name string) (string, error) {
 		f.Close()
 		return "", err
 	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", err
+	}
 	return vkey, f.Close()
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	configPath := fs.String("config", "", "")
-	dataDir := fs.String("data", "ledgerd-data", "")
-	listen := fs.String("listen", "", "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "ledgerd: error: %v\n%s", err, usage)
-		return 2
+	fset := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var df dataFlags
+	df.register(fset)
+	listen := fset.String("listen", "", "")
+	if _, code, ok := parseArgs(fset, args, 0, stdout, stderr); !ok {
+		return code
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	if *configPath == "" {
-		path, token, err := initDataDir(*dataDir)
-		if err != nil {
-			return fail(stderr, "%v", err)
-		}
-		*configPath = path
-		if token != "" {
-			fmt.Fprintf(stdout, "created %s with a new key and store\nmediator \"local\" token (shown once, stored only as a hash): %s\n", *dataDir, token)
-		} else {
-			fmt.Fprintf(stdout, "using %s (mediator tokens are stored there as hashes only)\n", path)
+	if err := df.check(fset); err != nil {
+		return usageError(stderr, "serve", "%v", err)
+	}
+	if *listen != "" {
+		if err := checkListen(*listen); err != nil {
+			return usageError(stderr, "serve", "--listen: %v", err)
 		}
 	}
-	cfg, err := loadConfig(*configPath)
+	configPath := df.path()
+	// A first start creates the data directory and a mediator token, and
+	// shows the token once it listens. Until then a failure removes the
+	// config it wrote (the only record of the token), so that the next
+	// start makes a token and shows it: a start that fails, on a busy
+	// port say, must not use up the only copy.
+	var firstToken, created string
+	if df.config == "" {
+		if _, err := os.Stat(configPath); errors.Is(err, fs.ErrNotExist) {
+			res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: defaultListen, reuseKey: true})
+			if err != nil {
+				return fail(stderr, "%v", err)
+			}
+			firstToken, created = res.token, configPath
+		}
+	}
+	failStart := func(format string, args ...any) int {
+		fail(stderr, format, args...)
+		if created != "" {
+			if err := os.Remove(created); err != nil {
+				hint(stderr, "the token in %s was never shown: make a new one with \"ledgerd token rotate %s --data %s\"", created, localMediator, df.data)
+			} else {
+				hint(stderr, "no mediator token was issued: the next start of ledgerd on %s makes one", df.data)
+			}
+		}
+		return 1
+	}
+	cfg, err := loadConfig(configPath)
 	if err != nil {
-		return fail(stderr, "%v", err)
+		return failStart("%v", err)
 	}
 	if *listen != "" {
 		cfg.Listen = *listen
@@ -159,19 +372,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	commitInterval, _ := cfg.minCommitInterval()
 	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName})
 	if err != nil {
-		return fail(stderr, "%v", err)
+		return failStart("%v", err)
 	}
 	var cat catalog
 	if cfg.CatalogDir != "" {
 		if cat, err = loadCatalog(cfg.CatalogDir); err != nil {
-			return fail(stderr, "%v", err)
+			return failStart("%v", err)
 		}
 	}
+	// Listen before opening the store, which may take minutes to check a
+	// large one: a busy port fails at once.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return failStart("%v", err)
+	}
+	defer ln.Close()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	store, err := ledger.OpenBadger(ctx, cfg.StoreDir, ledger.BadgerOptions{Logger: log})
 	if err != nil {
-		return fail(stderr, "%v", err)
+		return failStart("%v", err)
 	}
 	defer store.Close()
 	m := newMetrics()
@@ -179,33 +400,37 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: m.observeBatch,
 	})
 	if err != nil {
-		return fail(stderr, "%v", err)
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		l.Close()
-		return fail(stderr, "%v", err)
+		return failStart("%v", err)
 	}
 	srv, limited, err := newHTTPServer(&server{cfg: cfg, l: l, log: log, m: m, cat: cat}, ln)
+	if err == nil && cfg.TLS != nil {
+		srv.TLSConfig, err = cfg.TLS.tlsConfig()
+	}
 	if err != nil {
-		ln.Close()
 		l.Close()
-		return fail(stderr, "%v", err)
+		return failStart("%v", err)
 	}
 	ln = limited
 	scheme := "http"
 	if cfg.TLS != nil {
 		scheme = "https"
 	}
+	if firstToken != "" {
+		fmt.Fprintf(stdout, "created %s with a new key and store\nmediator %q token (shown once, stored only as a hash): %s\n", df.data, localMediator, firstToken)
+	} else {
+		fmt.Fprintf(stdout, "using %s (mediator tokens are stored there as hashes only; \"ledgerd token rotate NAME\" makes a new one)\n", configPath)
+	}
 	fmt.Fprintf(stdout, "ledgerd: serving %s on %s://%s\nverifier key: %s\n", key.Name(), scheme, ln.Addr(), key.VerifierKey())
 	fmt.Fprintf(stdout, "try: curl %s://%s/v1/checkpoint\n", scheme, ln.Addr())
-	log.Info("ledgerd started", "config", cfg)
+	if firstToken != "" {
+		fmt.Fprintf(stdout, "paste these lines into a second terminal:\nexport TOKEN=%s\nexport VKEY=%s\n", shellQuote(firstToken), shellQuote(key.VerifierKey()))
+	} else {
+		fmt.Fprintf(stdout, "paste this line into a second terminal:\nexport VKEY=%s\n", shellQuote(key.VerifierKey()))
+	}
+	log.Info("ledgerd started", "config", cfg, "catalog", catalogValue(cfg.CatalogDir, cat),
+		"version", buildinfo.Read().String(), "go_memory_limit", debug.SetMemoryLimit(-1))
 	errc := make(chan error, 1)
 	if cfg.TLS != nil {
-		if srv.TLSConfig, err = cfg.TLS.tlsConfig(); err != nil {
-			l.Close()
-			return fail(stderr, "%v", err)
-		}
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	} else {
 		go func() { errc <- srv.Serve(ln) }()
@@ -221,38 +446,34 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	srv.Shutdown(shutdown)
 	if err := l.Close(); err != nil {
+		log.Error("ledgerd stopped", "error", err, "size", l.Size())
 		return fail(stderr, "closing the ledger: %v", err)
 	}
+	_, checkpointSize := l.Checkpoint()
+	log.Info("ledgerd stopped", "size", l.Size(), "checkpoint_size", checkpointSize)
 	return 0
 }
 
-// initDataDir creates the default data directory on first use: a signing
-// key, an empty store, and a config naming one mediator "local" whose
-// token is returned (and stored only as a hash). On later starts it
-// returns the existing config and no token.
-func initDataDir(dir string) (configPath, token string, err error) {
-	configPath = filepath.Join(dir, "ledgerd.json")
-	if _, err := os.Stat(configPath); err == nil {
-		return configPath, "", nil
+// catalogValue is the catalog in use, for the start's log line: its
+// directory and action names, or none.
+func catalogValue(dir string, cat catalog) slog.Value {
+	if cat == nil {
+		return slog.StringValue("none: any action, version 1 entries")
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "store"), 0o700); err != nil {
-		return "", "", err
+	names := make([]string, 0, len(cat))
+	for name := range cat {
+		names = append(names, name)
 	}
-	keyPath := filepath.Join(dir, "ledger.key")
-	if _, err := writeKey(keyPath, "ledger.localhost/log"); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", "", err
+	slices.Sort(names)
+	return slog.GroupValue(slog.String("dir", dir), slog.Any("actions", names))
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./+=:@%,-]+$`)
+
+// shellQuote quotes s for a POSIX shell, if it needs quoting.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
 	}
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	token = hex.EncodeToString(raw)
-	sum := sha256.Sum256([]byte(token))
-	cfg := Config{
-		Listen: defaultListen, KeyFile: "ledger.key", StoreDir: "store",
-		Mediators: []Mediator{{Name: "local", TokenSHA256: hex.EncodeToString(sum[:])}},
-	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := os.WriteFile(configPath, append(b, '\n'), 0o600); err != nil {
-		return "", "", err
-	}
-	return configPath, token, nil
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

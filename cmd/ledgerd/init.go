@@ -1,0 +1,227 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/decisionledger/ledger/ledger"
+)
+
+const (
+	// localOrigin and localMediator are a first start's log origin and
+	// mediator.
+	localOrigin   = "ledger.localhost/log"
+	localMediator = "local"
+	// keyName and storeName are a new data directory's key file and
+	// store, beside its config.
+	keyName   = "ledger.key"
+	storeName = "store"
+)
+
+// initCommand is "ledgerd init": a data directory for production.
+func initCommand(args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("init", flag.ContinueOnError)
+	var df dataFlags
+	df.register(fset)
+	origin := fset.String("name", "", "")
+	mediator := fset.String("mediator", localMediator, "")
+	listen := fset.String("listen", defaultListen, "")
+	if _, code, ok := parseArgs(fset, args, 0, stdout, stderr); !ok {
+		return code
+	}
+	if err := df.check(fset); err != nil {
+		return usageError(stderr, "init", "%v", err)
+	}
+	if *origin == "" {
+		return usageError(stderr, "init", "init needs --name ORIGIN, the log's name in every checkpoint, such as ledger.example.com/log")
+	}
+	if err := checkMediatorName(*mediator); err != nil {
+		return usageError(stderr, "init", "--mediator: %v", err)
+	}
+	if err := checkListen(*listen); err != nil {
+		return usageError(stderr, "init", "--listen: %v", err)
+	}
+	res, err := createDataDir(newDataDir{config: df.path(), origin: *origin, mediator: *mediator, listen: *listen})
+	if err != nil {
+		return fail(stderr, "init: %v", err)
+	}
+	dir := filepath.Dir(df.path())
+	fmt.Fprintf(stdout, "created %s: signing key %s (mode 0600), an empty store %s, config %s\n",
+		dir, filepath.Join(dir, keyName), filepath.Join(dir, storeName), df.path())
+	fmt.Fprintf(stdout, "mediator %q token (shown once, stored only as a hash): %s\n", *mediator, res.token)
+	fmt.Fprintf(stdout, "verifier key: %s\n", res.vkey)
+	fmt.Fprintf(stdout, "start it with: ledgerd serve --config %s\n", shellQuote(df.path()))
+	return 0
+}
+
+// newDataDir is a data directory to create: a config, and a key and a
+// store beside it.
+type newDataDir struct {
+	config   string // the config file's path
+	origin   string // the key's name, the log's origin
+	mediator string // the config's one mediator
+	listen   string
+	// reuseKey keeps a key already there, which an earlier first start
+	// that failed left (the config is what marks a data directory as
+	// made). Without it an existing key, or a store that is not empty,
+	// is refused.
+	reuseKey bool
+}
+
+type createdDataDir struct {
+	token string // the mediator's token, whose hash the config holds
+	vkey  string // the key's verifier key
+}
+
+// createDataDir creates n's directory (mode 0700) if needed, then the key
+// (mode 0600), the store directory and, last, the config naming them and
+// the mediator with a new random token, stored only as its SHA-256. It
+// never overwrites a file: an existing config is refused, and so is an
+// existing key or a store that is not empty unless n.reuseKey.
+func createDataDir(n newDataDir) (createdDataDir, error) {
+	dir := filepath.Dir(n.config)
+	keyPath, storePath := filepath.Join(dir, keyName), filepath.Join(dir, storeName)
+	if _, err := os.Lstat(n.config); err == nil {
+		return createdDataDir{}, fmt.Errorf("%s exists: ledgerd never overwrites a config (\"ledgerd token add\" adds a mediator)", n.config)
+	}
+	if !n.reuseKey {
+		if _, err := os.Lstat(keyPath); err == nil {
+			return createdDataDir{}, fmt.Errorf("%s exists: ledgerd never overwrites a key", keyPath)
+		}
+		if entries, err := os.ReadDir(storePath); err == nil && len(entries) > 0 {
+			return createdDataDir{}, fmt.Errorf("%s exists and is not empty: ledgerd never reuses a store", storePath)
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return createdDataDir{}, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return createdDataDir{}, err
+	}
+	vkey, err := writeKey(keyPath, n.origin)
+	if errors.Is(err, fs.ErrExist) && n.reuseKey {
+		var key *ledger.Key
+		if key, err = ledger.LoadKey(keyPath, ledger.KeyOptions{}); err == nil {
+			vkey = key.VerifierKey()
+		}
+	}
+	if err != nil {
+		return createdDataDir{}, err
+	}
+	if err := os.Mkdir(storePath, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return createdDataDir{}, err
+	}
+	token, hash := newToken()
+	cfg := Config{
+		Listen: n.listen, KeyFile: keyName, StoreDir: storeName,
+		Mediators: []Mediator{{Name: n.mediator, TokenSHA256: hash}},
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := writeConfig(n.config, append(b, '\n'), false); err != nil {
+		return createdDataDir{}, err
+	}
+	return createdDataDir{token: token, vkey: vkey}, nil
+}
+
+// initDataDir creates a data directory in dir as a first start does:
+// origin localOrigin, mediator localMediator, whose token it returns. If
+// dir already has a config it returns that config and no token.
+func initDataDir(dir string) (configPath, token string, err error) {
+	configPath = filepath.Join(dir, configName)
+	if _, err := os.Stat(configPath); err == nil {
+		return configPath, "", nil
+	}
+	res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: defaultListen, reuseKey: true})
+	if err != nil {
+		return "", "", err
+	}
+	return configPath, res.token, nil
+}
+
+// newToken returns a new random bearer token (32 bytes, in hex) and the
+// lower-case hex of its SHA-256, which is all a config stores.
+func newToken() (token, sha256Hex string) {
+	raw := make([]byte, 32)
+	rand.Read(raw) // never fails (crypto/rand)
+	token = hex.EncodeToString(raw)
+	sum := sha256.Sum256([]byte(token))
+	return token, hex.EncodeToString(sum[:])
+}
+
+// writeConfig writes a config file atomically, mode 0600: a temporary
+// file in the same directory, synced, then renamed over path (replace)
+// or linked to it, which fails if path exists (!replace); then the
+// directory is synced. A crash leaves the old file or the new one, never
+// part of one.
+func writeConfig(path string, data []byte, replace bool) error {
+	return writeConfigWith(path, data, replace, nil)
+}
+
+// writeConfigWith is writeConfig, calling before, if not nil, with the
+// temporary file's path once it is written and synced: an error from it
+// stops the write.
+func writeConfigWith(path string, data []byte, replace bool, before func(tmp string) error) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil || !replace {
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if before != nil {
+		if err := before(tmp); err != nil {
+			return err
+		}
+	}
+	if replace {
+		err = os.Rename(tmp, path)
+	} else {
+		err = os.Link(tmp, path)
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a directory's entries durable. Windows cannot sync a
+// directory; there it does nothing.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

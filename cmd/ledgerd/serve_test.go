@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedWriter collects output written from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// logRecord returns the first JSON log line whose msg is msg.
+func logRecord(t *testing.T, log, msg string) map[string]any {
+	t.Helper()
+	for line := range strings.Lines(log) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
+			return rec
+		}
+	}
+	t.Fatalf("no log line %q in:\n%s", msg, log)
+	return nil
+}
+
+// serving is a "ledgerd serve" run in this process.
+type serving struct {
+	stdout []string // up to the last line it prints when it serves
+	stderr *lockedWriter
+	url    string
+	stop   func() int // stops it and returns its exit status
+}
+
+// startServing runs "ledgerd serve ARGS" until it serves, or fails the
+// test.
+func startServing(t *testing.T, args ...string) *serving {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	r, w := io.Pipe()
+	s := &serving{stderr: &lockedWriter{}}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve"}, args...), w, s.stderr)
+		w.Close()
+	}()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		s.stdout = append(s.stdout, line)
+		if _, addr, ok := strings.Cut(line, " on http://"); ok && strings.HasPrefix(line, "ledgerd: serving") {
+			s.url = "http://" + addr
+		}
+		if strings.HasPrefix(line, "export VKEY=") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, r)
+	var once sync.Once
+	code := 0
+	s.stop = func() int {
+		once.Do(func() { cancel(); code = <-done })
+		return code
+	}
+	t.Cleanup(func() { s.stop() })
+	if s.url == "" {
+		t.Fatalf("ledgerd serve did not start: exit %d\nstdout %q\nstderr %s", s.stop(), s.stdout, s.stderr)
+	}
+	return s
+}
+
+// line returns what follows prefix on the first stdout line with it.
+func (s *serving) line(prefix string) (string, bool) {
+	for _, l := range s.stdout {
+		if rest, ok := strings.CutPrefix(l, prefix); ok {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
+func appendWith(t *testing.T, url, token string, i int) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A first start that cannot listen issues no token, and the next start
+// shows one that works: the failed start must not use up the only copy.
+func TestFirstStartBusyPort(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"serve", "--data", dir, "--listen", busy.Addr().String()}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "address already in use") ||
+		!strings.Contains(stderr.String(), "ledgerd: hint: no mediator token was issued") {
+		t.Fatalf("first start on a busy port: exit %d, stderr %q", code, stderr.String())
+	}
+	if strings.Contains(stdout.String(), "token") {
+		t.Errorf("a start that failed printed %q", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, configName)); err == nil {
+		t.Error("the failed first start left a config, with the hash of a token nobody saw")
+	}
+
+	s := startServing(t, "--data", dir, "--listen", "127.0.0.1:0")
+	token, ok := s.line(`mediator "local" token (shown once, stored only as a hash): `)
+	if !ok {
+		t.Fatalf("the second start printed no token: %q", s.stdout)
+	}
+	if code := appendWith(t, s.url, token, 0); code != http.StatusCreated {
+		t.Errorf("append with the token the second start printed: HTTP %d", code)
+	}
+}
+
+// A first start prints lines to paste into a shell, which set TOKEN and
+// VKEY to the token and verifier key it shows; its log names the catalog
+// at start and the tree's size at shutdown. Later starts print only VKEY,
+// and log the catalog they use.
+func TestFirstStartOutput(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s := startServing(t, "--data", dir, "--listen", "127.0.0.1:0")
+	token, _ := s.line(`mediator "local" token (shown once, stored only as a hash): `)
+	vkey, _ := s.line("verifier key: ")
+	exportToken, ok1 := s.line("export TOKEN=")
+	exportVKey, ok2 := s.line("export VKEY=")
+	if token == "" || vkey == "" || !ok1 || !ok2 || exportToken != token || exportVKey != vkey {
+		t.Fatalf("first start printed:\n%s", strings.Join(s.stdout, "\n"))
+	}
+	if sh, err := exec.LookPath("sh"); err == nil {
+		script := "export TOKEN=" + exportToken + "\nexport VKEY=" + exportVKey + "\n" + `printf '%s\n%s\n' "$TOKEN" "$VKEY"`
+		out, err := exec.Command(sh, "-c", script).Output()
+		if err != nil || string(out) != token+"\n"+vkey+"\n" {
+			t.Errorf("pasted into sh, the lines set %q (%v)", out, err)
+		}
+	}
+	for i := range 3 {
+		if code := appendWith(t, s.url, token, i); code != http.StatusCreated {
+			t.Fatalf("append %d: HTTP %d", i, code)
+		}
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if got := logRecord(t, s.stderr.String(), "ledgerd started")["catalog"]; got != "none: any action, version 1 entries" {
+		t.Errorf("started with catalog %v", got)
+	}
+	stopped := logRecord(t, s.stderr.String(), "ledgerd stopped")
+	if stopped["size"] != 3.0 || stopped["checkpoint_size"] != 3.0 {
+		t.Errorf("stopped with %v", stopped)
+	}
+
+	// With a catalog, on a later start.
+	catalogDir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "declarations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := loadCatalog(catalogDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, configName)
+	b, _ := os.ReadFile(path)
+	b = bytes.Replace(b, []byte(`"catalog_dir": ""`), []byte(`"catalog_dir": "`+catalogDir+`"`), 1)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = startServing(t, "--data", dir, "--listen", "127.0.0.1:0")
+	if _, ok := s.line("export TOKEN="); ok {
+		t.Errorf("a later start printed a token line: %q", s.stdout)
+	}
+	if v, _ := s.line("export VKEY="); v != vkey {
+		t.Errorf("a later start printed export VKEY=%s, want %s", v, vkey)
+	}
+	s.stop()
+	logged, _ := logRecord(t, s.stderr.String(), "ledgerd started")["catalog"].(map[string]any)
+	var actions []string
+	for name := range cat {
+		actions = append(actions, name)
+	}
+	slices.Sort(actions)
+	want, _ := json.Marshal(map[string]any{"dir": catalogDir, "actions": actions})
+	if got, _ := json.Marshal(logged); string(got) != string(want) {
+		t.Errorf("started with catalog %s, want %s", got, want)
+	}
+}
+
+// setMemoryLimit sets 160 MiB unless GOMEMLIMIT is set.
+func TestSetMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	debug.SetMemoryLimit(1 << 40)
+	if got := setMemoryLimit(func(string) string { return "1TiB" }); got != 1<<40 {
+		t.Errorf("with GOMEMLIMIT set: limit %d, want the runtime's", got)
+	}
+	if got := setMemoryLimit(func(string) string { return "" }); got != defaultMemoryLimit {
+		t.Errorf("without GOMEMLIMIT: limit %d, want %d", got, defaultMemoryLimit)
+	}
+}
+
+// The README's first command, as a built binary without GOMEMLIMIT: no
+// warning that no memory limit is set, and the limit in the start's log.
+// With GOMEMLIMIT=off the store warns, as it should.
+func TestFirstCommandMemoryLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds ledgerd")
+	}
+	bin := buildLedgerd(t)
+	for _, tc := range []struct {
+		env   string
+		limit float64
+		warns bool
+	}{{"", defaultMemoryLimit, false}, {"GOMEMLIMIT=off", 1<<63 - 1, true}} {
+		cmd := exec.Command(bin, "--data", filepath.Join(t.TempDir(), "data"), "--listen", "127.0.0.1:0")
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		if tc.env != "" {
+			cmd.Env = append(cmd.Env, tc.env)
+		}
+		stdout, _ := cmd.StdoutPipe()
+		var stderr lockedWriter
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() && !strings.HasPrefix(sc.Text(), "export VKEY=") {
+		}
+		go io.Copy(io.Discard, stdout)
+		cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait()
+		deadline.Stop()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.env, err, stderr.String())
+		}
+		warned := strings.Contains(stderr.String(), "no Go memory limit")
+		if got := logRecord(t, stderr.String(), "ledgerd started")["go_memory_limit"]; warned != tc.warns || got != tc.limit {
+			t.Errorf("env %q: warned %v, limit %v; want %v, %v\n%s", tc.env, warned, got, tc.warns, tc.limit, stderr.String())
+		}
+	}
+}

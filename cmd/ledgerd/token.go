@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// token is "ledgerd token add NAME" and "ledgerd token rotate NAME".
+func token(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return usageError(stderr, "token", "add or rotate?")
+	}
+	op := args[0]
+	switch op {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "add", "rotate":
+	default:
+		return usageError(stderr, "token", "unknown command %q: add or rotate", op)
+	}
+	fset := flag.NewFlagSet("token "+op, flag.ContinueOnError)
+	var df dataFlags
+	df.register(fset)
+	operands, code, ok := parseArgs(fset, args[1:], 1, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if err := df.check(fset); err != nil {
+		return usageError(stderr, "token "+op, "%v", err)
+	}
+	name := operands[0]
+	if err := checkMediatorName(name); err != nil {
+		return usageError(stderr, "token "+op, "mediator %v", err)
+	}
+	path, err := df.existing()
+	if err != nil {
+		return fail(stderr, "token %s: %v", op, err)
+	}
+	tok, err := changeToken(path, op, name)
+	if err != nil {
+		return fail(stderr, "token %s: %v", op, err)
+	}
+	fmt.Fprintln(stdout, tok)
+	if op == "add" {
+		fmt.Fprintf(stderr, "ledgerd: added mediator %q to %s, with the token printed on stdout: it is shown once, and only its SHA-256 is stored\n", name, path)
+		fmt.Fprintf(stderr, "ledgerd: restart ledgerd to use it: a running ledgerd reads its config only at start\n")
+	} else {
+		fmt.Fprintf(stderr, "ledgerd: new token for mediator %q in %s, printed on stdout: it is shown once, and only its SHA-256 is stored\n", name, path)
+		fmt.Fprintf(stderr, "ledgerd: restart ledgerd to use it: a running ledgerd reads its config only at start, and until then takes the old token, not the new one\n")
+	}
+	return 0
+}
+
+// changeToken adds mediator name to the config at path ("add"), or gives
+// it a new token ("rotate"), and returns the new token. The config must be
+// valid before and after. Only the mediators member changes: the others
+// keep their order and values, and the file is rewritten indented by two
+// spaces, atomically (writeConfig), mode 0600, with its owner kept.
+func changeToken(path, op, name string) (string, error) {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := parseConfig(old, path)
+	if err != nil {
+		return "", fmt.Errorf("%w (fix the config first)", err)
+	}
+	at := -1
+	for i, m := range cfg.Mediators {
+		if m.Name == name {
+			at = i
+		}
+	}
+	switch {
+	case op == "add" && at >= 0:
+		return "", fmt.Errorf("mediator %q exists in %s: \"ledgerd token rotate\" gives it a new token", name, path)
+	case op == "rotate" && at < 0:
+		return "", fmt.Errorf("no mediator %q in %s: \"ledgerd token add\" adds one", name, path)
+	}
+	tok, hash := newToken()
+	top, err := objectMembers(old)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	mi, err := findConfigMember(top, "mediators")
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	var mediators []json.RawMessage
+	if err := json.Unmarshal(top[mi].value, &mediators); err != nil || len(mediators) != len(cfg.Mediators) {
+		return "", fmt.Errorf("%s: mediators is not an array of objects", path)
+	}
+	if op == "add" {
+		mediators = append(mediators, joinObject([]objectMember{
+			{"name", quoteJSON(name)}, {"token_sha256", quoteJSON(hash)},
+		}))
+	} else {
+		m, err := objectMembers(mediators[at])
+		if err != nil {
+			return "", fmt.Errorf("%s: mediators[%d]: %w", path, at, err)
+		}
+		ti, err := findConfigMember(m, "token_sha256")
+		if err != nil {
+			return "", fmt.Errorf("%s: mediators[%d]: %w", path, at, err)
+		}
+		m[ti].value = quoteJSON(hash)
+		mediators[at] = joinObject(m)
+	}
+	top[mi].value = joinArray(mediators)
+	var text bytes.Buffer
+	if err := json.Indent(&text, joinObject(top), "", "  "); err != nil {
+		return "", err
+	}
+	text.WriteByte('\n')
+	// What is written must be a valid config with the change.
+	changed, err := parseConfig(text.Bytes(), path)
+	if err != nil {
+		return "", fmt.Errorf("the changed config would be refused: %w", err)
+	}
+	if got, _ := changed.authenticate(tok); got != name {
+		return "", errors.New("the changed config does not hold the new token") // a bug
+	}
+	if err := replaceConfig(path, old, text.Bytes()); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// replaceConfig replaces the config at path, whose text was old, by text:
+// atomically, mode 0600, and with the owner of the file it replaces (when
+// the owner differs from the user running ledgerd, which must then be
+// root, a file of its own would leave ledgerd unable to read its config).
+// It refuses if the file changed since old was read (another ledgerd
+// token running at once).
+func replaceConfig(path string, old, text []byte) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return writeConfigWith(path, text, true, func(tmp string) error {
+		if err := keepOwner(tmp, st); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, old) {
+			return fmt.Errorf("%s changed while ledgerd token ran: nothing was written; run it again", path)
+		}
+		return nil
+	})
+}
+
+// objectMember is one member of a JSON object, its value as written.
+type objectMember struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectMembers splits a JSON object into its members, in order.
+func objectMembers(b []byte) ([]objectMember, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
+	}
+	var ms []objectMember
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		ms = append(ms, objectMember{t.(string), v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// findConfigMember finds the member key in ms, as encoding/json matches names
+// (ignoring case), and refuses a name that appears twice.
+func findConfigMember(ms []objectMember, key string) (int, error) {
+	at := -1
+	for i, m := range ms {
+		if strings.EqualFold(m.key, key) {
+			if at >= 0 {
+				return 0, fmt.Errorf("%s appears twice: edit the config by hand", key)
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return 0, fmt.Errorf("no member %s", key)
+	}
+	return at, nil
+}
+
+// joinObject writes members as a compact JSON object.
+func joinObject(ms []objectMember) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(quoteJSON(m.key))
+		b.WriteByte(':')
+		b.Write(m.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// joinArray writes values as a compact JSON array.
+func joinArray(values []json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, v := range values {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(v)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// quoteJSON is s as a JSON string, without escaping <, > and &.
+func quoteJSON(s string) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
