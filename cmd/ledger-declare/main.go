@@ -238,7 +238,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // on standard output.
 func help(args []string, stdout, stderr io.Writer) int {
 	switch {
-	case len(args) == 0 || len(args) == 1 && args[0] == "help":
+	case len(args) == 0 || len(args) == 1 && slices.Contains([]string{"help", "-h", "-help", "--help"}, args[0]):
 		fmt.Fprint(stdout, usage())
 		return 0
 	case len(args) > 1:

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/decisionledger/ledger/internal/buildinfo"
@@ -146,7 +147,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // usage, on standard output.
 func runHelp(args []string, stdout, stderr io.Writer) int {
 	switch {
-	case len(args) == 0 || len(args) == 1 && args[0] == "help":
+	case len(args) == 0 || len(args) == 1 && slices.Contains([]string{"help", "-h", "-help", "--help"}, args[0]):
 		fmt.Fprint(stdout, usage())
 		return exitOK
 	case len(args) > 1:
