@@ -42,8 +42,9 @@ func parseCheckpoint(signed []byte, key *Key) (*log.Checkpoint, error) {
 	return cp, nil
 }
 
-// Checkpoint returns the latest signed checkpoint and its tree size; nil
-// and 0 before the first.
+// Checkpoint returns the latest signed checkpoint and its tree size. Open
+// signs one for a log that has none, the empty tree's for a new log, so
+// there is always one.
 func (l *Ledger) Checkpoint() ([]byte, uint64) {
 	l.cpMu.Lock()
 	defer l.cpMu.Unlock()
@@ -99,8 +100,8 @@ func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %w", ErrClosed, failed)
 	}
 	size := e.size()
-	if size == l.cpSize {
-		return bytes.Clone(l.cp), nil // nil while the log is empty
+	if size == l.cpSize && l.cp != nil {
+		return bytes.Clone(l.cp), nil
 	}
 	root := e.root()
 	if err := l.verifyConsistency(ctx, l.cpSize, l.cpRoot, size, root); err != nil {

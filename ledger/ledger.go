@@ -293,6 +293,13 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 	if err != nil {
 		return nil, err
 	}
+	if l.cp == nil {
+		// A log has a checkpoint from its start, the empty tree's for a
+		// new one, so that a monitor or a witness can begin at size 0.
+		if _, err := l.Publish(ctx); err != nil {
+			return nil, fmt.Errorf("ledger: signing the first checkpoint: %w", err)
+		}
+	}
 	l.done.Add(1)
 	go l.sequence()
 	if opts.CheckpointInterval > 0 {
