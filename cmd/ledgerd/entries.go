@@ -374,7 +374,7 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 	}
 	_, size := s.l.Checkpoint()
 	if size == 0 {
-		writeError(w, http.StatusNotFound, "no_checkpoint", "no checkpoint has been signed yet")
+		writeError(w, http.StatusNotFound, "no_checkpoint", "the latest checkpoint is for the empty log: there is nothing to export")
 		return
 	}
 	switch {
