@@ -38,9 +38,9 @@ type Config struct {
 	// "ledgerd keygen" make one).
 	KeyFile string `json:"key_file"`
 	// KeyName is the log origin, the name every checkpoint carries.
-	// Required for an OpenSSH key, which carries no name. Optional for a
-	// note key, which carries its own; default that name, which KeyName,
-	// if set, must equal.
+	// Optional for a note key, which carries its own name; default that
+	// name, which KeyName, if set, must equal. Required for an OpenSSH
+	// key, which carries none.
 	KeyName string `json:"key_name"`
 	// StoreDir is the store's directory. Required; it must exist
 	// ("ledgerd init" creates one, with a key and a config).
