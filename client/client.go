@@ -2,8 +2,9 @@
 // It appends decisions with an idempotency key, retrying safely on
 // overload and network errors, and it verifies what it receives: every
 // receipt's entry (strict encoding, the ledger's signature, and that it
-// records exactly the decision sent), checkpoints, and inclusion and
-// consistency proofs, trusting nothing but the ledger's verifier key.
+// records exactly the decision sent), entries, checkpoints, tlog-proof
+// files, and inclusion and consistency proofs, trusting nothing but the
+// ledger's verifier key. cmd/ledgerctl is its command-line front end.
 package client
 
 import (
@@ -101,6 +102,29 @@ func (c *Client) http() *http.Client {
 // server's Retry-After says or with exponential backoff, until ctx ends or
 // MaxAttempts is reached; other refusals are returned at once as *Error.
 func (c *Client) Append(ctx context.Context, d Decision) (*Receipt, error) {
+	keyBytes := make([]byte, 16)
+	rand.Read(keyBytes)
+	return c.AppendIdempotent(ctx, hex.EncodeToString(keyBytes), d)
+}
+
+// MaxIdempotencyKey bounds an idempotency key (docs/api.md).
+const MaxIdempotencyKey = 128
+
+// ErrIdempotencyKey: an idempotency key is not 1 to MaxIdempotencyKey
+// printable ASCII characters (no space). Nothing was sent.
+var ErrIdempotencyKey = errors.New("client: an idempotency key is 1 to 128 printable ASCII characters, without spaces")
+
+// AppendIdempotent is Append with the caller's idempotency key, which
+// makes the append safe to repeat beyond one call, in this process or
+// another: while the key names an entry the same mediator appended, with
+// the same decision, the server appends nothing and answers with that
+// entry, so the receipt is marked Replayed. The same key with another
+// decision is refused (*Error, code idempotency_conflict).
+func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d Decision) (*Receipt, error) {
+	if idempotencyKey == "" || len(idempotencyKey) > MaxIdempotencyKey ||
+		strings.IndexFunc(idempotencyKey, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		return nil, ErrIdempotencyKey
+	}
 	body, err := json.Marshal(map[string]any{
 		"principal": d.Principal, "action": d.Action, "decision": d.Decision,
 		"policies": nonNil(d.Policies), "params_digest": d.Params.Digest, "params_size": d.Params.Size,
@@ -109,9 +133,6 @@ func (c *Client) Append(ctx context.Context, d Decision) (*Receipt, error) {
 	if err != nil {
 		return nil, err
 	}
-	keyBytes := make([]byte, 16)
-	rand.Read(keyBytes)
-	idempotencyKey := hex.EncodeToString(keyBytes)
 	attempts := c.MaxAttempts
 	if attempts <= 0 {
 		attempts = 5
@@ -217,7 +238,9 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.token != "" { // reads are public unless the server protects them
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http().Do(req)
 	if err != nil {
 		return nil, err
@@ -245,6 +268,48 @@ func (c *Client) Checkpoint(ctx context.Context) (*log.Checkpoint, []byte, error
 		return nil, nil, fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
 	return cp, signed, nil
+}
+
+// Entry fetches the signed entry at index and verifies it: strictly
+// encoded, signed by the ledger's key, and at that index. It returns the
+// entry and its signed bytes. (An entry alone is not proved to be in the
+// log's tree: TlogProof fetches it with that proof.)
+func (c *Client) Entry(ctx context.Context, index uint64) (*entry.Entry, []byte, error) {
+	b, err := c.get(ctx, fmt.Sprintf("/v1/entries/%d", index))
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := entry.Parse(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	if err := c.key.VerifyEntry(e); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	if e.Index != index {
+		return nil, nil, fmt.Errorf("%w: asked for entry %d, got entry %d", ErrUnverified, index, e.Index)
+	}
+	return e, b, nil
+}
+
+// TlogProof fetches the C2SP tlog-proof@v1 file of the entry at index,
+// against the latest checkpoint, and verifies it as ledger-verify proof
+// does: the checkpoint's signature, the entry's encoding and signature,
+// its index, and its inclusion in the checkpoint's tree. It returns the
+// file's bytes, the entry and the checkpoint.
+func (c *Client) TlogProof(ctx context.Context, index uint64) ([]byte, *entry.Entry, *log.Checkpoint, error) {
+	b, err := c.get(ctx, fmt.Sprintf("/v1/proofs/%d", index))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	e, cp, err := verify.VerifyTlogProof(b, c.key)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	if e.Index != index {
+		return nil, nil, nil, fmt.Errorf("%w: asked for the proof of entry %d, got entry %d", ErrUnverified, index, e.Index)
+	}
+	return b, e, cp, nil
 }
 
 type proofBody struct {

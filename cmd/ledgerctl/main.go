@@ -1,0 +1,659 @@
+// Command ledgerctl is a small command-line client of ledgerd for
+// mediators and operators who do not write Go: it appends a decision from
+// a JSON file, prints an entry, fetches an entry's tlog-proof file and the
+// latest checkpoint. It is built on package client and verifies every
+// answer with the ledger's verifier key before printing or writing it.
+//
+// Usage:
+//
+//	ledgerctl append     [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--idempotency-key KEY] [--json] DECISION
+//	ledgerctl get        [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--json] INDEX
+//	ledgerctl proof      [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] --out FILE [--json] INDEX
+//	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
+//
+// The mediator's token comes from --token-file or the LEDGER_TOKEN
+// environment variable, never from a flag's value, so that it does not
+// show in process lists and shell history. The usage text (ledgerctl
+// --help) describes each command.
+//
+// Exit status: 0 done and verified, 1 refused by the server, not verified,
+// or no answer, 2 bad usage or unreadable input.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/verify"
+	"github.com/transparency-dev/formats/log"
+)
+
+const usage = `Usage:
+    ledgerctl append [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE]
+                     [--idempotency-key KEY] [--json] DECISION
+    ledgerctl get [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE]
+                  [--json] INDEX
+    ledgerctl proof [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE]
+                    --out FILE [--json] INDEX
+    ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE]
+                         [--trusted FILE] [--out FILE] [--json]
+
+Commands:
+    append      Append the decision in the JSON file DECISION ("-" reads
+                standard input): the body of POST /v1/entries (docs/api.md),
+                {"principal", "action", "decision", "policies",
+                "params_digest", "params_size", "tiers_digest",
+                "attributes"}. Retries on overload and network errors with
+                one idempotency key, then verifies the receipt: the entry is
+                signed by the ledger's key and records exactly this decision.
+                Needs a mediator token.
+    get         Print the entry at INDEX after checking its encoding,
+                signature and index.
+    proof       Write the C2SP tlog-proof@v1 file of the entry at INDEX, at
+                the latest checkpoint, to FILE ("-" for standard output),
+                after verifying it as "ledger-verify proof" does: the
+                checkpoint's signature, the entry's signature, and its
+                inclusion in the checkpoint's tree.
+    checkpoint  Print the latest checkpoint after checking its signature; with
+                --trusted, also prove that its tree extends the tree of that
+                earlier checkpoint; with --out, write the signed checkpoint.
+
+Options:
+    --url URL               ledgerd's base URL (default http://127.0.0.1:8080).
+    --key VKEY              The ledger's note verifier key, name+hash+base64.
+    --key-file FILE         A file holding the verifier key.
+    --token-file FILE       A file holding the mediator's (or a reader's) bearer
+                            token. Default: the LEDGER_TOKEN environment
+                            variable. Reads send it if there is one.
+    --idempotency-key KEY   (append) 1 to 128 printable ASCII characters, no
+                            spaces: appending the same decision again with the
+                            same key appends nothing and prints the first
+                            entry. Default: a new random key.
+    --out FILE              (proof, checkpoint) Write the verified file here.
+    --trusted FILE          (checkpoint) A signed checkpoint verified before.
+    --timeout DURATION      Give up after this long (default 30s).
+    --json                  Machine-readable output on standard output.
+
+Environment:
+    LEDGER_TOKEN            The bearer token, when --token-file is not given.
+
+Exit status: 0 done and verified, 1 refused by the server, not verified or
+no answer, 2 bad usage or unreadable input.
+
+Examples:
+    $ export LEDGER_TOKEN=$(cat mediator.token)
+    $ ledgerctl append --key-file ledger.vkey --idempotency-key order-4711 decision.json
+    appended: entry 17 of ledger.example.com/log (receipt verified)
+      entry hash sha256:...
+    $ ledgerctl proof --key-file ledger.vkey --out entry-17.tlog-proof 17
+    wrote entry-17.tlog-proof: entry 17 in the tree of size 18 (verified)
+    $ ledger-verify proof --key-file ledger.vkey --params params.json entry-17.tlog-proof
+`
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	programName = "ledgerctl"
+)
+
+// defaultURL is where a ledgerd started without a config listens.
+const defaultURL = "http://127.0.0.1:8080"
+
+// tokenEnv names the environment variable holding the bearer token.
+const tokenEnv = "LEDGER_TOKEN"
+
+// maxDecisionFile bounds a decision file: an append body is at most
+// 256 KiB by default.
+const maxDecisionFile = 1 << 20
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "append":
+		return runAppend(args[1:], stdin, stdout, stderr)
+	case "get":
+		return runGet(args[1:], stdout, stderr)
+	case "proof":
+		return runProof(args[1:], stdout, stderr)
+	case "checkpoint":
+		return runCheckpoint(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	errorf(stderr, "unknown command %s", quote(args[0]))
+	hintf(stderr, "run %s --help for the list of commands", programName)
+	return exitUsage
+}
+
+func errorf(w io.Writer, format string, args ...any) {
+	printLine(w, "%s: error: %s", programName, fmt.Sprintf(format, args...))
+}
+
+func hintf(w io.Writer, format string, args ...any) {
+	printLine(w, "%s: hint: %s", programName, fmt.Sprintf(format, args...))
+}
+
+// common are the options every command takes.
+type common struct {
+	fs        *flag.FlagSet
+	url       *string
+	key       *string
+	keyFile   *string
+	tokenFile *string
+	timeout   *time.Duration
+	json      *bool
+	synopsis  string
+	vkey      string // set by setup
+}
+
+func newCommon(name, synopsis string) *common {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &common{
+		fs:        fs,
+		url:       fs.String("url", defaultURL, ""),
+		key:       fs.String("key", "", ""),
+		keyFile:   fs.String("key-file", "", ""),
+		tokenFile: fs.String("token-file", "", ""),
+		timeout:   fs.Duration("timeout", 30*time.Second, ""),
+		json:      fs.Bool("json", false, ""),
+		synopsis:  synopsis,
+	}
+}
+
+// usageError reports bad usage of one command and returns exitUsage.
+func (c *common) usageError(stderr io.Writer, format string, args ...any) int {
+	errorf(stderr, "%s: %s", c.fs.Name(), fmt.Sprintf(format, args...))
+	hintf(stderr, "usage: %s %s", programName, c.synopsis)
+	return exitUsage
+}
+
+// parse parses flags and positional arguments in any order (flag stops at
+// the first argument that is not a flag; "--" ends the flags) and returns
+// the positional arguments.
+func (c *common) parse(args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := c.fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// setup checks the common options and returns a client and a context
+// bounded by --timeout. needToken makes a missing token bad usage.
+func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, context.Context, context.CancelFunc, int) {
+	fail := func(code int) (*client.Client, context.Context, context.CancelFunc, int) {
+		return nil, nil, nil, code
+	}
+	vkey, code := c.verifierKey(stderr)
+	if code != exitOK {
+		return fail(code)
+	}
+	token, code := c.token(stderr, needToken)
+	if code != exitOK {
+		return fail(code)
+	}
+	if !strings.HasPrefix(*c.url, "http://") && !strings.HasPrefix(*c.url, "https://") {
+		return fail(c.usageError(stderr, "--url %s is not an http or https URL", quote(*c.url)))
+	}
+	if *c.timeout <= 0 {
+		return fail(c.usageError(stderr, "--timeout must be positive"))
+	}
+	c.vkey = vkey
+	cl, err := client.New(*c.url, token, vkey)
+	if err != nil {
+		errorf(stderr, "%s: the verifier key: %v", c.fs.Name(), err)
+		return fail(exitUsage)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *c.timeout)
+	return cl, ctx, cancel, exitOK
+}
+
+func (c *common) verifierKey(stderr io.Writer) (string, int) {
+	switch {
+	case *c.key != "" && *c.keyFile != "":
+		return "", c.usageError(stderr, "--key and --key-file exclude each other")
+	case *c.key != "":
+		return *c.key, exitOK
+	case *c.keyFile != "":
+		b, err := readFile(*c.keyFile, 4<<10)
+		if err != nil {
+			errorf(stderr, "%s: --key-file: %v", c.fs.Name(), err)
+			return "", exitUsage
+		}
+		return strings.TrimSpace(string(b)), exitOK
+	}
+	code := c.usageError(stderr, "needs the ledger's verifier key (--key VKEY or --key-file FILE)")
+	hintf(stderr, "ledgerd prints it when it starts (\"verifier key: ...\"); %s verifies every answer with it", programName)
+	return "", code
+}
+
+// token reads the bearer token from --token-file, else from LEDGER_TOKEN.
+func (c *common) token(stderr io.Writer, need bool) (string, int) {
+	if *c.tokenFile != "" {
+		b, err := readFile(*c.tokenFile, 4<<10)
+		if err != nil {
+			errorf(stderr, "%s: --token-file: %v", c.fs.Name(), err)
+			return "", exitUsage
+		}
+		token := strings.TrimSpace(string(b))
+		if token == "" {
+			errorf(stderr, "%s: --token-file %s is empty", c.fs.Name(), quote(*c.tokenFile))
+			return "", exitUsage
+		}
+		return token, exitOK
+	}
+	token := strings.TrimSpace(os.Getenv(tokenEnv))
+	if token == "" && need {
+		code := c.usageError(stderr, "needs the mediator's token: --token-file FILE or the %s environment variable", tokenEnv)
+		hintf(stderr, "a token is never taken from a flag's value, which other users could read in the process list")
+		return "", code
+	}
+	return token, exitOK
+}
+
+// readFile reads a named file, or standard input for "-", refusing more
+// than limit bytes.
+func readFile(name string, limit int) ([]byte, error) {
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s is longer than %d bytes", quote(name), limit)
+	}
+	return b, nil
+}
+
+// parseIndex reads an entry index in its one decimal spelling.
+func parseIndex(s string) (uint64, bool) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil && strconv.FormatUint(n, 10) == s
+}
+
+// failed reports an error from the client and returns exitFailed, with a
+// hint for the usual causes.
+func failed(stderr io.Writer, cmd string, err error) int {
+	errorf(stderr, "%s: %v", cmd, err)
+	var apiErr *client.Error
+	switch {
+	case errors.Is(err, client.ErrUnverified):
+		hintf(stderr, "the answer does not verify under the key given: check --key, or do not trust this server's answer")
+	case errors.As(err, &apiErr) && apiErr.Status == 401:
+		hintf(stderr, "the server wants a valid bearer token (--token-file or %s)", tokenEnv)
+	case errors.Is(err, context.DeadlineExceeded):
+		hintf(stderr, "no answer within --timeout; is ledgerd running at --url?")
+	case !errors.As(err, &apiErr):
+		hintf(stderr, "is ledgerd running at --url?")
+	}
+	return exitFailed
+}
+
+func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--idempotency-key KEY] [--json] DECISION")
+	idempotencyKey := c.fs.String("idempotency-key", "", "")
+	pos, err := c.parse(args)
+	if err != nil {
+		return c.usageError(stderr, "%v", err)
+	}
+	if len(pos) != 1 {
+		return c.usageError(stderr, "takes exactly one DECISION file (\"-\" for standard input)")
+	}
+	if *idempotencyKey != "" && !validIdempotencyKey(*idempotencyKey) {
+		return c.usageError(stderr, "--idempotency-key is not 1 to %d printable ASCII characters without spaces", client.MaxIdempotencyKey)
+	}
+	name := pos[0]
+	var raw []byte
+	if name == "-" {
+		raw, err = io.ReadAll(io.LimitReader(stdin, maxDecisionFile+1))
+		if err == nil && len(raw) > maxDecisionFile {
+			err = fmt.Errorf("standard input is longer than %d bytes", maxDecisionFile)
+		}
+	} else {
+		raw, err = readFile(name, maxDecisionFile)
+	}
+	if err != nil {
+		errorf(stderr, "append: %v", err)
+		return exitUsage
+	}
+	d, err := parseDecision(raw)
+	if err != nil {
+		errorf(stderr, "append: %s: not a decision: %v", quote(name), err)
+		hintf(stderr, "a decision file is the body of POST /v1/entries (docs/api.md)")
+		return exitFailed
+	}
+	cl, ctx, cancel, code := c.setup(stderr, true)
+	if code != exitOK {
+		return code
+	}
+	defer cancel()
+	var r *client.Receipt
+	if *idempotencyKey != "" {
+		r, err = cl.AppendIdempotent(ctx, *idempotencyKey, d)
+	} else {
+		r, err = cl.Append(ctx, d)
+	}
+	if err != nil {
+		return failed(stderr, "append", err)
+	}
+	hash, err := r.Entry.Hash()
+	if err != nil { // the entry verified, so it encodes
+		return failed(stderr, "append", err)
+	}
+	result := "appended"
+	if r.Replayed {
+		result = "replayed"
+	}
+	if *c.json {
+		writeJSON(stdout, map[string]any{"result": result, "index": r.Index, "entry_hash": hash, "entry": json.RawMessage(r.Raw)})
+		return exitOK
+	}
+	if r.Replayed {
+		printLine(stdout, "replayed: entry %d of %s was appended before with this idempotency key; nothing new was appended (receipt verified)", r.Index, quote(r.Entry.Origin))
+	} else {
+		printLine(stdout, "appended: entry %d of %s (receipt verified)", r.Index, quote(r.Entry.Origin))
+	}
+	printLine(stdout, "  entry hash %s", hash)
+	return exitOK
+}
+
+func validIdempotencyKey(k string) bool {
+	return k != "" && len(k) <= client.MaxIdempotencyKey &&
+		strings.IndexFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) < 0
+}
+
+// decisionFields are the members of a decision file, as in an append body.
+var decisionFields = []string{"action", "attributes", "decision", "params_digest", "params_size", "policies", "principal", "tiers_digest"}
+
+// parseDecision reads a decision file strictly: one JSON object in the
+// strict domain (docs/commitment.md) with exactly the members of an append
+// body, "policies" optional. The server checks the rest (a decision's
+// value, identifier characters, sizes).
+func parseDecision(raw []byte) (client.Decision, error) {
+	var d client.Decision
+	obj, err := commit.Domain{}.Object(raw)
+	if err != nil {
+		return d, err
+	}
+	for i := range obj.Len() {
+		if name := obj.Name(i); !contains(decisionFields, name) {
+			return d, fmt.Errorf("unknown member %s", quote(name))
+		}
+	}
+	text := func(name string) (string, error) {
+		v, ok := obj.Get(name)
+		if !ok {
+			return "", fmt.Errorf("no %q member", name)
+		}
+		s, ok := v.Text()
+		if !ok {
+			return "", fmt.Errorf("%q is not a string", name)
+		}
+		return s, nil
+	}
+	var decision, params, tiers string
+	for _, f := range []struct {
+		name string
+		to   *string
+	}{{"principal", &d.Principal}, {"action", &d.Action}, {"decision", &decision}, {"params_digest", &params}, {"tiers_digest", &tiers}} {
+		if *f.to, err = text(f.name); err != nil {
+			return d, err
+		}
+	}
+	d.Decision = entry.Decision(decision)
+	if d.Params.Digest, err = commit.ParseDigest(params); err != nil {
+		return d, fmt.Errorf("params_digest: %w", err)
+	}
+	if d.Tiers, err = commit.ParseDigest(tiers); err != nil {
+		return d, fmt.Errorf("tiers_digest: %w", err)
+	}
+	v, ok := obj.Get("params_size")
+	if !ok {
+		return d, errors.New(`no "params_size" member`)
+	}
+	n, ok := v.Integer()
+	if !ok || n < 0 {
+		return d, errors.New(`"params_size" is not a non-negative integer`)
+	}
+	d.Params.Size = int(n)
+	if v, ok := obj.Get("policies"); ok {
+		if d.Policies, ok = v.TextList(); !ok {
+			return d, errors.New(`"policies" is not an array of strings`)
+		}
+	}
+	v, ok = obj.Get("attributes")
+	if !ok {
+		return d, errors.New(`no "attributes" member`)
+	}
+	if !v.IsObject() {
+		return d, errors.New(`"attributes" is not an object`)
+	}
+	d.Attributes = v.Canonical()
+	return d, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// onePositionalIndex checks that pos is one entry index.
+func (c *common) onePositionalIndex(stderr io.Writer, pos []string) (uint64, int) {
+	if len(pos) != 1 {
+		return 0, c.usageError(stderr, "takes exactly one INDEX")
+	}
+	index, ok := parseIndex(pos[0])
+	if !ok {
+		return 0, c.usageError(stderr, "INDEX %s is not a decimal entry index", quote(pos[0]))
+	}
+	return index, exitOK
+}
+
+func runGet(args []string, stdout, stderr io.Writer) int {
+	c := newCommon("get", "get [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--json] INDEX")
+	pos, err := c.parse(args)
+	if err != nil {
+		return c.usageError(stderr, "%v", err)
+	}
+	index, code := c.onePositionalIndex(stderr, pos)
+	if code != exitOK {
+		return code
+	}
+	cl, ctx, cancel, code := c.setup(stderr, false)
+	if code != exitOK {
+		return code
+	}
+	defer cancel()
+	e, raw, err := cl.Entry(ctx, index)
+	if err != nil {
+		return failed(stderr, "get", err)
+	}
+	hash, err := e.Hash()
+	if err != nil {
+		return failed(stderr, "get", err)
+	}
+	if *c.json {
+		writeJSON(stdout, map[string]any{"result": "verified", "index": e.Index, "entry_hash": hash, "entry": json.RawMessage(raw)})
+		return exitOK
+	}
+	printLine(stdout, "entry %d of %s (signature verified; not proved to be in the log's tree: use proof for that)", e.Index, quote(e.Origin))
+	printLine(stdout, "  version     %d", e.Version())
+	printLine(stdout, "  time        %s", e.Time.Format(entry.TimeLayout))
+	printLine(stdout, "  mediator    %s", quote(e.Mediator))
+	printLine(stdout, "  principal   %s", quote(e.Principal))
+	printLine(stdout, "  action      %s", quote(e.Action))
+	printLine(stdout, "  decision    %s", quote(string(e.Decision)))
+	policies := make([]string, len(e.Policies))
+	for i, p := range e.Policies {
+		policies[i] = quote(p)
+	}
+	printLine(stdout, "  policies    %s", strings.Join(policies, " "))
+	printLine(stdout, "  params      %s (%d bytes)", e.Params.Digest, e.Params.Size)
+	printLine(stdout, "  tiers       %s", e.Tiers)
+	if e.Version() >= entry.Version2 {
+		printLine(stdout, "  definition  %s", e.Definition)
+	}
+	printLine(stdout, "  attributes  %s", e.Attributes)
+	printLine(stdout, "  prev        %s", e.Prev)
+	printLine(stdout, "  entry hash  %s", hash)
+	return exitOK
+}
+
+func runProof(args []string, stdout, stderr io.Writer) int {
+	c := newCommon("proof", "proof [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] --out FILE [--json] INDEX")
+	out := c.fs.String("out", "", "")
+	pos, err := c.parse(args)
+	if err != nil {
+		return c.usageError(stderr, "%v", err)
+	}
+	index, code := c.onePositionalIndex(stderr, pos)
+	if code != exitOK {
+		return code
+	}
+	if *out == "" {
+		return c.usageError(stderr, "needs --out FILE (\"-\" for standard output)")
+	}
+	if *out == "-" && *c.json {
+		return c.usageError(stderr, "--out - and --json exclude each other")
+	}
+	cl, ctx, cancel, code := c.setup(stderr, false)
+	if code != exitOK {
+		return code
+	}
+	defer cancel()
+	b, e, cp, err := cl.TlogProof(ctx, index)
+	if err != nil {
+		return failed(stderr, "proof", err)
+	}
+	if *out == "-" {
+		stdout.Write(b)
+		return exitOK
+	}
+	if err := os.WriteFile(*out, b, 0o644); err != nil {
+		errorf(stderr, "proof: %v", err)
+		return exitFailed
+	}
+	if *c.json {
+		writeJSON(stdout, map[string]any{"result": "verified", "index": e.Index, "tree_size": cp.Size, "file": *out})
+		return exitOK
+	}
+	printLine(stdout, "wrote %s: entry %d in the tree of size %d (verified)", quote(*out), e.Index, cp.Size)
+	return exitOK
+}
+
+func runCheckpoint(args []string, stdout, stderr io.Writer) int {
+	c := newCommon("checkpoint", "checkpoint [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--trusted FILE] [--out FILE] [--json]")
+	out := c.fs.String("out", "", "")
+	trustedFile := c.fs.String("trusted", "", "")
+	pos, err := c.parse(args)
+	if err != nil {
+		return c.usageError(stderr, "%v", err)
+	}
+	if len(pos) != 0 {
+		return c.usageError(stderr, "takes no arguments")
+	}
+	var trustedText []byte
+	if *trustedFile != "" {
+		if trustedText, err = readFile(*trustedFile, 64<<10); err != nil {
+			errorf(stderr, "checkpoint: --trusted: %v", err)
+			return exitUsage
+		}
+	}
+	cl, ctx, cancel, code := c.setup(stderr, false)
+	if code != exitOK {
+		return code
+	}
+	defer cancel()
+	var trusted *log.Checkpoint
+	if trustedText != nil {
+		key, err := verify.ParseKey(c.vkey)
+		if err == nil {
+			trusted, err = key.Checkpoint(trustedText)
+		}
+		if err != nil {
+			errorf(stderr, "checkpoint: --trusted %s does not verify: %v", quote(*trustedFile), err)
+			return exitFailed
+		}
+	}
+	cp, signed, err := cl.Checkpoint(ctx)
+	if err != nil {
+		return failed(stderr, "checkpoint", err)
+	}
+	if trusted != nil {
+		if cp.Size < trusted.Size {
+			errorf(stderr, "checkpoint: the latest tree (size %d) is smaller than the trusted one (size %d)", cp.Size, trusted.Size)
+			return exitFailed
+		}
+		if err := cl.VerifyConsistency(ctx, trusted, cp); err != nil {
+			return failed(stderr, "checkpoint: consistency with --trusted", err)
+		}
+	}
+	if *out != "" {
+		if err := os.WriteFile(*out, signed, 0o644); err != nil {
+			errorf(stderr, "checkpoint: %v", err)
+			return exitFailed
+		}
+	}
+	if *c.json {
+		v := map[string]any{"result": "verified", "origin": cp.Origin, "tree_size": cp.Size, "root_hash": cp.Hash, "checkpoint": string(signed)}
+		if trusted != nil {
+			v["consistent_with"] = trusted.Size
+		}
+		writeJSON(stdout, v)
+		return exitOK
+	}
+	printLine(stdout, "checkpoint of %s: tree size %d (signature verified)", quote(cp.Origin), cp.Size)
+	printLine(stdout, "  root hash %s", base64.StdEncoding.EncodeToString(cp.Hash))
+	if trusted != nil {
+		printLine(stdout, "  extends the trusted tree of size %d (consistency proof verified)", trusted.Size)
+	}
+	if *out != "" {
+		printLine(stdout, "  written to %s", quote(*out))
+	}
+	return exitOK
+}
