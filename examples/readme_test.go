@@ -1,0 +1,226 @@
+//go:build unix
+
+// Package examples holds runnable examples and, in this test, the check
+// that the README's walkthroughs work as written.
+package examples
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// marker precedes each shell block of the README that this test runs.
+const marker = "<!-- run by examples/readme_test.go -->"
+
+// TestREADMEWalkthrough runs the README's walkthroughs (the shell blocks
+// after marker, in order, as one bash script with -euo pipefail) in a copy
+// of the checkout, as a newcomer would paste them, against the real
+// binaries they build. It checks that every output line the README shows
+// ("#    " comments, "…" standing for anything) is printed, in order, and
+// that the walkthroughs left the checkout exactly as it was: whatever they
+// write, a private signing key first of all, goes outside the tree.
+//
+// It needs bash, curl, sha256sum and git (for the list of files to copy),
+// and port 8080, which the walkthroughs use as a newcomer would; without
+// them, or with -short, it is skipped.
+func TestREADMEWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ledgerd; skipped with -short")
+	}
+	for _, tool := range []string{"bash", "curl", "sha256sum", "git", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the walkthroughs need %s", tool)
+		}
+	}
+	if ln, err := net.Listen("tcp", "127.0.0.1:8080"); err != nil {
+		t.Skipf("the walkthroughs serve on 127.0.0.1:8080, which is in use: %v", err)
+	} else {
+		ln.Close()
+	}
+
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	repo := filepath.Join(work, "repo")
+	copyCheckout(t, root, repo)
+	before := listTree(t, repo)
+
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, want := walkthroughs(t, string(readme))
+
+	tmp := filepath.Join(work, "tmp") // mktemp -d makes $D here
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+script)
+	cmd.Dir = repo
+	// -trimpath keeps the build cache's keys free of the copy's
+	// directory, so a second run builds nothing.
+	cmd.Env = append(withoutEnv(os.Environ(), "LEDGER_TOKEN", "TMPDIR", "GOFLAGS"),
+		"TMPDIR="+tmp, "GOFLAGS=-trimpath "+os.Getenv("GOFLAGS"))
+	// Its own process group, so that a ledgerd it left running is
+	// stopped with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // anything left behind
+	}
+	if runErr != nil {
+		t.Fatalf("the walkthroughs failed: %v\nstdout:\n%s\nstderr:\n%s", runErr, stdout.String(), stderr.String())
+	}
+
+	lines := strings.Split(stdout.String(), "\n")
+	at := 0
+	for _, w := range want {
+		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(w), "…", ".*") + "$")
+		found := false
+		for ; at < len(lines); at++ {
+			if re.MatchString(lines[at]) {
+				found, at = true, at+1
+				break
+			}
+		}
+		if !found {
+			t.Errorf("the README shows %q, which the walkthroughs did not print (in this order)", w)
+			at = 0
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+
+	after := listTree(t, repo)
+	for path := range after {
+		if _, ok := before[path]; !ok {
+			t.Errorf("the walkthroughs wrote %s into the checkout", path)
+		}
+	}
+	for path, size := range before {
+		if got, ok := after[path]; !ok {
+			t.Errorf("the walkthroughs removed %s from the checkout", path)
+		} else if got != size {
+			t.Errorf("the walkthroughs changed %s (%d bytes, now %d)", path, size, got)
+		}
+	}
+}
+
+// walkthroughs returns the README's marked shell blocks as one script, and
+// the output lines they show: comment lines starting "#    ", without
+// that prefix.
+func walkthroughs(t *testing.T, readme string) (script string, want []string) {
+	t.Helper()
+	var b strings.Builder
+	blocks := 0
+	sc := bufio.NewScanner(strings.NewReader(readme))
+	for sc.Scan() {
+		if sc.Text() != marker {
+			continue
+		}
+		if !sc.Scan() || sc.Text() != "```sh" {
+			t.Fatalf("README.md: %s is not followed by a ```sh block", marker)
+		}
+		blocks++
+		for sc.Scan() && sc.Text() != "```" {
+			line := sc.Text()
+			b.WriteString(line + "\n")
+			if w, ok := strings.CutPrefix(line, "#    "); ok {
+				want = append(want, w)
+			}
+		}
+	}
+	if blocks < 5 || len(want) < 10 {
+		t.Fatalf("README.md has %d blocks marked %q showing %d output lines; the walkthroughs have at least 5 and 10", blocks, marker, len(want))
+	}
+	return b.String(), want
+}
+
+// copyCheckout copies the files git lists in root (tracked, and untracked
+// but not ignored, as they are in the work tree) to dir.
+func copyCheckout(t *testing.T, root, dir string) {
+	t.Helper()
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		t.Skipf("not a git checkout (%v): the test copies the files git lists", err)
+	}
+	for _, name := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		src := filepath.Join(root, name)
+		info, err := os.Lstat(src)
+		if err != nil || !info.Mode().IsRegular() {
+			continue // deleted in the work tree, or not a file
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// listTree returns every file and directory under dir with its size.
+func listTree(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	files := map[string]int64{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		size := info.Size()
+		if d.IsDir() {
+			size = -1
+		}
+		files[rel] = size
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		drop := false
+		for _, n := range names {
+			drop = drop || name == n
+		}
+		if !drop {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
