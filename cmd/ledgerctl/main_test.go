@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/decisionledger/ledger/commit"
@@ -104,7 +105,7 @@ type fake struct {
 	vkey  string
 	token string
 	// lie, if set, rewrites the body of a read answer (path, body).
-	lie func(path string, body []byte) []byte
+	lie atomic.Pointer[func(path string, body []byte) []byte]
 }
 
 func startFake(opts ledger.Options) (*fake, error) {
@@ -173,8 +174,8 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 }
 
 func (f *fake) write(w http.ResponseWriter, r *http.Request, b []byte) {
-	if f.lie != nil {
-		b = f.lie(r.URL.Path, b)
+	if lie := f.lie.Load(); lie != nil {
+		b = (*lie)(r.URL.Path, b)
 	}
 	w.Write(b)
 }
@@ -406,8 +407,8 @@ func TestLyingServer(t *testing.T) {
 					t.Fatalf("append: %s", stderr)
 				}
 			}
-			f.lie = c.lie
-			defer func() { f.lie = nil }()
+			f.lie.Store(&c.lie)
+			defer f.lie.Store(nil)
 			code, stdout, stderr := ledgerctl(t, dir, "", c.args...)
 			if code != exitFailed || !strings.Contains(stderr, c.want) || stdout != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and %q", code, stdout, stderr, c.want)
