@@ -354,9 +354,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fail(stderr, format, args...)
 		if created != "" {
 			if err := os.Remove(created); err != nil {
-				hint(stderr, "the token in %s was never shown: make a new one with \"ledgerd token rotate %s --data %s\"", created, localMediator, df.data)
+				hint(stderr, "the token in %s was never shown: make a new one with \"ledgerd token rotate %s --data %s\"", created, localMediator, shellQuote(df.data))
 			} else {
-				hint(stderr, "no mediator token was issued: the next start of ledgerd on %s makes one", df.data)
+				hint(stderr, "no mediator token was issued: the next start with the data directory %s issues one and shows it", df.data)
 			}
 		}
 		return 1
@@ -384,7 +384,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// large one: a busy port fails at once.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return failStart("%v", err)
+		code := failStart("%v", err)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			hint(stderr, "another process listens on %s: stop it, or give ledgerd another address with --listen (such as --listen 127.0.0.1:8081)", cfg.Listen)
+		}
+		return code
 	}
 	defer ln.Close()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
