@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"testing"
+	"time"
 
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
@@ -49,4 +50,31 @@ func TestEmptyLogCheckpoint(t *testing.T) {
 		t.Fatalf("checkpoint after 3 appends: %v, %+v", err, parsed)
 	}
 	again.Close()
+}
+
+// Entries made durable after the latest checkpoint, by a process that
+// stopped before it signed another, are covered by a checkpoint at Open,
+// not at the first tick of the publish loop.
+func TestOpenCoversDurableEntries(t *testing.T) {
+	k := testKey(t)
+	s := NewMemStore()
+	l := openTest(t, s, k)
+	appendN(t, l, 0, 10)
+	if _, err := l.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 10, 5)
+	close(l.stop) // stops without the final checkpoint
+	l.done.Wait()
+	if st, _ := s.State(context.Background()); st.CheckpointSize != 10 || st.Size != 15 {
+		t.Fatalf("store state %+v; the test needs entries after the checkpoint", st)
+	}
+	again, err := Open(context.Background(), s, k, Options{CheckpointInterval: time.Hour, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if _, size := again.Checkpoint(); size != 15 {
+		t.Fatalf("checkpoint after Open covers %d entries; want all 15", size)
+	}
 }

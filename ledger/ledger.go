@@ -293,9 +293,12 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 	if err != nil {
 		return nil, err
 	}
-	if l.cp == nil {
+	if l.cp == nil || l.cpSize < l.edge.size() {
 		// A log has a checkpoint from its start, the empty tree's for a
-		// new one, so that a monitor or a witness can begin at size 0.
+		// new one, so that a monitor or a witness can begin at size 0;
+		// and entries made durable after the latest checkpoint (by a
+		// process that stopped before it could sign one) are covered at
+		// once, not at the first tick.
 		if _, err := l.Publish(ctx); err != nil {
 			return nil, fmt.Errorf("ledger: signing the first checkpoint: %w", err)
 		}
