@@ -27,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/decisionledger/ledger/internal/buildinfo"
 	"io"
 	"os"
 	"strconv"
@@ -49,6 +50,7 @@ const usage = `Usage:
                     --out FILE [--json] INDEX
     ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE]
                          [--trusted FILE] [--out FILE] [--json]
+    ledgerctl version
 
 Commands:
     append      Append the decision in the JSON file DECISION ("-" reads
@@ -69,6 +71,8 @@ Commands:
     checkpoint  Print the latest checkpoint after checking its signature; with
                 --trusted, also prove that its tree extends the tree of that
                 earlier checkpoint; with --out, write the signed checkpoint.
+    version     Print ledgerctl's module version and VCS revision (also
+                --version).
 
 Options:
     --url URL               ledgerd's base URL (default http://127.0.0.1:8080).
@@ -140,6 +144,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCheckpoint(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, buildinfo.Line(programName))
 		return exitOK
 	}
 	errorf(stderr, "unknown command %s", quote(args[0]))
