@@ -31,16 +31,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cedar-policy/cedar-go/x/exp/schema"
-
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/commit/tier"
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/internal/cliflag"
 	"github.com/decisionledger/ledger/internal/declfile"
+	"github.com/decisionledger/ledger/internal/termtext"
 )
 
 const programName = "ledger-declare"
@@ -264,34 +263,18 @@ func version(args []string, stdout io.Writer) error {
 	if len(rest) != 0 {
 		return badUsage("takes no arguments")
 	}
-	fmt.Fprintln(stdout, escape(buildinfo.Line(programName)))
+	fmt.Fprintln(stdout, termtext.Escape(buildinfo.Line(programName)))
 	return nil
 }
 
 // errorf and hintf write an error or a hint line to standard error,
 // escaped: the message may repeat a declaration's text or a file name.
 func errorf(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "%s: error: %s\n", programName, escape(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(w, "%s: error: %s\n", programName, termtext.Escape(fmt.Sprintf(format, args...)))
 }
 
 func hintf(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "%s: hint: %s\n", programName, escape(fmt.Sprintf(format, args...)))
-}
-
-// escape writes each character of s that strconv.IsPrint refuses as its Go
-// escape (\x1b, \u202e): an error may repeat a declaration's text or a
-// file name, which must not put control characters on the terminal.
-func escape(s string) string {
-	var b strings.Builder
-	for _, r := range s { // invalid UTF-8 becomes U+FFFD
-		if strconv.IsPrint(r) {
-			b.WriteRune(r)
-		} else {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-	}
-	return b.String()
+	fmt.Fprintf(w, "%s: hint: %s\n", programName, termtext.Escape(fmt.Sprintf(format, args...)))
 }
 
 // load reads and checks declaration files, sorted by action; two files for

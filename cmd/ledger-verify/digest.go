@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/termtext"
 )
 
 const digestUsage = `Usage:
@@ -62,7 +63,7 @@ func runDigest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return reportRefusal(stdout, stderr, name, de, *jsonOut)
 	}
 	if err != nil {
-		errorf(stderr, "%s: %v", quote(name), err)
+		errorf(stderr, "%s: %v", termtext.Quote(name), err)
 		return exitFailed
 	}
 
@@ -70,25 +71,25 @@ func runDigest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case *canonicalOut:
 		canonical, err := domain.Canonicalize(raw)
 		if err != nil { // Params accepted raw, so this cannot happen
-			errorf(stderr, "%s: %v", quote(name), err)
+			errorf(stderr, "%s: %v", termtext.Quote(name), err)
 			return exitFailed
 		}
 		stdout.Write(canonical)
 	case *jsonOut:
-		writeJSON(stdout, map[string]any{"result": "ok", "digest": c.Digest, "size": c.Size})
+		termtext.WriteJSON(stdout, map[string]any{"result": "ok", "digest": c.Digest, "size": c.Size})
 	default:
-		printLine(stdout, "digest %s", c.Digest)
-		printLine(stdout, "size   %d", c.Size)
+		termtext.PrintLine(stdout, "digest %s", c.Digest)
+		termtext.PrintLine(stdout, "size   %d", c.Size)
 	}
 	return exitOK
 }
 
 func reportRefusal(stdout, stderr io.Writer, name string, de *commit.DomainError, jsonOut bool) int {
 	if jsonOut {
-		writeJSON(stdout, map[string]any{"result": "refused", "refusal": refusalJSON(de)})
+		termtext.WriteJSON(stdout, map[string]any{"result": "refused", "refusal": refusalJSON(de)})
 		return exitFailed
 	}
-	errorf(stderr, "%s: parameters refused: %v", quote(name), de)
+	errorf(stderr, "%s: parameters refused: %v", termtext.Quote(name), de)
 	switch de.Kind {
 	case commit.ErrNotNFC:
 		hintf(stderr, "the strict domain never normalizes Unicode; convert the text to NFC on purpose before committing")

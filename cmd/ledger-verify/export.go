@@ -13,6 +13,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/transparency-dev/formats/log"
 )
@@ -100,7 +101,7 @@ func readFileLimit(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", quote(name), limit)
+		return nil, fmt.Errorf("%s: larger than %d bytes", termtext.Quote(name), limit)
 	}
 	return b, nil
 }
@@ -151,7 +152,7 @@ func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, [
 		}
 		var cp *log.Checkpoint
 		if cp, err = key.Checkpoint(b); err != nil {
-			return nil, nil, fmt.Errorf("trusted checkpoint %s: %w", quote(r.trusted), err)
+			return nil, nil, fmt.Errorf("trusted checkpoint %s: %w", termtext.Quote(r.trusted), err)
 		}
 		opts.Trusted = cp
 	}
@@ -218,20 +219,20 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if report.ConsistencyFrom != 0 {
 			out["consistent_with_size"] = report.ConsistencyFrom
 		}
-		writeJSON(stdout, out)
+		termtext.WriteJSON(stdout, out)
 		return exitOK
 	}
-	origin := quote(report.Checkpoint.Origin)
+	origin := termtext.Quote(report.Checkpoint.Origin)
 	if n == 0 {
-		printLine(stdout, "verified: no entries (range %d to %d) of %s", report.Start, report.End, origin)
+		termtext.PrintLine(stdout, "verified: no entries (range %d to %d) of %s", report.Start, report.End, origin)
 	} else {
-		printLine(stdout, "verified: entries %d to %d (%d entries) of %s", report.Start, report.End-1, n, origin)
+		termtext.PrintLine(stdout, "verified: entries %d to %d (%d entries) of %s", report.Start, report.End-1, n, origin)
 	}
-	printLine(stdout, "  checkpoint: tree size %d", report.Checkpoint.Size)
+	termtext.PrintLine(stdout, "  checkpoint: tree size %d", report.Checkpoint.Size)
 	if report.ConsistencyFrom != 0 {
-		printLine(stdout, "  consistent with the trusted checkpoint of size %d", report.ConsistencyFrom)
+		termtext.PrintLine(stdout, "  consistent with the trusted checkpoint of size %d", report.ConsistencyFrom)
 	}
-	printLine(stdout, "  last entry hash: %s", report.LastHash)
+	termtext.PrintLine(stdout, "  last entry hash: %s", report.LastHash)
 	return exitOK
 }
 

@@ -24,8 +24,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,6 +34,7 @@ import (
 
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/internal/cliflag"
+	"github.com/decisionledger/ledger/internal/termtext"
 )
 
 // command is one subcommand: its name, a one-line synopsis for the list
@@ -182,7 +181,7 @@ func runVersion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(rest) != 0 {
 		return usageError(stderr, "version", "takes no arguments")
 	}
-	printLine(stdout, "%s", buildinfo.Line(programName))
+	termtext.PrintLine(stdout, "%s", buildinfo.Line(programName))
 	return exitOK
 }
 
@@ -212,14 +211,14 @@ func usageError(stderr io.Writer, cmd, format string, args ...any) int {
 	return exitUsage
 }
 
-// errorf and hintf write a line to standard error, escaped (printLine):
+// errorf and hintf write a line to standard error, escaped (termtext.PrintLine):
 // the message may quote input.
 func errorf(w io.Writer, format string, args ...any) {
-	printLine(w, "%s: error: %s", programName, fmt.Sprintf(format, args...))
+	termtext.PrintLine(w, "%s: error: %s", programName, fmt.Sprintf(format, args...))
 }
 
 func hintf(w io.Writer, format string, args ...any) {
-	printLine(w, "%s: hint: %s", programName, fmt.Sprintf(format, args...))
+	termtext.PrintLine(w, "%s: hint: %s", programName, fmt.Sprintf(format, args...))
 }
 
 // readInput reads a named file, or standard input for "-".
@@ -235,15 +234,4 @@ func readInput(name string, stdin io.Reader, limit int) ([]byte, error) {
 	}
 	// Read one byte past the limit so the domain reports too_large itself.
 	return io.ReadAll(io.LimitReader(r, int64(limit)+1))
-}
-
-// writeJSON writes v as one line of JSON, escaping what strconv.IsPrint
-// refuses (jsonEscape) so that the text is safe on a terminal and decodes
-// to exactly the same values.
-func writeJSON(w io.Writer, v any) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v) // maps of strings, numbers and digests: it cannot fail
-	w.Write(jsonEscape(b.Bytes()))
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 )
 
@@ -51,15 +52,15 @@ func runParams(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if errors.As(err, &de) {
 			out["refusal"] = refusalJSON(de)
 		}
-		writeJSON(stdout, out)
+		termtext.WriteJSON(stdout, out)
 	} else {
 		switch result {
 		case verify.Match:
-			printLine(stdout, "match: entry %d committed to exactly these parameters", index)
+			termtext.PrintLine(stdout, "match: entry %d committed to exactly these parameters", index)
 		case verify.Mismatch:
-			printLine(stdout, "mismatch: entry %d committed to other parameters (%s, %d bytes)", index, e.Params.Digest, e.Params.Size)
+			termtext.PrintLine(stdout, "mismatch: entry %d committed to other parameters (%s, %d bytes)", index, e.Params.Digest, e.Params.Size)
 		case verify.Refused:
-			printLine(stdout, "refused: the candidate is outside the strict input domain: %v", err)
+			termtext.PrintLine(stdout, "refused: the candidate is outside the strict input domain: %v", err)
 		}
 	}
 	if result != verify.Match {

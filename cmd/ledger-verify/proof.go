@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 )
 
@@ -92,13 +93,13 @@ func runProof(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if *jsonOut {
-		writeJSON(stdout, out)
+		termtext.WriteJSON(stdout, out)
 		return status
 	}
-	printLine(stdout, "verified: entry %d of %s is in the tree of size %d", e.Index, quote(cp.Origin), cp.Size)
-	printLine(stdout, "  %s: %s by %s for %s", quote(e.Action), quote(string(e.Decision)), quote(e.Mediator), quote(e.Principal))
+	termtext.PrintLine(stdout, "verified: entry %d of %s is in the tree of size %d", e.Index, termtext.Quote(cp.Origin), cp.Size)
+	termtext.PrintLine(stdout, "  %s: %s by %s for %s", termtext.Quote(e.Action), termtext.Quote(string(e.Decision)), termtext.Quote(e.Mediator), termtext.Quote(e.Principal))
 	if paramsLine != "" {
-		printLine(stdout, "%s", paramsLine)
+		termtext.PrintLine(stdout, "%s", paramsLine)
 	}
 	return status
 }

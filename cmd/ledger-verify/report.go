@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 )
 
@@ -56,7 +57,7 @@ func failureJSON(err error) []map[string]any {
 
 func reportFailures(stdout, stderr io.Writer, err error, jsonOut bool) int {
 	if jsonOut {
-		writeJSON(stdout, map[string]any{"result": "failed", "failures": failureJSON(err)})
+		termtext.WriteJSON(stdout, map[string]any{"result": "failed", "failures": failureJSON(err)})
 		return exitFailed
 	}
 	for _, e := range failureList(err) {
@@ -88,9 +89,9 @@ func hints(stderr io.Writer, err error) {
 	case errors.As(err, &us):
 		signers := make([]string, len(us.Signers))
 		for i, s := range us.Signers {
-			signers[i] = quote(s)
+			signers[i] = termtext.Quote(s)
 		}
-		hintf(stderr, "the checkpoint names its signer by key name and key hash: %s; the key given with --key or --key-file is %s", strings.Join(signers, ", "), quote(us.Trusted))
+		hintf(stderr, "the checkpoint names its signer by key name and key hash: %s; the key given with --key or --key-file is %s", strings.Join(signers, ", "), termtext.Quote(us.Trusted))
 		hintf(stderr, "use the verifier key the ledger's operator publishes for that log; if the key you were given is right, this file was not signed by that ledger")
 	case errors.As(err, &ce):
 		ask := fmt.Sprintf("/v1/export?start=%d&end=%d&consistency_from=%d", ce.Start, ce.End, ce.TrustedSize)
@@ -119,9 +120,9 @@ type ledgerdAnswer struct {
 
 func (e *ledgerdAnswer) Error() string {
 	if e.code == "" {
-		return fmt.Sprintf("%s: this file is an error answer from ledgerd", quote(e.name))
+		return fmt.Sprintf("%s: this file is an error answer from ledgerd", termtext.Quote(e.name))
 	}
-	return fmt.Sprintf("%s: this file is an error answer from ledgerd: %s: %s", quote(e.name), quote(e.code), e.message)
+	return fmt.Sprintf("%s: this file is an error answer from ledgerd: %s: %s", termtext.Quote(e.name), termtext.Quote(e.code), e.message)
 }
 
 // checkLedgerdAnswer returns a *ledgerdAnswer if b, the file name or its

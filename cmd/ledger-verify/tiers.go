@@ -6,6 +6,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/termtext"
 )
 
 const tiersUsage = `Usage:
@@ -66,7 +67,7 @@ func runTiers(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	var problems []string
 	if e.Action != d.Action {
-		problems = append(problems, fmt.Sprintf("the entry's action is not %s", quote(d.Action)))
+		problems = append(problems, fmt.Sprintf("the entry's action is not %s", termtext.Quote(d.Action)))
 	}
 	if !e.Tiers.Equal(tiers) {
 		problems = append(problems, fmt.Sprintf("tiers_digest %s, the declaration's is %s", e.Tiers, tiers))
@@ -75,7 +76,7 @@ func runTiers(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		problems = append(problems, fmt.Sprintf("definition_digest %s, the declaration's is %s", e.Definition, definition))
 	}
 	if a.r.json {
-		writeJSON(stdout, map[string]any{
+		termtext.WriteJSON(stdout, map[string]any{
 			"result": map[bool]string{true: "match", false: "mismatch"}[len(problems) == 0], "index": a.index,
 			"action": d.Action, "tiers_digest": tiers, "definition_digest": definition,
 			"entry_version": e.Version(), "problems": problems,
@@ -85,11 +86,11 @@ func runTiers(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if e.Version() == entry.Version2 {
 			what += " and action definition digest"
 		}
-		printLine(stdout, "match: entry %d records the %s of this %s declaration", a.index, what, quote(d.Action))
+		termtext.PrintLine(stdout, "match: entry %d records the %s of this %s declaration", a.index, what, termtext.Quote(d.Action))
 	} else {
-		printLine(stdout, "mismatch: entry %d was not minimized under this declaration:", a.index)
+		termtext.PrintLine(stdout, "mismatch: entry %d was not minimized under this declaration:", a.index)
 		for _, p := range problems {
-			printLine(stdout, "  %s", p)
+			termtext.PrintLine(stdout, "  %s", p)
 		}
 	}
 	if len(problems) > 0 {

@@ -27,7 +27,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/decisionledger/ledger/internal/buildinfo"
 	"io"
 	"os"
 	"strconv"
@@ -37,6 +36,8 @@ import (
 	"github.com/decisionledger/ledger/client"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/buildinfo"
+	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/transparency-dev/formats/log"
 )
@@ -149,17 +150,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, buildinfo.Line(programName))
 		return exitOK
 	}
-	errorf(stderr, "unknown command %s", quote(args[0]))
+	errorf(stderr, "unknown command %s", termtext.Quote(args[0]))
 	hintf(stderr, "run %s --help for the list of commands", programName)
 	return exitUsage
 }
 
 func errorf(w io.Writer, format string, args ...any) {
-	printLine(w, "%s: error: %s", programName, fmt.Sprintf(format, args...))
+	termtext.PrintLine(w, "%s: error: %s", programName, fmt.Sprintf(format, args...))
 }
 
 func hintf(w io.Writer, format string, args ...any) {
-	printLine(w, "%s: hint: %s", programName, fmt.Sprintf(format, args...))
+	termtext.PrintLine(w, "%s: hint: %s", programName, fmt.Sprintf(format, args...))
 }
 
 // common are the options every command takes.
@@ -233,7 +234,7 @@ func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, contex
 		return fail(code)
 	}
 	if !strings.HasPrefix(*c.url, "http://") && !strings.HasPrefix(*c.url, "https://") {
-		return fail(c.usageError(stderr, "--url %s is not an http or https URL", quote(*c.url)))
+		return fail(c.usageError(stderr, "--url %s is not an http or https URL", termtext.Quote(*c.url)))
 	}
 	if *c.timeout <= 0 {
 		return fail(c.usageError(stderr, "--timeout must be positive"))
@@ -277,7 +278,7 @@ func (c *common) token(stderr io.Writer, need bool) (string, int) {
 		}
 		token := strings.TrimSpace(string(b))
 		if token == "" {
-			errorf(stderr, "%s: --token-file %s is empty", c.fs.Name(), quote(*c.tokenFile))
+			errorf(stderr, "%s: --token-file %s is empty", c.fs.Name(), termtext.Quote(*c.tokenFile))
 			return "", exitUsage
 		}
 		return token, exitOK
@@ -308,7 +309,7 @@ func readFile(name string, limit int) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > limit {
-		return nil, fmt.Errorf("%s is longer than %d bytes", quote(name), limit)
+		return nil, fmt.Errorf("%s is longer than %d bytes", termtext.Quote(name), limit)
 	}
 	return b, nil
 }
@@ -366,7 +367,7 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	d, err := parseDecision(raw)
 	if err != nil {
-		errorf(stderr, "append: %s: not a decision: %v", quote(name), err)
+		errorf(stderr, "append: %s: not a decision: %v", termtext.Quote(name), err)
 		hintf(stderr, "a decision file is the body of POST /v1/entries (docs/api.md)")
 		return exitFailed
 	}
@@ -393,15 +394,15 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		result = "replayed"
 	}
 	if *c.json {
-		writeJSON(stdout, map[string]any{"result": result, "index": r.Index, "entry_hash": hash, "entry": json.RawMessage(r.Raw)})
+		termtext.WriteJSON(stdout, map[string]any{"result": result, "index": r.Index, "entry_hash": hash, "entry": json.RawMessage(r.Raw)})
 		return exitOK
 	}
 	if r.Replayed {
-		printLine(stdout, "replayed: entry %d of %s was appended before with this idempotency key; nothing new was appended (receipt verified)", r.Index, quote(r.Entry.Origin))
+		termtext.PrintLine(stdout, "replayed: entry %d of %s was appended before with this idempotency key; nothing new was appended (receipt verified)", r.Index, termtext.Quote(r.Entry.Origin))
 	} else {
-		printLine(stdout, "appended: entry %d of %s (receipt verified)", r.Index, quote(r.Entry.Origin))
+		termtext.PrintLine(stdout, "appended: entry %d of %s (receipt verified)", r.Index, termtext.Quote(r.Entry.Origin))
 	}
-	printLine(stdout, "  entry hash %s", hash)
+	termtext.PrintLine(stdout, "  entry hash %s", hash)
 	return exitOK
 }
 
@@ -425,7 +426,7 @@ func parseDecision(raw []byte) (client.Decision, error) {
 	}
 	for i := range obj.Len() {
 		if name := obj.Name(i); !contains(decisionFields, name) {
-			return d, fmt.Errorf("unknown member %s", quote(name))
+			return d, fmt.Errorf("unknown member %s", termtext.Quote(name))
 		}
 	}
 	text := func(name string) (string, error) {
@@ -496,7 +497,7 @@ func (c *common) onePositionalIndex(stderr io.Writer, pos []string) (uint64, int
 	}
 	index, ok := parseIndex(pos[0])
 	if !ok {
-		return 0, c.usageError(stderr, "INDEX %s is not a decimal entry index", quote(pos[0]))
+		return 0, c.usageError(stderr, "INDEX %s is not a decimal entry index", termtext.Quote(pos[0]))
 	}
 	return index, exitOK
 }
@@ -525,29 +526,29 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 		return failed(stderr, "get", err)
 	}
 	if *c.json {
-		writeJSON(stdout, map[string]any{"result": "verified", "index": e.Index, "entry_hash": hash, "entry": json.RawMessage(raw)})
+		termtext.WriteJSON(stdout, map[string]any{"result": "verified", "index": e.Index, "entry_hash": hash, "entry": json.RawMessage(raw)})
 		return exitOK
 	}
-	printLine(stdout, "entry %d of %s (signature verified; not proved to be in the log's tree: use proof for that)", e.Index, quote(e.Origin))
-	printLine(stdout, "  version     %d", e.Version())
-	printLine(stdout, "  time        %s", e.Time.Format(entry.TimeLayout))
-	printLine(stdout, "  mediator    %s", quote(e.Mediator))
-	printLine(stdout, "  principal   %s", quote(e.Principal))
-	printLine(stdout, "  action      %s", quote(e.Action))
-	printLine(stdout, "  decision    %s", quote(string(e.Decision)))
+	termtext.PrintLine(stdout, "entry %d of %s (signature verified; not proved to be in the log's tree: use proof for that)", e.Index, termtext.Quote(e.Origin))
+	termtext.PrintLine(stdout, "  version     %d", e.Version())
+	termtext.PrintLine(stdout, "  time        %s", e.Time.Format(entry.TimeLayout))
+	termtext.PrintLine(stdout, "  mediator    %s", termtext.Quote(e.Mediator))
+	termtext.PrintLine(stdout, "  principal   %s", termtext.Quote(e.Principal))
+	termtext.PrintLine(stdout, "  action      %s", termtext.Quote(e.Action))
+	termtext.PrintLine(stdout, "  decision    %s", termtext.Quote(string(e.Decision)))
 	policies := make([]string, len(e.Policies))
 	for i, p := range e.Policies {
-		policies[i] = quote(p)
+		policies[i] = termtext.Quote(p)
 	}
-	printLine(stdout, "  policies    %s", strings.Join(policies, " "))
-	printLine(stdout, "  params      %s (%d bytes)", e.Params.Digest, e.Params.Size)
-	printLine(stdout, "  tiers       %s", e.Tiers)
+	termtext.PrintLine(stdout, "  policies    %s", strings.Join(policies, " "))
+	termtext.PrintLine(stdout, "  params      %s (%d bytes)", e.Params.Digest, e.Params.Size)
+	termtext.PrintLine(stdout, "  tiers       %s", e.Tiers)
 	if e.Version() >= entry.Version2 {
-		printLine(stdout, "  definition  %s", e.Definition)
+		termtext.PrintLine(stdout, "  definition  %s", e.Definition)
 	}
-	printLine(stdout, "  attributes  %s", e.Attributes)
-	printLine(stdout, "  prev        %s", e.Prev)
-	printLine(stdout, "  entry hash  %s", hash)
+	termtext.PrintLine(stdout, "  attributes  %s", e.Attributes)
+	termtext.PrintLine(stdout, "  prev        %s", e.Prev)
+	termtext.PrintLine(stdout, "  entry hash  %s", hash)
 	return exitOK
 }
 
@@ -586,10 +587,10 @@ func runProof(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	if *c.json {
-		writeJSON(stdout, map[string]any{"result": "verified", "index": e.Index, "tree_size": cp.Size, "file": *out})
+		termtext.WriteJSON(stdout, map[string]any{"result": "verified", "index": e.Index, "tree_size": cp.Size, "file": *out})
 		return exitOK
 	}
-	printLine(stdout, "wrote %s: entry %d in the tree of size %d (verified)", quote(*out), e.Index, cp.Size)
+	termtext.PrintLine(stdout, "wrote %s: entry %d in the tree of size %d (verified)", termtext.Quote(*out), e.Index, cp.Size)
 	return exitOK
 }
 
@@ -623,7 +624,7 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 			trusted, err = key.Checkpoint(trustedText)
 		}
 		if err != nil {
-			errorf(stderr, "checkpoint: --trusted %s does not verify: %v", quote(*trustedFile), err)
+			errorf(stderr, "checkpoint: --trusted %s does not verify: %v", termtext.Quote(*trustedFile), err)
 			return exitFailed
 		}
 	}
@@ -651,16 +652,16 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 		if trusted != nil {
 			v["consistent_with"] = trusted.Size
 		}
-		writeJSON(stdout, v)
+		termtext.WriteJSON(stdout, v)
 		return exitOK
 	}
-	printLine(stdout, "checkpoint of %s: tree size %d (signature verified)", quote(cp.Origin), cp.Size)
-	printLine(stdout, "  root hash %s", base64.StdEncoding.EncodeToString(cp.Hash))
+	termtext.PrintLine(stdout, "checkpoint of %s: tree size %d (signature verified)", termtext.Quote(cp.Origin), cp.Size)
+	termtext.PrintLine(stdout, "  root hash %s", base64.StdEncoding.EncodeToString(cp.Hash))
 	if trusted != nil {
-		printLine(stdout, "  extends the trusted tree of size %d (consistency proof verified)", trusted.Size)
+		termtext.PrintLine(stdout, "  extends the trusted tree of size %d (consistency proof verified)", trusted.Size)
 	}
 	if *out != "" {
-		printLine(stdout, "  written to %s", quote(*out))
+		termtext.PrintLine(stdout, "  written to %s", termtext.Quote(*out))
 	}
 	return exitOK
 }

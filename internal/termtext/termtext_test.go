@@ -1,4 +1,4 @@
-package main
+package termtext
 
 import (
 	"bytes"
@@ -23,8 +23,8 @@ func TestEscape(t *testing.T) {
 		{`already "quoted" \x1b`, `already "quoted" \x1b`}, // printable: unchanged
 		{"\ufffd is printable", "\ufffd is printable"},
 	} {
-		if got := escape(c.in); got != c.want {
-			t.Errorf("escape(%q) = %s, want %s", c.in, got, c.want)
+		if got := Escape(c.in); got != c.want {
+			t.Errorf("Escape(%q) = %s, want %s", c.in, got, c.want)
 		}
 	}
 }
@@ -41,13 +41,13 @@ func TestQuote(t *testing.T) {
 		{"agent\u202e", `"agent\u202e"`},
 		{"\xff", `"\xff"`},
 	} {
-		if got := quote(c.in); got != c.want {
-			t.Errorf("quote(%q) = %s, want %s", c.in, got, c.want)
+		if got := Quote(c.in); got != c.want {
+			t.Errorf("Quote(%q) = %s, want %s", c.in, got, c.want)
 		}
 	}
 }
 
-// writeJSON escapes what is not printable as JSON escapes: the text
+// WriteJSON escapes what is not printable as JSON escapes: the text
 // decodes to exactly the same values.
 func TestWriteJSON(t *testing.T) {
 	v := map[string]any{
@@ -56,10 +56,10 @@ func TestWriteJSON(t *testing.T) {
 		"n":      float64(7),
 	}
 	var b bytes.Buffer
-	writeJSON(&b, v)
+	WriteJSON(&b, v)
 	want := `{"error":"entry 3: \u001b[2J \u2028 \udb40\udc41 é 代","n":7,"origin":"ledger.example.com/\u009b2J\u202e\u007flog"}` + "\n"
 	if b.String() != want {
-		t.Errorf("writeJSON:\n got %s\nwant %s", b.String(), want)
+		t.Errorf("WriteJSON:\n got %s\nwant %s", b.String(), want)
 	}
 	var back map[string]any
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || !reflect.DeepEqual(back, v) {

@@ -1,7 +1,17 @@
-package main
+// Package termtext writes untrusted text for a terminal. What the
+// commands print comes largely from their input or from a server: entry
+// fields, checkpoint origins, declaration text, file names, and error
+// messages that quote any of these. None of it reaches a terminal raw, so
+// that an input cannot rewrite the reader's screen with escape sequences
+// or reorder it with bidirectional controls. Human output goes through
+// PrintLine, which escapes every character that is not printable; values
+// are shown with Quote. JSON output stays exact JSON, with the same
+// characters written as JSON escapes (WriteJSON).
+package termtext
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,20 +20,11 @@ import (
 	"unicode/utf8"
 )
 
-// What ledger-verify prints comes largely from its input: entry fields,
-// checkpoint origins, declaration text, file names, and error messages
-// that quote any of these. None of it reaches a terminal raw, so that an
-// input cannot rewrite the auditor's screen with escape sequences or
-// reorder it with bidirectional controls. Human output goes through
-// printLine (and errorf, hintf), which escapes every character that is not
-// printable; values are shown with quote. --json output stays exact JSON,
-// with the same characters written as JSON escapes (writeJSON).
-
-// escape returns s with each character strconv.IsPrint refuses (controls,
+// Escape returns s with each character strconv.IsPrint refuses (controls,
 // format characters such as U+202E, separators other than ASCII space,
 // unassigned code points) written as its Go escape (\x1b, \n, \u202e), and
 // each byte of invalid UTF-8 as \xNN. Printable text comes back unchanged.
-func escape(s string) string {
+func Escape(s string) string {
 	if isPrintable(s) {
 		return s
 	}
@@ -58,30 +59,30 @@ func isPrintable(s string) bool {
 	return true
 }
 
-// quote returns a value from the input as it is if it reads unambiguously
+// Quote returns a value from the input as it is if it reads unambiguously
 // (non-empty, printable, without space, '"' or '\'), and otherwise in Go
 // double-quoted form (strconv.Quote), so that ordinary identifiers, origins
 // and file names stay readable and nothing else can pass for them.
-func quote(s string) string {
+func Quote(s string) string {
 	if s != "" && isPrintable(s) && !strings.ContainsAny(s, " \"\\") {
 		return s
 	}
 	return strconv.Quote(s)
 }
 
-// printLine writes one line of human output: the formatted text, escaped,
+// PrintLine writes one line of human output: the formatted text, escaped,
 // and a newline.
-func printLine(w io.Writer, format string, args ...any) {
-	io.WriteString(w, escape(fmt.Sprintf(format, args...))+"\n")
+func PrintLine(w io.Writer, format string, args ...any) {
+	io.WriteString(w, Escape(fmt.Sprintf(format, args...))+"\n")
 }
 
-// jsonEscape rewrites JSON text from encoding/json so that it holds no
+// JSONEscape rewrites JSON text from encoding/json so that it holds no
 // character strconv.IsPrint refuses: the encoder already escapes U+0000 to
 // U+001F and writes valid UTF-8; jsonEscape writes DEL, the C1 controls,
 // format characters and the like as \uXXXX (a surrogate pair above
 // U+FFFF). They occur only inside strings, whose values do not change. A
 // final newline is kept.
-func jsonEscape(b []byte) []byte {
+func JSONEscape(b []byte) []byte {
 	if isPrintable(string(bytes.TrimSuffix(b, []byte("\n")))) {
 		return b
 	}
@@ -100,4 +101,18 @@ func jsonEscape(b []byte) []byte {
 		i += size
 	}
 	return out
+}
+
+// WriteJSON writes v as one line of JSON with every character
+// strconv.IsPrint refuses written as a JSON escape (JSONEscape), so that
+// the text is safe on a terminal and decodes to exactly the same values.
+// v must encode: the commands pass maps, structs and verified entries.
+func WriteJSON(w io.Writer, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err)
+	}
+	w.Write(JSONEscape(b.Bytes()))
 }
