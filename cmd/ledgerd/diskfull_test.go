@@ -122,30 +122,11 @@ func TestDiskFull(t *testing.T) {
 	again := startDaemon(t, ledgerd, dir)
 	defer func() { again.cmd.Process.Kill(); again.cmd.Wait() }()
 	url = "http://" + again.addr
-	for index, want := range acked {
-		if got := get(t, fmt.Sprintf("%s/v1/entries/%d", url, index)); got != want {
-			t.Fatalf("acknowledged entry %d lost or changed", index)
-		}
-	}
+	checkServed(t, url, acked)
 	var size uint64
 	for index := range acked {
 		size = max(size, index+1)
 	}
-	export := filepath.Join(t.TempDir(), "all.ledger")
-	resp, err := http.Get(fmt.Sprintf("%s/v1/export?start=0&end=%d", url, size))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(export)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(f, resp.Body)
-	f.Close()
-	resp.Body.Close()
-	out, err := exec.Command(ledgerVerify, "export", "--key", again.vkey, export).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ledger-verify: %v\n%s", err, out)
-	}
-	t.Logf("statuses %v; %s", statuses, strings.SplitN(string(out), "\n", 2)[0])
+	out := exportAndVerify(t, ledgerVerify, url, again.vkey, size)
+	t.Logf("statuses %v; %s", statuses, out)
 }

@@ -179,26 +179,7 @@ func TestSecondDaemonRefused(t *testing.T) {
 	again := startDaemon(t, ledgerd, dir)
 	defer func() { again.cmd.Process.Kill(); again.cmd.Wait() }()
 	url = "http://" + again.addr
-	for index, want := range acked {
-		if got := get(t, fmt.Sprintf("%s/v1/entries/%d", url, index)); got != want {
-			t.Fatalf("acknowledged entry %d lost or changed", index)
-		}
-	}
-	export := filepath.Join(dir, "all.ledger")
-	resp, err := http.Get(fmt.Sprintf("%s/v1/export?start=0&end=%d", url, n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(export)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(f, resp.Body)
-	f.Close()
-	resp.Body.Close()
-	out, err := exec.Command(ledgerVerify, "export", "--key", again.vkey, export).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ledger-verify: %v\n%s", err, out)
-	}
-	t.Logf("%d appends over %d segments; %s", len(acked), len(segments), strings.SplitN(string(out), "\n", 2)[0])
+	checkServed(t, url, acked)
+	out := exportAndVerify(t, ledgerVerify, url, again.vkey, n)
+	t.Logf("%d appends over %d segments; %s", len(acked), len(segments), out)
 }
