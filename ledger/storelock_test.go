@@ -43,6 +43,21 @@ func treeState(t *testing.T, dir string) map[string]string {
 	return state
 }
 
+// waitForSpare waits until the open store has written its spare segment
+// whole, and returns its path.
+func (f *frameStore) waitForSpare() string {
+	f.t.Helper()
+	spare := filepath.Join(f.dir, "frames", "spare.frames.tmp")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if info, err := os.Stat(spare); err == nil && info.Size() == f.opts.SegmentSize {
+			return spare
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatal("no spare segment was written")
+		}
+	}
+}
+
 // A second open of a store that is open is refused before it opens,
 // creates, renames or removes anything; the first goes on, and after it
 // closes the store opens again. (cmd/ledgerd tests the same across two
@@ -57,15 +72,7 @@ func TestBadgerLocked(t *testing.T) {
 	defer s.Close()
 	// Wait for the spare segment: the file a second opener used to
 	// delete and recreate.
-	spare := filepath.Join(f.dir, "frames", "spare.frames.tmp")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if info, err := os.Stat(spare); err == nil && info.Size() == f.opts.SegmentSize {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no spare segment was written")
-		}
-	}
+	f.waitForSpare()
 	time.Sleep(50 * time.Millisecond) // its last sync
 	before := treeState(t, f.dir)
 	second, err := f.open()
@@ -112,15 +119,7 @@ func TestBadgerSpareReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	spare := filepath.Join(f.dir, "frames", "spare.frames.tmp")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if info, err := os.Stat(spare); err == nil && info.Size() == f.opts.SegmentSize {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no spare segment was written")
-		}
-	}
+	spare := f.waitForSpare()
 	if err := os.Remove(spare); err != nil {
 		t.Fatal(err)
 	}
