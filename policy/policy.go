@@ -1,0 +1,383 @@
+// Package policy loads the Cedar policy set ledgerd decides with, checks it
+// against the Cedar schema generated from the action declarations, decides
+// calls with it, and names it by a digest. docs/policies.md is the
+// specification; this is its short form.
+//
+// # Directory
+//
+// A policy set is one directory. Every regular file whose name ends in
+// ".cedar" is read, in byte order of name; a name must match
+// [A-Za-z0-9][A-Za-z0-9._-]* (at most 128 bytes) and a file hold at most
+// 1 MiB. A subdirectory, or a ".cedar" entry that is not a regular file
+// (a symbolic link, say), is refused; other files (a README) are ignored.
+// A directory with no ".cedar" file is refused.
+//
+// # Annotations
+//
+// Every policy carries @id("…"): non-empty, at most 128 bytes, passing
+// entry.CheckIdentifier, unique across the set. It is the id an entry
+// records. A permit may carry @approval("required"): when it is what
+// allows a call, the call needs approval. @approval on a forbid, with any
+// other value, and any other annotation but @description, is refused.
+//
+// # Validation
+//
+// Every policy is typechecked (cedar-go's strict validator) against
+// declare.CedarSchema of the declarations: principal Agent, resource
+// Tool, one action per declaration, context the minimized attributes. A
+// policy naming a payload field, a derived field's raw value instead of a
+// projection (context.recipient.recipient_domain, not context.recipient),
+// an undeclared action, or comparing a field with the wrong type is
+// refused. Errors are *LoadError values naming file:line:col (of the
+// policy, or of the parser's complaint) and the policy id; the validator
+// does not place errors inside a policy, so a validation error names the
+// policy's position: its first annotation, or its effect if it has none.
+//
+// # Decisions
+//
+// Set.Decide builds the request Agent::"<principal>", Action::"<action>",
+// Tool::"<action>", with the attributes as context and no entities, and
+// maps Cedar's answer to one of three decisions:
+//
+//  1. a policy errors, or the request is not valid for the schema: deny;
+//     Errored holds the erroring ids, Determining them and any matching
+//     forbid (fail closed; Cedar itself would ignore an erroring policy);
+//  2. a forbid matches: deny, determined by the matching forbids;
+//  3. a permit marked @approval("required") matches: needs_approval,
+//     determined by the matching marked permits;
+//  4. a permit matches: allow, determined by the matching permits;
+//  5. nothing matches: deny, determined by nothing.
+//
+// Ids are always sorted by byte order.
+//
+// # Digest
+//
+// The policy-set digest is
+//
+//	SHA-256("ledger/v1/policies\n" ||
+//	        for each file, in byte order of name:
+//	          name || "\n" || decimal byte length || "\n" || bytes)
+//
+// written sha256:<lowercase hex>. A new encoding gets a new domain string.
+package policy
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cedar-policy/cedar-go"
+	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
+	"github.com/cedar-policy/cedar-go/x/exp/schema"
+	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/entry"
+)
+
+// DomainSeparator prefixes the encoding of the files in the policy-set
+// digest.
+const DomainSeparator = "ledger/v1/policies\n"
+
+// Bounds on a policy set.
+const (
+	MaxFileBytes = 1 << 20
+	MaxNameBytes = 128 // a file name's, a policy id's
+)
+
+// Annotations the package reads.
+const (
+	AnnotationID          = "id"
+	AnnotationApproval    = "approval"
+	AnnotationDescription = "description"
+	ApprovalRequired      = "required"
+)
+
+var fileName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// LoadError is why Load refused a policy set. File is the file's name in
+// the directory ("" for the directory itself); Line and Column are
+// 1-based, 0 when the problem is the whole file; ID is the policy's id
+// when it has one. Problem never holds an attribute value.
+type LoadError struct {
+	File    string
+	Line    int
+	Column  int
+	ID      string
+	Problem string
+	Err     error
+}
+
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	b.WriteString("policy: ")
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
+		}
+		b.WriteString(": ")
+	}
+	if e.ID != "" {
+		fmt.Fprintf(&b, "policy %q: ", e.ID)
+	}
+	b.WriteString(e.Problem)
+	return b.String()
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Classifying sentinels, wrapped by LoadError.Err; test with errors.Is.
+var (
+	ErrParse      = errors.New("policy does not parse")
+	ErrAnnotation = errors.New("policy annotation refused")
+	ErrSchema     = errors.New("policy does not validate against the declarations' schema")
+	ErrLayout     = errors.New("policy directory refused")
+)
+
+// File is one policy file of a set: its name in the directory and its
+// exact bytes.
+type File struct {
+	Name  string
+	Bytes []byte
+}
+
+// Policy is one loaded policy.
+type Policy struct {
+	ID       string
+	File     string
+	Line     int
+	Column   int
+	Forbid   bool
+	Approval bool // a permit marked @approval("required")
+}
+
+// Set is a loaded, validated policy set. It is safe for concurrent use.
+type Set struct {
+	files     []File
+	policies  []Policy // in file order, then position order
+	cedar     []*cedar.Policy
+	byID      map[string]int
+	validator *validate.Validator
+	digest    commit.Digest
+}
+
+// Load reads the policy set in dir and validates it against the Cedar
+// schema generated from decls.
+func Load(dir string, decls []*declare.Declaration) (*Set, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, &LoadError{Problem: "cannot read the policy directory", Err: fmt.Errorf("%w: %w", ErrLayout, err)}
+	}
+	var files []File
+	for _, de := range entries {
+		name := de.Name()
+		if de.IsDir() {
+			return nil, &LoadError{File: name, Problem: "subdirectories are refused", Err: ErrLayout}
+		}
+		if !strings.HasSuffix(name, ".cedar") {
+			continue
+		}
+		if !de.Type().IsRegular() {
+			return nil, &LoadError{File: name, Problem: "not a regular file", Err: ErrLayout}
+		}
+		if len(name) > MaxNameBytes || !fileName.MatchString(name) {
+			return nil, &LoadError{File: safeName(name), Problem: "file name must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 bytes", Err: ErrLayout}
+		}
+		data, err := readFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, &LoadError{File: name, Problem: err.Error(), Err: fmt.Errorf("%w: %w", ErrLayout, err)}
+		}
+		files = append(files, File{Name: name, Bytes: data})
+	}
+	if len(files) == 0 {
+		return nil, &LoadError{Problem: "no .cedar file in the policy directory", Err: ErrLayout}
+	}
+	return New(files, decls)
+}
+
+func safeName(name string) string {
+	if len(name) > MaxNameBytes {
+		name = name[:MaxNameBytes]
+	}
+	return strconv.Quote(name)
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("file larger than %d bytes", MaxFileBytes)
+	}
+	return data, nil
+}
+
+// New builds a policy set from files (sorted here by name; names must be
+// unique and valid as in Load) and validates it against the Cedar schema
+// generated from decls. Load is New over a directory.
+func New(files []File, decls []*declare.Declaration) (*Set, error) {
+	files = slices.Clone(files)
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	for i, f := range files {
+		if len(f.Name) > MaxNameBytes || !fileName.MatchString(f.Name) || !strings.HasSuffix(f.Name, ".cedar") {
+			return nil, &LoadError{File: safeName(f.Name), Problem: "file name must match [A-Za-z0-9][A-Za-z0-9._-]*.cedar and be at most 128 bytes", Err: ErrLayout}
+		}
+		if i > 0 && files[i-1].Name == f.Name {
+			return nil, &LoadError{File: f.Name, Problem: "file name repeated", Err: ErrLayout}
+		}
+		if len(f.Bytes) > MaxFileBytes {
+			return nil, &LoadError{File: f.Name, Problem: fmt.Sprintf("file larger than %d bytes", MaxFileBytes), Err: ErrLayout}
+		}
+	}
+	var sch schema.Schema
+	if err := sch.UnmarshalCedar(declare.CedarSchema(decls...)); err != nil {
+		return nil, &LoadError{Problem: "the declarations' Cedar schema does not parse", Err: fmt.Errorf("%w: %w", ErrSchema, err)}
+	}
+	resolved, err := sch.Resolve()
+	if err != nil {
+		return nil, &LoadError{Problem: "the declarations' Cedar schema does not resolve", Err: fmt.Errorf("%w: %w", ErrSchema, err)}
+	}
+	s := &Set{files: files, byID: map[string]int{}, validator: validate.New(resolved)}
+	for _, f := range files {
+		list, err := cedar.NewPolicyListFromBytes(f.Name, f.Bytes)
+		if err != nil {
+			return nil, parseError(f.Name, err)
+		}
+		for _, p := range list {
+			lp, err := s.check(f.Name, p)
+			if err != nil {
+				return nil, err
+			}
+			s.byID[lp.ID] = len(s.policies)
+			s.policies = append(s.policies, lp)
+			s.cedar = append(s.cedar, p)
+		}
+	}
+	s.digest = Digest(files)
+	return s, nil
+}
+
+// parsePos matches the position and complaint of a cedar-go parse error:
+// `parse error at <input>:<line>:<column> "<token>": <message>`, quoted as by %q.
+// The token is policy text, which may hold a value copied from a call, so
+// it is dropped.
+var parsePos = regexp.MustCompile(`:([0-9]+):([0-9]+) (?:"(?:[^"\\]|\\.)*": )?(.*)$`)
+
+func parseError(file string, err error) error {
+	e := &LoadError{File: file, Problem: "does not parse", Err: fmt.Errorf("%w: %w", ErrParse, err)}
+	if m := parsePos.FindStringSubmatch(oneLine(err.Error())); m != nil {
+		e.Line, _ = strconv.Atoi(m[1])
+		e.Column, _ = strconv.Atoi(m[2])
+		e.Problem = "does not parse: " + m[3]
+	}
+	return e
+}
+
+func (s *Set) check(file string, p *cedar.Policy) (Policy, error) {
+	pos := p.Position()
+	lp := Policy{File: file, Line: pos.Line, Column: pos.Column, Forbid: p.Effect() == cedar.Forbid}
+	fail := func(sentinel error, format string, args ...any) error {
+		return &LoadError{File: file, Line: pos.Line, Column: pos.Column, ID: lp.ID, Problem: fmt.Sprintf(format, args...), Err: sentinel}
+	}
+	ann := p.Annotations()
+	id, ok := ann[AnnotationID]
+	if !ok {
+		return lp, fail(ErrAnnotation, "no @id annotation")
+	}
+	if err := checkID(string(id)); err != nil {
+		return lp, fail(ErrAnnotation, "@id refused: %v", err)
+	}
+	lp.ID = string(id)
+	if i, dup := s.byID[lp.ID]; dup {
+		first := s.policies[i]
+		return lp, fail(ErrAnnotation, "@id repeated (first at %s:%d:%d)", first.File, first.Line, first.Column)
+	}
+	values := make(map[string]string, len(ann))
+	for k, v := range ann {
+		values[string(k)] = string(v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		switch k {
+		case AnnotationID, AnnotationDescription:
+		case AnnotationApproval:
+			if lp.Forbid {
+				return lp, fail(ErrAnnotation, "@approval on a forbid")
+			}
+			if values[k] != ApprovalRequired {
+				return lp, fail(ErrAnnotation, "@approval must be %q", ApprovalRequired)
+			}
+			lp.Approval = true
+		default:
+			return lp, fail(ErrAnnotation, "unknown annotation @%s (only @id, @approval and @description)", safeIdent(k))
+		}
+	}
+	if err := s.validator.Policy(lp.ID, (*xast.Policy)(p.AST())); err != nil {
+		msg := strings.ReplaceAll(oneLine(err.Error()), "for policy `"+lp.ID+"`, ", "")
+		return lp, fail(fmt.Errorf("%w: %w", ErrSchema, err), "does not validate: %s", msg)
+	}
+	return lp, nil
+}
+
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("empty")
+	case len(id) > MaxNameBytes:
+		return fmt.Errorf("longer than %d bytes", MaxNameBytes)
+	}
+	return entry.CheckIdentifier(id)
+}
+
+func safeIdent(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+
+// Files returns the set's files, sorted by name.
+func (s *Set) Files() []File { return slices.Clone(s.files) }
+
+// Policies returns the set's policies in file order, then source order.
+func (s *Set) Policies() []Policy { return slices.Clone(s.policies) }
+
+// Digest returns the policy-set digest.
+func (s *Set) Digest() commit.Digest { return s.digest }
+
+// Digest computes the policy-set digest of files, which it sorts by name:
+// SHA-256 of DomainSeparator followed, per file, by its name, "\n", its
+// byte length in decimal, "\n" and its bytes.
+func Digest(files []File) commit.Digest {
+	files = slices.Clone(files)
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	h := sha256.New()
+	io.WriteString(h, DomainSeparator)
+	for _, f := range files {
+		io.WriteString(h, f.Name)
+		io.WriteString(h, "\n")
+		io.WriteString(h, strconv.Itoa(len(f.Bytes)))
+		io.WriteString(h, "\n")
+		h.Write(f.Bytes)
+	}
+	var d commit.Digest
+	h.Sum(d[:0])
+	return d
+}
