@@ -19,9 +19,9 @@ import (
 
 // Result is a decision: one of entry.Allow, entry.Deny and
 // entry.NeedsApproval, the ids of the policies that determined it and of
-// those whose evaluation failed, each sorted by byte order. Invalid, when
-// set, says why the request itself was not evaluated (the decision is
-// then deny, with no ids).
+// those whose evaluation failed, each sorted by byte order and never nil.
+// Invalid, when set, says why the request itself was not evaluated (the
+// decision is then deny, with no ids).
 type Result struct {
 	Decision    entry.Decision
 	Determining []string
@@ -60,7 +60,7 @@ func (it iterator) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] {
 // doc for the mapping.
 func (s *Set) Decide(principal, action string, attributes json.RawMessage) Result {
 	deny := func(problem string) Result {
-		return Result{Decision: entry.Deny, Invalid: &RequestError{Action: action, Problem: problem}}
+		return Result{Decision: entry.Deny, Determining: []string{}, Errored: []string{}, Invalid: &RequestError{Action: action, Problem: problem}}
 	}
 	ctx, err := contextRecord(attributes)
 	if err != nil {

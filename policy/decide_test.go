@@ -258,3 +258,49 @@ func TestDecideDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Decide may be called from many goroutines (go test -race).
+func TestDecideConcurrent(t *testing.T) {
+	decls := declarations(t)
+	s := reference(t)
+	attrs := minimize(t, decls, call{"agent-1", "make_payment", pay(-5, "EUR", "payee-9999")})
+	done := make(chan policy.Result)
+	for range 8 {
+		go func() { done <- s.Decide("agent-1", "make_payment", attrs) }()
+	}
+	for range 8 {
+		if got := <-done; !slices.Equal(got.Determining, []string{"payments.deny-non-positive", "payments.deny-unknown-payee"}) {
+			t.Errorf("got %+v", got)
+		}
+	}
+}
+
+// Whatever the attributes, Decide does not panic, ids are sorted, and a
+// request it did not evaluate is denied.
+func FuzzDecide(f *testing.F) {
+	s := reference(f)
+	for _, seed := range []string{
+		`{"amount_minor":5000,"currency":"EUR","payee":{"payee_known":true}}`,
+		`{"amount_minor":-1,"currency":"EUR","payee":{"payee_known":false}}`,
+		`{"body":{"byte_size":3},"recipient":{"recipient_domain":"example.com"},"attachment_hashes":["x","x"]}`,
+		`{"method":"GET","url":{"endpoint_host":"api.example.com","route_shape":"unmatched"}}`,
+		`{"amount_minor":9007199254740991,"currency":"EUR","payee":{"__extn":{"fn":"ip","arg":"1.2.3.4"}}}`,
+		`null`, `{}`, `{"a":{"b":[[[]]]}}`,
+	} {
+		for _, action := range []string{"make_payment", "send_email", "http_request", "read_record", "upload_file", "x"} {
+			f.Add("agent-1", action, seed)
+		}
+	}
+	f.Fuzz(func(t *testing.T, principal, action, attrs string) {
+		r := s.Decide(principal, action, json.RawMessage(attrs))
+		if !slices.IsSorted(r.Determining) || !slices.IsSorted(r.Errored) {
+			t.Fatalf("unsorted ids: %+v", r)
+		}
+		if r.Invalid != nil && (r.Decision != entry.Deny || len(r.Determining) != 0) {
+			t.Fatalf("invalid request not denied: %+v", r)
+		}
+		if len(r.Errored) > 0 && r.Decision != entry.Deny {
+			t.Fatalf("error not failing closed: %+v", r)
+		}
+	})
+}
