@@ -36,19 +36,24 @@
 // # Decisions
 //
 // Set.Decide builds the request Agent::"<principal>", Action::"<action>",
-// Tool::"<action>", with the attributes as context and no entities, and
-// maps Cedar's answer to one of three decisions:
+// Tool::"<action>", with the attributes as context (object → record,
+// array → set, string, integer → Long, boolean; null, fractions and
+// anything outside commit's strict domain refused) and no entities. A
+// request the schema does not admit (an undeclared action, attributes
+// not exactly the action's context) is denied unevaluated, with
+// Result.Invalid set and no ids. Otherwise every policy is evaluated and
+// Cedar's answer maps to one of three decisions:
 //
-//  1. a policy errors, or the request is not valid for the schema: deny;
-//     Errored holds the erroring ids, Determining them and any matching
-//     forbid (fail closed; Cedar itself would ignore an erroring policy);
+//  1. a policy errors: deny; Errored holds the erroring ids, Determining
+//     them and any matching forbid (fail closed; Cedar itself would
+//     ignore an erroring policy);
 //  2. a forbid matches: deny, determined by the matching forbids;
 //  3. a permit marked @approval("required") matches: needs_approval,
 //     determined by the matching marked permits;
 //  4. a permit matches: allow, determined by the matching permits;
 //  5. nothing matches: deny, determined by nothing.
 //
-// Ids are always sorted by byte order.
+// Ids are always sorted by byte order, unique, never nil.
 //
 // # Digest
 //
@@ -58,7 +63,14 @@
 //	        for each file, in byte order of name:
 //	          name || "\n" || decimal byte length || "\n" || bytes)
 //
-// written sha256:<lowercase hex>. A new encoding gets a new domain string.
+// written sha256:<lowercase hex>; the name is ASCII, the length has no
+// leading zeros, nothing follows the bytes. For a.cedar holding
+// `@id("allow-all")\npermit (principal, action, resource);\n` (55 bytes)
+// and b.cedar holding
+// `@id("no-intake")\nforbid (principal == Agent::"intake-agent", action, resource);\n`
+// (80 bytes) it is
+// sha256:d874143182898d75699ad5145962afb5b61f50c828d68329772f7260b51b9902.
+// A new encoding gets a new domain string.
 package policy
 
 import (
