@@ -245,6 +245,9 @@ func readFile(path string) ([]byte, error) {
 // generated from decls. Load is New over a directory.
 func New(files []File, decls []*declare.Declaration) (*Set, error) {
 	files = slices.Clone(files)
+	for i := range files {
+		files[i].Bytes = slices.Clone(files[i].Bytes) // the set keeps its own copy
+	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 	for i, f := range files {
 		if len(f.Name) > MaxNameBytes || !fileName.MatchString(f.Name) || !strings.HasSuffix(f.Name, ".cedar") {
@@ -365,7 +368,8 @@ func safeIdent(s string) string {
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
-// Files returns the set's files, sorted by name.
+// Files returns the set's files, sorted by name: what its digest covers
+// and what a replay needs. The caller must not modify the bytes.
 func (s *Set) Files() []File { return slices.Clone(s.files) }
 
 // Policies returns the set's policies in file order, then source order.

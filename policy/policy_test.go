@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/decisionledger/ledger/commit/declare"
@@ -144,27 +145,9 @@ when { context.recipient == "someone@example.com" };
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	if got := err.Error(); containsAny(got, "someone", "example.com") {
+	if got := err.Error(); strings.Contains(got, "someone") || strings.Contains(got, "example.com") {
 		t.Errorf("error names a value: %s", got)
 	}
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if len(sub) > 0 && filepath.Base(sub) != "" && contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 // The directory layout: .cedar files are read in name order, other files
