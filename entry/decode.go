@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -24,6 +25,16 @@ var (
 		"action", "attributes", "decision", "definition_digest", "index", "key_id", "mediator",
 		"origin", "params_digest", "params_size", "policies", "prev",
 		"principal", "sig", "tiers_digest", "time", "version",
+	}
+	// fieldsV3Decision are the members of a version 3 ledger decision,
+	// fieldsV3PolicySet those of a policy-set publication.
+	fieldsV3Decision = []string{
+		"action", "attributes", "decision", "definition_digest", "index", "key_id", "kind", "mediator",
+		"origin", "params_digest", "params_size", "policies", "policy_errors", "policy_set", "prev",
+		"principal", "sig", "tiers_digest", "time", "version",
+	}
+	fieldsV3PolicySet = []string{
+		"index", "key_id", "kind", "origin", "policy_set", "prev", "sig", "time", "version",
 	}
 )
 
@@ -53,15 +64,32 @@ func Parse(b []byte) (*Entry, error) {
 	}
 	d := decoder{members: members}
 	want := fields
+	var kind Kind
 	switch v := d.uint("version"); {
 	case d.err != nil:
 		return nil, d.err
 	case v == Version2:
 		want = fieldsV2
+	case v == Version3:
+		if _, ok := members["kind"]; !ok {
+			return nil, fieldError("kind", "missing")
+		}
+		switch kind = Kind(d.string("kind")); kind {
+		case KindDecision:
+			want = fieldsV3Decision
+		case KindPolicySet:
+			want = fieldsV3PolicySet
+		default:
+			d.fail("kind", "not decision or policy_set")
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
 	case v != Version1:
-		return nil, fieldError("version", "unsupported version %d (this reader knows %d and %d)", v, Version1, Version2)
+		return nil, fieldError("version", "unsupported version %d (this reader knows %d, %d and %d)", v, Version1, Version2, Version3)
 	}
-	for name := range members {
+	// In sorted order, so that the member named is the same every time.
+	for _, name := range slices.Sorted(maps.Keys(members)) {
 		if !slices.Contains(want, name) {
 			return nil, fieldError(name, "unknown member")
 		}
@@ -72,30 +100,41 @@ func Parse(b []byte) (*Entry, error) {
 		}
 	}
 	e := &Entry{
-		Action:    d.string("action"),
-		Decision:  Decision(d.string("decision")),
+		Kind:      kind,
 		Index:     d.uint("index"),
 		KeyID:     d.string("key_id"),
-		Mediator:  d.string("mediator"),
 		Origin:    d.string("origin"),
-		Principal: d.string("principal"),
-		Policies:  d.strings("policies"),
 		Prev:      d.digest("prev"),
-		Tiers:     d.digest("tiers_digest"),
 		Time:      d.time("time"),
 		Signature: d.signature("sig"),
 	}
-	if _, ok := members["definition_digest"]; ok {
-		if e.Definition = d.digest("definition_digest"); d.err == nil && e.Definition == (commit.Digest{}) {
-			d.fail("definition_digest", "all zeros: a version 2 entry names a definition")
+	if kind != "" {
+		if e.PolicySet = d.digest("policy_set"); d.err == nil && e.PolicySet == (commit.Digest{}) {
+			d.fail("policy_set", "all zeros: a version 3 entry names a policy set")
 		}
 	}
-	e.Params.Digest = d.digest("params_digest")
-	e.Params.Size = int(d.uint("params_size"))
-	if raw := members["attributes"]; len(raw) > 0 && raw[0] == '{' {
-		e.Attributes = bytes.Clone(raw)
-	} else if d.err == nil {
-		d.err = fieldError("attributes", "not an object")
+	if kind != KindPolicySet {
+		e.Action = d.string("action")
+		e.Decision = Decision(d.string("decision"))
+		e.Mediator = d.string("mediator")
+		e.Principal = d.string("principal")
+		e.Policies = d.strings("policies")
+		e.Tiers = d.digest("tiers_digest")
+		if kind == KindDecision {
+			e.PolicyErrors = d.strings("policy_errors")
+		}
+		if _, ok := members["definition_digest"]; ok {
+			if e.Definition = d.digest("definition_digest"); d.err == nil && e.Definition == (commit.Digest{}) {
+				d.fail("definition_digest", "all zeros: a version 2 or 3 entry names a definition")
+			}
+		}
+		e.Params.Digest = d.digest("params_digest")
+		e.Params.Size = int(d.uint("params_size"))
+		if raw := members["attributes"]; len(raw) > 0 && raw[0] == '{' {
+			e.Attributes = bytes.Clone(raw)
+		} else if d.err == nil {
+			d.err = fieldError("attributes", "not an object")
+		}
 	}
 	if d.err != nil {
 		return nil, d.err

@@ -17,13 +17,30 @@ import (
 
 // Entry format versions. Version 2 adds definition_digest, the digest of
 // the action definition the ledger applied; an entry without one is
-// written as version 1, byte for byte what version 1 readers expect. This
-// package reads and writes both.
+// written as version 1, byte for byte what version 1 readers expect.
+// Version 3 adds kind: a decision the ledger itself made with a policy set
+// (which it names by digest, with the ids of policies that errored), or
+// the publication of a policy set. Mediator-decided entries stay version 1
+// or 2, so the two are told apart by version. This package reads and
+// writes all three.
 const (
 	Version1 = 1
 	Version2 = 2
+	Version3 = 3
 	// Version is the newest version this package reads and writes.
-	Version = Version2
+	Version = Version3
+)
+
+// Kind is what a version 3 entry records.
+type Kind string
+
+const (
+	// KindDecision is a decision the ledger made by evaluating the policy
+	// set named by PolicySet (POST /v1/decide).
+	KindDecision Kind = "decision"
+	// KindPolicySet publishes the policy set named by PolicySet: from this
+	// entry on, the ledger may decide with it.
+	KindPolicySet Kind = "policy_set"
 )
 
 // SignedDomainSeparator prefixes the canonical unsigned entry in the signed
@@ -34,6 +51,7 @@ const (
 const (
 	SignedDomainSeparator   = "ledger/v1/entry\n"
 	SignedDomainSeparatorV2 = "ledger/v2/entry\n"
+	SignedDomainSeparatorV3 = "ledger/v3/entry\n"
 )
 
 // TimeLayout is the only accepted spelling of an entry's time: UTC, with
@@ -88,6 +106,19 @@ type Entry struct {
 	// against; zero if none. A non-zero Definition makes a version 2
 	// entry.
 	Definition commit.Digest
+	// Kind is empty for a decision a mediator made (versions 1 and 2);
+	// KindDecision or KindPolicySet make a version 3 entry. A
+	// KindPolicySet entry has only Origin, Index, Time, PolicySet, Prev,
+	// KeyID and Signature; every decision field is zero.
+	Kind Kind
+	// PolicySet is the policy-set digest (package policy) of the set that
+	// decided (KindDecision) or is published (KindPolicySet); zero in
+	// versions 1 and 2. The ledger derives it, never a request.
+	PolicySet commit.Digest
+	// PolicyErrors are the ids of the policies whose evaluation failed,
+	// sorted in byte order without repeats (KindDecision only). Failing
+	// closed, a decision with any is deny and lists them in Policies too.
+	PolicyErrors []string
 	// Attributes is the canonical JSON object of the minimized attributes.
 	Attributes []byte
 	// Prev is the entry hash of the entry at Index-1; zero at index 0.
@@ -153,16 +184,39 @@ func (e *Entry) check() error {
 	if e.Time.IsZero() || e.Time.Year() < 1 || e.Time.Year() > 9999 {
 		return fieldError("time", "outside years 0001-9999")
 	}
+	if err := checkIDList("policies", e.Policies); err != nil {
+		return err
+	}
+	switch e.Kind {
+	case "":
+		if e.PolicySet != (commit.Digest{}) || len(e.PolicyErrors) > 0 {
+			return fieldError("kind", "policy_set and policy_errors need a version 3 kind")
+		}
+	case KindPolicySet:
+		return e.checkPublication()
+	case KindDecision:
+		if e.Definition == (commit.Digest{}) {
+			return fieldError("definition_digest", "missing: a ledger decision names its action definition")
+		}
+		if e.PolicySet == (commit.Digest{}) {
+			return fieldError("policy_set", "all zeros: a ledger decision names its policy set")
+		}
+		if err := checkIDList("policy_errors", e.PolicyErrors); err != nil {
+			return err
+		}
+		if len(e.PolicyErrors) > 0 && e.Decision != Deny {
+			return fieldError("policy_errors", "a decision with erroring policies is deny (fail closed)")
+		}
+		for _, id := range e.PolicyErrors {
+			if _, found := slices.BinarySearch(e.Policies, id); !found {
+				return fieldError("policy_errors", "an erroring policy is not among the determining policies (fail closed)")
+			}
+		}
+	default:
+		return fieldError("kind", "not decision or policy_set")
+	}
 	if !e.Decision.valid() {
 		return fieldError("decision", "not allow, deny or needs_approval")
-	}
-	if len(e.Policies) > MaxPolicies {
-		return fieldError("policies", "more than %d", MaxPolicies)
-	}
-	for i := 1; i < len(e.Policies); i++ {
-		if e.Policies[i-1] >= e.Policies[i] {
-			return fieldError("policies", "not sorted in byte order without repeats (at %d)", i)
-		}
 	}
 	if e.Params.Size < 2 || e.Params.Size > commit.MaxSafeInteger {
 		return fieldError("params_size", "not a canonical object size")
@@ -184,6 +238,44 @@ func (e *Entry) check() error {
 		return fieldError("attributes", "not in canonical form")
 	}
 	e.canonicalAttributes = canonical
+	return nil
+}
+
+// checkIDList checks a list of policy ids: at most MaxPolicies, sorted
+// in byte order without repeats. (Each id is checked as an identifier
+// when it is encoded.)
+func checkIDList(field string, ids []string) error {
+	if len(ids) > MaxPolicies {
+		return fieldError(field, "more than %d", MaxPolicies)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i-1] >= ids[i] {
+			return fieldError(field, "not sorted in byte order without repeats (at %d)", i)
+		}
+	}
+	return nil
+}
+
+// checkPublication checks a KindPolicySet entry: a policy-set digest and
+// none of a decision's fields.
+func (e *Entry) checkPublication() error {
+	if e.PolicySet == (commit.Digest{}) {
+		return fieldError("policy_set", "all zeros: a publication names its policy set")
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"action", e.Action != ""}, {"attributes", e.Attributes != nil}, {"decision", e.Decision != ""},
+		{"definition_digest", e.Definition != (commit.Digest{})}, {"mediator", e.Mediator != ""},
+		{"params_digest", e.Params != (commit.Commitment{})}, {"policies", e.Policies != nil},
+		{"policy_errors", e.PolicyErrors != nil}, {"principal", e.Principal != ""},
+		{"tiers_digest", e.Tiers != (commit.Digest{})},
+	} {
+		if f.set {
+			return fieldError(f.name, "not a member of a policy_set entry")
+		}
+	}
 	return nil
 }
 
@@ -252,40 +344,71 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 				Problem: fmt.Sprintf("%U at byte %d: identifiers hold no control or format characters", r, at)}
 		}
 	}
-	b = append(b, `{"action":`...)
-	str("action", e.Action, true)
-	b = append(b, `,"attributes":`...)
-	b = append(b, e.Attributes...)
-	b = append(b, `,"decision":`...)
-	str("decision", string(e.Decision), true)
-	if e.Version() == Version2 {
-		b = append(b, `,"definition_digest":"`...)
-		b, _ = e.Definition.AppendText(b)
+	ids := func(field string, list []string) {
+		b = append(b, `,"`...)
+		b = append(b, field...)
+		b = append(b, `":[`...)
+		for i, p := range list {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			str(field, p, true)
+		}
+		b = append(b, ']')
+	}
+	digest := func(field string, d commit.Digest) {
+		b = append(b, `,"`...)
+		b = append(b, field...)
+		b = append(b, `":"`...)
+		b, _ = d.AppendText(b)
 		b = append(b, '"')
 	}
-	b = append(b, `,"index":`...)
+	decision := e.Kind != KindPolicySet
+	if decision {
+		b = append(b, `{"action":`...)
+		str("action", e.Action, true)
+		b = append(b, `,"attributes":`...)
+		b = append(b, e.Attributes...)
+		b = append(b, `,"decision":`...)
+		str("decision", string(e.Decision), true)
+		if e.Version() != Version1 {
+			digest("definition_digest", e.Definition)
+		}
+		b = append(b, `,"index":`...)
+	} else {
+		b = append(b, `{"index":`...)
+	}
 	b = strconv.AppendUint(b, e.Index, 10)
 	b = append(b, `,"key_id":`...)
 	str("key_id", e.KeyID, true)
-	b = append(b, `,"mediator":`...)
-	str("mediator", e.Mediator, true)
+	if e.Kind != "" {
+		b = append(b, `,"kind":"`...)
+		b = append(b, e.Kind...) // one of two ASCII words, checked
+		b = append(b, '"')
+	}
+	if decision {
+		b = append(b, `,"mediator":`...)
+		str("mediator", e.Mediator, true)
+	}
 	b = append(b, `,"origin":`...)
 	str("origin", e.Origin, true)
-	b = append(b, `,"params_digest":"`...)
-	b, _ = e.Params.Digest.AppendText(b)
-	b = append(b, `","params_size":`...)
-	b = strconv.AppendInt(b, int64(e.Params.Size), 10)
-	b = append(b, `,"policies":[`...)
-	for i, p := range e.Policies {
-		if i > 0 {
-			b = append(b, ',')
+	if decision {
+		digest("params_digest", e.Params.Digest)
+		b = append(b, `,"params_size":`...)
+		b = strconv.AppendInt(b, int64(e.Params.Size), 10)
+		ids("policies", e.Policies)
+		if e.Kind == KindDecision {
+			ids("policy_errors", e.PolicyErrors)
 		}
-		str("policies", p, true)
 	}
-	b = append(b, `],"prev":"`...)
-	b, _ = e.Prev.AppendText(b)
-	b = append(b, `","principal":`...)
-	str("principal", e.Principal, true)
+	if e.Kind != "" {
+		digest("policy_set", e.PolicySet)
+	}
+	digest("prev", e.Prev)
+	if decision {
+		b = append(b, `,"principal":`...)
+		str("principal", e.Principal, true)
+	}
 	if withSignature {
 		if len(e.Signature) != ed25519.SignatureSize {
 			return nil, fieldError("sig", "not a %d-byte Ed25519 signature", ed25519.SignatureSize)
@@ -294,9 +417,10 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 		b = base64.StdEncoding.AppendEncode(b, e.Signature)
 		b = append(b, '"')
 	}
-	b = append(b, `,"tiers_digest":"`...)
-	b, _ = e.Tiers.AppendText(b)
-	b = append(b, `","time":"`...)
+	if decision {
+		digest("tiers_digest", e.Tiers)
+	}
+	b = append(b, `,"time":"`...)
 	b = e.Time.UTC().AppendFormat(b, TimeLayout)
 	b = append(b, `","version":`...)
 	b = strconv.AppendInt(b, int64(e.Version()), 10)
@@ -307,17 +431,23 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 	return b, nil
 }
 
-// Version returns the format version e is written in: 2 if it names an
-// action definition, 1 otherwise.
+// Version returns the format version e is written in: 3 if it has a
+// kind, 2 if it names an action definition, 1 otherwise.
 func (e *Entry) Version() int {
-	if e.Definition != (commit.Digest{}) {
+	switch {
+	case e.Kind != "":
+		return Version3
+	case e.Definition != (commit.Digest{}):
 		return Version2
 	}
 	return Version1
 }
 
 func (e *Entry) separator() string {
-	if e.Version() == Version2 {
+	switch e.Version() {
+	case Version3:
+		return SignedDomainSeparatorV3
+	case Version2:
 		return SignedDomainSeparatorV2
 	}
 	return SignedDomainSeparator
@@ -327,6 +457,7 @@ func (e *Entry) separator() string {
 //
 //	"ledger/v1/entry\n" || JCS(entry without "sig")    (version 1)
 //	"ledger/v2/entry\n" || JCS(entry without "sig")    (version 2)
+//	"ledger/v3/entry\n" || JCS(entry without "sig")    (version 3)
 func (e *Entry) SignedMessage() ([]byte, error) {
 	return e.AppendSignedMessage(make([]byte, 0, e.sizeHint()))
 }
@@ -361,6 +492,12 @@ func (e *Entry) sizeHint() int {
 		len(e.Mediator) + len(e.Origin) + len(e.Principal)
 	for _, p := range e.Policies {
 		n += len(p) + 3
+	}
+	for _, p := range e.PolicyErrors {
+		n += len(p) + 3
+	}
+	if e.Kind != "" {
+		n += 128 // kind, policy_errors, policy_set
 	}
 	return n
 }
@@ -423,11 +560,15 @@ func (e *Entry) Marshal() ([]byte, error) {
 	return b, nil
 }
 
-// sigFollower is the member that follows "sig" in an entry's canonical
-// form. It is the last occurrence of these bytes in a signed message: the
-// members after it (time, version) cannot contain it, and inside strings
-// quotes are escaped.
-const sigFollower = `,"tiers_digest":"`
+// sigFollower is the member that follows "sig" in a decision's canonical
+// form, sigFollowerPublication in a policy_set entry's (which has no
+// tiers_digest). Each is the last occurrence of its bytes in a signed
+// message: the members after it (time, version) cannot contain it, and
+// inside strings quotes are escaped.
+const (
+	sigFollower            = `,"tiers_digest":"`
+	sigFollowerPublication = `,"time":"`
+)
 
 // SignedEntry returns the entry's bytes, as Marshal would after setting
 // Signature to sig, from a message SignedMessage returned: it inserts the
@@ -441,7 +582,13 @@ func SignedEntry(message, sig []byte) ([]byte, error) {
 	if !ok {
 		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV2)
 	}
+	if !ok {
+		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV3)
+	}
 	at := strings.LastIndex(body, sigFollower)
+	if at < 0 && strings.HasPrefix(body, `{"index":`) { // a policy_set entry
+		at = strings.LastIndex(body, sigFollowerPublication)
+	}
 	if !ok || at < 0 {
 		return nil, fmt.Errorf("%w: not a signed message", ErrMalformed)
 	}

@@ -131,6 +131,14 @@ type Record struct {
 	// Attributes is a JSON object inside the strict domain; the ledger
 	// stores its canonical form.
 	Attributes []byte
+	// Kind, PolicySet and PolicyErrors make a version 3 entry
+	// (docs/entry.md): entry.KindDecision for a decision the caller made
+	// by evaluating the policy set PolicySet (PolicyErrors are the ids of
+	// the policies that errored, in any order), or entry.KindPolicySet to
+	// publish a policy set, with every decision field left zero.
+	Kind         entry.Kind
+	PolicySet    commit.Digest
+	PolicyErrors []string
 	// IdempotencyKey, if set, makes retries safe: a record with the key of
 	// an entry the same mediator already appended (or is appending) is
 	// not appended again; Append returns that entry's receipt, marked
@@ -439,10 +447,20 @@ func (l *Ledger) prepare(rec Record) (*entry.Entry, error) {
 		Mediator: rec.Mediator, Principal: rec.Principal, Action: rec.Action,
 		Decision: rec.Decision, Policies: policies,
 		Params: rec.Params, Tiers: rec.Tiers, Definition: rec.Definition,
+		Kind: rec.Kind, PolicySet: rec.PolicySet, PolicyErrors: entry.SortPolicies(rec.PolicyErrors),
 		KeyID: l.key.ID(),
 	}
-	if err := e.SetAttributes(rec.Attributes); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	if len(e.PolicyErrors) != len(rec.PolicyErrors) {
+		return nil, fmt.Errorf("%w: policy_errors: repeated id", ErrInvalidRecord)
+	}
+	if rec.Kind == entry.KindDecision && e.PolicyErrors == nil {
+		e.PolicyErrors = []string{}
+	}
+	// A publication has no attributes; the entry refuses any given.
+	if rec.Kind != entry.KindPolicySet || rec.Attributes != nil {
+		if err := e.SetAttributes(rec.Attributes); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+		}
 	}
 	// Encoding the entry checks it; the bytes are built again, with index,
 	// time and prev, when it is chained.
@@ -984,9 +1002,18 @@ func storedKey(mediator, key string) []byte {
 // sameDecision reports whether two prepared entries record the same
 // decision: everything the mediator submitted.
 func sameDecision(a, b *entry.Entry) bool {
-	return a.Mediator == b.Mediator && a.Principal == b.Principal && a.Action == b.Action &&
-		a.Decision == b.Decision && slices.Equal(a.Policies, b.Policies) &&
+	sameRequest := a.Kind == b.Kind && a.Mediator == b.Mediator && a.Principal == b.Principal && a.Action == b.Action &&
 		a.Params.Equal(b.Params) && a.Tiers.Equal(b.Tiers) && bytes.Equal(a.Attributes, b.Attributes)
+	switch a.Kind {
+	case entry.KindPolicySet:
+		return sameRequest && a.PolicySet.Equal(b.PolicySet)
+	case entry.KindDecision:
+		// The ledger's decision is its answer to the request: a retry
+		// evaluated again, after a policy reload say, gets the first
+		// answer, whatever the second evaluation said.
+		return sameRequest
+	}
+	return sameRequest && a.Decision == b.Decision && slices.Equal(a.Policies, b.Policies)
 }
 
 // replay looks r's idempotency key up among durable entries and, if it is
