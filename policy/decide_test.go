@@ -9,14 +9,21 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/policy"
 )
 
-var allowlists = map[string]map[string]bool{
-	"payees": {"payee-0001": true, "payee-0002": true},
-}
+// The reference table's helpers, for the tests here.
+var (
+	allowlists = referencecalls.Allowlists
+	pay        = referencecalls.Pay
+	mail       = referencecalls.Mail
+	httpReq    = referencecalls.HTTP
+	read       = referencecalls.Read
+	upload     = referencecalls.Upload
+)
 
-const blocked = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+const blocked = referencecalls.Blocked
 
 type call struct {
 	principal string
@@ -45,116 +52,22 @@ func minimize(t *testing.T, decls []*declare.Declaration, c call) json.RawMessag
 	return nil
 }
 
-func pay(amount int64, currency, payee string) map[string]any {
-	return map[string]any{"amount_minor": amount, "currency": currency, "payee": payee}
-}
-
-func mail(to string, bodyBytes int, attachments ...string) map[string]any {
-	p := map[string]any{"recipient": to, "subject": "Quarterly figures", "body": strings.Repeat("x", bodyBytes)}
-	if attachments != nil {
-		p["attachment_hashes"] = attachments
-	}
-	return p
-}
-
-func httpReq(method, url string, body ...int) map[string]any {
-	p := map[string]any{"method": method, "url": url}
-	if body != nil {
-		p["body"] = strings.Repeat("b", body[0])
-	}
-	return p
-}
-
-func read(path, purpose string) map[string]any {
-	return map[string]any{"resource_path": path, "purpose": purpose}
-}
-
-func upload(dest, local string, size int64, contentType string, labels ...string) map[string]any {
-	p := map[string]any{"destination_url": dest, "local_path": local, "size_bytes": size, "content_type": contentType, "content": "JVBERi0xLjQK"}
-	if labels != nil {
-		p["labels"] = labels
-	}
-	return p
-}
-
 // The decision table: raw parameters → declare's minimization → Decide
 // with the reference policies, against hand-written decisions and
 // determining ids.
 func TestDecisionTable(t *testing.T) {
 	decls := declarations(t)
 	s := reference(t)
-	const (
-		allow    = entry.Allow
-		deny     = entry.Deny
-		approval = entry.NeedsApproval
-	)
-	none := []string{}
-	for _, tc := range []struct {
-		name        string
-		call        call
-		decision    entry.Decision
-		determining []string
-	}{
-		// make_payment
-		{"small payment to a known payee", call{"agent-1", "make_payment", pay(5000, "EUR", "payee-0001")}, allow, []string{"payments.allow-known-payee"}},
-		{"one minor unit", call{"agent-1", "make_payment", pay(1, "USD", "payee-0002")}, allow, []string{"payments.allow-known-payee"}},
-		{"exactly the threshold", call{"agent-1", "make_payment", pay(100000, "USD", "payee-0001")}, allow, []string{"payments.allow-known-payee"}},
-		{"one above the threshold", call{"agent-1", "make_payment", pay(100001, "EUR", "payee-0001")}, approval, []string{"payments.approval-above-threshold"}},
-		{"large payment with a memo", call{"agent-1", "make_payment", map[string]any{"amount_minor": 2500000, "currency": "EUR", "payee": "payee-0002", "memo": "Invoice 4711"}}, approval, []string{"payments.approval-above-threshold"}},
-		{"unknown payee", call{"agent-1", "make_payment", pay(5000, "EUR", "payee-9999")}, deny, []string{"payments.deny-unknown-payee"}},
-		{"unknown payee above the threshold", call{"agent-1", "make_payment", pay(500000, "EUR", "payee-9999")}, deny, []string{"payments.deny-unknown-payee"}},
-		{"currency not allowed", call{"agent-1", "make_payment", pay(5000, "GBP", "payee-0001")}, deny, none},
-		{"zero amount", call{"agent-1", "make_payment", pay(0, "EUR", "payee-0001")}, deny, []string{"payments.deny-non-positive"}},
-		{"negative amount to an unknown payee", call{"agent-1", "make_payment", pay(-5, "EUR", "payee-9999")}, deny, []string{"payments.deny-non-positive", "payments.deny-unknown-payee"}},
-
-		// send_email
-		{"mail inside the organisation", call{"agent-1", "send_email", mail("bob@example.com", 120)}, allow, []string{"email.allow-internal"}},
-		{"mail to the mail subdomain", call{"agent-1", "send_email", mail("team@mail.example.com", 120)}, allow, []string{"email.allow-internal"}},
-		{"mail to another domain", call{"agent-1", "send_email", mail("carol@example.org", 120)}, approval, []string{"email.approval-external"}},
-		{"mail to an unlisted subdomain", call{"agent-1", "send_email", mail("dave@sales.example.com", 120)}, approval, []string{"email.approval-external"}},
-		{"internal mail with a large body", call{"agent-1", "send_email", mail("bob@example.com", 1048577)}, deny, []string{"email.deny-large-body"}},
-		{"external mail with a body at the limit", call{"agent-1", "send_email", mail("carol@example.org", 1048576)}, approval, []string{"email.approval-external"}},
-		{"internal mail with a blocked attachment", call{"agent-1", "send_email", mail("bob@example.com", 10, blocked)}, deny, []string{"email.deny-blocked-attachment"}},
-		{"internal mail with other attachments", call{"agent-1", "send_email", mail("bob@example.com", 10, "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")}, allow, []string{"email.allow-internal"}},
-		{"external mail, blocked attachment, large body", call{"agent-1", "send_email", mail("carol@example.org", 2000000, "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", blocked)}, deny, []string{"email.deny-blocked-attachment", "email.deny-large-body"}},
-		{"internal mail with an empty attachment list", call{"agent-1", "send_email", mail("bob@example.com", 0, []string{}...)}, allow, []string{"email.allow-internal"}},
-
-		// http_request
-		{"GET an invoice list", call{"agent-1", "http_request", httpReq("GET", "https://api.example.com/v1/invoices")}, allow, []string{"http.allow-api-hosts"}},
-		{"POST to billing", call{"agent-1", "http_request", httpReq("POST", "https://billing.example.org/v1/invoices/inv-88231")}, allow, []string{"http.allow-api-hosts"}},
-		{"host in capitals with a port and query", call{"agent-1", "http_request", httpReq("GET", "https://API.EXAMPLE.COM:8443/v1/invoices?page=2")}, allow, []string{"http.allow-api-hosts"}},
-		{"DELETE on an allowed host", call{"agent-1", "http_request", httpReq("DELETE", "https://api.example.com/v1/invoices/inv-88231")}, deny, none},
-		{"host outside the allowlist", call{"agent-1", "http_request", httpReq("GET", "https://www.example.net/v1/invoices")}, deny, []string{"http.deny-other-hosts"}},
-		{"undeclared route", call{"agent-1", "http_request", httpReq("GET", "https://api.example.com/admin/users")}, deny, []string{"http.deny-unmatched-route"}},
-		{"other host and undeclared route", call{"agent-1", "http_request", httpReq("GET", "http://www.example.net/")}, deny, []string{"http.deny-other-hosts", "http.deny-unmatched-route"}},
-		{"POST an order with a small body", call{"agent-1", "http_request", httpReq("POST", "https://api.example.com/v1/customers/c-17/orders", 300)}, allow, []string{"http.allow-api-hosts"}},
-		{"POST with a large body", call{"agent-1", "http_request", httpReq("POST", "https://api.example.com/v1/invoices", 65537)}, deny, []string{"http.deny-large-body"}},
-
-		// read_record
-		{"a report in a subdirectory", call{"agent-1", "read_record", read("/records/reports/2026/q3.pdf", "audit")}, allow, []string{"records.allow-reports"}},
-		{"a report at the top", call{"agent-1", "read_record", read("/records/reports/summary.pdf", "audit")}, allow, []string{"records.allow-reports"}},
-		{"a public record", call{"agent-1", "read_record", read("/records/public/handbook.pdf", "onboarding")}, allow, []string{"records.allow-reports"}},
-		{"a patient record for treatment", call{"agent-1", "read_record", read("/records/patients/2026/patient-0001.json", "treatment")}, approval, []string{"records.approval-patients"}},
-		{"a patient record for billing", call{"agent-1", "read_record", read("/records/patients/patient-0001.json", "billing")}, deny, none},
-		{"an HR record", call{"agent-1", "read_record", read("/records/hr/contract.pdf", "audit")}, deny, none},
-		{"a look-alike directory", call{"agent-1", "read_record", read("/records/reportsX/a.pdf", "audit")}, deny, none},
-		{"the intake agent reads a report", call{"intake-agent", "read_record", read("/records/reports/summary.pdf", "audit")}, deny, []string{"records.deny-intake-agent"}},
-
-		// upload_file
-		{"a small PDF", call{"agent-1", "upload_file", upload("https://files.example.com/in", "/home/agent/out/report.pdf", 2000, "application/pdf")}, allow, []string{"upload.allow-small-pdf"}},
-		{"a small PDF with three labels", call{"agent-1", "upload_file", upload("https://files.example.com/in", "/home/agent/out/report.pdf", 2000, "application/pdf", "a", "b", "c")}, allow, []string{"upload.allow-small-pdf"}},
-		{"a small PDF with five labels", call{"agent-1", "upload_file", upload("https://files.example.com/in", "/home/agent/out/report.pdf", 2000, "application/pdf", "a", "b", "c", "d", "e")}, approval, []string{"upload.approval-many-labels"}},
-		{"text with four labels", call{"agent-1", "upload_file", upload("https://files.example.com/in", "/home/agent/out/notes.txt", 10, "text/plain", "a", "b", "c", "d")}, approval, []string{"upload.approval-many-labels"}},
-		{"a PDF above 10 MiB", call{"agent-1", "upload_file", upload("https://files.example.com/in", "/home/agent/out/big.pdf", 10485761, "application/pdf")}, deny, none},
-		{"a file from /etc", call{"agent-1", "upload_file", upload("https://files.example.com/in", "/etc/passwd", 2000, "application/pdf")}, deny, []string{"upload.deny-system-dirs"}},
-		{"a file from /secrets with labels", call{"agent-1", "upload_file", upload("https://files.example.com/in", "/secrets/keys/k.pem", 2000, "application/pdf", "a", "b", "c", "d", "e")}, deny, []string{"upload.deny-system-dirs"}},
-		{"another destination", call{"agent-1", "upload_file", upload("https://uploads.example.org/in", "/home/agent/out/report.pdf", 2000, "application/pdf")}, deny, none},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			attrs := minimize(t, decls, tc.call)
-			got := s.Decide(tc.call.principal, tc.call.action, attrs)
-			if got.Decision != tc.decision || !slices.Equal(got.Determining, tc.determining) || len(got.Errored) != 0 || got.Invalid != nil {
-				t.Errorf("attributes %s:\ngot  %s %v errored %v invalid %v\nwant %s %v", attrs, got.Decision, got.Determining, got.Errored, got.Invalid, tc.decision, tc.determining)
+	table := referencecalls.Table()
+	if len(table) < 40 {
+		t.Fatalf("the reference table has %d calls", len(table))
+	}
+	for _, tc := range table {
+		t.Run(tc.Name, func(t *testing.T) {
+			attrs := minimize(t, decls, call{tc.Principal, tc.Action, tc.Params})
+			got := s.Decide(tc.Principal, tc.Action, attrs)
+			if got.Decision != tc.Decision || !slices.Equal(got.Determining, tc.Determining) || len(got.Errored) != 0 || got.Invalid != nil {
+				t.Errorf("attributes %s:\ngot  %s %v errored %v invalid %v\nwant %s %v", attrs, got.Decision, got.Determining, got.Errored, got.Invalid, tc.Decision, tc.Determining)
 			}
 		})
 	}
