@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 
+	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 )
 
@@ -21,7 +24,22 @@ type ExportOptions struct {
 	// ConsistencyFrom, if not 0, adds a consistency proof from the tree of
 	// that size (an earlier checkpoint the auditor trusts) to Size.
 	ConsistencyFrom uint64
+	// PolicySet, if set, returns the bundle (package policy) of the
+	// policy set with the given digest: the byte string whose SHA-256 is
+	// the digest. Export then writes a policy-set frame for each distinct
+	// policy set the range's version 3 entries name, in order of first
+	// appearance, so that an auditor can replay the range's ledger
+	// decisions from the file alone. A bundle whose SHA-256 is not the
+	// digest, or longer than MaxPolicySetFrame, fails the export, as does
+	// an error from PolicySet.
+	PolicySet func(ctx context.Context, digest commit.Digest) ([]byte, error)
 }
+
+// MaxPolicySetFrame bounds the payload of a policy-set frame: the 4 MiB
+// of files a policy set may hold (policy.MaxSetBytes) and 256 KiB for the
+// bundle's headers (its domain string and, for each of at most 1024
+// files, a name of at most 128 bytes and a length).
+const MaxPolicySetFrame = 4<<20 + 256<<10
 
 // ExportHeader is the first line of every export file, format version 1.
 const ExportHeader = "ledger-export v1\n"
@@ -29,8 +47,16 @@ const ExportHeader = "ledger-export v1\n"
 // Export writes entries [start, end) as an export file (docs/export.md):
 // the signed checkpoint, the range, the entry hash before start, the
 // range-proof hashes, an optional consistency proof, every entry in index
-// order, and an end frame. Entries are streamed from the store; memory does
-// not grow with the range.
+// order, the bundles of the policy sets the entries name (when
+// opts.PolicySet is set), and an end frame. Entries are streamed from the
+// store; memory does not grow with the range, only with the number of
+// distinct policy sets.
+//
+// The policy sets are fetched after the entries have been streamed, so an
+// error from opts.PolicySet (or a bundle with another digest) may come
+// after part of the file has been written to w: Export then returns the
+// error without writing the end frame, and no reader accepts the file
+// (docs/export.md §1).
 func (l *Ledger) Export(ctx context.Context, w io.Writer, start, end uint64, opts ExportOptions) error {
 	l.cpMu.Lock()
 	latestSize := l.cpSize
@@ -99,14 +125,72 @@ func (l *Ledger) Export(ctx context.Context, w io.Writer, start, end uint64, opt
 	if consistency != nil {
 		frame("consistency", consistency)
 	}
-	err = l.store.ReadEntries(ctx, start, end, func(_ uint64, b []byte) error {
+	var sets []commit.Digest // in order of first appearance
+	seen := map[commit.Digest]bool{}
+	err = l.store.ReadEntries(ctx, start, end, func(i uint64, b []byte) error {
+		if opts.PolicySet != nil {
+			d, ok, err := policySetOf(b)
+			if err != nil {
+				return fmt.Errorf("%w: entry %d: %w", errCorrupt, i, err)
+			}
+			if ok && !seen[d] {
+				seen[d] = true
+				sets = append(sets, d)
+			}
+		}
 		return frame("entry", b)
 	})
 	if err != nil {
 		return fmt.Errorf("ledger: export: %w", err)
 	}
+	for _, d := range sets {
+		bundle, err := opts.PolicySet(ctx, d)
+		if err != nil {
+			return fmt.Errorf("ledger: export: policy set %s: %w", d, err)
+		}
+		if len(bundle) > MaxPolicySetFrame {
+			return fmt.Errorf("ledger: export: policy set %s: a bundle of %d bytes, more than %d", d, len(bundle), MaxPolicySetFrame)
+		}
+		if commit.Digest(sha256.Sum256(bundle)) != d {
+			return fmt.Errorf("ledger: export: policy set %s: the bundle has another digest", d)
+		}
+		frame("policy-set", bundle)
+	}
 	frame("end", nil)
 	return bw.Flush()
+}
+
+// Only version 3 entries name a policy set. In an entry's canonical JSON
+// (members sorted by name, strings escaped) version is the last member, so
+// a version 3 entry ends with v3Suffix; and the top-level policy_set
+// member is the last one spelled policySetMember: every member after it
+// (prev, principal, sig, tiers_digest, time, version) is a fixed name or
+// a string, in which a quote is escaped, whereas the attributes, which may
+// hold such a member of their own, come before it.
+const (
+	v3Suffix        = `,"version":3}`
+	policySetMember = `,"policy_set":"`
+)
+
+// policySetOf returns the policy-set digest a stored entry names, if it
+// is a version 3 entry, without parsing the whole entry.
+func policySetOf(b []byte) (commit.Digest, bool, error) {
+	if !bytes.HasSuffix(b, []byte(v3Suffix)) {
+		return commit.Digest{}, false, nil
+	}
+	at := bytes.LastIndex(b, []byte(policySetMember))
+	if at < 0 {
+		return commit.Digest{}, false, errors.New("a version 3 entry without policy_set")
+	}
+	text, _, ok := bytes.Cut(b[at+len(policySetMember):], []byte(`"`))
+	if !ok {
+		return commit.Digest{}, false, errors.New("policy_set is not a string")
+	}
+	d, err := commit.ParseDigest(string(text))
+	if err != nil {
+		return commit.Digest{}, false, err
+	}
+	return d, true, nil
 }
 
 // TlogProof returns a C2SP tlog-proof@v1 file for the entry at index in
