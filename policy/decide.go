@@ -57,7 +57,9 @@ func (it iterator) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] {
 
 // Decide decides a call by principal to action with the minimized
 // attributes (canonical JSON, as an entry records them). See the package
-// doc for the mapping.
+// doc for the mapping. On a replay set (NewReplay) the request is not
+// checked against a schema; attributes outside the strict domain are
+// still refused with Invalid set.
 func (s *Set) Decide(principal, action string, attributes json.RawMessage) Result {
 	deny := func(problem string) Result {
 		return Result{Decision: entry.Deny, Determining: []string{}, Errored: []string{}, Invalid: &RequestError{Action: action, Problem: problem}}
@@ -72,9 +74,11 @@ func (s *Set) Decide(principal, action string, attributes json.RawMessage) Resul
 		Resource:  types.NewEntityUID(declare.CedarResource, types.String(action)),
 		Context:   ctx,
 	}
-	if err := s.validator.Request(req); err != nil {
-		// cedar-go's message quotes the context's values: not repeated.
-		return deny("not valid for the declarations' schema (undeclared action, or attributes outside its context)")
+	if s.validator != nil { // nil for a replay set: no schema to admit the request
+		if err := s.validator.Request(req); err != nil {
+			// cedar-go's message quotes the context's values: not repeated.
+			return deny("not valid for the declarations' schema (undeclared action, or attributes outside its context)")
+		}
 	}
 	_, diag := cedar.Authorize(iterator{s}, types.EntityMap{}, req)
 	var r Result

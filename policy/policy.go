@@ -8,7 +8,8 @@
 // A policy set is one directory. Every regular file whose name ends in
 // ".cedar" is read, in byte order of name; a name must match
 // [A-Za-z0-9][A-Za-z0-9._-]* (at most 128 bytes) and a file hold at most
-// 1 MiB. A subdirectory, or a ".cedar" entry that is not a regular file
+// 1 MiB; a set at most MaxFiles (1024) files and MaxSetBytes (4 MiB) in
+// all. A subdirectory, or a ".cedar" entry that is not a regular file
 // (a symbolic link, say), is refused; other files (a README) are ignored.
 // A directory with no ".cedar" file is refused.
 //
@@ -71,6 +72,23 @@
 // (80 bytes) it is
 // sha256:d874143182898d75699ad5145962afb5b61f50c828d68329772f7260b51b9902.
 // A new encoding gets a new domain string.
+//
+// # Bundle
+//
+// The byte string the digest hashes is the set's bundle (Bundle,
+// Set.Bundle): how a set is stored, served and exported, so that
+// SHA-256 of a bundle (DigestOfBundle) is its set's digest. ParseBundle
+// reads one strictly (names valid and strictly increasing, lengths
+// without leading zeros, nothing after the last file, the bounds above),
+// so that re-encoding gives back the same bytes.
+//
+// # Replay
+//
+// NewReplay builds a set without declarations, for an auditor: it checks
+// the files, the parse and the annotations as New does, but not the
+// schema, and its Decide does not check the request against one.
+// Evaluation does not read the schema, so for any request a validated
+// set admits, the replay set's Result is the same.
 package policy
 
 import (
@@ -173,13 +191,14 @@ type Policy struct {
 	Approval bool // a permit marked @approval("required")
 }
 
-// Set is a loaded, validated policy set. It is safe for concurrent use.
+// Set is a loaded policy set, validated against a schema (New, Load) or
+// not (NewReplay). It is safe for concurrent use.
 type Set struct {
 	files     []File
 	policies  []Policy // in file order, then position order
 	cedar     []*cedar.Policy
 	byID      map[string]int
-	validator *validate.Validator
+	validator *validate.Validator // nil for a replay set
 	digest    commit.Digest
 }
 
@@ -191,6 +210,7 @@ func Load(dir string, decls []*declare.Declaration) (*Set, error) {
 		return nil, &LoadError{Problem: "cannot read the policy directory", Err: fmt.Errorf("%w: %w", ErrLayout, err)}
 	}
 	var files []File
+	total := 0
 	for _, de := range entries {
 		name := de.Name()
 		if de.IsDir() {
@@ -210,6 +230,10 @@ func Load(dir string, decls []*declare.Declaration) (*Set, error) {
 			return nil, &LoadError{File: name, Problem: err.Error(), Err: fmt.Errorf("%w: %w", ErrLayout, err)}
 		}
 		files = append(files, File{Name: name, Bytes: data})
+		total += len(data)
+		if err := checkSetBounds(len(files), total); err != nil {
+			return nil, err // before reading more
+		}
 	}
 	if len(files) == 0 {
 		return nil, &LoadError{Problem: "no .cedar file in the policy directory", Err: ErrLayout}
@@ -241,14 +265,34 @@ func readFile(path string) ([]byte, error) {
 }
 
 // New builds a policy set from files (sorted here by name; names must be
-// unique and valid as in Load) and validates it against the Cedar schema
-// generated from decls. Load is New over a directory.
+// unique and valid as in Load, and the set within MaxFiles and
+// MaxSetBytes) and validates it against the Cedar schema generated from
+// decls. Load is New over a directory.
 func New(files []File, decls []*declare.Declaration) (*Set, error) {
+	files, err := checkFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	var sch schema.Schema
+	if err := sch.UnmarshalCedar(declare.CedarSchema(decls...)); err != nil {
+		return nil, &LoadError{Problem: "the declarations' Cedar schema does not parse", Err: fmt.Errorf("%w: %w", ErrSchema, err)}
+	}
+	resolved, err := sch.Resolve()
+	if err != nil {
+		return nil, &LoadError{Problem: "the declarations' Cedar schema does not resolve", Err: fmt.Errorf("%w: %w", ErrSchema, err)}
+	}
+	return newSet(files, validate.New(resolved))
+}
+
+// checkFiles returns a sorted copy of files, with its own copy of the
+// bytes, or why the files cannot make a set.
+func checkFiles(files []File) ([]File, error) {
 	files = slices.Clone(files)
 	for i := range files {
 		files[i].Bytes = slices.Clone(files[i].Bytes) // the set keeps its own copy
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	total := 0
 	for i, f := range files {
 		if len(f.Name) > MaxNameBytes || !fileName.MatchString(f.Name) || !strings.HasSuffix(f.Name, ".cedar") {
 			return nil, &LoadError{File: safeName(f.Name), Problem: "file name must match [A-Za-z0-9][A-Za-z0-9._-]*.cedar and be at most 128 bytes", Err: ErrLayout}
@@ -259,16 +303,18 @@ func New(files []File, decls []*declare.Declaration) (*Set, error) {
 		if len(f.Bytes) > MaxFileBytes {
 			return nil, &LoadError{File: f.Name, Problem: fmt.Sprintf("file larger than %d bytes", MaxFileBytes), Err: ErrLayout}
 		}
+		total += len(f.Bytes)
 	}
-	var sch schema.Schema
-	if err := sch.UnmarshalCedar(declare.CedarSchema(decls...)); err != nil {
-		return nil, &LoadError{Problem: "the declarations' Cedar schema does not parse", Err: fmt.Errorf("%w: %w", ErrSchema, err)}
+	if err := checkSetBounds(len(files), total); err != nil {
+		return nil, err
 	}
-	resolved, err := sch.Resolve()
-	if err != nil {
-		return nil, &LoadError{Problem: "the declarations' Cedar schema does not resolve", Err: fmt.Errorf("%w: %w", ErrSchema, err)}
-	}
-	s := &Set{files: files, byID: map[string]int{}, validator: validate.New(resolved)}
+	return files, nil
+}
+
+// newSet parses the checked files and checks each policy's annotations
+// and, when v is not nil, validates it with v.
+func newSet(files []File, v *validate.Validator) (*Set, error) {
+	s := &Set{files: files, byID: map[string]int{}, validator: v}
 	for _, f := range files {
 		list, err := cedar.NewPolicyListFromBytes(f.Name, f.Bytes)
 		if err != nil {
@@ -341,6 +387,9 @@ func (s *Set) check(file string, p *cedar.Policy) (Policy, error) {
 		default:
 			return lp, fail(ErrAnnotation, "unknown annotation @%s (only @id, @approval and @description)", safeIdent(k))
 		}
+	}
+	if s.validator == nil { // a replay set: no schema
+		return lp, nil
 	}
 	if err := s.validator.Policy(lp.ID, (*xast.Policy)(p.AST())); err != nil {
 		msg := strings.ReplaceAll(oneLine(err.Error()), "for policy `"+lp.ID+"`, ", "")
