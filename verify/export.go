@@ -13,6 +13,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/policy"
 	"github.com/transparency-dev/formats/log"
 )
 
@@ -30,6 +31,10 @@ const (
 	maxProofHashes    = 128
 	maxSmallFrame     = 256
 	maxEntryFrameSize = entry.MaxEntryBytes
+	// MaxPolicySetFrame bounds a policy-set frame's payload: the files of
+	// a set (policy.MaxSetBytes) and 256 KiB for the bundle's headers,
+	// more than its domain string and 1024 names and lengths take.
+	MaxPolicySetFrame = policy.MaxSetBytes + 256<<10
 )
 
 // ExportOptions say what the auditor already trusts.
@@ -63,6 +68,14 @@ type ExportReport struct {
 	// ConsistencyFrom is the size of the trusted checkpoint the export was
 	// proved consistent with, or 0.
 	ConsistencyFrom uint64
+	// PolicySets are the policy sets the export carries in policy-set
+	// frames, by digest (the SHA-256 of the frame's bundle, checked here),
+	// each the files policy.ParseBundle decoded: input for
+	// policy.NewReplay. Nil when the export carries none.
+	PolicySets map[commit.Digest][]policy.File
+	// Named are the distinct policy-set digests the range's version 3
+	// entries name, in order of first appearance.
+	Named []commit.Digest
 }
 
 // ConsistencyError says why an export's checkpoint was not proved to
@@ -100,7 +113,7 @@ func formatFailure(format string, args ...any) error {
 }
 
 func (fr *frameReader) next(wantTag string, max int) ([]byte, error) {
-	tag, payload, err := fr.read(max)
+	tag, payload, err := fr.read(func(string) int { return max })
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +130,8 @@ func (fr *frameReader) peek() string {
 	return tag
 }
 
-func (fr *frameReader) read(max int) (string, []byte, error) {
+// read reads a frame whose payload may be at most max(tag) bytes long.
+func (fr *frameReader) read(max func(tag string) int) (string, []byte, error) {
 	fr.frames++
 	line, err := fr.r.ReadSlice('\n')
 	if err != nil {
@@ -137,8 +151,8 @@ func (fr *frameReader) read(max int) (string, []byte, error) {
 	if !ok || err != nil || n < 0 || strconv.Itoa(n) != lenText {
 		return "", nil, formatFailure("frame %d: malformed frame header", fr.frames)
 	}
-	if n > max {
-		return "", nil, formatFailure("frame %d (%q): %d bytes, at most %d allowed", fr.frames, tag, n, max)
+	if limit := max(tag); n > limit {
+		return "", nil, formatFailure("frame %d (%q): %d bytes, at most %d allowed", fr.frames, tag, n, limit)
 	}
 	payload := make([]byte, n+1)
 	if _, err := io.ReadFull(fr.r, payload); err != nil {
@@ -167,8 +181,11 @@ func splitHashes(b []byte, what string) ([][]byte, error) {
 // canonical form, key, signature, index and prev link (into the entry
 // before the range too, when the export or the auditor gives its hash);
 // that the entries are the checkpoint tree's leaves start to end-1; and,
-// given a trusted earlier checkpoint, that the export's tree extends it.
-// Memory stays O(log size) whatever the number of entries. Failures are
+// given a trusted earlier checkpoint, that the export's tree extends it;
+// and that each policy-set frame holds a policy bundle, of a set an entry
+// of the range names, carried once, in the order the entries first name
+// the sets (the report returns them). Memory stays O(log size) whatever
+// the number of entries, apart from the policy sets. Failures are
 // *Failure values (joined when opts.All).
 func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, error) {
 	fr := &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
@@ -295,8 +312,16 @@ func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, err
 	if err != nil {
 		return nil, err
 	}
-	if err := verifyEntries(fr, rng, key, start, end, opts, record); err != nil {
+	named := &namedSets{position: map[commit.Digest]int{}}
+	trailer, err := verifyEntries(fr, rng, key, start, end, opts, named, record)
+	if err != nil {
 		return nil, err
+	}
+	report.Named = named.order
+	if trailer != nil {
+		if err := verifyTrailer(fr, trailer, named, report, record); err != nil {
+			return nil, err
+		}
 	}
 	if err := rng.Finish(left, right); err != nil {
 		failures = append(failures, err)
@@ -308,6 +333,100 @@ func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, err
 		report.LastHash = *rng.prev
 	}
 	return report, nil
+}
+
+// namedSets are the distinct policy-set digests the entries name, in order
+// of first appearance, with each one's position in that order.
+type namedSets struct {
+	order    []commit.Digest
+	position map[commit.Digest]int
+}
+
+func (n *namedSets) add(e *entry.Entry) {
+	if e == nil || e.Kind == "" {
+		return
+	}
+	if _, ok := n.position[e.PolicySet]; !ok {
+		n.position[e.PolicySet] = len(n.order)
+		n.order = append(n.order, e.PolicySet)
+	}
+}
+
+// frame is a frame read but not yet handled.
+type frame struct {
+	tag     string
+	payload []byte
+}
+
+// frameLimit bounds each frame after the header part by its tag.
+func frameLimit(tag string) int {
+	switch tag {
+	case "entry":
+		return maxEntryFrameSize
+	case "policy-set":
+		return MaxPolicySetFrame
+	}
+	return maxSmallFrame
+}
+
+// verifyTrailer reads the frames after the entries, from the first one,
+// f: the policy-set frames, then the end frame. Each bundle must decode
+// (policy.ParseBundle), name a set an entry of the range names, not
+// repeat one, and come in the order the entries first name the sets.
+func verifyTrailer(fr *frameReader, f *frame, named *namedSets, report *ExportReport, record func(error) error) error {
+	sets, last := 0, -1
+	for f.tag == "policy-set" {
+		sets++
+		fail := func(format string, args ...any) error {
+			return record(&Failure{Index: NoIndex, Part: fmt.Sprintf("policy-set frame %d (frame %d of the file)", sets, fr.frames),
+				Check: CheckFormat, Err: fmt.Errorf(format, args...)})
+		}
+		var err error
+		d := policy.DigestOfBundle(f.payload)
+		files, perr := policy.ParseBundle(f.payload)
+		pos, isNamed := named.position[d]
+		_, repeated := report.PolicySets[d]
+		switch {
+		case perr != nil:
+			err = fail("not a policy bundle: %w", perr)
+		case repeated:
+			err = fail("policy set %s again: each set is carried once", d)
+		case !isNamed:
+			err = fail("policy set %s is named by no entry of the range", d)
+		case pos < last:
+			err = fail("policy set %s out of order: the sets come in the order the entries first name them", d)
+		default:
+			last = pos
+			if report.PolicySets == nil {
+				report.PolicySets = map[commit.Digest][]policy.File{}
+			}
+			report.PolicySets[d] = files
+		}
+		if err != nil {
+			return err
+		}
+		tag, payload, err := fr.read(frameLimit)
+		if err != nil {
+			return record(err)
+		}
+		f = &frame{tag, payload}
+	}
+	if f.tag != "end" {
+		want := "a policy-set frame or the end"
+		if f.tag == "entry" {
+			want = "the end: entries come before the policy sets"
+		}
+		return record(formatFailure("frame %d is %q, want %s", fr.frames, f.tag, want))
+	}
+	if len(f.payload) != 0 {
+		if err := record(formatFailure("end frame is not empty")); err != nil {
+			return err
+		}
+	}
+	if _, err := fr.r.ReadByte(); err != io.EOF {
+		return record(formatFailure("content after the end frame"))
+	}
+	return nil
 }
 
 // job is one frame after the header part: an entry to check, or a
@@ -324,9 +443,11 @@ type job struct {
 // each entry that need no other entry (encoding, signature, hashes) run on
 // every core; the rest run in file order in one goroutine, so failures are
 // reported in the order of the file. Entries in flight are bounded, so
-// memory does not grow with the export. It returns the failure that stops
-// verification, if any; others go to record.
-func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opts ExportOptions, record func(error) error) error {
+// memory does not grow with the export. It returns the first frame after
+// the entries (nil if the file cannot be framed that far) and the failure
+// that stops verification, if any; others go to record. The policy sets
+// the entries name go to named.
+func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opts ExportOptions, named *namedSets, record func(error) error) (*frame, error) {
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan *job, 4*workers)
 	results := make(chan *job, 4*workers)
@@ -364,6 +485,7 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 				if j.err != nil {
 					err = record(j.err)
 				} else if err = rng.accept(j.c); err == nil {
+					named.add(j.c.entry)
 					if opts.OnEntry != nil {
 						opts.OnEntry(j.index, j.payload)
 					}
@@ -390,8 +512,9 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 			return false
 		}
 	}
+	var trailer *frame
 	for i := start; ; i++ {
-		tag, payload, err := fr.read(maxEntryFrameSize)
+		tag, payload, err := fr.read(frameLimit)
 		if err != nil {
 			var f *Failure
 			if errors.As(err, &f) {
@@ -400,17 +523,12 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 			send(&job{err: err})
 			break // the rest of the file cannot be framed
 		}
-		if tag == "end" {
-			if len(payload) != 0 && !send(&job{err: formatFailure("end frame is not empty")}) {
-				break
-			}
-			if _, err := fr.r.ReadByte(); err != io.EOF {
-				send(&job{err: formatFailure("content after the end frame")})
-			}
+		if tag == "end" || tag == "policy-set" {
+			trailer = &frame{tag, payload}
 			break
 		}
 		if tag != "entry" {
-			send(&job{err: formatFailure("frame %d is %q, want an entry or the end", fr.frames, tag)})
+			send(&job{err: formatFailure("frame %d is %q, want an entry, a policy set or the end", fr.frames, tag)})
 			break
 		}
 		if !send(&job{index: i, payload: payload}) {
@@ -421,5 +539,8 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 	wg.Wait()
 	close(results)
 	<-collected
-	return fatal
+	if fatal != nil {
+		return nil, fatal
+	}
+	return trailer, nil
 }
