@@ -119,6 +119,17 @@ type Config struct {
 	// declaration's action definition digest. Optional; default none:
 	// any action, version 1 entries.
 	CatalogDir string `json:"catalog_dir"`
+	// PolicyDir, if set, is a directory of Cedar policy files (*.cedar,
+	// docs/policies.md), validated against the catalog's declarations:
+	// ledgerd then decides (POST /v1/decide) and records its decisions
+	// as version 3 entries naming the policy set's digest. Requires
+	// CatalogDir. A set that does not load stops the start, naming
+	// file:line:col. ledgerd keeps every set it used in
+	// store_dir/policies and publishes each in the log before deciding
+	// with it; SIGHUP reloads the directory (an invalid set is refused
+	// and the one in force stays). Optional; default none: POST
+	// /v1/decide is refused (404 no_policies).
+	PolicyDir string `json:"policy_dir"`
 }
 
 // TLSConfig serves HTTPS, optionally requiring client certificates.
@@ -314,7 +325,7 @@ func parseConfig(b []byte, path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: text after the config's JSON object", path)
 	}
 	base := filepath.Dir(path)
-	paths := []*string{&c.KeyFile, &c.StoreDir, &c.CatalogDir}
+	paths := []*string{&c.KeyFile, &c.StoreDir, &c.CatalogDir, &c.PolicyDir}
 	if c.TLS != nil {
 		paths = append(paths, &c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile)
 	}
@@ -403,6 +414,14 @@ func (c *Config) check() error {
 	if c.CatalogDir != "" {
 		if st, err := os.Stat(c.CatalogDir); err != nil || !st.IsDir() {
 			return fmt.Errorf("catalog_dir %s does not exist", c.CatalogDir)
+		}
+	}
+	if c.PolicyDir != "" {
+		if c.CatalogDir == "" {
+			return errors.New("policy_dir needs catalog_dir: policies are validated against the catalog's declarations")
+		}
+		if st, err := os.Stat(c.PolicyDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("policy_dir %s does not exist", c.PolicyDir)
 		}
 	}
 	if _, err := c.checkpointInterval(); err != nil {

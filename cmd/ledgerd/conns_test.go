@@ -93,8 +93,11 @@ const healthz = "GET /healthz HTTP/1.1\r\nHost: example.com\r\n\r\n"
 
 // partialAppend is the header of an append announcing a 1,000-byte body,
 // and the body's first bytes.
-func partialAppend(authorization string) string {
-	h := "POST /v1/entries HTTP/1.1\r\nHost: example.com\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
+func partialAppend(authorization string) string { return partialPost("/v1/entries", authorization) }
+
+// partialPost is partialAppend to another path.
+func partialPost(path, authorization string) string {
+	h := "POST " + path + " HTTP/1.1\r\nHost: example.com\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
 	if authorization != "" {
 		h += "Authorization: " + authorization + "\r\n"
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/policy"
 )
 
 // writeSelfSigned writes a self-signed certificate for ledger.example.com
@@ -89,7 +90,7 @@ func TestSampleConfig(t *testing.T) {
 
 	dir := t.TempDir()
 	etc := filepath.Join(dir, "etc")
-	for _, d := range []string{"store", "etc/tls", "etc/declarations"} {
+	for _, d := range []string{"store", "etc/tls", "etc/declarations", "etc/policies"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -108,6 +109,16 @@ func TestSampleConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	policies, _ := filepath.Glob("../../testdata/policies/*.cedar")
+	for _, p := range policies {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(etc, "policies", filepath.Base(p)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	path := filepath.Join(dir, "ledgerd.json")
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(text), "/etc/ledgerd", etc)), 0o600); err != nil {
 		t.Fatal(err)
@@ -119,7 +130,11 @@ func TestSampleConfig(t *testing.T) {
 	if _, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName}); err != nil {
 		t.Error(err)
 	}
-	if _, err := loadCatalog(cfg.CatalogDir); err != nil {
+	cat, err := loadCatalog(cfg.CatalogDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := policy.Load(cfg.PolicyDir, cat.declarations()); err != nil {
 		t.Error(err)
 	}
 }

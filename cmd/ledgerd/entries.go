@@ -55,11 +55,34 @@ const refusedBodyGrace = 500 * time.Millisecond
 // mediatorAuth.
 func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator string) {
 	start := time.Now()
+	in, ok := s.readRecord(w, r, mediator, appendFields, "an append")
+	if !ok {
+		return
+	}
+	s.appendAndAnswer(w, r, mediator, in, start, nil)
+}
+
+// intake is a mediator's request, read and checked by readRecord: the
+// record to append, as far as the request gives it, and whether the
+// answer waits for a checkpoint.
+type intake struct {
+	rec  ledger.Record
+	wait bool
+}
+
+// readRecord reads and checks the body of a mediator's request whose
+// members are fields (appendFields, decideFields): the mediator's rate,
+// the body's bounds, strict decoding, ?wait, the digests and, with a
+// catalog, the action, its attributes and applied-tiers digest, whose
+// definition digest the record then carries. what names the request in
+// refusals ("an append"). It answers a refusal itself, and then returns
+// false.
+func (s *server) readRecord(w http.ResponseWriter, r *http.Request, mediator string, fields []string, what string) (intake, bool) {
 	rc := http.NewResponseController(w)
 	if ok, wait := s.rl.allow(mediator, time.Now()); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")
-		return
+		return intake{}, false
 	}
 	buf := bodyBuffers.Get().(*[]byte)
 	defer func() {
@@ -80,23 +103,25 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator st
 		default:
 			s.refuse(w, http.StatusBadRequest, "unreadable", "the body could not be read")
 		}
-		return
+		return intake{}, false
 	}
 	// The body is in. Its read deadline must go: left, it would cancel
 	// the request's context while the append waits for the ledger
 	// (net/http's background read). The answer gets WriteTimeout from
-	// when it is ready (refuse, and below).
+	// when it is ready (refuse, and appendAndAnswer).
 	rc.SetReadDeadline(time.Time{})
-	req, problem := decodeAppendRequest(body)
+	req, problem := decodeRequest(body, fields)
 	if problem != "" {
-		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not an append request: %s", problem)
-		return
+		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not %s request: %s", what, problem)
+		return intake{}, false
 	}
 	wait := r.URL.Query().Get("wait")
 	if wait != "" && wait != "checkpoint" {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "wait: the only value is checkpoint")
-		return
+		return intake{}, false
 	}
+	// Nothing in req aliases the pooled body (decodeRequest copies), so
+	// the record outlives the buffer.
 	rec := ledger.Record{
 		Mediator: mediator, Principal: req.Principal, Action: req.Action,
 		Decision: entry.Decision(req.Decision), Policies: req.Policies,
@@ -105,32 +130,42 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator st
 	}
 	if rec.Params.Digest, err = commit.ParseDigest(req.ParamsDigest); err != nil {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
-		return
+		return intake{}, false
 	}
 	rec.Params.Size = req.ParamsSize
 	if rec.Tiers, err = commit.ParseDigest(req.TiersDigest); err != nil {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "tiers_digest: %v", err)
-		return
+		return intake{}, false
 	}
 	if s.cat != nil {
 		a, declared := s.cat[req.Action]
 		if !declared {
 			s.refuse(w, http.StatusUnprocessableEntity, "unknown_action", "the action is not in the server's catalog")
-			return
+			return intake{}, false
 		}
 		if problem, ok := a.checkAttributes(req.Attributes, body); !ok {
 			s.refuse(w, http.StatusUnprocessableEntity, "attributes_not_declared", "attributes of %s: %s", req.Action, problem)
-			return
+			return intake{}, false
 		}
 		if !rec.Tiers.Equal(a.tiers) {
 			s.refuse(w, http.StatusUnprocessableEntity, "tiers_mismatch",
 				"tiers_digest is not the applied-tiers digest of the server's declaration of %s (%s)", req.Action, a.tiers)
-			return
+			return intake{}, false
 		}
 		// The definition is the server's, never the client's.
 		rec.Definition = a.definition
 	}
-	receipt, err := s.l.Append(r.Context(), rec)
+	return intake{rec: rec, wait: wait == "checkpoint"}, true
+}
+
+// appendAndAnswer appends in's record for mediator and answers with its
+// receipt: 201, or 200 with Idempotent-Replayed when the Idempotency-Key
+// named an entry appended before. head, if not nil, gives the members the
+// answer carries before the receipt's (decide's decision), from the
+// receipt; if it returns false, it has answered.
+func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediator string, in intake, start time.Time, head func(ledger.Receipt) ([]byte, bool)) {
+	rc := http.NewResponseController(w)
+	receipt, err := s.l.Append(r.Context(), in.rec)
 	switch {
 	case errors.Is(err, ledger.ErrInvalidRecord):
 		s.refuse(w, http.StatusBadRequest, "invalid_record", "%v", err)
@@ -154,8 +189,15 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator st
 		return
 	}
 	s.m.observeAppend(time.Since(start), receipt.Replayed)
+	var headPart []byte
+	if head != nil {
+		var ok bool
+		if headPart, ok = head(receipt); !ok {
+			return
+		}
+	}
 	var proofPart []byte
-	if wait == "checkpoint" {
+	if in.wait {
 		// The entry is durable; wait (bounded by the request's context)
 		// for a signed checkpoint that covers it, and prove inclusion.
 		signed, size, err := s.l.WaitCheckpoint(r.Context(), receipt.Index+1)
@@ -179,10 +221,10 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator st
 		w.WriteHeader(http.StatusCreated)
 	}
 	if proofPart != nil {
-		fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s,"inclusion":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry, proofPart)
+		fmt.Fprintf(w, `{%s"index":%d,"leaf_hash":"%x","entry":%s,"inclusion":%s}`+"\n", headPart, receipt.Index, receipt.LeafHash, receipt.Entry, proofPart)
 		return
 	}
-	fmt.Fprintf(w, `{"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", receipt.Index, receipt.LeafHash, receipt.Entry)
+	fmt.Fprintf(w, `{%s"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", headPart, receipt.Index, receipt.LeafHash, receipt.Entry)
 }
 
 // appendFailed logs an append the ledger could not take. After a storage
@@ -228,17 +270,29 @@ func readBody(r io.Reader, b []byte) ([]byte, error) {
 // wrong, naming the fields of appendFields, positions and byte offsets,
 // but never a value nor a member name the client chose.
 func decodeAppendRequest(body []byte) (appendRequest, string) {
+	return decodeRequest(body, appendFields)
+}
+
+// decodeRequest decodes a request body whose members are fields, a subset
+// of appendFields, as decodeAppendRequest does. A member of appendFields
+// that is not one of fields (decision in a decide request) is refused by
+// its name, which is the server's.
+func decodeRequest(body []byte, fields []string) (appendRequest, string) {
 	var req appendRequest
 	obj, err := commit.Domain{}.Object(body)
 	if err != nil {
-		return req, domainProblem(err)
+		return req, domainProblem(err, fields)
 	}
 	for i := range obj.Len() {
-		if !slices.Contains(appendFields, obj.Name(i)) {
-			return req, fmt.Sprintf("unknown member at index %d of the top-level object", memberIndex(body, obj.Name(i)))
+		name := obj.Name(i)
+		if !slices.Contains(fields, name) {
+			if slices.Contains(appendFields, name) {
+				return req, fmt.Sprintf("member %q is refused: the ledger decides, and records its own decision and determining policies", name)
+			}
+			return req, fmt.Sprintf("unknown member at index %d of the top-level object", memberIndex(body, name))
 		}
 	}
-	// Only the names of appendFields are ever set here.
+	// Only the names of fields are ever set here.
 	wrongType := ""
 	text := func(name string) string {
 		v, ok := obj.Get(name)
@@ -275,10 +329,10 @@ func decodeAppendRequest(body []byte) (appendRequest, string) {
 }
 
 // domainProblem describes a refusal of the strict domain as its kind, the
-// field of appendFields it lies in, and its byte offset. The JSON pointer
+// field of fields it lies in, and its byte offset. The JSON pointer
 // it carries is not repeated: below the top level, and at a top-level
 // member that is not a field, its tokens are the client's member names.
-func domainProblem(err error) string {
+func domainProblem(err error, fields []string) string {
 	var de *commit.DomainError
 	if !errors.As(err, &de) {
 		return "the body is not in the strict JSON domain"
@@ -291,7 +345,7 @@ func domainProblem(err error) string {
 	switch field, below, _ := strings.Cut(strings.TrimPrefix(de.Pointer, "/"), "/"); {
 	case de.Pointer == "":
 		b.WriteString(" at the top level")
-	case !slices.Contains(appendFields, field):
+	case !slices.Contains(fields, field):
 		b.WriteString(" in a member that is not a field")
 	case below == "" && !de.Key:
 		b.WriteString(" at /" + field)

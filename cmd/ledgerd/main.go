@@ -40,6 +40,7 @@ import (
 
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/policy"
 )
 
 const usage = `Usage:
@@ -380,6 +381,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return failStart("%v", err)
 		}
 	}
+	var set *policy.Set
+	if cfg.PolicyDir != "" {
+		// A set that does not load stops the start, naming file:line:col.
+		if set, err = policy.Load(cfg.PolicyDir, cat.declarations()); err != nil {
+			return failStart("policy_dir %s: %v", cfg.PolicyDir, err)
+		}
+	}
 	// Listen before opening the store, which may take minutes to check a
 	// large one: a busy port fails at once.
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -406,7 +414,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failStart("%v", err)
 	}
-	srv, limited, err := newHTTPServer(&server{cfg: cfg, l: l, log: log, m: m, cat: cat}, ln)
+	pol := newPolicies(cfg, cat, l, log, m)
+	if set != nil {
+		// Archived and published (unless it was the latest publication)
+		// before the first decision.
+		if err := pol.start(ctx, set); err != nil {
+			l.Close()
+			return failStart("%v", err)
+		}
+	}
+	srv, limited, err := newHTTPServer(&server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol}, ln)
 	if err == nil && cfg.TLS != nil {
 		srv.TLSConfig, err = cfg.TLS.tlsConfig()
 	}
@@ -431,7 +448,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "paste this line into a second terminal:\nexport VKEY=%s\n", shellQuote(key.VerifierKey()))
 	}
-	log.Info("ledgerd started", "config", cfg, "catalog", catalogValue(cfg.CatalogDir, cat),
+	log.Info("ledgerd started", "config", cfg, "catalog", catalogValue(cfg.CatalogDir, cat), "policy_set", pol.currentDigest(),
 		"version", buildinfo.Read().String(), "go_memory_limit", debug.SetMemoryLimit(-1))
 	errc := make(chan error, 1)
 	if cfg.TLS != nil {
@@ -439,11 +456,29 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		go func() { errc <- srv.Serve(ln) }()
 	}
+	// SIGHUP reloads the policy set, one reload at a time.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reloads := make(chan struct{})
+	go func() {
+		defer close(reloads)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				pol.reload(ctx)
+			}
+		}
+	}()
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
 		log.Error("serving stopped", "error", err)
+		stop()
 	}
+	<-reloads
 	// Finish requests in flight (their entries become durable and are
 	// acknowledged), then stop the ledger, which signs a final checkpoint.
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -26,6 +26,10 @@ type metrics struct {
 	treeSize       func() uint64
 	checkpointTime func() time.Time
 	connections    func() (open int, reclaimed uint64) // connLimiter.stats
+	decisions      map[string]uint64                   // by decision value
+	reloadsOK      uint64
+	reloadsFailed  uint64
+	policySet      string // the digest of the set in force; "" if none
 }
 
 type histogram struct {
@@ -61,6 +65,7 @@ func newMetrics() *metrics {
 		appendSeconds: newHistogram(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 		batchEntries:  newHistogram(1, 2, 4, 8, 16, 32, 64, 128, 256),
 		rejects:       map[string]uint64{},
+		decisions:     map[string]uint64{},
 	}
 }
 
@@ -87,6 +92,31 @@ func (m *metrics) reject(code string) {
 	m.rejects[code]++
 }
 
+// observeDecision counts a decision the ledger made (not a replay).
+func (m *metrics) observeDecision(decision string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.decisions[decision]++
+}
+
+// policyReload counts a policy reload, put in force (or unchanged) or
+// refused.
+func (m *metrics) policyReload(ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ok {
+		m.reloadsOK++
+	} else {
+		m.reloadsFailed++
+	}
+}
+
+func (m *metrics) setPolicySet(digest string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.policySet = digest
+}
+
 func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	m.mu.Lock()
@@ -103,6 +133,15 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	slices.Sort(codes)
 	for _, c := range codes {
 		fmt.Fprintf(w, "ledgerd_rejects_total{code=%q} %d\n", c, m.rejects[c])
+	}
+	fmt.Fprintf(w, "# HELP ledgerd_decisions_total Decisions the ledger made and recorded (POST /v1/decide, replays excluded), by decision.\n# TYPE ledgerd_decisions_total counter\n")
+	for _, d := range []string{"allow", "deny", "needs_approval"} {
+		fmt.Fprintf(w, "ledgerd_decisions_total{decision=%q} %d\n", d, m.decisions[d])
+	}
+	fmt.Fprintf(w, "# HELP ledgerd_policy_reloads_total Policy reloads (SIGHUP), by result: ok (in force, or unchanged) or failed (refused; the set in force stays).\n# TYPE ledgerd_policy_reloads_total counter\n")
+	fmt.Fprintf(w, "ledgerd_policy_reloads_total{result=\"ok\"} %d\nledgerd_policy_reloads_total{result=\"failed\"} %d\n", m.reloadsOK, m.reloadsFailed)
+	if m.policySet != "" {
+		fmt.Fprintf(w, "# HELP ledgerd_policy_set_info The policy set in force, by digest.\n# TYPE ledgerd_policy_set_info gauge\nledgerd_policy_set_info{policy_set=%q} 1\n", m.policySet)
 	}
 	if m.treeSize != nil {
 		fmt.Fprintf(w, "# HELP ledgerd_tree_size Durable entries.\n# TYPE ledgerd_tree_size gauge\nledgerd_tree_size %d\n", m.treeSize())

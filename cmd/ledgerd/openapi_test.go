@@ -364,6 +364,26 @@ func TestOpenAPIAnswers(t *testing.T) {
 	}
 	a.do(s, 405, "DELETE", "/v1/entries/0", "")
 
+	// A ledger that decides, with the reference policies, and one that
+	// does not.
+	pol := policyServer(t, referencePolicies)
+	decide := payment(t)
+	a.do(pol, 201, "POST", "/v1/decide", decide, auth(pol)...)
+	a.do(pol, 201, "POST", "/v1/decide", decide, append(auth(pol), "Idempotency-Key", "d-1")...)
+	a.do(pol, 200, "POST", "/v1/decide", decide, append(auth(pol), "Idempotency-Key", "d-1")...)
+	a.do(pol, 409, "POST", "/v1/decide", strings.Replace(decide, `"agent-1"`, `"agent-2"`, 1), append(auth(pol), "Idempotency-Key", "d-1")...)
+	a.do(pol, 400, "POST", "/v1/decide", strings.Replace(decide, `{`, `{"decision":"allow",`, 1), auth(pol)...)
+	a.do(pol, 401, "POST", "/v1/decide", decide)
+	a.do(pol, 413, "POST", "/v1/decide", decide+strings.Repeat(" ", 300<<10), auth(pol)...)
+	a.do(pol, 422, "POST", "/v1/decide", strings.Replace(decide, `"make_payment"`, `"pay_everyone"`, 1), auth(pol)...)
+	a.do(s, 404, "POST", "/v1/decide", decide, auth(s)...)
+	a.do(pol, 200, "GET", "/v1/entries/0", "") // a publication
+	a.do(pol, 200, "GET", "/v1/policies", "")
+	a.do(s, 200, "GET", "/v1/policies", "")
+	a.do(pol, 200, "GET", "/v1/policies/"+pol.srv.pol.currentDigest(), "")
+	a.do(pol, 400, "GET", "/v1/policies/sha256:x", "")
+	a.do(pol, 404, "GET", "/v1/policies/sha256:"+zeros, "")
+
 	// A new ledger without a catalog.
 	empty := startServer(t)
 	a.do(empty, 404, "GET", "/v1/export?start=0&end=0", "")
@@ -382,6 +402,12 @@ func TestOpenAPIAnswers(t *testing.T) {
 	limited := startServerWith(t, func(c *Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1 })
 	a.do(limited, 201, "POST", "/v1/entries", appendBody(1), auth(limited)...)
 	a.do(limited, 429, "POST", "/v1/entries", appendBody(2), auth(limited)...)
+	limitedDecide := startServerWith(t, func(c *Config) {
+		c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1
+		c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies
+	})
+	a.do(limitedDecide, 201, "POST", "/v1/decide", decide, auth(limitedDecide)...)
+	a.do(limitedDecide, 429, "POST", "/v1/decide", decide, auth(limitedDecide)...)
 
 	// A body that stops coming.
 	slow := startServerWith(t, func(c *Config) { c.BodyTimeout = "200ms" })
@@ -394,6 +420,17 @@ func TestOpenAPIAnswers(t *testing.T) {
 	req, _ := http.NewRequest("POST", slow.url+"/v1/entries", nil)
 	if resp.StatusCode != http.StatusRequestTimeout {
 		t.Errorf("a partial body: %d %s, want 408", resp.StatusCode, body)
+	}
+	a.check(req, resp, []byte(body))
+	slowDecide := startServerWith(t, func(c *Config) { c.BodyTimeout, c.CatalogDir, c.PolicyDir = "200ms", corpusDir, referencePolicies })
+	conn = dialRaw(t, slowDecide.url)
+	conn.send(t, partialPost("/v1/decide", "Bearer "+slowDecide.token))
+	if resp, body, err = conn.response(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	req, _ = http.NewRequest("POST", slowDecide.url+"/v1/decide", nil)
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("a partial decide body: %d %s, want 408", resp.StatusCode, body)
 	}
 	a.check(req, resp, []byte(body))
 
@@ -412,6 +449,11 @@ func TestOpenAPIAnswers(t *testing.T) {
 	}
 	a.do(broken, 503, "POST", "/v1/entries", appendBody(4), auth(broken)...)
 	a.do(broken, 503, "GET", "/readyz", "")
+	decideStore := ledger.NewMemStore()
+	brokenDecide := startServerOn(t, func(c *Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies }, decideStore)
+	a.do(brokenDecide, 201, "POST", "/v1/decide", decide, auth(brokenDecide)...)
+	decideStore.Close()
+	a.do(brokenDecide, 503, "POST", "/v1/decide", decide, auth(brokenDecide)...)
 
 	// Every response docs/openapi.json describes was seen.
 	paths, _ := d.root["paths"].(map[string]any)

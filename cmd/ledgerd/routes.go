@@ -5,6 +5,7 @@ package main
 
 import (
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -25,6 +26,7 @@ func (s *server) routeTable() []route {
 	tiles := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
 	return []route{
 		{"POST /v1/entries", s.mediatorAuth(s.appendEntry)},
+		{"POST /v1/decide", s.mediatorAuth(s.decide)},
 		{"GET /v1/checkpoint", s.readAuth(s.checkpoint)},
 		{"GET /v1/entries/{index}", s.readAuth(s.getEntry)},
 		{"GET /v1/export", s.readAuth(s.export)},
@@ -33,6 +35,8 @@ func (s *server) routeTable() []route {
 		{"GET /v1/consistency", s.readAuth(s.consistency)},
 		{"GET /v1/actions", s.readAuth(s.actions)},
 		{"GET /v1/actions/{action}", s.readAuth(s.action)},
+		{"GET /v1/policies", s.readAuth(s.listPolicies)},
+		{"GET /v1/policies/{digest}", s.readAuth(s.policyBundle)},
 		{"GET /healthz", open(s.healthz)},
 		{"GET /readyz", open(s.ready)},
 		{"GET /metrics", open(s.m.ServeHTTP)},
@@ -47,6 +51,9 @@ func (s *server) routes() http.Handler {
 	}
 	s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
 	s.rl = newLimiter(s.cfg)
+	if s.pol == nil { // ledgerd does not decide; the archive may hold sets
+		s.pol = &policies{archive: filepath.Join(s.cfg.StoreDir, archiveDirName), log: s.log, m: s.m}
+	}
 	// The config was checked at load; a test's change to it that does
 	// not parse gets the default.
 	var err error

@@ -46,7 +46,7 @@ func TestRouteGuards(t *testing.T) {
 // concretePath is a request path that pattern's route serves.
 func concretePath(pattern string) (method, path string) {
 	method, path, _ = strings.Cut(pattern, " ")
-	r := strings.NewReplacer("{index}", "0", "{action}", "send_email", "{path...}", "0/000.p/1")
+	r := strings.NewReplacer("{index}", "0", "{action}", "send_email", "{path...}", "0/000.p/1", "{digest}", "sha256:"+strings.Repeat("0", 64))
 	return method, r.Replace(path)
 }
 

@@ -16,6 +16,9 @@ type server struct {
 	m   *metrics // nil: routes makes one
 	rl  *limiter
 	cat catalog // nil: no catalog
+	// pol is the policy set in force and its archive; routes makes one
+	// without a set if nil.
+	pol *policies
 
 	bodyTimeout, writeTimeout time.Duration // from cfg, set by routes
 	// failureLogged is set once a refusal after a storage failure was

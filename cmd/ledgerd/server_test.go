@@ -20,6 +20,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/verify"
 	tlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
@@ -34,6 +35,7 @@ type testServer struct {
 	key   *ledger.Key
 	cfg   *Config
 	lim   *connLimiter
+	srv   *server
 }
 
 func startServer(t testing.TB) *testServer {
@@ -91,8 +93,19 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	hs := serveHTTP(t, &server{cfg: cfg, l: l, log: logger, cat: cat})
-	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter)}
+	srv := &server{cfg: cfg, l: l, log: logger, cat: cat, m: newMetrics()}
+	if cfg.PolicyDir != "" {
+		set, err := policy.Load(cfg.PolicyDir, cat.declarations())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.pol = newPolicies(cfg, cat, l, logger, srv.m)
+		if err := srv.pol.start(t.Context(), set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs := serveHTTP(t, srv)
+	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter), srv: srv}
 }
 
 func (s *testServer) post(t *testing.T, token, body string, headers ...string) (*http.Response, []byte) {

@@ -1,0 +1,348 @@
+// Policies (docs/api.md "Decide" and "Policies"):
+//
+//	GET /v1/policies           the set in force and every archived set
+//	GET /v1/policies/{digest}  an archived set's bundle
+//
+// and the life of the policy set that POST /v1/decide (decide.go) uses:
+// loaded from policy_dir at start and on SIGHUP, archived in the store
+// directory, published in the log, and only then put in force.
+
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/policy"
+)
+
+// The policy archive, in the store directory:
+//
+//	store_dir/policies/<hex>.bundle   every set ledgerd used, by digest:
+//	                                  its bundle (policy.Bundle), whose
+//	                                  SHA-256 is the digest
+//	store_dir/policies/published.json the latest publication ledgerd made:
+//	                                  {"policy_set":"sha256:…","index":N},
+//	                                  without index while it is appended
+//
+// Every file is written to a temporary file, synced, renamed and its
+// directory synced (writeConfig), mode 0600 in a 0700 directory. A set is
+// archived before its publication entry is appended, and put in force
+// only once that entry is durable: every decision entry's policy set was
+// published by an earlier entry and is in the archive.
+const (
+	archiveDirName = "policies"
+	publishedName  = "published.json"
+	bundleSuffix   = ".bundle"
+)
+
+// policies is the policy set in force and its archive. Reloads and
+// publications are serialized by mu; deciding reads cur alone, once per
+// decision.
+type policies struct {
+	dir     string // policy_dir; "" when ledgerd does not decide
+	archive string // store_dir/policies
+	decls   []*declare.Declaration
+	l       *ledger.Ledger
+	log     *slog.Logger
+	m       *metrics
+
+	mu  sync.Mutex
+	cur atomic.Pointer[policy.Set]
+}
+
+func newPolicies(cfg *Config, cat catalog, l *ledger.Ledger, log *slog.Logger, m *metrics) *policies {
+	return &policies{
+		dir: cfg.PolicyDir, archive: filepath.Join(cfg.StoreDir, archiveDirName),
+		decls: cat.declarations(), l: l, log: log, m: m,
+	}
+}
+
+// declarations are the catalog's declarations, sorted by action.
+func (c catalog) declarations() []*declare.Declaration {
+	names := make([]string, 0, len(c))
+	for name := range c {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	decls := make([]*declare.Declaration, len(names))
+	for i, name := range names {
+		decls[i] = c[name].decl
+	}
+	return decls
+}
+
+// current is the set in force, or nil when ledgerd does not decide.
+func (p *policies) current() *policy.Set {
+	if p == nil {
+		return nil
+	}
+	return p.cur.Load()
+}
+
+// currentDigest is the digest of the set in force, "" if none.
+func (p *policies) currentDigest() string {
+	if set := p.current(); set != nil {
+		return set.Digest().String()
+	}
+	return ""
+}
+
+// start puts set, loaded at start, in force: it is archived, and
+// published unless the latest publication ledgerd recorded is of the same
+// set and the log's entry at its index really is that publication. In
+// doubt it publishes again; a repeated publication is harmless.
+func (p *policies) start(ctx context.Context, set *policy.Set) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.store(set); err != nil {
+		return err
+	}
+	if index, ok := p.published(ctx, set.Digest()); ok {
+		p.swap(set)
+		p.log.InfoContext(ctx, "policy set in force, published before", "policy_set", set.Digest().String(), "publication", index)
+		return nil
+	}
+	index, err := p.publish(ctx, set)
+	if err != nil {
+		return err
+	}
+	p.log.InfoContext(ctx, "policy set published and in force", "policy_set", set.Digest().String(), "publication", index)
+	return nil
+}
+
+// reload loads policy_dir again against the catalog in force (SIGHUP). A
+// set that does not load is refused, logged with its file:line:col and
+// counted; the set in force stays. A new set is archived, published and
+// then put in force.
+func (p *policies) reload(ctx context.Context) error {
+	if p.dir == "" {
+		p.log.WarnContext(ctx, "policy reload: no policy_dir in the config; nothing to reload")
+		return errors.New("no policy_dir")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.currentDigest()
+	set, err := policy.Load(p.dir, p.decls)
+	if err != nil {
+		p.m.policyReload(false)
+		p.log.ErrorContext(ctx, "policy reload refused; the policy set in force stays", "error", err, "policy_set", old)
+		return err
+	}
+	if set.Digest().String() == old {
+		p.m.policyReload(true)
+		p.log.InfoContext(ctx, "policy reload: the set is unchanged", "policy_set", old)
+		return nil
+	}
+	index, err := uint64(0), p.store(set)
+	if err == nil {
+		index, err = p.publish(ctx, set)
+	}
+	if err != nil {
+		p.m.policyReload(false)
+		p.log.ErrorContext(ctx, "policy reload failed; the policy set in force stays", "error", err, "policy_set", old)
+		return err
+	}
+	p.m.policyReload(true)
+	p.log.InfoContext(ctx, "policy set reloaded, published and in force", "policy_set", set.Digest().String(), "previous", old, "publication", index)
+	return nil
+}
+
+// swap puts set in force.
+func (p *policies) swap(set *policy.Set) {
+	p.cur.Store(set)
+	p.m.setPolicySet(set.Digest().String())
+}
+
+// store archives set's bundle, unless the archive holds it already.
+func (p *policies) store(set *policy.Set) error {
+	if err := p.makeArchive(); err != nil {
+		return err
+	}
+	path := filepath.Join(p.archive, bundleFileName(set.Digest()))
+	if b, err := os.ReadFile(path); err == nil && policy.DigestOfBundle(b) == set.Digest() {
+		return nil
+	}
+	if err := writeConfig(path, set.Bundle(), true); err != nil {
+		return fmt.Errorf("archiving the policy set: %w", err)
+	}
+	return nil
+}
+
+// makeArchive creates the archive directory, durably, if it is missing.
+func (p *policies) makeArchive() error {
+	err := os.Mkdir(p.archive, 0o700)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(p.archive))
+	}
+	if err != nil {
+		return fmt.Errorf("creating the policy archive: %w", err)
+	}
+	return nil
+}
+
+func bundleFileName(d commit.Digest) string { return hex.EncodeToString(d[:]) + bundleSuffix }
+
+// publication is published.json.
+type publication struct {
+	PolicySet string  `json:"policy_set"`
+	Index     *uint64 `json:"index,omitempty"` // nil while being appended
+}
+
+// published returns the index of the publication of digest, if the
+// archive records it as the latest publication and the log's entry there
+// is that publication.
+func (p *policies) published(ctx context.Context, digest commit.Digest) (uint64, bool) {
+	b, err := os.ReadFile(filepath.Join(p.archive, publishedName))
+	if err != nil {
+		return 0, false
+	}
+	var pub publication
+	if json.Unmarshal(b, &pub) != nil || pub.Index == nil || pub.PolicySet != digest.String() {
+		return 0, false
+	}
+	raw, err := p.l.Entry(ctx, *pub.Index)
+	if err != nil {
+		return 0, false
+	}
+	e, err := entry.Parse(raw)
+	if err != nil || e.Kind != entry.KindPolicySet || e.PolicySet != digest {
+		return 0, false
+	}
+	return *pub.Index, true
+}
+
+// publish appends the publication of set, archived before, and puts it
+// in force once the publication is durable. published.json says, before
+// the append, that a publication is under way (so that a crash leaves
+// doubt, and the next start publishes again), and after it, its index.
+func (p *policies) publish(ctx context.Context, set *policy.Set) (uint64, error) {
+	digest := set.Digest()
+	if err := p.writePublished(publication{PolicySet: digest.String()}); err != nil {
+		return 0, err
+	}
+	var receipt ledger.Receipt
+	var err error
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		receipt, err = p.l.Append(ctx, ledger.Record{Kind: entry.KindPolicySet, PolicySet: digest})
+		if !errors.Is(err, ledger.ErrQueueFull) {
+			break
+		}
+		// Appends fill the queue: the publication waits its turn.
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("publishing the policy set: %w", err)
+	}
+	if err := p.writePublished(publication{PolicySet: digest.String(), Index: &receipt.Index}); err != nil {
+		return 0, err
+	}
+	p.swap(set)
+	return receipt.Index, nil
+}
+
+func (p *policies) writePublished(pub publication) error {
+	b, _ := json.Marshal(pub)
+	if err := writeConfig(filepath.Join(p.archive, publishedName), append(b, '\n'), true); err != nil {
+		return fmt.Errorf("recording the policy publication: %w", err)
+	}
+	return nil
+}
+
+// archived lists the digests of the archived sets, sorted.
+func (p *policies) archived() ([]string, error) {
+	des, err := os.ReadDir(p.archive)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	list := []string{}
+	for _, de := range des {
+		h, ok := strings.CutSuffix(de.Name(), bundleSuffix)
+		if !ok {
+			continue
+		}
+		if d, err := commit.ParseDigest("sha256:" + h); err == nil {
+			list = append(list, d.String())
+		}
+	}
+	slices.Sort(list)
+	return list, nil
+}
+
+// bundle reads the archived bundle of digest, checking that it hashes to
+// digest; fs.ErrNotExist if the archive has none.
+func (p *policies) bundle(digest commit.Digest) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(p.archive, bundleFileName(digest)))
+	if err != nil {
+		return nil, err
+	}
+	if policy.DigestOfBundle(b) != digest {
+		return nil, fmt.Errorf("the archived bundle of %s does not hash to its digest", digest)
+	}
+	return b, nil
+}
+
+// listPolicies answers GET /v1/policies.
+func (s *server) listPolicies(w http.ResponseWriter, r *http.Request) {
+	list, err := s.pol.archived()
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "listing the policy archive failed", "error", err)
+		writeError(w, http.StatusInternalServerError, "internal", "the policy archive could not be read")
+		return
+	}
+	var current any // null when ledgerd does not decide
+	if d := s.pol.currentDigest(); d != "" {
+		current = d
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"current": current, "archived": list})
+}
+
+// policyBundle answers GET /v1/policies/{digest}.
+func (s *server) policyBundle(w http.ResponseWriter, r *http.Request) {
+	digest, err := commit.ParseDigest(r.PathValue("digest"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the digest is not sha256: and 64 lower-case hex digits")
+		return
+	}
+	b, err := s.pol.bundle(digest)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		writeError(w, http.StatusNotFound, "not_found", "no policy set with this digest was ever published here")
+		return
+	case err != nil:
+		s.log.ErrorContext(r.Context(), "reading an archived policy set failed", "policy_set", digest.String(), "error", err)
+		writeError(w, http.StatusInternalServerError, "internal", "the policy set could not be read")
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Write(b)
+}
