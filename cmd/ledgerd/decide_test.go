@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/verify"
 )
 
 var referencePolicies = filepath.Join("..", "..", "testdata", "policies")
@@ -315,6 +317,32 @@ func TestDecideIdempotentAcrossReload(t *testing.T) {
 		t.Errorf("new key: %d %s, want deny by payments.freeze under the new set", status, answer)
 	}
 	checkPublishedBefore(t, s)
+	checkExportReplays(t, s, 2, 2)
+}
+
+// checkExportReplays exports the whole log of s and replays its ledger
+// decisions offline (verify.VerifyDecisions) from the export alone,
+// which must carry the bundles of both sets.
+func checkExportReplays(t *testing.T, s *testServer, decisions, publications uint64) {
+	t.Helper()
+	if _, err := s.l.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	status, export := getBody(t, fmt.Sprintf("%s/v1/export?start=0&end=%d", s.url, s.l.Size()))
+	if status != http.StatusOK {
+		t.Fatalf("export: %d %s", status, export)
+	}
+	key, err := verify.ParseKey(s.key.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := verify.VerifyDecisions(bytes.NewReader(export), key, verify.DecisionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !report.OK() || report.Decisions != decisions || report.Publications != publications {
+		t.Errorf("replay of the export: %+v, want %d decisions and %d publications, all agreeing", report, decisions, publications)
+	}
 }
 
 // A valid reload is archived and published before it decides; an

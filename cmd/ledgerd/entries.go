@@ -443,6 +443,10 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts.Size = size
+	// The bundles of the policy sets the range's ledger decisions and
+	// publications name, from the archive, so that the file alone
+	// replays its decisions.
+	opts.PolicySet = func(_ context.Context, d commit.Digest) ([]byte, error) { return s.pol.bundle(d) }
 	w.Header().Set("Content-Type", "application/octet-stream")
 	body := progressWriter{w, http.NewResponseController(w), s.writeTimeout}
 	if err := s.l.Export(r.Context(), body, start, end, opts); err != nil {
