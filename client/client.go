@@ -121,9 +121,8 @@ var ErrIdempotencyKey = errors.New("client: an idempotency key is 1 to 128 print
 // entry, so the receipt is marked Replayed. The same key with another
 // decision is refused (*Error, code idempotency_conflict).
 func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d Decision) (*Receipt, error) {
-	if idempotencyKey == "" || len(idempotencyKey) > MaxIdempotencyKey ||
-		strings.IndexFunc(idempotencyKey, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
-		return nil, ErrIdempotencyKey
+	if err := checkKey(idempotencyKey); err != nil {
+		return nil, err
 	}
 	body, err := json.Marshal(map[string]any{
 		"principal": d.Principal, "action": d.Action, "decision": d.Decision,
@@ -133,6 +132,27 @@ func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d 
 	if err != nil {
 		return nil, err
 	}
+	status, b, err := c.post(ctx, "append", "/v1/entries", idempotencyKey, body)
+	if err != nil {
+		return nil, err
+	}
+	return c.checkReceipt(b, d, status == http.StatusOK)
+}
+
+// checkKey refuses an idempotency key outside the server's rules.
+func checkKey(idempotencyKey string) error {
+	if idempotencyKey == "" || len(idempotencyKey) > MaxIdempotencyKey ||
+		strings.IndexFunc(idempotencyKey, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		return ErrIdempotencyKey
+	}
+	return nil
+}
+
+// post sends body to path with the idempotency key, retrying on 429, 503
+// and network errors as Append says, and returns the status (200 or 201)
+// and body of the answer; another status is returned as *Error. what
+// names the request in errors.
+func (c *Client) post(ctx context.Context, what, path, idempotencyKey string, body []byte) (int, []byte, error) {
 	attempts := c.MaxAttempts
 	if attempts <= 0 {
 		attempts = 5
@@ -147,13 +167,13 @@ func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d 
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return 0, nil, ctx.Err()
 			}
 			backoff *= 2
 		}
-		req, err := http.NewRequestWithContext(ctx, "POST", c.baseURL+"/v1/entries", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, "POST", c.baseURL+path, bytes.NewReader(body))
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		req.Header.Set("Idempotency-Key", idempotencyKey)
@@ -161,7 +181,7 @@ func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d 
 		resp, err := c.http().Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return 0, nil, ctx.Err()
 			}
 			lastErr = err
 			continue
@@ -174,7 +194,7 @@ func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d 
 		}
 		switch resp.StatusCode {
 		case http.StatusCreated, http.StatusOK:
-			return c.checkReceipt(b, d, resp.StatusCode == http.StatusOK)
+			return resp.StatusCode, b, nil
 		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 			lastErr = apiError(resp.StatusCode, b)
 			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
@@ -182,10 +202,118 @@ func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d 
 			}
 			continue
 		default:
-			return nil, apiError(resp.StatusCode, b)
+			return 0, nil, apiError(resp.StatusCode, b)
 		}
 	}
-	return nil, fmt.Errorf("client: append failed after %d attempts: %w", attempts, lastErr)
+	return 0, nil, fmt.Errorf("client: %s failed after %d attempts: %w", what, attempts, lastErr)
+}
+
+// Request is what a mediator asks the ledger to decide (POST
+// /v1/decide): a Decision without its decision and policies, which the
+// ledger's policy set derives.
+type Request struct {
+	Principal  string
+	Action     string
+	Params     commit.Commitment
+	Tiers      commit.Digest
+	Attributes json.RawMessage // a JSON object
+}
+
+// Decided is the ledger's verified decision on a Request and the receipt
+// of the entry that records it.
+type Decided struct {
+	Decision entry.Decision
+	// Policies are the determining policy ids, PolicyErrors those whose
+	// evaluation failed (the decision is then deny), each sorted.
+	Policies     []string
+	PolicyErrors []string
+	// PolicySet is the digest of the policy set that decided: GET
+	// /v1/policies/{digest} serves it.
+	PolicySet commit.Digest
+	Receipt
+}
+
+// Decide asks the ledger to decide d and record its decision, and returns
+// the verified answer. It retries as Append does, with one random
+// idempotency key, so a retry never records twice and always answers the
+// first decision. A ledger without policies refuses with *Error, code
+// no_policies.
+func (c *Client) Decide(ctx context.Context, d Request) (*Decided, error) {
+	keyBytes := make([]byte, 16)
+	rand.Read(keyBytes)
+	return c.DecideIdempotent(ctx, hex.EncodeToString(keyBytes), d)
+}
+
+// DecideIdempotent is Decide with the caller's idempotency key: while the
+// key names a decision the ledger recorded for the same request, the
+// ledger records nothing and answers that first decision (Replayed),
+// even if its policy set now decides otherwise. The same key with another
+// request is refused (*Error, code idempotency_conflict).
+func (c *Client) DecideIdempotent(ctx context.Context, idempotencyKey string, d Request) (*Decided, error) {
+	if err := checkKey(idempotencyKey); err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(map[string]any{
+		"principal": d.Principal, "action": d.Action, "params_digest": d.Params.Digest, "params_size": d.Params.Size,
+		"tiers_digest": d.Tiers, "attributes": d.Attributes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	status, b, err := c.post(ctx, "decide", "/v1/decide", idempotencyKey, body)
+	if err != nil {
+		return nil, err
+	}
+	return c.checkDecided(b, d, status == http.StatusOK)
+}
+
+// checkDecided verifies a decide answer: the entry is strictly valid,
+// signed by the ledger's key, at the index claimed, records exactly the
+// request, and is a version 3 ledger decision whose decision, ids and
+// policy set are the answer's.
+func (c *Client) checkDecided(body []byte, d Request, replayed bool) (*Decided, error) {
+	var r struct {
+		Decision     entry.Decision  `json:"decision"`
+		Policies     []string        `json:"policies"`
+		PolicyErrors []string        `json:"policy_errors"`
+		PolicySet    string          `json:"policy_set"`
+		Index        uint64          `json:"index"`
+		Entry        json.RawMessage `json:"entry"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Policies == nil || r.PolicyErrors == nil {
+		return nil, fmt.Errorf("%w: malformed decide answer", ErrUnverified)
+	}
+	set, err := commit.ParseDigest(r.PolicySet)
+	if err != nil {
+		return nil, fmt.Errorf("%w: policy_set: %w", ErrUnverified, err)
+	}
+	e, err := entry.Parse(r.Entry)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	if err := c.key.VerifyEntry(e); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	attrs, err := commit.Canonicalize(d.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	same := e.Index == r.Index && e.Principal == d.Principal && e.Action == d.Action &&
+		e.Params.Equal(d.Params) && e.Tiers.Equal(d.Tiers) && bytes.Equal(e.Attributes, attrs)
+	if !same {
+		return nil, fmt.Errorf("%w: the entry does not record the request sent", ErrUnverified)
+	}
+	if e.Version() != entry.Version3 || e.Kind != entry.KindDecision {
+		return nil, fmt.Errorf("%w: the entry is not a decision the ledger made (version 3, kind decision)", ErrUnverified)
+	}
+	if e.Decision != r.Decision || !slices.Equal(e.Policies, r.Policies) ||
+		!slices.Equal(nonNil(e.PolicyErrors), r.PolicyErrors) || e.PolicySet != set {
+		return nil, fmt.Errorf("%w: the answer's decision is not the entry's", ErrUnverified)
+	}
+	return &Decided{
+		Decision: e.Decision, Policies: e.Policies, PolicyErrors: nonNil(e.PolicyErrors), PolicySet: e.PolicySet,
+		Receipt: Receipt{Index: r.Index, Entry: e, Raw: []byte(r.Entry), Replayed: replayed},
+	}, nil
 }
 
 func nonNil(s []string) []string {

@@ -3,14 +3,21 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -100,5 +107,99 @@ func TestClientRetries(t *testing.T) {
 	}
 	if !r.Replayed || s.l.Size() != 1 || calls.Load() != 3 {
 		t.Fatalf("replayed %v, size %d, calls %d; want true, 1, 3", r.Replayed, s.l.Size(), calls.Load())
+	}
+}
+
+// decideRequest is the client request of a reference call.
+func decideRequest(t *testing.T, c referencecalls.Call) client.Request {
+	t.Helper()
+	decls, err := referencecalls.Declarations(corpusDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := referencecalls.Minimize(decls, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.Request{Principal: c.Principal, Action: c.Action, Params: res.Params, Tiers: res.Tiers, Attributes: res.Attributes}
+}
+
+// The client's Decide gets the reference table's decisions, verified; a
+// retry with DecideIdempotent after a reload gets the first decision,
+// marked Replayed; an answer whose decision, ids or set is not its
+// entry's is refused as unverified; a ledger without policies refuses
+// with no_policies.
+func TestClientDecide(t *testing.T) {
+	dir := copyPolicies(t)
+	s := policyServer(t, dir)
+	ctx := context.Background()
+	c, err := client.New(s.url, s.token, s.key.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range referencecalls.Table()[:12] {
+		d, err := c.Decide(ctx, decideRequest(t, call))
+		if err != nil {
+			t.Fatalf("%s: %v", call.Name, err)
+		}
+		if d.Decision != call.Decision || !slices.Equal(d.Policies, call.Determining) || d.Replayed ||
+			d.PolicySet != s.srv.pol.current().Digest() || d.Entry.Decision != call.Decision {
+			t.Errorf("%s: %+v, want %s %v", call.Name, d, call.Decision, call.Determining)
+		}
+	}
+	pay := decideRequest(t, referencecalls.Table()[0])
+	first, err := c.DecideIdempotent(ctx, "pay-1", pay)
+	if err != nil || first.Decision != entry.Allow {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	os.WriteFile(filepath.Join(dir, "freeze.cedar"), []byte(denyAllPayments), 0o600)
+	if err := s.srv.pol.reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.DecideIdempotent(ctx, "pay-1", pay)
+	if err != nil || !again.Replayed || again.Decision != entry.Allow || again.PolicySet != first.PolicySet || again.Index != first.Index {
+		t.Errorf("retry after a reload: %+v %v, want the first decision, replayed", again, err)
+	}
+	if d, err := c.Decide(ctx, pay); err != nil || d.Decision != entry.Deny {
+		t.Errorf("a new decision after the reload: %+v %v, want deny", d, err)
+	}
+
+	// A server that changes the answer, not the signed entry (internal
+	// mail: allow by email.allow-internal).
+	for _, lie := range []struct{ from, to string }{
+		{`"decision":"allow"`, `"decision":"deny"`},
+		{`"policies":["email.allow-internal"]`, `"policies":[]`},
+		{`"policy_set":"sha256:`, `"policy_set":"sha256:0`},
+	} {
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			req, _ := http.NewRequest(r.Method, s.url+r.URL.RequestURI(), r.Body)
+			req.Header = r.Header
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				http.Error(w, err.Error(), 502)
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			text := strings.Replace(string(b), lie.from, lie.to, 1)
+			if lie.to == `"policy_set":"sha256:0` {
+				text = strings.Replace(text, `"policy_set":"sha256:0`+text[strings.Index(text, `"policy_set":"sha256:0`)+22:strings.Index(text, `"policy_set":"sha256:0`)+86], `"policy_set":"sha256:`+strings.Repeat("0", 64), 1)
+			}
+			w.WriteHeader(resp.StatusCode)
+			io.WriteString(w, text)
+		}))
+		liar, _ := client.New(proxy.URL, s.token, s.key.VerifierKey())
+		liar.MaxAttempts = 1
+		if _, err := liar.DecideIdempotent(ctx, "lie-"+lie.to[2:8], decideRequest(t, referencecalls.Table()[10])); !errors.Is(err, client.ErrUnverified) {
+			t.Errorf("an answer with %s: %v, want ErrUnverified", lie.to, err)
+		}
+		proxy.Close()
+	}
+
+	plain := startServerWith(t, func(c *Config) { c.CatalogDir = corpusDir })
+	pc, _ := client.New(plain.url, plain.token, plain.key.VerifierKey())
+	var apiErr *client.Error
+	if _, err := pc.Decide(ctx, pay); !errors.As(err, &apiErr) || apiErr.Code != "no_policies" || apiErr.Status != 404 {
+		t.Errorf("without policies: %v", err)
 	}
 }
