@@ -131,6 +131,8 @@ type DecisionOptions struct {
 // of the export: most likely the wrong directory.
 type UnnamedSetError struct {
 	Digest commit.Digest
+	// Named are the sets the export's entries name.
+	Named []commit.Digest
 }
 
 func (e *UnnamedSetError) Error() string {
@@ -177,7 +179,7 @@ func VerifyDecisions(r io.ReadSeeker, key *Key, opts DecisionOptions) (*Decision
 	}
 	for d := range supplied {
 		if !slices.Contains(report.Named, d) {
-			return nil, &UnnamedSetError{Digest: d}
+			return nil, &UnnamedSetError{Digest: d, Named: report.Named}
 		}
 	}
 	if rp.deferred > 0 {

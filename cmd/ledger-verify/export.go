@@ -137,45 +137,67 @@ func (r *exportRun) register(fs *flag.FlagSet) {
 // verify verifies the export file name; a nil report with a nil error
 // never happens. usageErr is set for problems of usage or reading.
 func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, []byte)) (report *verify.ExportReport, verr error, usageErr error) {
-	key, err := r.keys.load()
+	key, opts, err := r.options(stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := verify.ExportOptions{All: r.all, OnEntry: onEntry}
-	if r.trusted != "" {
-		b, err := readFileLimit(r.trusted, 16<<10)
+	opts.OnEntry = onEntry
+	f, br, err := openExport(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	report, err = verify.VerifyExport(br, key, opts)
+	return report, err, nil
+}
+
+// openExport opens an export file and returns it with a reader of the
+// size VerifyExport buffers with (so that it reads through it), or an
+// error: a *ledgerdAnswer if the file is an error answer from ledgerd.
+func openExport(name string) (*os.File, *bufio.Reader, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	if start, _ := br.Peek(len(ledgerdErrorPrefix)); bytes.Equal(start, []byte(ledgerdErrorPrefix)) {
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(br, 64<<10))
 		if err != nil {
 			return nil, nil, err
 		}
+		return nil, nil, checkLedgerdAnswer(name, b)
+	}
+	return f, br, nil
+}
+
+// options loads the key and the verification options the flags give.
+func (r *exportRun) options(stderr io.Writer) (*verify.Key, verify.ExportOptions, error) {
+	key, err := r.keys.load()
+	if err != nil {
+		return nil, verify.ExportOptions{}, err
+	}
+	opts := verify.ExportOptions{All: r.all}
+	if r.trusted != "" {
+		b, err := readFileLimit(r.trusted, 16<<10)
+		if err != nil {
+			return nil, opts, err
+		}
 		if err := checkLedgerdAnswer(r.trusted, b); err != nil {
-			return nil, nil, err
+			return nil, opts, err
 		}
 		var cp *log.Checkpoint
 		if cp, err = key.Checkpoint(b); err != nil {
-			return nil, nil, fmt.Errorf("trusted checkpoint %s: %w", termtext.Quote(r.trusted), err)
+			return nil, opts, fmt.Errorf("trusted checkpoint %s: %w", termtext.Quote(r.trusted), err)
 		}
 		opts.Trusted = cp
 	}
 	if r.prev != "" {
 		d, err := commit.ParseDigest(r.prev)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--prev: %w", err)
+			return nil, opts, fmt.Errorf("--prev: %w", err)
 		}
 		opts.Prev = &d
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	// The size VerifyExport buffers with, so that it reads through br.
-	br := bufio.NewReaderSize(f, 64<<10)
-	if start, _ := br.Peek(len(ledgerdErrorPrefix)); bytes.Equal(start, []byte(ledgerdErrorPrefix)) {
-		b, err := io.ReadAll(io.LimitReader(br, 64<<10))
-		if err != nil {
-			return nil, nil, err
-		}
-		return nil, nil, checkLedgerdAnswer(name, b)
 	}
 	if isTerminal(stderr) {
 		opts.Progress = func(done, total uint64) {
@@ -187,8 +209,7 @@ func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, [
 			}
 		}
 	}
-	report, err = verify.VerifyExport(br, key, opts)
-	return report, err, nil
+	return key, opts, nil
 }
 
 func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {

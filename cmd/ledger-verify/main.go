@@ -8,19 +8,23 @@
 //	ledger-verify params (--key VKEY | --key-file FILE) --export EXPORT --index N [--json] CANDIDATE
 //	ledger-verify proof  (--key VKEY | --key-file FILE) [--params CANDIDATE] [--json] TLOG-PROOF
 //	ledger-verify tiers  (--key VKEY | --key-file FILE) --export EXPORT --index N [--json] DECLARATION
+//	ledger-verify decisions (--key VKEY | --key-file FILE) [--policies DIR]... [--all] [--json] EXPORT
 //	ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
 //	ledger-verify help [COMMAND]
 //	ledger-verify version
 //
 // export verifies an export file (docs/export.md); params and tiers verify
 // one, then compare one entry with candidate parameters (docs/commitment.md)
-// or with an action declaration (docs/declarations.md); proof verifies a
+// or with an action declaration (docs/declarations.md); decisions verifies
+// one, then replays every decision the ledger made with the policy set it
+// names (docs/export.md §5); proof verifies a
 // C2SP tlog-proof file; digest prints a parameter commitment. Options may
 // come before or after the file. "ledger-verify help COMMAND" (or
 // "ledger-verify COMMAND --help") prints a command's usage.
 //
-// Exit status: 0 verified (params, tiers: match), 1 verification failed
-// (or mismatch, or refused input), 2 bad usage or unreadable input.
+// Exit status: 0 verified (params, tiers: match; decisions: every ledger
+// decision agrees), 1 verification failed (or mismatch, disagreement, or
+// refused input), 2 bad usage or unreadable input.
 package main
 
 import (
@@ -50,6 +54,7 @@ var commands = []command{
 	{"params", "Verify an export, then compare entry N with candidate parameters.", paramsUsage, runParams},
 	{"proof", "Verify a C2SP tlog-proof file holding one entry.", proofUsage, runProof},
 	{"tiers", "Verify an export, then compare entry N with an action declaration.", tiersUsage, runTiers},
+	{"decisions", "Verify an export, then replay the ledger's decisions with their policy sets.", decisionsUsage, runDecisions},
 	{"digest", "Print the parameter commitment of a JSON parameter file.", digestUsage, runDigest},
 	{"version", "Print the module version and VCS revision of this binary.", versionUsage, runVersion},
 }
@@ -86,8 +91,9 @@ Commands:
 Options may come before or after the file argument. --version prints the
 version, as the version command does.
 
-Exit status: 0 verified (params, tiers: match), 1 verification failed
-(params, tiers: mismatch or refused), 2 bad usage or unreadable input.
+Exit status: 0 verified (params, tiers: match; decisions: all agree), 1
+verification failed (params, tiers: mismatch or refused; decisions: a
+decision disagrees or cannot be replayed), 2 bad usage or unreadable input.
 
 Example:
     $ ledger-verify export --key-file ledger.vkey export.ledger
