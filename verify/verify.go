@@ -1,11 +1,13 @@
 // Package verify checks, offline, what a ledger produced: signed
 // checkpoints, entries (canonical form, signature, index continuity, the
 // prev chain), that a range of entries is in a checkpoint's tree, that one
-// checkpoint's tree extends another's, and whether candidate parameters
-// are exactly the ones an entry committed to. It trusts nothing but the
-// verifier key it is given.
+// checkpoint's tree extends another's, whether candidate parameters are
+// exactly the ones an entry committed to, and whether the ledger's own
+// decisions replay to their records with the policy sets they name
+// (VerifyDecisions). It trusts nothing but the verifier key it is given.
 //
 // It imports only the standard library, package entry and commit,
+// package policy (and through it cedar-go) to replay decisions,
 // transparency-dev/merkle, the note and checkpoint parsers, and
 // internal/signednote, the strict note opening it shares with the ledger:
 // never the ledger or its storage (a test enforces this), so that an
