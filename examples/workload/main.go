@@ -7,14 +7,21 @@
 //     parameters go no further;
 //   - the mediator, which decides on the minimized attributes alone and
 //     appends the decision to ledgerd with package client, which verifies
-//     the signed receipt it gets back.
+//     the signed receipt it gets back; or, with --decide, asks ledgerd to
+//     decide (POST /v1/decide, a ledgerd with policy_dir) and acts only on
+//     allow: on deny or needs_approval it stops the call and prints why
+//     (the decision and the determining policy ids).
 //
 // Usage:
 //
 //	workload --ledger URL --token-file FILE --key VKEY --declaration DECL.json
-//	         [--allow LIST=VALUE]... PARAMS.json
+//	         [--allow LIST=VALUE]... [--decide] [--principal NAME] PARAMS.json
 //
-// It prints the commitment, the attributes and the receipt. An auditor
+// It prints the commitment, the attributes and the receipt; with
+// --decide, the ledger's decision, the policy set that made it, and
+// whether the call goes ahead ("mediator: allow ... acting") or not
+// ("mediator: deny by ...: not acting"). Both exit 0: a refused call is
+// an answer, not an error. An auditor
 // later confirms, from an export, that the entry committed to exactly
 // PARAMS.json (ledger-verify params) and was minimized under DECL.json
 // (ledger-verify tiers).
@@ -62,6 +69,8 @@ func run() error {
 	declFile := flag.String("declaration", "", "the action's declaration")
 	allow := allowFlag{}
 	flag.Var(allow, "allow", "LIST=VALUE: put VALUE on the payee_known allowlist LIST (repeatable)")
+	decide := flag.Bool("decide", false, "let ledgerd decide (POST /v1/decide) and act only on allow")
+	principal := flag.String("principal", "agent:example-1", "the agent the call is made for")
 	flag.Parse()
 	if flag.NArg() != 1 || *tokenFile == "" || *vkey == "" || *declFile == "" {
 		flag.Usage()
@@ -101,8 +110,30 @@ func run() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if *decide {
+		d, err := c.Decide(ctx, client.Request{
+			Principal: *principal, Action: decl.Action,
+			Params: res.Params, Tiers: res.Tiers, Attributes: res.Attributes,
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("ledger:   decided %s by [%s] under policy set %s (entry %d)\n",
+			d.Decision, strings.Join(d.Policies, ", "), d.PolicySet, d.Index)
+		if d.Decision != entry.Allow {
+			// Stop this call: nothing is executed.
+			why := strings.Join(d.Policies, ", ")
+			if why == "" {
+				why = "no permitting policy"
+			}
+			fmt.Printf("mediator: %s by %s: not acting\n", d.Decision, why)
+			return nil
+		}
+		fmt.Printf("mediator: allow: acting on %s\n", decl.Action)
+		return nil
+	}
 	receipt, err := c.Append(ctx, client.Decision{
-		Principal: "agent:example-1", Action: decl.Action, Decision: entry.Allow,
+		Principal: *principal, Action: decl.Action, Decision: entry.Allow,
 		Policies: []string{"example.allow-declared"},
 		Params:   res.Params, Tiers: res.Tiers, Attributes: res.Attributes,
 	})
