@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -166,32 +167,37 @@ func TestClientDecide(t *testing.T) {
 
 	// A server that changes the answer, not the signed entry (internal
 	// mail: allow by email.allow-internal).
-	for _, lie := range []struct{ from, to string }{
-		{`"decision":"allow"`, `"decision":"deny"`},
-		{`"policies":["email.allow-internal"]`, `"policies":[]`},
-		{`"policy_set":"sha256:`, `"policy_set":"sha256:0`},
+	otherSet := regexp.MustCompile(`"policy_set":"sha256:[0-9a-f]{64}"`)
+	for _, lie := range []struct {
+		name string
+		edit func(answer string) string // the answer's members come first
+	}{
+		{"another decision", func(a string) string { return strings.Replace(a, `"decision":"allow"`, `"decision":"deny"`, 1) }},
+		{"other ids", func(a string) string {
+			return strings.Replace(a, `"policies":["email.allow-internal"]`, `"policies":[]`, 1)
+		}},
+		{"another set", func(a string) string {
+			at := otherSet.FindStringIndex(a)
+			return a[:at[0]] + `"policy_set":"sha256:` + strings.Repeat("0", 64) + `"` + a[at[1]:]
+		}},
 	} {
 		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			req, _ := http.NewRequest(r.Method, s.url+r.URL.RequestURI(), r.Body)
 			req.Header = r.Header
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
-				http.Error(w, err.Error(), 502)
+				http.Error(w, err.Error(), http.StatusBadGateway)
 				return
 			}
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
-			text := strings.Replace(string(b), lie.from, lie.to, 1)
-			if lie.to == `"policy_set":"sha256:0` {
-				text = strings.Replace(text, `"policy_set":"sha256:0`+text[strings.Index(text, `"policy_set":"sha256:0`)+22:strings.Index(text, `"policy_set":"sha256:0`)+86], `"policy_set":"sha256:`+strings.Repeat("0", 64), 1)
-			}
 			w.WriteHeader(resp.StatusCode)
-			io.WriteString(w, text)
+			io.WriteString(w, lie.edit(string(b)))
 		}))
 		liar, _ := client.New(proxy.URL, s.token, s.key.VerifierKey())
 		liar.MaxAttempts = 1
-		if _, err := liar.DecideIdempotent(ctx, "lie-"+lie.to[2:8], decideRequest(t, referencecalls.Table()[10])); !errors.Is(err, client.ErrUnverified) {
-			t.Errorf("an answer with %s: %v, want ErrUnverified", lie.to, err)
+		if _, err := liar.DecideIdempotent(ctx, "lie-"+strings.ReplaceAll(lie.name, " ", "-"), decideRequest(t, referencecalls.Table()[10])); !errors.Is(err, client.ErrUnverified) {
+			t.Errorf("an answer with %s: %v, want ErrUnverified", lie.name, err)
 		}
 		proxy.Close()
 	}

@@ -61,7 +61,10 @@ Commands:
               listening prints the mediator's token, shown once and stored
               only as a hash, and two lines to paste into a shell:
               export TOKEN=… and export VKEY=…. A first start that fails
-              issues no token: the next one makes it.
+              issues no token: the next one makes it. With policy_dir in
+              the config ledgerd decides (POST /v1/decide); SIGHUP reloads
+              that directory (an invalid set is refused and logged with
+              file:line:col; the set in force stays).
     init      Create a data directory for production: a signing key for
               ORIGIN (mode 0600), an empty store, a config (FILE, or
               DIR/ledgerd.json; the key and store go beside it) naming one
