@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -355,5 +356,34 @@ func TestExportPolicySetFrames(t *testing.T) {
 	// One set only (a subsequence, in order) is accepted.
 	if rep, err := verify.VerifyExport(bytes.NewReader(cat(head, f2, tail)), d.key, verify.ExportOptions{}); err != nil || len(rep.PolicySets) != 1 {
 		t.Errorf("one set of two: %v", err)
+	}
+}
+
+// switching reads one file, and another after seeking to its start.
+type switching struct {
+	*bytes.Reader
+	second []byte
+}
+
+func (s *switching) Seek(offset int64, whence int) (int64, error) {
+	if whence == io.SeekStart {
+		s.Reader = bytes.NewReader(s.second)
+	}
+	return s.Reader.Seek(offset, whence)
+}
+
+// The second reading must be of the same export.
+func TestDecisionsFileChanged(t *testing.T) {
+	d := referenceLog(t, "", nil)
+	first := d.export(0, referenceEntries, true)
+	d.append(d.record(referencecalls.Table()[0], nil))
+	second := d.export(0, referenceEntries, true) // at a newer checkpoint
+	if _, err := verify.VerifyDecisions(&switching{bytes.NewReader(first), first}, d.key, verify.DecisionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := verify.VerifyDecisions(&switching{bytes.NewReader(first), second}, d.key, verify.DecisionOptions{})
+	var f *verify.Failure
+	if !errors.As(err, &f) || !strings.Contains(err.Error(), "changed between its two readings") {
+		t.Fatalf("got %v", err)
 	}
 }
