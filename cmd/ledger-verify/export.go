@@ -240,6 +240,9 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if report.ConsistencyFrom != 0 {
 			out["consistent_with_size"] = report.ConsistencyFrom
 		}
+		if len(report.PolicySets) != 0 {
+			out["policy_sets"] = len(report.PolicySets)
+		}
 		termtext.WriteJSON(stdout, out)
 		return exitOK
 	}
@@ -252,6 +255,9 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	termtext.PrintLine(stdout, "  checkpoint: tree size %d", report.Checkpoint.Size)
 	if report.ConsistencyFrom != 0 {
 		termtext.PrintLine(stdout, "  consistent with the trusted checkpoint of size %d", report.ConsistencyFrom)
+	}
+	if n := len(report.PolicySets); n != 0 {
+		termtext.PrintLine(stdout, "  policy sets carried: %d (replay the ledger's decisions with 'ledger-verify decisions')", n)
 	}
 	termtext.PrintLine(stdout, "  last entry hash: %s", report.LastHash)
 	return exitOK
