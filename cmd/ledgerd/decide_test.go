@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/decisionledger/ledger/commit/declare"
@@ -487,6 +488,65 @@ func TestPolicyArchiveRestart(t *testing.T) {
 	}
 	if err := p.start(context.Background(), set); err != nil {
 		t.Fatal(err)
+	}
+	checkPublishedBefore(t, s)
+}
+
+// Reloads while 8 clients decide and append (in process, for -race):
+// no request fails, and every decision's set was published before it.
+func TestReloadUnderLoad(t *testing.T) {
+	dir := copyPolicies(t)
+	s := policyServer(t, dir)
+	mail := decideBody(t, referencecalls.Table()[10])
+	appendMail := strings.Replace(mail, "{", `{"decision":"allow","policies":["mediator.own"],`, 1)
+	quit := make(chan struct{})
+	errs := make(chan string, 8)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			n := 0
+			for ; ; n++ {
+				select {
+				case <-quit:
+					if n == 0 {
+						errs <- "no request"
+					}
+					return
+				default:
+				}
+				var status int
+				var answer string
+				if g%2 == 0 {
+					status, _, answer = decideOn(t, s.url, s.token, mail)
+				} else {
+					resp, b := s.post(t, s.token, appendMail)
+					status, answer = resp.StatusCode, string(b)
+				}
+				if status != http.StatusCreated {
+					errs <- fmt.Sprintf("%d %s", status, answer)
+					return
+				}
+			}
+		})
+	}
+	for i := range 6 {
+		if i%2 == 0 {
+			os.WriteFile(filepath.Join(dir, "freeze.cedar"), []byte(denyAllPayments), 0o600)
+		} else {
+			os.Remove(filepath.Join(dir, "freeze.cedar"))
+		}
+		if err := s.srv.pol.reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(quit)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Errorf("a request during reloads: %s", e)
+	}
+	if pubs := publications(t, s); len(pubs) != 2 {
+		t.Errorf("publications of %d sets, want 2", len(pubs))
 	}
 	checkPublishedBefore(t, s)
 }
