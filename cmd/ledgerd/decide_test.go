@@ -186,10 +186,11 @@ func policyServer(t testing.TB, dir string) *testServer {
 	return startServerWith(t, func(c *Config) { c.CatalogDir, c.PolicyDir = corpusDir, dir })
 }
 
-// Every call of the reference decision table, decided over HTTP,
-// answers the table's decision and determining ids (written by hand),
-// recorded in a version 3 entry naming the reference set, which was
-// published first (entry 0) and is served byte for byte.
+// Every call of the reference decision table, minimized by its
+// declaration and decided over HTTP, answers the table's decision and
+// determining ids (written by hand), recorded in a version 3 entry naming
+// the reference set, which was published first (entry 0) and is served
+// byte for byte; the export replays offline to the same decisions.
 func TestDecideReferenceTable(t *testing.T) {
 	s := policyServer(t, referencePolicies)
 	want, err := policy.Load(referencePolicies, s.srv.cat.declarations())
@@ -217,6 +218,9 @@ func TestDecideReferenceTable(t *testing.T) {
 	if len(seen) != 5 {
 		t.Errorf("the table decided %d actions, want the 5 reference actions", len(seen))
 	}
+	// The whole path's last step: the export, carrying the set, replays
+	// offline to exactly these decisions.
+	checkExportReplays(t, s, uint64(len(referencecalls.Table())), 1)
 	if pubs := publications(t, s); !slices.Equal(pubs[digest], []uint64{0}) || len(pubs) != 1 {
 		t.Errorf("publications %v, want %s at 0 only", pubs, digest)
 	}
