@@ -287,21 +287,9 @@ func (c *Client) checkDecided(body []byte, d Request, replayed bool) (*Decided, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: policy_set: %w", ErrUnverified, err)
 	}
-	e, err := entry.Parse(r.Entry)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
-	}
-	if err := c.key.VerifyEntry(e); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
-	}
-	attrs, err := commit.Canonicalize(d.Attributes)
+	e, err := c.checkEntry(r.Entry, r.Index, d)
 	if err != nil {
 		return nil, err
-	}
-	same := e.Index == r.Index && e.Principal == d.Principal && e.Action == d.Action &&
-		e.Params.Equal(d.Params) && e.Tiers.Equal(d.Tiers) && bytes.Equal(e.Attributes, attrs)
-	if !same {
-		return nil, fmt.Errorf("%w: the entry does not record the request sent", ErrUnverified)
 	}
 	if e.Version() != entry.Version3 || e.Kind != entry.KindDecision {
 		return nil, fmt.Errorf("%w: the entry is not a decision the ledger made (version 3, kind decision)", ErrUnverified)
@@ -341,7 +329,21 @@ func (c *Client) checkReceipt(body []byte, d Decision, replayed bool) (*Receipt,
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("%w: malformed receipt", ErrUnverified)
 	}
-	e, err := entry.Parse(r.Entry)
+	e, err := c.checkEntry(r.Entry, r.Index, Request{Principal: d.Principal, Action: d.Action, Params: d.Params, Tiers: d.Tiers, Attributes: d.Attributes})
+	if err != nil {
+		return nil, err
+	}
+	if e.Decision != d.Decision || !slices.Equal(e.Policies, entry.SortPolicies(d.Policies)) {
+		return nil, fmt.Errorf("%w: the entry does not record the decision sent", ErrUnverified)
+	}
+	return &Receipt{Index: r.Index, Entry: e, Raw: []byte(r.Entry), Replayed: replayed}, nil
+}
+
+// checkEntry parses a receipt's entry strictly and checks that it is
+// signed by the ledger's key, at the index claimed, and records exactly
+// the request d (the decision is the caller's to check).
+func (c *Client) checkEntry(raw json.RawMessage, index uint64, d Request) (*entry.Entry, error) {
+	e, err := entry.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
@@ -352,13 +354,12 @@ func (c *Client) checkReceipt(body []byte, d Decision, replayed bool) (*Receipt,
 	if err != nil {
 		return nil, err
 	}
-	same := e.Index == r.Index && e.Principal == d.Principal && e.Action == d.Action &&
-		e.Decision == d.Decision && slices.Equal(e.Policies, entry.SortPolicies(d.Policies)) &&
+	same := e.Index == index && e.Principal == d.Principal && e.Action == d.Action &&
 		e.Params.Equal(d.Params) && e.Tiers.Equal(d.Tiers) && bytes.Equal(e.Attributes, attrs)
 	if !same {
-		return nil, fmt.Errorf("%w: the entry does not record the decision sent", ErrUnverified)
+		return nil, fmt.Errorf("%w: the entry does not record the request sent", ErrUnverified)
 	}
-	return &Receipt{Index: r.Index, Entry: e, Raw: []byte(r.Entry), Replayed: replayed}, nil
+	return e, nil
 }
 
 func (c *Client) get(ctx context.Context, path string) ([]byte, error) {

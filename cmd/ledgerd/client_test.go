@@ -114,14 +114,7 @@ func TestClientRetries(t *testing.T) {
 // decideRequest is the client request of a reference call.
 func decideRequest(t *testing.T, c referencecalls.Call) client.Request {
 	t.Helper()
-	decls, err := referencecalls.Declarations(corpusDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := referencecalls.Minimize(decls, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := minimizeCall(t, c)
 	return client.Request{Principal: c.Principal, Action: c.Action, Params: res.Params, Tiers: res.Tiers, Attributes: res.Attributes}
 }
 

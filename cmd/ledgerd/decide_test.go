@@ -46,8 +46,9 @@ func copyPolicies(t testing.TB) string {
 // every make_payment deny.
 const denyAllPayments = "\n@id(\"payments.freeze\")\nforbid (principal, action == Action::\"make_payment\", resource);\n"
 
-// decideBody is the decide request of a reference call.
-func decideBody(t testing.TB, c referencecalls.Call) string {
+// minimizeCall minimizes a reference call with the reference catalog's
+// declaration of its action, as the call's mediator would.
+func minimizeCall(t testing.TB, c referencecalls.Call) declare.Result {
 	t.Helper()
 	decls, err := referencecalls.Declarations(corpusDir)
 	if err != nil {
@@ -57,7 +58,13 @@ func decideBody(t testing.TB, c referencecalls.Call) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return decideRequestBody(c.Principal, c.Action, res)
+	return res
+}
+
+// decideBody is the decide request of a reference call.
+func decideBody(t testing.TB, c referencecalls.Call) string {
+	t.Helper()
+	return decideRequestBody(c.Principal, c.Action, minimizeCall(t, c))
 }
 
 func decideRequestBody(principal, action string, res declare.Result) string {
