@@ -149,8 +149,10 @@ func (e *UnnamedSetError) Error() string {
 // Entries are not held in memory. The export's policy sets follow its
 // entries, so when an entry names a set opts.Sets does not hold,
 // VerifyDecisions reads r a second time from its start, verifying it
-// again, and requires the same checkpoint, range and last entry hash (so
-// the same entries). Parsed sets are cached by digest.
+// again but for the entries' signatures, and requires the same checkpoint,
+// range, root and last entry hash: the same tree, whose leaves cover the
+// signatures the first reading verified, so the same entries. Parsed sets
+// are cached by digest.
 func VerifyDecisions(r io.ReadSeeker, key *Key, opts DecisionOptions) (*DecisionReport, error) {
 	rp := &replayer{sets: map[commit.Digest]*policy.Set{}, invalid: map[commit.Digest]string{},
 		report: &DecisionReport{}, notInRange: map[commit.Digest]bool{}, published: map[commit.Digest]bool{}}
@@ -201,6 +203,7 @@ func VerifyDecisions(r io.ReadSeeker, key *Key, opts DecisionOptions) (*Decision
 		rp.published = map[commit.Digest]bool{}
 		second := opts.Export
 		second.Progress = nil
+		second.rereading = true // the root comparison below proves the same entries
 		second.OnEntry = func(index uint64, b []byte) {
 			rp.entry(index, b, func(d commit.Digest) bool { return !supplied[d] }, false)
 		}
