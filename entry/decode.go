@@ -70,23 +70,26 @@ func Parse(b []byte) (*Entry, error) {
 		return nil, d.err
 	case v == Version2:
 		want = fieldsV2
-	case v == Version3:
+	case v == Version3 || v == Version4:
 		if _, ok := members["kind"]; !ok {
 			return nil, fieldError("kind", "missing")
 		}
-		switch kind = Kind(d.string("kind")); kind {
-		case KindDecision:
+		switch kind = Kind(d.string("kind")); {
+		case v == Version3 && kind == KindDecision:
 			want = fieldsV3Decision
-		case KindPolicySet:
+		case v == Version3 && kind == KindPolicySet:
 			want = fieldsV3PolicySet
+		case v == Version4 && kind.isVersion4():
+			_, op := members["operation_id"]
+			want = fieldsV4(kind, op && kind == KindOutcome)
 		default:
-			d.fail("kind", "not decision or policy_set")
+			d.fail("kind", "not a kind of version %d", v)
 		}
 		if d.err != nil {
 			return nil, d.err
 		}
 	case v != Version1:
-		return nil, fieldError("version", "unsupported version %d (this reader knows %d, %d and %d)", v, Version1, Version2, Version3)
+		return nil, fieldError("version", "unsupported version %d (this reader knows 1 to %d)", v, Version4)
 	}
 	// In sorted order, so that the member named is the same every time.
 	for _, name := range slices.Sorted(maps.Keys(members)) {
@@ -108,12 +111,14 @@ func Parse(b []byte) (*Entry, error) {
 		Time:      d.time("time"),
 		Signature: d.signature("sig"),
 	}
-	if kind != "" {
+	if kind.isVersion4() {
+		d.decodeV4(e)
+	} else if kind != "" {
 		if e.PolicySet = d.digest("policy_set"); d.err == nil && e.PolicySet == (commit.Digest{}) {
 			d.fail("policy_set", "all zeros: a version 3 entry names a policy set")
 		}
 	}
-	if kind != KindPolicySet {
+	if kind != KindPolicySet && !kind.isVersion4() {
 		e.Action = d.string("action")
 		e.Decision = Decision(d.string("decision"))
 		e.Mediator = d.string("mediator")

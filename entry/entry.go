@@ -119,6 +119,21 @@ type Entry struct {
 	// sorted in byte order without repeats (KindDecision only). Failing
 	// closed, a decision with any is deny and lists them in Policies too.
 	PolicyErrors []string
+	// The version 4 members (approval.go; docs/approvals.md), each zero
+	// in entries of other kinds. ApprovalID is the approval's id: the
+	// entry hash of the request, the needs_approval decision at index
+	// Request. Consumption is the index of the consumption an outcome
+	// reports on. PendingTTL and ExecutionTTL are whole milliseconds.
+	ApprovalID    commit.Digest
+	Request       uint64
+	Approver      string
+	Verdict       Verdict
+	PreviewDigest commit.Digest
+	Consumption   uint64
+	Result        Result
+	OperationID   string
+	PendingTTL    time.Duration
+	ExecutionTTL  time.Duration
 	// Attributes is the canonical JSON object of the minimized attributes.
 	Attributes []byte
 	// Prev is the entry hash of the entry at Index-1; zero at index 0.
@@ -184,6 +199,14 @@ func (e *Entry) check() error {
 	if e.Time.IsZero() || e.Time.Year() < 1 || e.Time.Year() > 9999 {
 		return fieldError("time", "outside years 0001-9999")
 	}
+	if e.Kind.isVersion4() {
+		return e.checkV4()
+	}
+	if e.ApprovalID != (commit.Digest{}) || e.Request != 0 || e.Approver != "" || e.Verdict != "" ||
+		e.PreviewDigest != (commit.Digest{}) || e.Consumption != 0 || e.Result != "" || e.OperationID != "" ||
+		e.PendingTTL != 0 || e.ExecutionTTL != 0 {
+		return fieldError("kind", "approval members need a version 4 kind")
+	}
 	if err := checkIDList("policies", e.Policies); err != nil {
 		return err
 	}
@@ -213,7 +236,7 @@ func (e *Entry) check() error {
 			}
 		}
 	default:
-		return fieldError("kind", "not decision or policy_set")
+		return fieldError("kind", "not a known kind")
 	}
 	if !e.Decision.valid() {
 		return fieldError("decision", "not allow, deny or needs_approval")
@@ -318,6 +341,9 @@ func (e *Entry) SetAttributes(attrs []byte) error {
 // signature. Members are written in RFC 8785 order (all names are ASCII, so
 // byte order is UTF-16 order).
 func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
+	if e.Kind.isVersion4() {
+		return e.appendJSONv4(b, withSignature)
+	}
 	var err error
 	str := func(field, s string, required bool) {
 		if err != nil {
@@ -435,6 +461,8 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 // kind, 2 if it names an action definition, 1 otherwise.
 func (e *Entry) Version() int {
 	switch {
+	case e.Kind.isVersion4():
+		return Version4
 	case e.Kind != "":
 		return Version3
 	case e.Definition != (commit.Digest{}):
@@ -445,6 +473,8 @@ func (e *Entry) Version() int {
 
 func (e *Entry) separator() string {
 	switch e.Version() {
+	case Version4:
+		return SignedDomainSeparatorV4
 	case Version3:
 		return SignedDomainSeparatorV3
 	case Version2:
@@ -458,6 +488,7 @@ func (e *Entry) separator() string {
 //	"ledger/v1/entry\n" || JCS(entry without "sig")    (version 1)
 //	"ledger/v2/entry\n" || JCS(entry without "sig")    (version 2)
 //	"ledger/v3/entry\n" || JCS(entry without "sig")    (version 3)
+//	"ledger/v4/entry\n" || JCS(entry without "sig")    (version 4)
 func (e *Entry) SignedMessage() ([]byte, error) {
 	return e.AppendSignedMessage(make([]byte, 0, e.sizeHint()))
 }
@@ -561,8 +592,8 @@ func (e *Entry) Marshal() ([]byte, error) {
 }
 
 // sigFollower is the member that follows "sig" in a decision's canonical
-// form, sigFollowerPublication in a policy_set entry's (which has no
-// tiers_digest). Each is the last occurrence of its bytes in a signed
+// form, sigFollowerPublication in the other kinds' (which have no
+// tiers_digest and no attributes). Each is the last occurrence of its bytes in a signed
 // message: the members after it (time, version) cannot contain it, and
 // inside strings quotes are escaped.
 const (
@@ -585,8 +616,11 @@ func SignedEntry(message, sig []byte) ([]byte, error) {
 	if !ok {
 		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV3)
 	}
+	if !ok {
+		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV4)
+	}
 	at := strings.LastIndex(body, sigFollower)
-	if at < 0 && strings.HasPrefix(body, `{"index":`) { // a policy_set entry
+	if at < 0 { // no tiers_digest: a policy_set or version 4 entry
 		at = strings.LastIndex(body, sigFollowerPublication)
 	}
 	if !ok || at < 0 {

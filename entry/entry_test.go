@@ -176,7 +176,8 @@ func TestParseRefuses(t *testing.T) {
 		{"attributes-array", strings.Replace(s, `{"amount_minor":1250000,"currency":"EUR","payee_known":true}`, `[1]`, 1), ErrMalformed, "attributes"},
 		{"version-2-without-definition", strings.Replace(s, `"version":1}`, `"version":2}`, 1), ErrMalformed, "definition_digest"},
 		{"version-3-without-kind", strings.Replace(s, `"version":1}`, `"version":3}`, 1), ErrMalformed, "kind"},
-		{"version-4", strings.Replace(s, `"version":1}`, `"version":4}`, 1), ErrMalformed, "version"},
+		{"version-4-without-kind", strings.Replace(s, `"version":1}`, `"version":4}`, 1), ErrMalformed, "kind"},
+		{"version-5", strings.Replace(s, `"version":1}`, `"version":5}`, 1), ErrMalformed, "version"},
 		{"version-1-with-definition", strings.Replace(s, `"decision":"needs_approval",`, `"decision":"needs_approval","definition_digest":"sha256:`+strings.Repeat("ab", 32)+`",`, 1), ErrMalformed, "definition_digest"},
 		{"version-2-zero-definition", strings.Replace(strings.Replace(s, `"decision":"needs_approval",`, `"decision":"needs_approval","definition_digest":"sha256:`+strings.Repeat("00", 32)+`",`, 1), `"version":1}`, `"version":2}`, 1), ErrMalformed, "definition_digest"},
 		{"bad-decision", strings.Replace(s, `"needs_approval"`, `"maybe"`, 1), ErrMalformed, "decision"},
@@ -255,6 +256,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{}`))
 	for _, make := range []func(testing.TB) (*Entry, ed25519.PrivateKey){ledgerDecision, publication} {
 		e, _ := make(f)
+		b, _ := e.Marshal()
+		f.Add(b)
+	}
+	v4, _ := approvalEntries(f)
+	for _, e := range v4 {
 		b, _ := e.Marshal()
 		f.Add(b)
 	}

@@ -127,7 +127,7 @@ func TestVersion3Refused(t *testing.T) {
 		{"errors unsorted", "policy_errors", d, func(e *Entry) {
 			e.Decision, e.Policies, e.PolicyErrors = Deny, []string{"a", "b"}, []string{"b", "a"}
 		}},
-		{"unknown kind", "kind", d, func(e *Entry) { e.Kind = "approval" }},
+		{"unknown kind", "kind", d, func(e *Entry) { e.Kind = "approval_request" }},
 		{"policy set without kind", "kind", d, func(e *Entry) { e.Kind = "" }},
 		{"errors without kind", "kind", d, func(e *Entry) {
 			e.Kind, e.PolicySet, e.Decision, e.Policies, e.PolicyErrors = "", commit.Digest{}, Deny, []string{"a"}, []string{"a"}
