@@ -9,6 +9,7 @@
 //	ledger-verify proof  (--key VKEY | --key-file FILE) [--params CANDIDATE] [--json] TLOG-PROOF
 //	ledger-verify tiers  (--key VKEY | --key-file FILE) --export EXPORT --index N [--json] DECLARATION
 //	ledger-verify decisions (--key VKEY | --key-file FILE) [--policies DIR]... [--all] [--json] EXPORT
+//	ledger-verify approvals (--key VKEY | --key-file FILE) [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
 //	ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
 //	ledger-verify help [COMMAND]
 //	ledger-verify version
@@ -17,14 +18,17 @@
 // one, then compare one entry with candidate parameters (docs/commitment.md)
 // or with an action declaration (docs/declarations.md); decisions verifies
 // one, then replays every decision the ledger made with the policy set it
-// names (docs/export.md §5); proof verifies a
+// names (docs/export.md §5); approvals verifies one, then checks every
+// approval lifecycle it holds — verdicts, consumptions and outcomes —
+// against the rules of docs/approvals.md; proof verifies a
 // C2SP tlog-proof file; digest prints a parameter commitment. Options may
 // come before or after the file. "ledger-verify help COMMAND" (or
 // "ledger-verify COMMAND --help") prints a command's usage.
 //
 // Exit status: 0 verified (params, tiers: match; decisions: every ledger
-// decision agrees), 1 verification failed (or mismatch, disagreement, or
-// refused input), 2 bad usage or unreadable input.
+// decision agrees; approvals: no entry breaks a lifecycle rule), 1
+// verification failed (or mismatch, disagreement, refused input, or a
+// lifecycle violation), 2 bad usage or unreadable input.
 package main
 
 import (
@@ -55,6 +59,7 @@ var commands = []command{
 	{"proof", "Verify a C2SP tlog-proof file holding one entry.", proofUsage, runProof},
 	{"tiers", "Verify an export, then compare entry N with an action declaration.", tiersUsage, runTiers},
 	{"decisions", "Verify an export, then replay the ledger's decisions with their policy sets.", decisionsUsage, runDecisions},
+	{"approvals", "Verify an export, then check every approval lifecycle it holds.", approvalsUsage, runApprovals},
 	{"digest", "Print the parameter commitment of a JSON parameter file.", digestUsage, runDigest},
 	{"version", "Print the module version and VCS revision of this binary.", versionUsage, runVersion},
 }
@@ -91,9 +96,11 @@ Commands:
 Options may come before or after the file argument. --version prints the
 version, as the version command does.
 
-Exit status: 0 verified (params, tiers: match; decisions: all agree), 1
-verification failed (params, tiers: mismatch or refused; decisions: a
-decision disagrees or cannot be replayed), 2 bad usage or unreadable input.
+Exit status: 0 verified (params, tiers: match; decisions: all agree;
+approvals: no violation), 1 verification failed (params, tiers: mismatch
+or refused; decisions: a decision disagrees or cannot be replayed;
+approvals: an entry breaks a lifecycle rule), 2 bad usage or unreadable
+input.
 
 Example:
     $ ledger-verify export --key-file ledger.vkey export.ledger

@@ -44,11 +44,19 @@ func TestScript(t *testing.T) {
 // the checkpoint N), tail.ledger (entries N/2..N with a consistency proof
 // from N/2), entry-7.tlog-proof, and params-<i>.json, the raw parameters of entry i, for i in
 // 0..9. "ledger-fixture hostile" writes the files of writeHostile instead,
-// "ledger-fixture decisions" those of writeDecisionFixture.
+// "ledger-fixture decisions" those of writeDecisionFixture, "ledger-fixture
+// approvals" those of writeApprovalFixture.
 func makeFixture(args []string) int {
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions")
+		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals")
 		return 2
+	}
+	if args[0] == "approvals" {
+		if err := writeApprovalFixture("."); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
 	}
 	if args[0] == "decisions" {
 		if err := writeDecisionFixture("."); err != nil {

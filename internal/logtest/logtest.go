@@ -61,6 +61,15 @@ func New(origin string) (*Log, error) {
 		keyID: fmt.Sprintf("%s+%08x", origin, signer.KeyHash())}, nil
 }
 
+// Copy returns a log of the first n entries of l, with l's key: another
+// history the same key signs, to go on differently.
+func (l *Log) Copy(n uint64) *Log {
+	c := *l
+	c.entries = append([][]byte(nil), l.entries[:n]...)
+	c.hashes = append([]commit.Digest(nil), l.hashes[:n]...)
+	return &c
+}
+
 // Len is the number of entries.
 func (l *Log) Len() uint64 { return uint64(len(l.entries)) }
 
