@@ -46,8 +46,8 @@
 // IDKey) with a random 16-byte salt, a 32-byte key and the parameters
 // m = 65536 KiB (64 MiB), t = 3 passes, p = 2 lanes — RFC 9106 §4's second
 // recommended option with two lanes for a 2-core server; one computation
-// takes about 0.11 s on a 2-core Xeon (BenchmarkVerifyPassword). The hash
-// is written in the PHC string format:
+// takes about 0.13 s on a 2-core Xeon (BenchmarkVerifyPassword, median of
+// 6 runs). The hash is written in the PHC string format:
 //
 //	$argon2id$v=19$m=65536,t=3,p=2$<salt>$<key>
 //

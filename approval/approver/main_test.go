@@ -4,6 +4,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestMain lowers the parameters of HashPassword and of the dummy
@@ -47,4 +48,38 @@ func (k *keyCalls) reset() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.calls = nil
+}
+
+// recv receives from c, failing the test instead of hanging when nothing
+// comes (a mutation that lets every try through holds them all).
+func recv[T any](t *testing.T, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing received in 10 s")
+		panic("unreachable")
+	}
+}
+
+// holdKeys replaces idKey for one test with one that waits until release
+// is called (at the latest when the test ends), then computes.
+func holdKeys(t *testing.T, started func()) (release func()) {
+	real := idKey
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	idKey = func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+		if started != nil {
+			started()
+		}
+		<-ch
+		return real(password, salt, time, memory, threads, keyLen)
+	}
+	t.Cleanup(func() {
+		release()
+		idKey = real
+	})
+	return release
 }

@@ -260,22 +260,23 @@ func FuzzDecodeHash(f *testing.F) {
 func TestGate(t *testing.T) {
 	var mu sync.Mutex
 	running, most := 0, 0
-	release := make(chan struct{})
 	started := make(chan struct{}, 64)
-	real := idKey
-	idKey = func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+	release := holdKeys(t, func() {
 		mu.Lock()
 		running++
 		most = max(most, running)
 		mu.Unlock()
 		started <- struct{}{}
-		<-release
-		mu.Lock()
-		running--
-		mu.Unlock()
+	})
+	real := idKey
+	idKey = func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+		defer func() {
+			mu.Lock()
+			running--
+			mu.Unlock()
+		}()
 		return real(password, salt, time, memory, threads, keyLen)
 	}
-	defer func() { idKey = real }()
 
 	const tries = slots + maxWaiting + 5
 	errs := make(chan error, tries)
@@ -287,15 +288,15 @@ func TestGate(t *testing.T) {
 	}
 	// The 5 beyond the gate are refused while the others are held.
 	for range 5 {
-		if err := <-errs; !errors.Is(err, ErrBusy) {
+		if err := recv(t, errs); !errors.Is(err, ErrBusy) {
 			t.Fatalf("beyond the gate: %v, want ErrBusy", err)
 		}
 	}
-	<-started
-	<-started
-	close(release)
+	recv(t, started)
+	recv(t, started)
+	release()
 	for range tries - 5 {
-		if err := <-errs; err != nil {
+		if err := recv(t, errs); err != nil {
 			t.Fatalf("within the gate: %v", err)
 		}
 	}

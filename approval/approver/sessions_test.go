@@ -226,13 +226,7 @@ func TestGlobalThrottle(t *testing.T) {
 func TestThrottleConcurrent(t *testing.T) {
 	find := directory(t)
 	s := NewSessions(Options{})
-	real := idKey
-	release := make(chan struct{})
-	idKey = func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
-		<-release
-		return real(password, salt, time, memory, threads, keyLen)
-	}
-	defer func() { idKey = real }()
+	release := holdKeys(t, nil)
 	errs := make(chan error, 20)
 	for range 20 {
 		go func() {
@@ -241,11 +235,11 @@ func TestThrottleConcurrent(t *testing.T) {
 		}()
 	}
 	for range 20 - MaxFailures {
-		throttled(t, <-errs, false, t0.Add(time.Second))
+		throttled(t, recv(t, errs), false, t0.Add(time.Second))
 	}
-	close(release)
+	release()
 	for range MaxFailures {
-		if err := <-errs; err != ErrCredentials {
+		if err := recv(t, errs); err != ErrCredentials {
 			t.Fatalf("a checked try: %v", err)
 		}
 	}
