@@ -102,8 +102,8 @@
 // until its answer, so that of simultaneous tries of a name no more than
 // five are ever checked. A success forgets the name's failures. The price:
 // whoever knows a name can keep its owner out by failing five times every
-// 15 minutes, and keep every approver out with 100 failures; ledgerd logs
-// throttled sign-ins so that an operator sees it.
+// 15 minutes, and keep every approver out with 100 failures: a
+// *ThrottledError belongs in ledgerd's log, where an operator sees it.
 //
 // # The page's requests
 //
