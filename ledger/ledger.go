@@ -139,6 +139,26 @@ type Record struct {
 	Kind         entry.Kind
 	PolicySet    commit.Digest
 	PolicyErrors []string
+	// The version 4 kinds (docs/approvals.md §Lifecycle) are checked
+	// against the approval lifecycle in the sequencer and refused with an
+	// *ApprovalError (errors.Is ErrApproval) when they break it:
+	//   - entry.KindApprovalConfig: PendingTTL and ExecutionTTL;
+	//   - entry.KindApproval: ApprovalID, Approver, Verdict, PreviewDigest;
+	//   - entry.KindConsumption: ApprovalID, Mediator, Principal, Action,
+	//     Params;
+	//   - entry.KindOutcome: ApprovalID, Consumption, Mediator, Result and
+	//     OperationID (optional).
+	// Every other field is left zero. The entry's request index is the
+	// ledger's to fill, from its state: a Record has none.
+	ApprovalID    commit.Digest
+	Approver      string
+	Verdict       entry.Verdict
+	PreviewDigest commit.Digest
+	Consumption   uint64
+	Result        entry.Result
+	OperationID   string
+	PendingTTL    time.Duration
+	ExecutionTTL  time.Duration
 	// IdempotencyKey, if set, makes retries safe: a record with the key of
 	// an entry the same mediator already appended (or is appending) is
 	// not appended again; Append returns that entry's receipt, marked
@@ -180,6 +200,10 @@ type Ledger struct {
 	lastHash commit.Digest // entry hash of the last durable entry
 	lastTime time.Time
 	failed   error // set when storage failed: the ledger stops appending
+
+	// approvals is the approval lifecycle's state (approval.go), changed
+	// by the sequencer as it chains entries.
+	approvals *approvals
 
 	// keyMu guards inflight: the idempotency keys of records chained but
 	// not yet durable, so that a retry arriving meanwhile joins the
@@ -237,8 +261,9 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 		queue: make(chan *request, opts.QueueSize),
 		stop:  make(chan struct{}),
 
-		inflight: map[string]*request{},
-		cpSigned: make(chan struct{}),
+		inflight:  map[string]*request{},
+		cpSigned:  make(chan struct{}),
+		approvals: newApprovals(),
 	}
 	st, err := store.State(ctx)
 	if err != nil {
@@ -300,6 +325,19 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 	l, err := check(ctx, store, key, opts)
 	if err != nil {
 		return nil, err
+	}
+	// The approval state is rebuilt from every durable entry, so that
+	// the lifecycle's rules hold across restarts.
+	started := time.Now()
+	a, refused, err := rebuildApprovals(ctx, store, l.edge.size())
+	if err != nil {
+		return nil, fmt.Errorf("ledger: rebuilding the approval state: %w", err)
+	}
+	l.approvals = a
+	l.log.InfoContext(ctx, "ledger approval state rebuilt", "entries", l.edge.size(), "approvals", len(a.byID),
+		"refused_entries", refused, "duration", time.Since(started))
+	if refused > 0 {
+		l.log.WarnContext(ctx, "ledger: the log holds approval entries that break the lifecycle's rules; they were ignored", "count", refused)
 	}
 	if l.cp == nil || l.cpSize < l.edge.size() {
 		// A log has a checkpoint from its start, the empty tree's for a
@@ -438,6 +476,10 @@ func (l *Ledger) prepare(rec Record) (*entry.Entry, error) {
 	if k := rec.IdempotencyKey; len(k) > MaxIdempotencyKey || strings.IndexFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
 		return nil, fmt.Errorf("%w: idempotency key: not 1 to %d printable ASCII characters", ErrInvalidRecord, MaxIdempotencyKey)
 	}
+	if rec.Kind == entry.KindApprovalConfig || rec.Kind == entry.KindApproval ||
+		rec.Kind == entry.KindConsumption || rec.Kind == entry.KindOutcome {
+		return l.prepareV4(rec)
+	}
 	policies := entry.SortPolicies(rec.Policies)
 	if len(policies) != len(rec.Policies) {
 		return nil, fmt.Errorf("%w: policies: repeated id", ErrInvalidRecord)
@@ -476,6 +518,30 @@ func (l *Ledger) prepare(rec Record) (*entry.Entry, error) {
 	return e, nil
 }
 
+// prepareV4 checks a record of a version 4 kind against the entry
+// format; the lifecycle's rules are the sequencer's to check.
+func (l *Ledger) prepareV4(rec Record) (*entry.Entry, error) {
+	if rec.Decision != "" || rec.Policies != nil || rec.Tiers != (commit.Digest{}) || rec.Definition != (commit.Digest{}) ||
+		rec.Attributes != nil || rec.PolicySet != (commit.Digest{}) || rec.PolicyErrors != nil {
+		return nil, fmt.Errorf("%w: a %s record has no decision fields", ErrInvalidRecord, rec.Kind)
+	}
+	e := &entry.Entry{
+		Origin: l.key.Name(), Time: time.Unix(0, 0).UTC(), KeyID: l.key.ID(), Kind: rec.Kind,
+		Mediator: rec.Mediator, Principal: rec.Principal, Action: rec.Action, Params: rec.Params,
+		ApprovalID: rec.ApprovalID, Approver: rec.Approver, Verdict: rec.Verdict, PreviewDigest: rec.PreviewDigest,
+		Consumption: rec.Consumption, Result: rec.Result, OperationID: rec.OperationID,
+		PendingTTL: rec.PendingTTL, ExecutionTTL: rec.ExecutionTTL,
+		// The request and index are set when the entry is chained; the
+		// largest index stands in for it so that the format's "earlier
+		// entry" rules can be checked now.
+		Index: commit.MaxSafeInteger,
+	}
+	if _, err := e.SignedMessage(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	return e, nil
+}
+
 // checkBuffers hold the scratch encodings of prepare.
 var checkBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
@@ -501,7 +567,7 @@ func (l *Ledger) sequence() {
 	}
 	l.mu.Lock()
 	p := &pipeline{
-		cur:     &pendingBatch{start: l.edge.size()},
+		cur:     &pendingBatch{start: l.edge.size(), approvals: l.approvals},
 		chain:   chainState{hash: l.lastHash, time: l.lastTime},
 		ready:   make(chan struct{}, 1),
 		filled:  make(chan struct{}, 1),
@@ -616,7 +682,7 @@ func (p *pipeline) take() *pendingBatch {
 		return nil
 	}
 	c.end = p.chain
-	p.cur = &pendingBatch{start: c.start + uint64(len(c.requests))}
+	p.cur = &pendingBatch{start: c.start + uint64(len(c.requests)), approvals: c.approvals}
 	signal(p.taken)
 	return c
 }
@@ -625,11 +691,14 @@ func (p *pipeline) take() *pendingBatch {
 // The signing workers write each record's results into its request, never
 // into the batch, so that chaining may grow the batch while they run.
 type pendingBatch struct {
-	start    uint64
-	requests []*request
-	bytes    int
-	signing  sync.WaitGroup
-	end      chainState // the chain's end after this batch, set when taken
+	// approvals is the lifecycle state, checked and changed as each
+	// record is chained (nil: none is kept, in tests of batching only).
+	approvals *approvals
+	start     uint64
+	requests  []*request
+	bytes     int
+	signing   sync.WaitGroup
+	end       chainState // the chain's end after this batch, set when taken
 }
 
 // keys returns the batch's idempotency keys, or nil if it has none.
@@ -650,7 +719,12 @@ func (p *pendingBatch) full(o Options) bool {
 	return len(p.requests) >= o.MaxBatch || p.bytes >= o.MaxBatchBytes
 }
 
-// add chains r onto tip.
+// add chains r onto tip. A record of the approval lifecycle is checked
+// here, at the moment it gets its index and time, against the state of
+// every entry chained before it, and the state moves in the same step:
+// this is what makes the check and the append one (of N simultaneous
+// consumptions of one approval, one is chained first and the others see
+// it consumed). A refused record changes nothing: no index, no time.
 func (p *pendingBatch) add(r *request, tip *chainState, now func() time.Time) error {
 	e := r.entry
 	e.Index = p.start + uint64(len(p.requests))
@@ -659,11 +733,21 @@ func (p *pendingBatch) add(r *request, tip *chainState, now func() time.Time) er
 		t = tip.time // entry times never go backwards
 	}
 	e.Time, e.Prev = t, tip.hash
+	var apply func(commit.Digest)
+	if p.approvals != nil {
+		var err error
+		if apply, err = p.approvals.admit(e, false); err != nil {
+			return err
+		}
+	}
 	m, err := e.SignedMessage()
 	if err != nil { // prepare checked the record: a bug, not bad input
 		return fmt.Errorf("ledger: entry %d: %w", e.Index, err)
 	}
 	tip.time, tip.hash = t, sumSHA256(m)
+	if apply != nil {
+		apply(tip.hash)
+	}
 	r.message = m
 	p.requests = append(p.requests, r)
 	// The stored entry is the message, less its domain separator, plus
@@ -1012,6 +1096,12 @@ func sameDecision(a, b *entry.Entry) bool {
 		// evaluated again, after a policy reload say, gets the first
 		// answer, whatever the second evaluation said.
 		return sameRequest
+	case entry.KindApprovalConfig, entry.KindApproval, entry.KindConsumption, entry.KindOutcome:
+		// Everything the caller gave; the request index is the ledger's
+		// (set on one side only while the other is being chained).
+		return sameRequest && a.ApprovalID == b.ApprovalID && a.Approver == b.Approver && a.Verdict == b.Verdict &&
+			a.PreviewDigest == b.PreviewDigest && a.Consumption == b.Consumption && a.Result == b.Result &&
+			a.OperationID == b.OperationID && a.PendingTTL == b.PendingTTL && a.ExecutionTTL == b.ExecutionTTL
 	}
 	return sameRequest && a.Decision == b.Decision && slices.Equal(a.Policies, b.Policies)
 }
