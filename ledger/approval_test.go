@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -618,4 +619,39 @@ func BenchmarkRebuildApprovals(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size), "ns/entry")
+}
+
+// BenchmarkApprovalMemory reports the heap held per approval in the
+// state: opened, approved, consumed and with an outcome.
+func BenchmarkApprovalMemory(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := newApprovals()
+		s.configured, s.pendingTTL, s.executionTTL = true, pendingTTL, executionTTL
+		req := requestRecord(b)
+		for i := range n {
+			e := &entry.Entry{Index: uint64(4*i + 1), Time: t0, Decision: entry.NeedsApproval,
+				Mediator: req.Mediator, Principal: fmt.Sprintf("agent-%d", i), Action: req.Action, Params: req.Params}
+			apply, _ := s.admit(e, false)
+			id := sha256.Sum256(fmt.Appendf(nil, "%d", i))
+			apply(id)
+			v := &entry.Entry{Kind: entry.KindApproval, Index: e.Index + 1, Time: t0, ApprovalID: id, Approver: "alice", Verdict: entry.Approve}
+			apply, _ = s.admit(v, false)
+			apply(commit.Digest{})
+			c := &entry.Entry{Kind: entry.KindConsumption, Index: e.Index + 2, Time: t0, ApprovalID: id,
+				Mediator: e.Mediator, Principal: e.Principal, Action: e.Action, Params: e.Params}
+			apply, _ = s.admit(c, false)
+			apply(commit.Digest{})
+			o := &entry.Entry{Kind: entry.KindOutcome, Index: e.Index + 3, Time: t0, ApprovalID: id, Consumption: c.Index, Mediator: e.Mediator, Result: entry.Succeeded}
+			apply, _ = s.admit(o, false)
+			apply(commit.Digest{})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/approval")
+		runtime.KeepAlive(s)
+	}
 }
