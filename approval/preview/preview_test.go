@@ -164,6 +164,18 @@ func TestRedactBeforeClipping(t *testing.T) {
 	}
 }
 
+// A shortened string is redacted again: "dXNlcjpwYXNzd29yZ" (17
+// characters) is not base64, but its first 16 characters, the part left
+// before the clipping point, decode to "user:passwor".
+func TestRedactAfterClipping(t *testing.T) {
+	s := strings.Repeat("x", 977) + " Basic dXNlcjpwYXNzd29yZ yyyy"
+	p := render(t, `{"log":`+jsonString(s)+`}`)
+	mustNotContain(t, p.JSON, "cjpwYXNz")
+	if want := `{"log":"` + strings.Repeat("x", 977) + ` Basic [REDACTED]…[+6 chars]"}`; string(p.JSON) != want || p.Redacted != 0 {
+		t.Fatalf("got %.60q…, Redacted %d", p.JSON[len(p.JSON)-60:], p.Redacted)
+	}
+}
+
 func TestNameRules(t *testing.T) {
 	redacted := []string{
 		"password", "Password", "user_password", "PASSWD", "passphrase", "pass-code",
@@ -322,6 +334,31 @@ func TestPasses(t *testing.T) {
 			t.Errorf("pass %d is %+v, want %+v", i+1, Passes[i], want)
 		}
 	}
+	// Pass 3: 40 members, each 20 strings of 300 characters. Pass 2 gives
+	// 40 × 20 × 256 characters; pass 3 keeps 15 members of 5 strings of 64.
+	var m strings.Builder
+	m.WriteString("{")
+	for i := range 40 {
+		if i > 0 {
+			m.WriteString(",")
+		}
+		fmt.Fprintf(&m, `"m%02d":[`, i)
+		for j := range 20 {
+			if j > 0 {
+				m.WriteString(",")
+			}
+			m.WriteString(`"` + strings.Repeat("u", 300) + `"`)
+		}
+		m.WriteString("]")
+	}
+	m.WriteString("}")
+	p = render(t, m.String())
+	item := `"` + strings.Repeat("u", 64) + `…[+236 chars]"`
+	member := `[` + strings.Repeat(item+",", 5) + `"[+15 items]"]`
+	if want := `{"m00":` + member + `,` + `"m01":` + member; p.Pass != 3 || !bytes.HasPrefix(p.JSON, []byte(want)) || !bytes.HasSuffix(p.JSON, []byte(`"m14":`+member+`,"…":"[+25 fields]"}`)) {
+		t.Fatalf("pass %d: %.200s", p.Pass, p.JSON)
+	}
+
 	// Pass 4: strings of 2,000 code points in 15 members of 15 objects.
 	var o strings.Builder
 	o.WriteString("{")
