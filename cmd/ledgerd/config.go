@@ -13,12 +13,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/entry"
 )
 
@@ -130,6 +132,89 @@ type Config struct {
 	// and the one in force stays). Optional; default none: POST
 	// /v1/decide is refused (404 no_policies).
 	PolicyDir string `json:"policy_dir"`
+	// Approvals, if set, turns on exact-effect approvals
+	// (docs/approvals.md): ledgerd records its approval deadlines in the
+	// log, every needs_approval decision after that opens an approval,
+	// approvers sign in to the approver's page under /approvals/, and
+	// mediators consume approvals and report outcomes. Optional; default
+	// none: needs_approval decisions open nothing, and the approval
+	// endpoints answer 404 approvals_off.
+	Approvals *ApprovalsConfig `json:"approvals"`
+}
+
+// ApprovalsConfig configures the approval lifecycle and the people who
+// approve.
+type ApprovalsConfig struct {
+	// PendingTTL is how long an approval awaits a verdict, from its
+	// request's entry time, as a Go duration in whole milliseconds, from
+	// "1ms" to "8784h" (366 days). A verdict at or after the deadline is
+	// refused. Optional; default "24h".
+	PendingTTL string `json:"pending_ttl"`
+	// ExecutionTTL is how long an approved request may be consumed, from
+	// the verdict's entry time, as a Go duration in whole milliseconds,
+	// from "1ms" to "8784h". A consumption at or after the deadline is
+	// refused. Optional; default "1h".
+	ExecutionTTL string `json:"execution_ttl"`
+	// Approvers are the people who may approve or deny requests, each
+	// with a name, an argon2id password hash and the actions (and,
+	// optionally, principals) they may approve (docs/approvals.md
+	// §Approvers; "ledgerd approver add" adds one). Optional; default
+	// none: no request can be approved until one is added.
+	Approvers []approver.Approver `json:"approvers"`
+	// TrustedOrigins are origins (scheme://host[:port]) besides ledgerd's
+	// own from which the approver's page accepts a POST, for a page
+	// served behind a proxy under another name. Optional; default none.
+	TrustedOrigins []string `json:"trusted_origins"`
+}
+
+// The approval deadlines' defaults and bounds.
+const (
+	defaultPendingTTL   = 24 * time.Hour
+	defaultExecutionTTL = time.Hour
+	maxApprovalTTL      = 366 * 24 * time.Hour
+)
+
+// ttls returns the pending and execution TTLs, their defaults for those
+// not given.
+func (a *ApprovalsConfig) ttls() (pending, execution time.Duration, err error) {
+	if pending, err = approvalTTL("approvals.pending_ttl", a.PendingTTL, defaultPendingTTL); err != nil {
+		return 0, 0, err
+	}
+	execution, err = approvalTTL("approvals.execution_ttl", a.ExecutionTTL, defaultExecutionTTL)
+	return pending, execution, err
+}
+
+func approvalTTL(field, text string, def time.Duration) (time.Duration, error) {
+	d, err := positiveDuration(field, text, def)
+	if err != nil {
+		return 0, err
+	}
+	if d%time.Millisecond != 0 || d > maxApprovalTTL {
+		return 0, fmt.Errorf("%s %q is out of range: whole milliseconds, from 1ms to 8784h (366 days)", field, text)
+	}
+	return d, nil
+}
+
+// check refuses approvals settings out of range, naming the field.
+func (a *ApprovalsConfig) check() error {
+	if _, _, err := a.ttls(); err != nil {
+		return err
+	}
+	for i, ap := range a.Approvers {
+		if err := ap.Check(); err != nil {
+			return fmt.Errorf("approvals.approvers[%d]: %w", i, err)
+		}
+	}
+	if _, err := approver.ByName(a.Approvers); err != nil {
+		return fmt.Errorf("approvals.approvers: %w", err)
+	}
+	for i, o := range a.TrustedOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			return fmt.Errorf("approvals.trusted_origins[%d] is not an origin, scheme://host[:port]", i)
+		}
+	}
+	return nil
 }
 
 // TLSConfig serves HTTPS, optionally requiring client certificates.
@@ -438,6 +523,11 @@ func (c *Config) check() error {
 	}
 	if _, err := c.maxConnections(); err != nil {
 		return err
+	}
+	if c.Approvals != nil {
+		if err := c.Approvals.check(); err != nil {
+			return err
+		}
 	}
 	_, err := c.minCommitInterval()
 	return err

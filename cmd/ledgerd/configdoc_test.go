@@ -80,17 +80,20 @@ var configStructs = []struct {
 	{"Config", "", "", reflect.TypeFor[Config]()},
 	{"TLSConfig", "tls.", "The `tls` object", reflect.TypeFor[TLSConfig]()},
 	{"Mediator", "mediators[].", "Each element of `mediators`", reflect.TypeFor[Mediator]()},
+	{"ApprovalsConfig", "approvals.", "The `approvals` object", reflect.TypeFor[ApprovalsConfig]()},
 }
 
 // jsonTypes names the JSON type of each Go type in the config.
 var jsonTypes = map[string]string{
-	"string":     "string",
-	"int":        "integer",
-	"int64":      "integer",
-	"float64":    "number",
-	"[]string":   "array of strings",
-	"*TLSConfig": "object (`tls.*`)",
-	"[]Mediator": "array of objects (`mediators[].*`)",
+	"string":              "string",
+	"int":                 "integer",
+	"int64":               "integer",
+	"float64":             "number",
+	"[]string":            "array of strings",
+	"*TLSConfig":          "object (`tls.*`)",
+	"[]Mediator":          "array of objects (`mediators[].*`)",
+	"*ApprovalsConfig":    "object (`approvals.*`)",
+	"[]approver.Approver": "array of objects (docs/approvals.md §Approvers)",
 }
 
 // configReference generates the reference from config.go.
@@ -180,6 +183,8 @@ func exprString(e ast.Expr) string {
 		return "*" + exprString(e.X)
 	case *ast.ArrayType:
 		return "[]" + exprString(e.Elt)
+	case *ast.SelectorExpr:
+		return exprString(e.X) + "." + e.Sel.Name
 	}
 	return fmt.Sprintf("%T", e)
 }

@@ -426,7 +426,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return failStart("%v", err)
 		}
 	}
-	srv, limited, err := newHTTPServer(&server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol}, ln)
+	var appr *approvalsState
+	if cfg.Approvals != nil {
+		if appr, err = newApprovalsState(cfg); err != nil {
+			l.Close()
+			return failStart("%v", err)
+		}
+	}
+	srv, limited, err := newHTTPServer(&server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol, appr: appr}, ln)
 	if err == nil && cfg.TLS != nil {
 		srv.TLSConfig, err = cfg.TLS.tlsConfig()
 	}

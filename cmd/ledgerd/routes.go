@@ -20,11 +20,12 @@ type route struct {
 // routeTable is every endpoint, in the order of docs/api.md, each wrapped
 // on its own line in who may call it: mediatorAuth (a mediator's token),
 // readAuth (a reader's or a mediator's token, when the config protects
-// reads) or open (anyone: health, readiness and metrics). docs/openapi.json
+// reads), open (anyone: health, readiness and metrics) or, for the
+// approver's page, approverAuth (approvals_page.go). docs/openapi.json
 // describes exactly these routes (TestOpenAPIRoutes).
 func (s *server) routeTable() []route {
 	tiles := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
-	return []route{
+	table := []route{
 		{"POST /v1/entries", s.mediatorAuth(s.appendEntry)},
 		{"POST /v1/decide", s.mediatorAuth(s.decide)},
 		{"GET /v1/checkpoint", s.readAuth(s.checkpoint)},
@@ -43,6 +44,8 @@ func (s *server) routeTable() []route {
 		{"GET " + tiles + "/checkpoint", s.readAuth(s.checkpoint)},
 		{"GET " + tiles + "/tile/{path...}", s.readAuth(s.tile)},
 	}
+	table = append(table, s.approvalRoutes()...)
+	return append(table, s.pageRoutes()...)
 }
 
 func (s *server) routes() http.Handler {

@@ -19,6 +19,9 @@ type server struct {
 	// pol is the policy set in force and its archive; routes makes one
 	// without a set if nil.
 	pol *policies
+	// appr is the approvals' state (approvals.go); nil when the config
+	// has no approvals member.
+	appr *approvalsState
 
 	bodyTimeout, writeTimeout time.Duration // from cfg, set by routes
 	// failureLogged is set once a refusal after a storage failure was

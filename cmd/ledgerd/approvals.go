@@ -1,0 +1,184 @@
+// Approvals (docs/approvals.md): the state ledgerd keeps beside the log
+// for them — the approvers, their sessions, the previews — shared by the
+// mediators' endpoints (approvals_mediator.go) and the approver's page
+// (approvals_page.go). The lifecycle itself is the ledger's (package
+// ledger enforces it as entries are chained).
+
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/approval/preview"
+	"github.com/decisionledger/ledger/commit"
+)
+
+// approvalsState is what ledgerd holds for approvals when the config has
+// an approvals member; server.appr is nil otherwise.
+type approvalsState struct {
+	pendingTTL, executionTTL time.Duration
+	// find looks an approver up by name (approver.ByName).
+	find     func(name string) (*approver.Approver, bool)
+	sessions *approver.Sessions
+	previews *previewStore
+	// trusted are the origins besides ledgerd's own from which the page
+	// takes a POST (approver.CheckOrigin).
+	trusted []string
+}
+
+// newApprovalsState makes the state for cfg, whose Approvals is set and
+// checked, with its previews in store_dir/previews.
+func newApprovalsState(cfg *Config) (*approvalsState, error) {
+	a := cfg.Approvals
+	pending, execution, err := a.ttls()
+	if err != nil {
+		return nil, err
+	}
+	find, err := approver.ByName(a.Approvers)
+	if err != nil {
+		return nil, fmt.Errorf("approvals.approvers: %w", err)
+	}
+	previews, err := openPreviewStore(filepath.Join(cfg.StoreDir, previewDirName))
+	if err != nil {
+		return nil, err
+	}
+	return &approvalsState{
+		pendingTTL: pending, executionTTL: execution,
+		find: find, sessions: approver.NewSessions(approver.Options{}),
+		previews: previews, trusted: a.TrustedOrigins,
+	}, nil
+}
+
+// previewDirName is the directory of store_dir that holds previews.
+const previewDirName = "previews"
+
+// previewStore keeps the previews of open approvals, outside the log:
+// one file per approval, <dir>/<hex of the approval id>.json, holding the
+// preview's canonical JSON (preview.Preview.JSON), mode 0600. A preview is
+// written before its approval's id is known (put's temporary file) and
+// renamed once it is; a crash between the two leaves a temporary file,
+// which openPreviewStore removes. Previews are removed when their
+// approval closes (remove) or expires (the sweep).
+type previewStore struct {
+	dir string
+}
+
+// previewSuffix and previewTempPrefix name the store's files.
+const (
+	previewSuffix     = ".json"
+	previewTempPrefix = ".tmp-"
+)
+
+// openPreviewStore opens (making it if needed, mode 0700) the preview
+// directory dir, removing the temporary files a crash left.
+func openPreviewStore(dir string) (*previewStore, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("previews: %w", err)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("previews: %w", err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n.Name(), previewTempPrefix) {
+			os.Remove(filepath.Join(dir, n.Name()))
+		}
+	}
+	return &previewStore{dir: dir}, nil
+}
+
+func (p *previewStore) path(id commit.Digest) string {
+	return filepath.Join(p.dir, hex.EncodeToString(id[:])+previewSuffix)
+}
+
+// stage writes a preview's JSON to a temporary file, synced, before the
+// request that carries it is appended; commit names it by the approval's
+// id once the append is durable, and abandon removes it if the append
+// fails or opens no approval.
+func (p *previewStore) stage(doc []byte) (staged string, err error) {
+	f, err := os.CreateTemp(p.dir, previewTempPrefix+"*")
+	if err != nil {
+		return "", fmt.Errorf("previews: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err = f.Chmod(0o600); err != nil {
+		return "", fmt.Errorf("previews: %w", err)
+	}
+	if _, err = f.Write(doc); err != nil {
+		return "", fmt.Errorf("previews: %w", err)
+	}
+	if err = f.Sync(); err != nil {
+		return "", fmt.Errorf("previews: %w", err)
+	}
+	return f.Name(), f.Close()
+}
+
+// commit names the staged preview by the approval's id. If the approval
+// has a preview already (an idempotent retry of its request), the first
+// one stays and the staged one is removed: the approver may have seen it.
+func (p *previewStore) commit(staged string, id commit.Digest) error {
+	dst := p.path(id)
+	if _, err := os.Lstat(dst); err == nil {
+		return os.Remove(staged)
+	}
+	if err := os.Rename(staged, dst); err != nil {
+		os.Remove(staged)
+		return fmt.Errorf("previews: %w", err)
+	}
+	return nil
+}
+
+// abandon removes a staged preview.
+func (p *previewStore) abandon(staged string) { os.Remove(staged) }
+
+// get returns the preview of approval id (its canonical JSON) and its
+// digest, and false if there is none (never sent, or removed).
+func (p *previewStore) get(id commit.Digest) (doc []byte, digest commit.Digest, ok bool) {
+	b, err := os.ReadFile(p.path(id))
+	if err != nil {
+		return nil, commit.Digest{}, false
+	}
+	return b, preview.Digest(b), true
+}
+
+// remove removes the preview of approval id, if any.
+func (p *previewStore) remove(id commit.Digest) error {
+	if err := os.Remove(p.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("previews: %w", err)
+	}
+	return nil
+}
+
+// ids returns the ids of the approvals that have a preview.
+func (p *previewStore) ids() ([]commit.Digest, error) {
+	names, err := os.ReadDir(p.dir)
+	if err != nil {
+		return nil, fmt.Errorf("previews: %w", err)
+	}
+	var ids []commit.Digest
+	for _, n := range names {
+		h, ok := strings.CutSuffix(n.Name(), previewSuffix)
+		if !ok || strings.HasPrefix(n.Name(), previewTempPrefix) {
+			continue
+		}
+		var id commit.Digest
+		if b, err := hex.DecodeString(h); err == nil && len(b) == len(id) {
+			copy(id[:], b)
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
