@@ -7,7 +7,9 @@
 package main
 
 import (
+	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,6 +21,8 @@ import (
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/approval/preview"
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // approvalsState is what ledgerd holds for approvals when the config has
@@ -181,4 +185,56 @@ func (p *previewStore) ids() ([]commit.Digest, error) {
 		}
 	}
 	return ids, nil
+}
+
+// previewOf returns the preview an approver is shown for the approval st:
+// the one its mediator sent with the request, or, when none was sent (or
+// a crash lost it between the append and the rename), the default
+// preview, made from the request's entry alone (defaultPreview), which
+// gives the same bytes and digest every time. sent says which.
+func (s *server) previewOf(ctx context.Context, st ledger.ApprovalStatus) (doc []byte, digest commit.Digest, sent bool, err error) {
+	if doc, digest, ok := s.appr.previews.get(st.ID); ok {
+		return doc, digest, true, nil
+	}
+	raw, err := s.l.Entry(ctx, st.Request)
+	if err != nil {
+		return nil, commit.Digest{}, false, fmt.Errorf("the request at index %d: %w", st.Request, err)
+	}
+	e, err := entry.Parse(raw)
+	if err != nil {
+		return nil, commit.Digest{}, false, fmt.Errorf("the request at index %d: %w", st.Request, err)
+	}
+	p, err := defaultPreview(e)
+	if err != nil {
+		return nil, commit.Digest{}, false, err
+	}
+	return p.JSON, p.Digest, false, nil
+}
+
+// defaultPreview is the preview of a request whose mediator sent none:
+// the terms its entry records (the minimized attributes, never raw
+// parameters), redacted and bounded as any preview is.
+func defaultPreview(e *entry.Entry) (preview.Preview, error) {
+	attrs := json.RawMessage(e.Attributes)
+	if len(attrs) == 0 {
+		attrs = json.RawMessage(`{}`)
+	}
+	doc, err := json.Marshal(struct {
+		Note         string          `json:"note"`
+		Action       string          `json:"action"`
+		Principal    string          `json:"principal"`
+		Mediator     string          `json:"mediator"`
+		Attributes   json.RawMessage `json:"attributes"`
+		ParamsDigest string          `json:"params_digest"`
+		ParamsSize   int             `json:"params_size"`
+		Policies     []string        `json:"policies"`
+	}{
+		Note:   "The mediator sent no preview: these are the terms the ledger recorded for the request.",
+		Action: e.Action, Principal: e.Principal, Mediator: e.Mediator, Attributes: attrs,
+		ParamsDigest: e.Params.Digest.String(), ParamsSize: e.Params.Size, Policies: nonNilIDs(e.Policies),
+	})
+	if err != nil {
+		return preview.Preview{}, err
+	}
+	return preview.Render(doc)
 }
