@@ -1,0 +1,85 @@
+package ledger
+
+import (
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/logtest"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+// The rebuild at Open re-admits each entry by the sequencer's rules, and
+// a verdict or consumption must name its approval's own request index: a
+// log written by something else than this ledger, whose verdict names the
+// right approval but another request index, changes nothing. (The
+// sequencer fills the index itself, so only a forged log can hold one.)
+func TestRebuildRefusesForgedRequestIndex(t *testing.T) {
+	params := logtest.Params(`{"amount_minor":125000,"payee":"payee-0001"}`)
+	for _, c := range []struct {
+		name         string
+		request      func(opened uint64) uint64
+		wantVerdict  entry.Verdict
+		wantRefused  uint64
+		wantConsumed bool
+	}{
+		{"own index", func(i uint64) uint64 { return i }, entry.Approve, 0, true},
+		{"earlier index", func(i uint64) uint64 { return i - 1 }, "", 2, false},
+		{"other request's index", func(i uint64) uint64 { return i + 1 }, "", 2, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lg, err := logtest.New("ledger.example.com/log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t1 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+			add := func(e entry.Entry, at time.Duration) uint64 {
+				t.Helper()
+				e.Time = t1.Add(at)
+				i, _, err := lg.Append(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return i
+			}
+			add(entry.Entry{Kind: entry.KindApprovalConfig, PendingTTL: time.Hour, ExecutionTTL: time.Hour}, 0)
+			request := func() uint64 {
+				return add(entry.Entry{Mediator: "mediator-1", Principal: "agent-1", Action: "make_payment",
+					Decision: entry.NeedsApproval, Policies: []string{"payments.review"}, Params: params,
+					Tiers: logtest.Digest("tiers"), Attributes: []byte(`{}`)}, time.Second)
+			}
+			opened := request()
+			request() // another approval, at opened+1
+			id := lg.Hash(opened)
+			add(entry.Entry{Kind: entry.KindApproval, ApprovalID: id, Request: c.request(opened), Approver: "approver-1",
+				Verdict: entry.Approve, PreviewDigest: logtest.Digest("preview")}, 2*time.Second)
+			add(entry.Entry{Kind: entry.KindConsumption, ApprovalID: id, Request: c.request(opened), Mediator: "mediator-1",
+				Principal: "agent-1", Action: "make_payment", Params: params}, 3*time.Second)
+
+			store := NewMemStore()
+			b := Batch{Start: 0}
+			for i := range lg.Len() {
+				raw := lg.Entry(i)
+				b.Entries = append(b.Entries, raw)
+				b.LeafHashes = append(b.LeafHashes, [HashSize]byte(rfc6962.DefaultHasher.HashLeaf(raw)))
+			}
+			if err := store.Commit(t.Context(), b); err != nil {
+				t.Fatal(err)
+			}
+			s, refused, err := rebuildApprovals(t.Context(), store, lg.Len())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if refused != c.wantRefused {
+				t.Errorf("refused %d entries, want %d", refused, c.wantRefused)
+			}
+			a := s.byID[id]
+			if a == nil {
+				t.Fatal("the approval was not rebuilt")
+			}
+			if a.verdict != c.wantVerdict || (a.consumption != 0) != c.wantConsumed {
+				t.Errorf("rebuilt verdict %q consumed %v; want %q %v", a.verdict, a.consumption != 0, c.wantVerdict, c.wantConsumed)
+			}
+		})
+	}
+}
