@@ -5,6 +5,33 @@
 // records exactly the decision sent), entries, checkpoints, tlog-proof
 // files, and inclusion and consistency proofs, trusting nothing but the
 // ledger's verifier key. cmd/ledgerctl is its command-line front end.
+//
+// # Approvals
+//
+// When the ledger decides needs_approval (docs/approvals.md) and has
+// approvals on, the decision opens an approval, and the receipt's
+// Approval names it: its id (the decision entry's hash), its pending
+// deadline and the digest of the preview approvers see. A Decision or
+// Request may carry a Preview document; the client renders it as ledgerd
+// will (package approval/preview: redacted, then bounded) and checks the
+// digest the answer names. A mediator then:
+//
+//  1. waits for a person's verdict: WaitApproval polls Approval (GET
+//     /v1/approvals/{id}, the server's unsigned account) and, once there
+//     is a verdict, fetches its entry and verifies that it is the
+//     ledger's signed verdict on this approval;
+//  2. on approve, spends the approval with Consume, repeating the
+//     request's Terms exactly, and acts only on the verified receipt of
+//     the consumption — one consumption per approval, before the
+//     execution deadline, or a refusal (*Error with Code and Term);
+//  3. reports what happened with Outcome (succeeded, failed or unknown,
+//     with the downstream operation id if any).
+//
+// Consume and Outcome retry as Append does, with one idempotency key.
+// Every receipt is verified against the ledger's key and what was sent;
+// an answer that does not verify is ErrUnverified. What the client
+// cannot verify — the pending TTL, a default preview's digest, expiry,
+// the mediator name its token stands for — each method's comment says.
 package client
 
 import (
@@ -64,6 +91,12 @@ type Decision struct {
 	Params     commit.Commitment
 	Tiers      commit.Digest
 	Attributes json.RawMessage // a JSON object
+	// Preview is the preview document shown to the approver if the
+	// decision is needs_approval (docs/approvals.md §Previews): any JSON
+	// value in the strict domain, at most 1 MiB; the ledger redacts and
+	// bounds it. Optional; sent only with a needs_approval decision (the
+	// ledger refuses it with another). Its raw form never enters the log.
+	Preview json.RawMessage
 }
 
 // Receipt is a verified acknowledgement of a durable entry.
@@ -72,6 +105,10 @@ type Receipt struct {
 	Entry    *entry.Entry
 	Raw      []byte // the signed entry's bytes
 	Replayed bool   // the idempotency key named an entry appended before
+	// Approval is the approval a needs_approval decision opened, when the
+	// ledger has approvals on; nil otherwise, and on receipts of
+	// consumptions and outcomes.
+	Approval *OpenedApproval
 }
 
 // Error is a refusal by the server: its HTTP status and error code.
@@ -79,9 +116,17 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// Term names the term of an approval that differs, for the lifecycle
+	// refusals that have one (approval_mismatch, approval_digest_mismatch):
+	// action, principal, mediator, approval, params_digest or
+	// params_size. Empty otherwise.
+	Term string
 }
 
 func (e *Error) Error() string {
+	if e.Term != "" {
+		return fmt.Sprintf("ledgerd: %d %s (%s): %s", e.Status, e.Code, e.Term, e.Message)
+	}
 	return fmt.Sprintf("ledgerd: %d %s: %s", e.Status, e.Code, e.Message)
 }
 
@@ -124,11 +169,19 @@ func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d 
 	if err := checkKey(idempotencyKey); err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(map[string]any{
+	shown, err := renderPreview(d.Preview)
+	if err != nil {
+		return nil, err
+	}
+	req := map[string]any{
 		"principal": d.Principal, "action": d.Action, "decision": d.Decision,
 		"policies": nonNil(d.Policies), "params_digest": d.Params.Digest, "params_size": d.Params.Size,
 		"tiers_digest": d.Tiers, "attributes": d.Attributes,
-	})
+	}
+	if shown != nil {
+		req["preview"] = d.Preview
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +189,7 @@ func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d 
 	if err != nil {
 		return nil, err
 	}
-	return c.checkReceipt(b, d, status == http.StatusOK)
+	return c.checkReceipt(b, d, shown, status == http.StatusOK)
 }
 
 // checkKey refuses an idempotency key outside the server's rules.
@@ -217,6 +270,10 @@ type Request struct {
 	Params     commit.Commitment
 	Tiers      commit.Digest
 	Attributes json.RawMessage // a JSON object
+	// Preview is the preview document shown to the approver if the ledger
+	// decides needs_approval, as Decision.Preview says. Optional; the
+	// ledger drops it (stores nothing) if it decides otherwise.
+	Preview json.RawMessage
 }
 
 // Decided is the ledger's verified decision on a Request and the receipt
@@ -253,10 +310,18 @@ func (c *Client) DecideIdempotent(ctx context.Context, idempotencyKey string, d 
 	if err := checkKey(idempotencyKey); err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(map[string]any{
+	shown, err := renderPreview(d.Preview)
+	if err != nil {
+		return nil, err
+	}
+	req := map[string]any{
 		"principal": d.Principal, "action": d.Action, "params_digest": d.Params.Digest, "params_size": d.Params.Size,
 		"tiers_digest": d.Tiers, "attributes": d.Attributes,
-	})
+	}
+	if shown != nil {
+		req["preview"] = d.Preview
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
@@ -264,15 +329,17 @@ func (c *Client) DecideIdempotent(ctx context.Context, idempotencyKey string, d 
 	if err != nil {
 		return nil, err
 	}
-	return c.checkDecided(b, d, status == http.StatusOK)
+	return c.checkDecided(b, d, shown, status == http.StatusOK)
 }
 
 // checkDecided verifies a decide answer: the entry is strictly valid,
 // signed by the ledger's key, at the index claimed, records exactly the
 // request, and is a version 3 ledger decision whose decision, ids and
-// policy set are the answer's.
-func (c *Client) checkDecided(body []byte, d Request, replayed bool) (*Decided, error) {
+// policy set are the answer's; an opened approval is checked as
+// checkOpened says.
+func (c *Client) checkDecided(body []byte, d Request, shown *commit.Digest, replayed bool) (*Decided, error) {
 	var r struct {
+		Approval     json.RawMessage `json:"approval"`
 		Decision     entry.Decision  `json:"decision"`
 		Policies     []string        `json:"policies"`
 		PolicyErrors []string        `json:"policy_errors"`
@@ -298,9 +365,13 @@ func (c *Client) checkDecided(body []byte, d Request, replayed bool) (*Decided, 
 		!slices.Equal(nonNil(e.PolicyErrors), r.PolicyErrors) || e.PolicySet != set {
 		return nil, fmt.Errorf("%w: the answer's decision is not the entry's", ErrUnverified)
 	}
+	opened, err := checkOpened(r.Approval, e, shown)
+	if err != nil {
+		return nil, err
+	}
 	return &Decided{
 		Decision: e.Decision, Policies: e.Policies, PolicyErrors: nonNil(e.PolicyErrors), PolicySet: e.PolicySet,
-		Receipt: Receipt{Index: r.Index, Entry: e, Raw: []byte(r.Entry), Replayed: replayed},
+		Receipt: Receipt{Index: r.Index, Entry: e, Raw: []byte(r.Entry), Replayed: replayed, Approval: opened},
 	}, nil
 }
 
@@ -313,18 +384,20 @@ func nonNil(s []string) []string {
 
 func apiError(status int, body []byte) *Error {
 	var e struct {
-		Error struct{ Code, Message string } `json:"error"`
+		Error struct{ Code, Message, Term string } `json:"error"`
 	}
 	json.Unmarshal(body, &e)
-	return &Error{Status: status, Code: e.Error.Code, Message: e.Error.Message}
+	return &Error{Status: status, Code: e.Error.Code, Message: e.Error.Message, Term: e.Error.Term}
 }
 
 // checkReceipt verifies a receipt: the entry is strictly valid, signed by
-// the ledger's key, at the index claimed, and records exactly d.
-func (c *Client) checkReceipt(body []byte, d Decision, replayed bool) (*Receipt, error) {
+// the ledger's key, at the index claimed, and records exactly d; an
+// opened approval is checked as checkOpened says.
+func (c *Client) checkReceipt(body []byte, d Decision, shown *commit.Digest, replayed bool) (*Receipt, error) {
 	var r struct {
-		Index uint64          `json:"index"`
-		Entry json.RawMessage `json:"entry"`
+		Approval json.RawMessage `json:"approval"`
+		Index    uint64          `json:"index"`
+		Entry    json.RawMessage `json:"entry"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("%w: malformed receipt", ErrUnverified)
@@ -336,13 +409,16 @@ func (c *Client) checkReceipt(body []byte, d Decision, replayed bool) (*Receipt,
 	if e.Decision != d.Decision || !slices.Equal(e.Policies, entry.SortPolicies(d.Policies)) {
 		return nil, fmt.Errorf("%w: the entry does not record the decision sent", ErrUnverified)
 	}
-	return &Receipt{Index: r.Index, Entry: e, Raw: []byte(r.Entry), Replayed: replayed}, nil
+	opened, err := checkOpened(r.Approval, e, shown)
+	if err != nil {
+		return nil, err
+	}
+	return &Receipt{Index: r.Index, Entry: e, Raw: []byte(r.Entry), Replayed: replayed, Approval: opened}, nil
 }
 
-// checkEntry parses a receipt's entry strictly and checks that it is
-// signed by the ledger's key, at the index claimed, and records exactly
-// the request d (the decision is the caller's to check).
-func (c *Client) checkEntry(raw json.RawMessage, index uint64, d Request) (*entry.Entry, error) {
+// signedEntry parses a receipt's entry strictly and checks that it is
+// signed by the ledger's key and at the index claimed.
+func (c *Client) signedEntry(raw json.RawMessage, index uint64) (*entry.Entry, error) {
 	e, err := entry.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
@@ -350,11 +426,25 @@ func (c *Client) checkEntry(raw json.RawMessage, index uint64, d Request) (*entr
 	if err := c.key.VerifyEntry(e); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
+	if e.Index != index {
+		return nil, fmt.Errorf("%w: the receipt says index %d, its entry %d", ErrUnverified, index, e.Index)
+	}
+	return e, nil
+}
+
+// checkEntry parses a receipt's entry strictly and checks that it is
+// signed by the ledger's key, at the index claimed, and records exactly
+// the request d (the decision is the caller's to check).
+func (c *Client) checkEntry(raw json.RawMessage, index uint64, d Request) (*entry.Entry, error) {
+	e, err := c.signedEntry(raw, index)
+	if err != nil {
+		return nil, err
+	}
 	attrs, err := commit.Canonicalize(d.Attributes)
 	if err != nil {
 		return nil, err
 	}
-	same := e.Index == index && e.Principal == d.Principal && e.Action == d.Action &&
+	same := e.Principal == d.Principal && e.Action == d.Action &&
 		e.Params.Equal(d.Params) && e.Tiers.Equal(d.Tiers) && bytes.Equal(e.Attributes, attrs)
 	if !same {
 		return nil, fmt.Errorf("%w: the entry does not record the request sent", ErrUnverified)
