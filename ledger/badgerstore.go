@@ -388,12 +388,27 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 // ownerOnly makes dir and everything in it readable and writable by its
 // owner only: badger creates its files with mode 0666 less the umask, and
 // offers no option.
+//
+// Badger may remove files while this walks the index: when a store is
+// reopened after a crash, badger.Open hands the memtables it replayed from
+// their .mem files to a background flush, which writes them to a table
+// and deletes the .mem files. A file that is gone has no mode to fix, so
+// one that vanishes between the listing and its lstat or chmod is passed
+// over; dir itself must exist. (Files badger creates after the walk are
+// the umask's to restrict, as for any file badger creates later.)
 func ownerOnly(dir string) error {
+	gone := func(path string, err error) bool { return path != dir && errors.Is(err, fs.ErrNotExist) }
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if gone(path, err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
 		info, err := d.Info()
+		if gone(path, err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -401,7 +416,10 @@ func ownerOnly(dir string) error {
 		if want == info.Mode().Perm() || d.Type()&fs.ModeSymlink != 0 {
 			return nil
 		}
-		return os.Chmod(path, want)
+		if err := os.Chmod(path, want); err != nil && !gone(path, err) {
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("ledger: making the store's files owner-only: %w", err)
