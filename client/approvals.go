@@ -348,22 +348,24 @@ func (c *Client) Approval(ctx context.Context, id commit.Digest) (*ApprovalState
 // verdict is the state's — consumed and approved need approve — and sets
 // VerdictEntry. So an approve is the approver's signed verdict, not the
 // server's word; a state without a verdict (expired, or pending until
-// ctx ends) stays the server's word.
+// ctx ends) stays the server's word. ledgerd's account includes a
+// verdict as soon as it is sequenced, and serves its entry once it is
+// durable, a moment later: until the entry is served (404), WaitApproval
+// polls on.
 func (c *Client) WaitApproval(ctx context.Context, id commit.Digest, poll time.Duration) (*ApprovalState, error) {
 	if poll <= 0 {
 		poll = time.Second
 	}
 	for {
 		st, err := c.Approval(ctx, id)
-		var apiErr *Error
-		switch {
-		case err == nil && st.State != StatePending:
-			return c.checkVerdict(ctx, st)
-		case err == nil:
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.As(err, &apiErr) && apiErr.Status != http.StatusTooManyRequests && apiErr.Status != http.StatusServiceUnavailable,
-			errors.Is(err, ErrUnverified):
+		if err == nil && st.State != StatePending {
+			st, err = c.checkVerdict(ctx, st)
+			var apiErr *Error
+			if err == nil || !(errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound) && !transient(err) {
+				return st, err
+			}
+			// The verdict's entry is not served yet: poll again.
+		} else if err != nil && !transient(err) {
 			return nil, err
 		}
 		select {
@@ -372,6 +374,20 @@ func (c *Client) WaitApproval(ctx context.Context, id commit.Digest, poll time.D
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// transient says a read's err may pass if the read is tried again: a
+// network error, or a 429 or 503 answer; not the end of ctx, an answer
+// that does not verify, or another refusal.
+func transient(err error) bool {
+	var apiErr *Error
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrUnverified):
+		return false
+	case errors.As(err, &apiErr):
+		return apiErr.Status == http.StatusTooManyRequests || apiErr.Status == http.StatusServiceUnavailable
+	}
+	return true
 }
 
 // checkVerdict fetches and verifies the verdict entry of a decided st, as

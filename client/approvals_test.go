@@ -42,6 +42,9 @@ type fakeLedger struct {
 	// answer, if set, answers every request but GET /v1/entries/{i},
 	// which the log serves.
 	answer func(r *http.Request, body []byte) (status int, answer string)
+	// hidden, if set, says entry i is not served yet (404), as ledgerd
+	// does until an entry is durable.
+	hidden func(i uint64) bool
 	url    string
 }
 
@@ -56,7 +59,7 @@ func newFake(t *testing.T) *fakeLedger {
 		body, _ := io.ReadAll(r.Body)
 		if rest, ok := strings.CutPrefix(r.URL.Path, "/v1/entries/"); ok && r.Method == "GET" {
 			i, err := strconv.ParseUint(rest, 10, 64)
-			if err != nil || i >= f.log.Len() {
+			if err != nil || i >= f.log.Len() || f.hidden != nil && f.hidden(i) {
 				http.Error(w, `{"error":{"code":"not_found","message":"no such entry"}}`, http.StatusNotFound)
 				return
 			}
@@ -548,6 +551,16 @@ func TestWaitApproval(t *testing.T) {
 	}
 
 	answers := func(a string) { f.answer = func(*http.Request, []byte) (int, string) { return 200, a } }
+
+	// The account shows the verdict before its entry is served: the
+	// wait goes on until it is.
+	var fetches atomic.Int32
+	f.hidden = func(i uint64) bool { return i == 1 && fetches.Add(1) <= 2 }
+	answers(approved)
+	if st, err := f.client("").WaitApproval(ctx, id, time.Millisecond); err != nil || st.VerdictEntry == nil || fetches.Load() != 3 {
+		t.Errorf("a verdict served late: %+v %v after %d fetches", st, err, fetches.Load())
+	}
+	f.hidden = nil
 	answers(status(id, "denied", `,"verdict":"deny","verdict_index":4,"approver":"alice"`))
 	if st, err := f.client("").WaitApproval(ctx, id, time.Millisecond); err != nil || st.VerdictEntry == nil || st.VerdictEntry.Verdict != entry.Reject {
 		t.Errorf("denied: %+v %v", st, err)

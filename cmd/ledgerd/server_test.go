@@ -94,6 +94,11 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 	}
 	t.Cleanup(func() { l.Close() })
 	srv := &server{cfg: cfg, l: l, log: logger, cat: cat, m: newMetrics()}
+	if cfg.Approvals != nil {
+		if srv.appr, err = newApprovalsState(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if cfg.PolicyDir != "" {
 		set, err := policy.Load(cfg.PolicyDir, cat.declarations())
 		if err != nil {

@@ -1,0 +1,566 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/approval/preview"
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+)
+
+// The approvers of the page's tests. Their password hash is
+// docs/approvals.md's worked example (libargon2 gives it too).
+const (
+	testPassword     = "correct horse battery staple"
+	testPasswordHash = "$argon2id$v=19$m=65536,t=3,p=2$c2FsdHNhbHRzYWx0c2FsdA$qie54+IvXCT/C6ByRYKGNAZGg0sxeR/8LT3gdIvqGyU"
+)
+
+func testApprovers() []approver.Approver {
+	return []approver.Approver{
+		{Name: "alice", PasswordHash: testPasswordHash, Actions: []string{"make_payment", "send_email"}},
+		{Name: "bob", PasswordHash: testPasswordHash, Actions: []string{"send_email"}},
+	}
+}
+
+// pageServer starts a ledger with approvals on, approvers alice and bob,
+// and an approval_config entry, so that needs_approval requests open
+// approvals.
+func pageServer(t *testing.T) *testServer {
+	t.Helper()
+	s := startServerWith(t, func(c *Config) {
+		c.Approvals = &ApprovalsConfig{Approvers: testApprovers()}
+	})
+	if _, _, ok := s.l.ApprovalConfig(); !ok {
+		if _, err := s.l.Append(t.Context(), ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: 24 * time.Hour, ExecutionTTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// openRequest appends, as the test's mediator, a needs_approval decision
+// of principal for action, gives it the preview doc (if not empty) as
+// its mediator would, and returns the approval's id.
+func openRequest(t *testing.T, s *testServer, principal, action, doc string, i int) commit.Digest {
+	t.Helper()
+	c, _ := commit.Params([]byte(fmt.Sprintf(`{"to":"user%d@example.com","amount_minor":%d}`, i, i)))
+	body := fmt.Sprintf(`{"principal":%q,"action":%q,"decision":"needs_approval","policies":["payments.review"],`+
+		`"params_digest":"%s","params_size":%d,"tiers_digest":"sha256:%064x","attributes":{"amount_minor":%d}}`,
+		principal, action, c.Digest, c.Size, i, i)
+	resp, b := s.post(t, s.token, body)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("append of a needs_approval request: %d %s", resp.StatusCode, b)
+	}
+	var receipt struct{ Entry json.RawMessage }
+	if err := json.Unmarshal(b, &receipt); err != nil {
+		t.Fatal(err)
+	}
+	e, err := entry.Parse(receipt.Entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.l.Approval(id); !ok {
+		t.Fatalf("the request at %d opened no approval", e.Index)
+	}
+	if doc != "" {
+		p, err := preview.Render([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		staged, err := s.srv.appr.previews.stage(p.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.srv.appr.previews.commit(staged, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
+// pageClient is an approver's client of the page, as curl with a cookie
+// jar: JSON answers, and the Origin of the server.
+type pageClient struct {
+	t      *testing.T
+	url    string
+	c      *http.Client
+	csrf   string
+	header http.Header // sent with every request
+}
+
+func newPageClient(t *testing.T, s *testServer) *pageClient {
+	jar, _ := cookiejar.New(nil)
+	return &pageClient{t: t, url: s.url, header: http.Header{"Accept": {"application/json"}, "Origin": {s.url}},
+		c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// do sends a request; form, if not nil, is the POST body. header are
+// pairs to set (an empty value deletes the header).
+func (p *pageClient) do(method, path string, form url.Values, header ...string) (*http.Response, []byte) {
+	p.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, p.url+path, body)
+	for k, v := range p.header {
+		req.Header[k] = v
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
+	resp, err := p.c.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// expect checks an answer's status and, for an error, its code.
+func expect(t *testing.T, what string, resp *http.Response, body []byte, status int, code string) {
+	t.Helper()
+	var e struct{ Error apiError }
+	json.Unmarshal(body, &e)
+	if resp.StatusCode != status || e.Error.Code != code {
+		t.Errorf("%s: %d %s, want %d %q", what, resp.StatusCode, body, status, code)
+	}
+	checkPageHeaders(t, what, resp)
+}
+
+// checkPageHeaders checks the security headers every answer of the page
+// carries.
+func checkPageHeaders(t *testing.T, what string, resp *http.Response) {
+	t.Helper()
+	for _, h := range pageSecurityHeaders {
+		if got := resp.Header.Get(h[0]); got != h[1] {
+			t.Errorf("%s: %s %q, want %q", what, h[0], got, h[1])
+		}
+	}
+}
+
+func (p *pageClient) signIn(name, password string) {
+	p.t.Helper()
+	resp, b := p.do("POST", "/approvals/sign-in", url.Values{"name": {name}, "password": {password}})
+	var ok struct{ Approver, CSRF string }
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &ok) != nil || ok.Approver != name || len(ok.CSRF) != 43 {
+		p.t.Fatalf("sign-in of %s: %d %s", name, resp.StatusCode, b)
+	}
+	p.csrf = ok.CSRF
+}
+
+// verdictForm is a verdict's form.
+func (p *pageClient) verdictForm(verdict string, digest string, confirm bool) url.Values {
+	f := url.Values{"verdict": {verdict}, "preview_digest": {digest}, "csrf": {p.csrf}}
+	if confirm {
+		f.Set("confirm", "yes")
+	}
+	return f
+}
+
+// With approvals off every route of the page answers 404 approvals_off.
+func TestPageOff(t *testing.T) {
+	s := startServer(t)
+	p := newPageClient(t, s)
+	id := "sha256:" + strings.Repeat("ab", 32)
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/approvals/"}, {"POST", "/approvals/sign-in"}, {"POST", "/approvals/sign-out"},
+		{"GET", "/approvals/" + id}, {"POST", "/approvals/" + id + "/verdict"},
+	} {
+		var form url.Values
+		if c.method == "POST" {
+			form = url.Values{}
+		}
+		resp, b := p.do(c.method, c.path, form)
+		expect(t, c.method+" "+c.path, resp, b, http.StatusNotFound, "approvals_off")
+	}
+}
+
+// The whole path as curl takes it: sign in, list, read, approve with the
+// confirmation, and every refusal on the way.
+func TestPageJSON(t *testing.T) {
+	logs := new(lockedBuffer)
+	testLogs = logs
+	defer func() { testLogs = nil }()
+	s := pageServer(t)
+	payment := openRequest(t, s, "agent:billing", "make_payment", `{"payee":"ACME <b>Ltd</b>","amount":"12.00 EUR"}`, 1)
+	email := openRequest(t, s, "agent:mail", "send_email", "", 2)
+	self := openRequest(t, s, "alice", "send_email", `{"to":"carol@example.org"}`, 3)
+
+	p := newPageClient(t, s)
+	resp, b := p.do("GET", "/approvals/", nil)
+	expect(t, "the list without a session", resp, b, http.StatusUnauthorized, "unauthenticated")
+
+	// Sign-in: same origin, no Authorization, right password.
+	signIn := url.Values{"name": {"alice"}, "password": {testPassword}}
+	resp, b = p.do("POST", "/approvals/sign-in", signIn, "Origin", "")
+	expect(t, "sign-in without Origin", resp, b, http.StatusForbidden, "cross_origin")
+	resp, b = p.do("POST", "/approvals/sign-in", signIn, "Origin", "https://evil.example.org")
+	expect(t, "sign-in from another origin", resp, b, http.StatusForbidden, "cross_origin")
+	resp, b = p.do("POST", "/approvals/sign-in", signIn, "Sec-Fetch-Site", "cross-site")
+	expect(t, "sign-in with Sec-Fetch-Site: cross-site", resp, b, http.StatusForbidden, "cross_origin")
+	resp, b = p.do("POST", "/approvals/sign-in", signIn, "Authorization", "Bearer "+s.token)
+	expect(t, "sign-in with a mediator's token", resp, b, http.StatusUnauthorized, "bearer_refused")
+	resp, b = p.do("POST", "/approvals/sign-in", url.Values{"name": {"alice"}, "password": {"not-the-password-7391"}})
+	expect(t, "sign-in with a wrong password", resp, b, http.StatusUnauthorized, "credentials")
+	if c := resp.Header.Get("Set-Cookie"); c != "" {
+		t.Errorf("a refused sign-in set a cookie: %s", c)
+	}
+	resp, b = p.do("POST", "/approvals/sign-in", signIn, "Origin", "", "Sec-Fetch-Site", "same-origin")
+	expect(t, "sign-in with Sec-Fetch-Site: same-origin", resp, b, http.StatusOK, "")
+	cookie := resp.Header.Get("Set-Cookie")
+	for _, want := range []string{approver.CookieName + "=", "HttpOnly", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(cookie, want) {
+			t.Errorf("the session cookie %q lacks %s", cookie, want)
+		}
+	}
+	p.signIn("alice", testPassword)
+
+	// The list: what alice may approve, not her own request.
+	var list struct {
+		Approver, CSRF string
+		Approvals      []pageStatus
+	}
+	resp, b = p.do("GET", "/approvals/", nil)
+	expect(t, "the list", resp, b, http.StatusOK, "")
+	if err := json.Unmarshal(b, &list); err != nil || list.Approver != "alice" || list.CSRF != p.csrf ||
+		len(list.Approvals) != 2 || list.Approvals[0].ID != payment.String() || list.Approvals[1].ID != email.String() ||
+		list.Approvals[0].State != "pending" {
+		t.Fatalf("alice's list: %s", b)
+	}
+
+	// One approval, with its preview.
+	var one pageStatus
+	resp, b = p.do("GET", "/approvals/"+payment.String(), nil)
+	expect(t, "the approval", resp, b, http.StatusOK, "")
+	if err := json.Unmarshal(b, &one); err != nil || one.Action != "make_payment" || one.Principal != "agent:billing" ||
+		!bytes.Contains(one.Preview, []byte(`"ACME <b>Ltd</b>"`)) || !strings.HasPrefix(one.PreviewDigest, "sha256:") {
+		t.Fatalf("the approval: %s", b)
+	}
+	resp, b = p.do("GET", "/approvals/"+self.String(), nil)
+	expect(t, "her own request", resp, b, http.StatusForbidden, "not_permitted")
+	resp, b = p.do("GET", "/approvals/sha256:"+strings.Repeat("0", 64), nil)
+	expect(t, "an unknown approval", resp, b, http.StatusNotFound, "approval_not_found")
+	resp, b = p.do("GET", "/approvals/nothing", nil)
+	expect(t, "a malformed id", resp, b, http.StatusBadRequest, "invalid_request")
+
+	size := s.l.Size()
+	verdict := "/approvals/" + payment.String() + "/verdict"
+	f := p.verdictForm("approve", one.PreviewDigest, true)
+	resp, b = p.do("POST", verdict, f, "Authorization", "Bearer "+s.token)
+	expect(t, "a verdict with a mediator's token beside the cookie", resp, b, http.StatusUnauthorized, "bearer_refused")
+	resp, b = p.do("POST", verdict, f, "Origin", "http://ledger.example.com")
+	expect(t, "a verdict from another origin", resp, b, http.StatusForbidden, "cross_origin")
+	f.Set("csrf", strings.Repeat("A", 43))
+	resp, b = p.do("POST", verdict, f)
+	expect(t, "a verdict with another csrf token", resp, b, http.StatusForbidden, "csrf")
+	f.Del("csrf")
+	resp, b = p.do("POST", verdict, f)
+	expect(t, "a verdict without a csrf token", resp, b, http.StatusForbidden, "csrf")
+	resp, b = p.do("POST", verdict, p.verdictForm("approve", one.PreviewDigest, false))
+	expect(t, "a verdict without confirm", resp, b, http.StatusBadRequest, "confirm_required")
+	resp, b = p.do("POST", verdict, p.verdictForm("approve", "sha256:"+strings.Repeat("1", 64), true))
+	expect(t, "a verdict on another preview", resp, b, http.StatusConflict, "preview_changed")
+	resp, b = p.do("POST", verdict, p.verdictForm("maybe", one.PreviewDigest, true))
+	expect(t, "a verdict neither approve nor deny", resp, b, http.StatusBadRequest, "invalid_request")
+	resp, b = p.do("POST", "/approvals/"+self.String()+"/verdict", p.verdictForm("approve", one.PreviewDigest, true))
+	expect(t, "a verdict on her own request", resp, b, http.StatusForbidden, "not_permitted")
+	if s.l.Size() != size {
+		t.Fatalf("refused verdicts appended %d entries", s.l.Size()-size)
+	}
+
+	// Approve.
+	resp, b = p.do("POST", verdict, p.verdictForm("approve", one.PreviewDigest, true))
+	expect(t, "the approval's verdict", resp, b, http.StatusCreated, "")
+	var receipt struct {
+		Index uint64
+		Entry json.RawMessage
+	}
+	json.Unmarshal(b, &receipt)
+	e, err := entry.Parse(receipt.Entry)
+	if err != nil {
+		t.Fatalf("the verdict's receipt: %v: %s", err, b)
+	}
+	if e.Kind != entry.KindApproval || e.ApprovalID != payment || e.Approver != "alice" || e.Verdict != entry.Approve ||
+		e.PreviewDigest.String() != one.PreviewDigest {
+		t.Errorf("the verdict's entry: %s", receipt.Entry)
+	}
+	resp, b = p.do("POST", verdict, p.verdictForm("deny", one.PreviewDigest, true))
+	expect(t, "a second verdict", resp, b, http.StatusConflict, "approval_decided")
+	if st, _ := s.l.Approval(payment); st.Verdict != entry.Approve || st.Approver != "alice" {
+		t.Errorf("after the verdict the approval is %+v", st)
+	}
+
+	// Deny, on the default preview: the preview store has none to remove.
+	_, b = p.do("GET", "/approvals/"+email.String(), nil)
+	json.Unmarshal(b, &one)
+	if !bytes.Contains(one.Preview, []byte("The mediator sent no preview")) {
+		t.Errorf("the default preview: %s", one.Preview)
+	}
+	resp, b = p.do("POST", "/approvals/"+email.String()+"/verdict", p.verdictForm("deny", one.PreviewDigest, true))
+	expect(t, "a denial", resp, b, http.StatusCreated, "")
+	_, b = p.do("GET", "/approvals/", nil)
+	json.Unmarshal(b, &list)
+	if len(list.Approvals) != 0 {
+		t.Errorf("after both verdicts alice's list is %s", b)
+	}
+
+	// Bob may not approve payments.
+	q := newPageClient(t, s)
+	q.signIn("bob", testPassword)
+	_, b = q.do("GET", "/approvals/", nil)
+	json.Unmarshal(b, &list)
+	if len(list.Approvals) != 1 || list.Approvals[0].ID != self.String() {
+		t.Errorf("bob's list: %s", b)
+	}
+	resp, b = q.do("GET", "/approvals/"+payment.String(), nil)
+	expect(t, "bob reads a payment", resp, b, http.StatusForbidden, "not_permitted")
+	resp, b = q.do("POST", "/approvals/sign-out", url.Values{"csrf": {p.csrf}})
+	expect(t, "sign-out with another session's csrf token", resp, b, http.StatusForbidden, "csrf")
+	resp, b = q.do("POST", "/approvals/sign-out", url.Values{"csrf": {q.csrf}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"signed_out":true`) {
+		t.Errorf("sign-out: %d %s", resp.StatusCode, b)
+	}
+	resp, b = q.do("GET", "/approvals/", nil)
+	expect(t, "the list after sign-out", resp, b, http.StatusUnauthorized, "unauthenticated")
+
+	// The log holds no secret: no password, session token, csrf token or
+	// preview content.
+	for _, secret := range []string{testPassword, "not-the-password-7391", p.csrf, q.csrf, "ACME", "carol@example.org"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log holds %q", secret)
+		}
+	}
+	for _, c := range p.c.Jar.Cookies(&url.URL{Scheme: "http", Host: strings.TrimPrefix(s.url, "http://")}) {
+		if strings.Contains(logs.String(), c.Value) {
+			t.Error("the log holds a session token")
+		}
+	}
+	if !strings.Contains(logs.String(), `"approval verdict"`) {
+		t.Error("the verdicts were not logged")
+	}
+}
+
+// A denial removes the mediator's preview.
+func TestPageDenyRemovesPreview(t *testing.T) {
+	s := pageServer(t)
+	id := openRequest(t, s, "agent:mail", "send_email", `{"subject":"quarterly report"}`, 1)
+	p := newPageClient(t, s)
+	p.signIn("bob", testPassword)
+	_, digest, ok := s.srv.appr.previews.get(id)
+	if !ok {
+		t.Fatal("no preview stored")
+	}
+	resp, b := p.do("POST", "/approvals/"+id.String()+"/verdict", p.verdictForm("deny", digest.String(), true))
+	expect(t, "a denial", resp, b, http.StatusCreated, "")
+	if _, _, ok := s.srv.appr.previews.get(id); ok {
+		t.Error("the denied approval's preview is still stored")
+	}
+	st, _ := s.l.Approval(id)
+	raw, err := s.l.Entry(context.Background(), st.VerdictIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := entry.Parse(raw); e.PreviewDigest != digest || e.Verdict != entry.Reject || e.Approver != "bob" {
+		t.Errorf("the denial's entry: %s", raw)
+	}
+}
+
+// The HTML page escapes what it shows, asks for a confirmation, and
+// carries the session's csrf token in its forms.
+func TestPageHTML(t *testing.T) {
+	s := pageServer(t)
+	id := openRequest(t, s, "agent:mail", "send_email", `{"subject":"<script>alert(1)</script>","body":"a & b"}`, 1)
+	p := newPageClient(t, s)
+	p.signIn("bob", testPassword)
+	p.header.Set("Accept", "text/html")
+	resp, b := p.do("GET", "/approvals/"+id.String(), nil)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("the approval's page: %d %s", resp.StatusCode, b)
+	}
+	checkPageHeaders(t, "the approval's page", resp)
+	page := string(b)
+	if strings.Contains(page, "<script>") || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the preview is not escaped:\n%s", page)
+	}
+	_, digest, _ := s.srv.appr.previews.get(id)
+	for _, want := range []string{`name="csrf" value="` + p.csrf + `"`, `name="preview_digest" value="` + digest.String() + `"`, "agent:mail", "needs_approval", "payments.review"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the approval's page lacks %s", want)
+		}
+	}
+	// Pretty-printed: one member a line.
+	if !strings.Contains(page, "\n  &#34;body&#34;: &#34;a &amp; b&#34;,\n") {
+		t.Errorf("the preview is not pretty-printed:\n%s", page)
+	}
+	size := s.l.Size()
+	resp, b = p.do("POST", "/approvals/"+id.String()+"/verdict", p.verdictForm("approve", digest.String(), false))
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `name="confirm" value="yes"`) || s.l.Size() != size {
+		t.Fatalf("the confirmation: %d %s", resp.StatusCode, b)
+	}
+	resp, b = p.do("POST", "/approvals/"+id.String()+"/verdict", p.verdictForm("approve", digest.String(), true))
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/approvals/"+id.String() {
+		t.Fatalf("the confirmed verdict: %d %s", resp.StatusCode, b)
+	}
+	_, b = p.do("GET", "/approvals/"+id.String(), nil)
+	if !strings.Contains(string(b), `id="state">approved<`) || strings.Contains(string(b), `id="approve-form"`) {
+		t.Errorf("after the verdict the page shows:\n%s", b)
+	}
+	// Without a session, a page redirects to the sign-in form; an error
+	// is a page.
+	q := newPageClient(t, s)
+	q.header.Set("Accept", "text/html")
+	resp, _ = q.do("GET", "/approvals/"+id.String(), nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/approvals/" {
+		t.Errorf("an approval without a session: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, b = q.do("GET", "/approvals/", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `action="/approvals/sign-in"`) {
+		t.Errorf("the sign-in form: %d %s", resp.StatusCode, b)
+	}
+	resp, b = q.do("POST", "/approvals/sign-in", url.Values{"name": {"bob"}, "password": {"not the password at all"}})
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "credentials") {
+		t.Errorf("a wrong password's page: %d %s", resp.StatusCode, b)
+	}
+	resp, b = q.do("POST", "/approvals/sign-in", url.Values{"name": {"bob"}, "password": {testPassword}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/approvals/" {
+		t.Errorf("a sign-in: %d %s", resp.StatusCode, b)
+	}
+}
+
+func init() {
+	notExercised["post /approvals/sign-in 503"] = "busy: more than 34 sign-ins at once (approver's tests: TestGate)"
+	notExercised["post /approvals/{id}/verdict 429"] = "busy: the append queue full"
+}
+
+// pageDo is answerChecker.do without following redirects.
+func pageDo(a *answerChecker, s *testServer, want int, method, path, body string, header ...string) {
+	a.t.Helper()
+	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	if method == "GET" {
+		req.Body, req.ContentLength = nil, 0
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		a.t.Errorf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
+	}
+	a.check(req, resp, b)
+}
+
+// pageAnswers brings about, for TestOpenAPIAnswers, every answer of the
+// approver's page that docs/openapi.json describes.
+func pageAnswers(t *testing.T, a *answerChecker) {
+	off := startServer(t)
+	id := "/approvals/sha256:" + strings.Repeat("0", 64)
+	form := []string{"Content-Type", "application/x-www-form-urlencoded"}
+	asJSON := append([]string{"Accept", "application/json"}, form...)
+	pageDo(a, off, 404, "GET", "/approvals/", "")
+	pageDo(a, off, 404, "POST", "/approvals/sign-in", "", asJSON...)
+	pageDo(a, off, 404, "POST", "/approvals/sign-out", "", asJSON...)
+	pageDo(a, off, 404, "GET", id, "")
+	pageDo(a, off, 404, "POST", id+"/verdict", "", asJSON...)
+
+	store := ledger.NewMemStore()
+	s := startServerOn(t, func(c *Config) { c.Approvals = &ApprovalsConfig{Approvers: testApprovers()} }, store)
+	if _, err := s.l.Append(t.Context(), ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: time.Hour, ExecutionTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	mail := openRequest(t, s, "agent:mail", "send_email", `{"subject":"minutes"}`, 1)
+	other := openRequest(t, s, "agent:mail", "send_email", `{"subject":"agenda"}`, 2)
+	last := openRequest(t, s, "agent:mail", "send_email", `{"subject":"notes"}`, 3)
+	pay := openRequest(t, s, "agent:billing", "make_payment", "", 4)
+	_, digest, _ := s.srv.appr.previews.get(mail)
+	_, otherDigest, _ := s.srv.appr.previews.get(other)
+	_, lastDigest, _ := s.srv.appr.previews.get(last)
+	p := newPageClient(t, s)
+	p.signIn("bob", testPassword)
+	var cookie string
+	for _, c := range p.c.Jar.Cookies(&url.URL{Scheme: "http", Host: strings.TrimPrefix(s.url, "http://")}) {
+		cookie = c.Name + "=" + c.Value
+	}
+	origin := []string{"Origin", s.url}
+	session := append([]string{"Cookie", cookie}, origin...)
+	sessionJSON := append(append([]string{}, session...), asJSON...)
+	sessionForm := append(append([]string{}, session...), form...)
+	verdict := func(v string, d commit.Digest, confirm bool) string {
+		f := url.Values{"verdict": {v}, "preview_digest": {d.String()}, "csrf": {p.csrf}}
+		if confirm {
+			f.Set("confirm", "yes")
+		}
+		return f.Encode()
+	}
+	signIn := url.Values{"name": {"bob"}, "password": {testPassword}}.Encode()
+
+	pageDo(a, s, 200, "GET", "/approvals/", "")
+	pageDo(a, s, 401, "GET", "/approvals/", "", "Accept", "application/json")
+	pageDo(a, s, 200, "GET", "/approvals/", "", sessionJSON...)
+	pageDo(a, s, 200, "POST", "/approvals/sign-in", signIn, append(asJSON, origin...)...)
+	pageDo(a, s, 303, "POST", "/approvals/sign-in", signIn, append(form, origin...)...)
+	pageDo(a, s, 401, "POST", "/approvals/sign-in", url.Values{"name": {"bob"}, "password": {"not-the-password-7391"}}.Encode(), append(asJSON, origin...)...)
+	pageDo(a, s, 403, "POST", "/approvals/sign-in", signIn, asJSON...)
+	for range approver.MaxFailures {
+		pageDo(a, s, 401, "POST", "/approvals/sign-in", url.Values{"name": {"mallory"}, "password": {"not-the-password-7391"}}.Encode(), append(asJSON, origin...)...)
+	}
+	pageDo(a, s, 429, "POST", "/approvals/sign-in", url.Values{"name": {"mallory"}, "password": {"not-the-password-7391"}}.Encode(), append(asJSON, origin...)...)
+
+	pageDo(a, s, 200, "GET", "/approvals/"+mail.String(), "", session...)
+	pageDo(a, s, 200, "GET", "/approvals/"+mail.String(), "", sessionJSON...)
+	pageDo(a, s, 303, "GET", "/approvals/"+mail.String(), "")
+	pageDo(a, s, 400, "GET", "/approvals/nothing", "", sessionJSON...)
+	pageDo(a, s, 401, "GET", "/approvals/"+mail.String(), "", "Accept", "application/json")
+	pageDo(a, s, 403, "GET", "/approvals/"+pay.String(), "", sessionJSON...)
+	pageDo(a, s, 404, "GET", id, "", sessionJSON...)
+
+	pageDo(a, s, 200, "POST", "/approvals/"+mail.String()+"/verdict", verdict("approve", digest, false), sessionForm...)
+	pageDo(a, s, 400, "POST", "/approvals/"+mail.String()+"/verdict", verdict("approve", digest, false), sessionJSON...)
+	pageDo(a, s, 401, "POST", "/approvals/"+mail.String()+"/verdict", verdict("approve", digest, true), append(asJSON, origin...)...)
+	pageDo(a, s, 403, "POST", "/approvals/"+mail.String()+"/verdict", verdict("approve", digest, true), append(sessionJSON, "Origin", "https://evil.example.org")...)
+	pageDo(a, s, 404, "POST", id+"/verdict", verdict("approve", digest, true), sessionJSON...)
+	pageDo(a, s, 201, "POST", "/approvals/"+mail.String()+"/verdict", verdict("approve", digest, true), sessionJSON...)
+	pageDo(a, s, 409, "POST", "/approvals/"+mail.String()+"/verdict", verdict("deny", digest, true), sessionJSON...)
+	pageDo(a, s, 303, "POST", "/approvals/"+other.String()+"/verdict", verdict("deny", otherDigest, true), sessionForm...)
+	store.Close()
+	pageDo(a, s, 503, "POST", "/approvals/"+last.String()+"/verdict", verdict("deny", lastDigest, true), sessionJSON...)
+
+	pageDo(a, s, 403, "POST", "/approvals/sign-out", "csrf=x", sessionJSON...)
+	pageDo(a, s, 200, "POST", "/approvals/sign-out", "csrf="+p.csrf, sessionJSON...)
+	pageDo(a, s, 401, "POST", "/approvals/sign-out", "csrf="+p.csrf, sessionJSON...)
+	p.signIn("bob", testPassword)
+	for _, c := range p.c.Jar.Cookies(&url.URL{Scheme: "http", Host: strings.TrimPrefix(s.url, "http://")}) {
+		cookie = c.Name + "=" + c.Value
+	}
+	pageDo(a, s, 303, "POST", "/approvals/sign-out", "csrf="+p.csrf, append([]string{"Cookie", cookie}, append(origin, form...)...)...)
+}
