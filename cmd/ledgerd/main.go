@@ -7,6 +7,8 @@
 //	ledgerd init --name ORIGIN [--config FILE | --data DIR] [--mediator NAME] [--listen ADDR]
 //	ledgerd token add NAME [--config FILE | --data DIR]
 //	ledgerd token rotate NAME [--config FILE | --data DIR]
+//	ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
+//	ledgerd approver remove NAME [--config FILE | --data DIR]
 //	ledgerd check [--config FILE | --data DIR]
 //	ledgerd keygen --name ORIGIN --out FILE
 //	ledgerd version
@@ -48,6 +50,8 @@ const usage = `Usage:
     ledgerd init --name ORIGIN [--config FILE | --data DIR] [--mediator NAME] [--listen ADDR]
     ledgerd token add NAME [--config FILE | --data DIR]
     ledgerd token rotate NAME [--config FILE | --data DIR]
+    ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
+    ledgerd approver remove NAME [--config FILE | --data DIR]
     ledgerd check [--config FILE | --data DIR]
     ledgerd keygen --name ORIGIN --out FILE
     ledgerd version
@@ -75,6 +79,13 @@ Commands:
               stdout, once; stores only its SHA-256 in the config, which it
               rewrites atomically. A running ledgerd reads its config only at
               start: restart it to use the change.
+    approver  add: a new approver NAME of the approver's page (docs/approvals.md),
+              who may approve the actions A,B ("*": every action), of the
+              principals P,Q only if given; the password is read from stdin,
+              one line, and only its argon2id hash is stored. Creates the
+              config's approvals member if there is none; refuses a name
+              that exists. remove: removes approver NAME. Rewrites the
+              config atomically; restart ledgerd to use the change.
     check     Read the whole store and check it, with ledgerd stopped: every
               frame and entry checksum, the index, every entry rehashed into
               the tree and the tiles, the latest checkpoint's root and
@@ -96,6 +107,9 @@ Options:
                       ledger.example.com/log. It cannot change later.
     --mediator NAME   init: the mediator to create. Default "local".
     --out FILE        keygen: the key file to create.
+    --actions A,B     approver add: the actions the approver may approve.
+    --principals P,Q  approver add: the only principals whose requests the
+                      approver may approve. Default: any.
 
 Environment:
     GOMEMLIMIT        The Go memory limit. When it is unset ledgerd sets
@@ -111,6 +125,7 @@ Examples:
     $ ledgerd
     $ ledgerd init --data /var/lib/ledgerd --name ledger.example.com/log
     $ ledgerd token add billing --data /var/lib/ledgerd > billing.token
+    $ ledgerd approver add alice --actions send_email,refund --data /var/lib/ledgerd < alice.password
     $ ledgerd serve --config /var/lib/ledgerd/ledgerd.json
     $ ledgerd check --config /var/lib/ledgerd/ledgerd.json
     $ ledgerd keygen --name ledger.example.com/log --out ledger.key
@@ -155,6 +170,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return initCommand(rest, stdout, stderr)
 	case "token":
 		return token(rest, stdout, stderr)
+	case "approver":
+		return approverCommand(rest, stdout, stderr)
 	case "check":
 		return check(ctx, rest, stdout, stderr)
 	case "keygen":
