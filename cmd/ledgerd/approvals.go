@@ -36,6 +36,9 @@ type approvalsState struct {
 	// trusted are the origins besides ledgerd's own from which the page
 	// takes a POST (approver.CheckOrigin).
 	trusted []string
+	// now is the time at which states are judged (GET /v1/approvals/{id},
+	// the preview sweep): time.Now, or a test's clock.
+	now func() time.Time
 }
 
 // newApprovalsState makes the state for cfg, whose Approvals is set and
@@ -57,7 +60,7 @@ func newApprovalsState(cfg *Config) (*approvalsState, error) {
 	return &approvalsState{
 		pendingTTL: pending, executionTTL: execution,
 		find: find, sessions: approver.NewSessions(approver.Options{}),
-		previews: previews, trusted: a.TrustedOrigins,
+		previews: previews, trusted: a.TrustedOrigins, now: time.Now,
 	}, nil
 }
 

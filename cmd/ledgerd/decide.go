@@ -14,8 +14,10 @@ import (
 )
 
 // decideFields are the members a decide body may have: an append's but
-// decision and policies, which the ledger derives.
-var decideFields = []string{"action", "attributes", "params_digest", "params_size", "principal", "tiers_digest"}
+// decision and policies, which the ledger derives. A preview is kept only
+// if the decision is needs_approval (appendAndAnswer); otherwise it is
+// dropped.
+var decideFields = []string{"action", "attributes", "params_digest", "params_size", "preview", "principal", "tiers_digest"}
 
 // decide answers POST /v1/decide for mediator, authenticated by
 // mediatorAuth: the request is read and checked as an append is

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/decisionledger/ledger/approval/preview"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
@@ -39,10 +40,13 @@ type appendRequest struct {
 	ParamsSize   int
 	TiersDigest  string
 	Attributes   []byte // canonical JSON
+	// Preview is the preview document (canonical JSON), nil if the body
+	// has none.
+	Preview []byte
 }
 
 // appendFields are the members an append body may have.
-var appendFields = []string{"action", "attributes", "decision", "params_digest", "params_size", "policies", "principal", "tiers_digest"}
+var appendFields = []string{"action", "attributes", "decision", "params_digest", "params_size", "policies", "preview", "principal", "tiers_digest"}
 
 // refusedBodyGrace is how long net/http may go on reading the body of an
 // append refused before its body was read, before the connection is
@@ -63,11 +67,13 @@ func (s *server) appendEntry(w http.ResponseWriter, r *http.Request, mediator st
 }
 
 // intake is a mediator's request, read and checked by readRecord: the
-// record to append, as far as the request gives it, and whether the
-// answer waits for a checkpoint.
+// record to append, as far as the request gives it, whether the answer
+// waits for a checkpoint, and the preview it carries, rendered (nil if
+// none).
 type intake struct {
-	rec  ledger.Record
-	wait bool
+	rec     ledger.Record
+	wait    bool
+	preview *preview.Preview
 }
 
 // readRecord reads and checks the body of a mediator's request whose
@@ -78,38 +84,11 @@ type intake struct {
 // refusals ("an append"). It answers a refusal itself, and then returns
 // false.
 func (s *server) readRecord(w http.ResponseWriter, r *http.Request, mediator string, fields []string, what string) (intake, bool) {
-	rc := http.NewResponseController(w)
-	if ok, wait := s.rl.allow(mediator, time.Now()); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")
+	body, release, ok := s.readMediatorBody(w, r, mediator)
+	if !ok {
 		return intake{}, false
 	}
-	buf := bodyBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*buf) <= maxPooledBody {
-			bodyBuffers.Put(buf)
-		}
-	}()
-	body, err := readBody(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), (*buf)[:0])
-	*buf = body
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			w.Header().Set("Connection", "close")
-			s.refuse(w, http.StatusRequestTimeout, "body_timeout", "the body did not arrive within %v", s.bodyTimeout)
-		default:
-			s.refuse(w, http.StatusBadRequest, "unreadable", "the body could not be read")
-		}
-		return intake{}, false
-	}
-	// The body is in. Its read deadline must go: left, it would cancel
-	// the request's context while the append waits for the ledger
-	// (net/http's background read). The answer gets WriteTimeout from
-	// when it is ready (refuse, and appendAndAnswer).
-	rc.SetReadDeadline(time.Time{})
+	defer release()
 	req, problem := decodeRequest(body, fields)
 	if problem != "" {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not %s request: %s", what, problem)
@@ -128,6 +107,7 @@ func (s *server) readRecord(w http.ResponseWriter, r *http.Request, mediator str
 		Attributes:     req.Attributes,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	}
+	var err error
 	if rec.Params.Digest, err = commit.ParseDigest(req.ParamsDigest); err != nil {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
 		return intake{}, false
@@ -155,18 +135,88 @@ func (s *server) readRecord(w http.ResponseWriter, r *http.Request, mediator str
 		// The definition is the server's, never the client's.
 		rec.Definition = a.definition
 	}
-	return intake{rec: rec, wait: wait == "checkpoint"}, true
+	in := intake{rec: rec, wait: wait == "checkpoint"}
+	if req.Preview != nil {
+		// Checked last: rendering is the dearest check.
+		if in.preview, ok = s.readPreview(w, req, fields); !ok {
+			return intake{}, false
+		}
+	}
+	return in, true
+}
+
+// readMediatorBody reads the body of a mediator's request: the
+// mediator's rate, the body's bound and body_timeout. It answers a
+// refusal itself, and then returns false. The body lives in a pooled
+// buffer: the caller calls release once done with it.
+func (s *server) readMediatorBody(w http.ResponseWriter, r *http.Request, mediator string) (body []byte, release func(), ok bool) {
+	rc := http.NewResponseController(w)
+	if ok, wait := s.rl.allow(mediator, time.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")
+		return nil, nil, false
+	}
+	buf := bodyBuffers.Get().(*[]byte)
+	release = func() {
+		if cap(*buf) <= maxPooledBody {
+			bodyBuffers.Put(buf)
+		}
+	}
+	body, err := readBody(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), (*buf)[:0])
+	*buf = body
+	if err != nil {
+		release()
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			s.refuse(w, http.StatusRequestTimeout, "body_timeout", "the body did not arrive within %v", s.bodyTimeout)
+		default:
+			s.refuse(w, http.StatusBadRequest, "unreadable", "the body could not be read")
+		}
+		return nil, nil, false
+	}
+	// The body is in. Its read deadline must go: left, it would cancel
+	// the request's context while the append waits for the ledger
+	// (net/http's background read). The answer gets WriteTimeout from
+	// when it is ready (refuse, and appendAndAnswer).
+	rc.SetReadDeadline(time.Time{})
+	return body, release, true
 }
 
 // appendAndAnswer appends in's record for mediator and answers with its
 // receipt: 201, or 200 with Idempotent-Replayed when the Idempotency-Key
 // named an entry appended before. head, if not nil, gives the members the
 // answer carries before the receipt's (decide's decision), from the
-// receipt; if it returns false, it has answered.
+// receipt; if it returns false, it has answered. When approvals are on,
+// the preview of a needs_approval record is staged before the append and
+// kept under the approval's id after it (approvalHead), and the answer
+// of a recorded needs_approval decision that opened an approval carries
+// the approval member after head's.
 func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediator string, in intake, start time.Time, head func(ledger.Receipt) ([]byte, bool)) {
 	rc := http.NewResponseController(w)
+	var staged string
+	if s.appr != nil && in.preview != nil && in.rec.Decision == entry.NeedsApproval {
+		var err error
+		if staged, err = s.appr.previews.stage(in.preview.JSON); err != nil {
+			s.log.ErrorContext(r.Context(), "storing a preview failed; nothing appended", "mediator", mediator, "error", err)
+			s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the preview could not be stored; nothing was appended")
+			return
+		}
+		// Whatever the append's fate, a staged preview not kept goes.
+		defer func() {
+			if staged != "" {
+				s.appr.previews.abandon(staged)
+			}
+		}()
+	}
 	receipt, err := s.l.Append(r.Context(), in.rec)
 	switch {
+	case errors.Is(err, ledger.ErrApproval):
+		s.refuseLifecycle(w, err)
+		return
 	case errors.Is(err, ledger.ErrInvalidRecord):
 		s.refuse(w, http.StatusBadRequest, "invalid_record", "%v", err)
 		return
@@ -195,6 +245,9 @@ func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 		if headPart, ok = head(receipt); !ok {
 			return
 		}
+	}
+	if s.appr != nil {
+		headPart = append(headPart, s.approvalHead(r.Context(), in.rec, receipt, &staged)...)
 	}
 	var proofPart []byte
 	if in.wait {
@@ -321,6 +374,9 @@ func decodeRequest(body []byte, fields []string) (appendRequest, string) {
 	}
 	if v, ok := obj.Get("attributes"); ok {
 		req.Attributes = v.Canonical()
+	}
+	if v, ok := obj.Get("preview"); ok {
+		req.Preview = v.Canonical()
 	}
 	if wrongType != "" {
 		return req, fmt.Sprintf("field %q has the wrong type", wrongType)

@@ -449,8 +449,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			l.Close()
 			return failStart("%v", err)
 		}
+		// The deadlines in force before the first approval is opened.
+		if err := appr.publishConfig(ctx, l, log); err != nil {
+			l.Close()
+			return failStart("%v", err)
+		}
 	}
-	srv, limited, err := newHTTPServer(&server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol, appr: appr}, ln)
+	api := &server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol, appr: appr}
+	srv, limited, err := newHTTPServer(api, ln)
 	if err == nil && cfg.TLS != nil {
 		srv.TLSConfig, err = cfg.TLS.tlsConfig()
 	}
@@ -499,6 +505,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
+	// The previews of closed and expired approvals are removed at start
+	// and every minute.
+	sweeps := make(chan struct{})
+	go func() {
+		defer close(sweeps)
+		if appr != nil {
+			api.sweepPreviewsEvery(ctx, previewSweepInterval)
+		}
+	}()
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
@@ -506,6 +521,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stop()
 	}
 	<-reloads
+	<-sweeps
 	// Finish requests in flight (their entries become durable and are
 	// acknowledged), then stop the ledger, which signs a final checkpoint.
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)

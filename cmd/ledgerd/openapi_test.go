@@ -455,6 +455,9 @@ func TestOpenAPIAnswers(t *testing.T) {
 	decideStore.Close()
 	a.do(brokenDecide, 503, "POST", "/v1/decide", decide, auth(brokenDecide)...)
 
+	// The mediators' approval endpoints (approvals_mediator_test.go).
+	openAPIApprovalAnswers(t, a)
+
 	pageAnswers(t, a) // the approver's page (approvals_page_test.go)
 
 	// Every response docs/openapi.json describes was seen.
