@@ -69,6 +69,13 @@ type medServer struct {
 // (approvals off with c.Approvals = nil).
 func startMedServer(t testing.TB, change func(*Config)) *medServer {
 	t.Helper()
+	return startMedServerOn(t, change, nil)
+}
+
+// startMedServerOn starts a medServer on store, or, if store is nil, on a
+// new badger store in the config's store_dir.
+func startMedServerOn(t testing.TB, change func(*Config), store ledger.Store) *medServer {
+	t.Helper()
 	dir := t.TempDir()
 	path, token, err := initDataDir(dir)
 	if err != nil {
@@ -96,9 +103,10 @@ func startMedServer(t testing.TB, change func(*Config)) *medServer {
 			t.Fatal(err)
 		}
 	}
-	store, err := ledger.OpenBadger(t.Context(), cfg.StoreDir, ledger.BadgerOptions{Logger: logger})
-	if err != nil {
-		t.Fatal(err)
+	if store == nil {
+		if store, err = ledger.OpenBadger(t.Context(), cfg.StoreDir, ledger.BadgerOptions{Logger: logger}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() { store.Close() })
 	clock := &medClock{t: medT0}
@@ -980,6 +988,32 @@ func openAPIApprovalAnswers(t *testing.T, a *answerChecker) {
 	a.do(limited.testServer, 404, "POST", path+"/consume", terms, limitedAuth...) // unknown there
 	a.do(limited.testServer, 429, "POST", path+"/consume", terms, limitedAuth...)
 	a.do(limited.testServer, 429, "POST", path+"/outcome", `{"consumption":1,"result":"unknown"}`, limitedAuth...)
+
+	slow := startMedServer(t, func(c *Config) { c.BodyTimeout = "200ms" })
+	for _, endpoint := range []string{"/consume", "/outcome"} {
+		conn := dialRaw(t, slow.url)
+		conn.send(t, partialPost(path+endpoint, "Bearer "+slow.token))
+		resp, body, err := conn.response(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", slow.url+path+endpoint, nil)
+		if resp.StatusCode != http.StatusRequestTimeout {
+			t.Errorf("a partial body: %d %s, want 408", resp.StatusCode, body)
+		}
+		a.check(req, resp, []byte(body))
+	}
+
+	// A store that fails after an approval was approved.
+	store := ledger.NewMemStore()
+	broken := startMedServerOn(t, nil, store)
+	brokenID := broken.open(t, q, "")
+	broken.verdict(t, brokenID, entry.Approve)
+	store.Close()
+	brokenPath := "/v1/approvals/" + brokenID.String()
+	brokenAuth := []string{"Authorization", "Bearer " + broken.token}
+	a.do(broken.testServer, 503, "POST", brokenPath+"/consume", q.consumeBody(), brokenAuth...)
+	a.do(broken.testServer, 503, "POST", brokenPath+"/outcome", `{"consumption":3,"result":"unknown"}`, brokenAuth...)
 
 	off := startMedServer(t, func(c *Config) { c.Approvals = nil })
 	offAuth := []string{"Authorization", "Bearer " + off.token}
