@@ -212,7 +212,7 @@ func newPageItem(st ledger.ApprovalStatus, now time.Time) pageItem {
 	return pageItem{
 		ID: st.ID.String(), Path: "/approvals/" + st.ID.String(),
 		Action: st.Action, Principal: st.Principal, Mediator: st.Mediator,
-		State: approvalState(st, now), RequestTime: st.RequestTime, Deadline: st.PendingDeadline,
+		State: approvalStateAt(st, now), RequestTime: st.RequestTime, Deadline: st.PendingDeadline,
 		Verdict: string(st.Verdict), Approver: st.Approver, VerdictIndex: st.VerdictIndex,
 	}
 }
@@ -248,62 +248,17 @@ func writePageJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// approvalState is an approval's state at now (docs/api.md): pending,
-// approved, denied, expired or consumed.
-func approvalState(st ledger.ApprovalStatus, now time.Time) string {
-	switch {
-	case st.Consumed:
-		return "consumed"
-	case st.Verdict == entry.Reject:
-		return "denied"
-	case st.Verdict == entry.Approve && now.Before(st.ExecutionDeadline):
-		return "approved"
-	case st.Verdict == "" && now.Before(st.PendingDeadline):
-		return "pending"
-	}
-	return "expired"
-}
-
-// pageStatus is an approval as JSON, the members of GET /v1/approvals/{id}
-// (docs/api.md), those without a value omitted.
+// pageStatus is an approval as JSON: the members of GET
+// /v1/approvals/{id} (approvalStatusView) and, for one approval, its
+// preview and the preview's digest.
 type pageStatus struct {
-	ID                string          `json:"id"`
-	Request           uint64          `json:"request"`
-	RequestTime       string          `json:"request_time"`
-	Mediator          string          `json:"mediator"`
-	Principal         string          `json:"principal"`
-	Action            string          `json:"action"`
-	ParamsDigest      string          `json:"params_digest"`
-	ParamsSize        int             `json:"params_size"`
-	State             string          `json:"state"`
-	PendingDeadline   string          `json:"pending_deadline"`
-	Verdict           string          `json:"verdict,omitempty"`
-	VerdictIndex      uint64          `json:"verdict_index,omitempty"`
-	Approver          string          `json:"approver,omitempty"`
-	ExecutionDeadline string          `json:"execution_deadline,omitempty"`
-	Consumption       uint64          `json:"consumption,omitempty"`
-	Outcome           string          `json:"outcome,omitempty"`
-	OutcomeIndex      uint64          `json:"outcome_index,omitempty"`
-	Preview           json.RawMessage `json:"preview,omitempty"`
-	PreviewDigest     string          `json:"preview_digest,omitempty"`
+	approvalStatusView
+	Preview       json.RawMessage `json:"preview,omitempty"`
+	PreviewDigest string          `json:"preview_digest,omitempty"`
 }
 
 func newPageStatus(st ledger.ApprovalStatus, now time.Time) pageStatus {
-	p := pageStatus{
-		ID: st.ID.String(), Request: st.Request, RequestTime: st.RequestTime.UTC().Format(entry.TimeLayout),
-		Mediator: st.Mediator, Principal: st.Principal, Action: st.Action,
-		ParamsDigest: st.Params.Digest.String(), ParamsSize: st.Params.Size,
-		State: approvalState(st, now), PendingDeadline: st.PendingDeadline.UTC().Format(entry.TimeLayout),
-		Verdict: string(st.Verdict), VerdictIndex: st.VerdictIndex, Approver: st.Approver,
-		Outcome: string(st.Outcome), OutcomeIndex: st.OutcomeIndex,
-	}
-	if !st.ExecutionDeadline.IsZero() {
-		p.ExecutionDeadline = st.ExecutionDeadline.UTC().Format(entry.TimeLayout)
-	}
-	if st.Consumed {
-		p.Consumption = st.Consumption
-	}
-	return p
+	return pageStatus{approvalStatusView: newApprovalStatusView(st, now)}
 }
 
 // pageHome is GET /approvals/: the sign-in form without a session; with
@@ -318,7 +273,7 @@ func (s *server) pageHome(w http.ResponseWriter, r *http.Request, ses *pageSessi
 		s.renderPage(w, http.StatusOK, "sign-in", pageView{Title: "Sign in"})
 		return
 	}
-	now := time.Now()
+	now := s.appr.now()
 	var mine []ledger.ApprovalStatus
 	for _, st := range s.l.PendingApprovals(now) {
 		if ses.approver.MayApprove(st.Action, st.Principal) == nil {
@@ -454,7 +409,7 @@ func (s *server) pageApproval(w http.ResponseWriter, r *http.Request, ses *pageS
 	if !ok {
 		return
 	}
-	now := time.Now()
+	now := s.appr.now()
 	doc, digest, sent, err := s.previewOf(r.Context(), st)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "approver's page: no preview", "approval", st.ID.String(), "error", err)
@@ -492,7 +447,7 @@ func (s *server) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *p
 	v := pageView{
 		Title: "Approval " + st.ID.String(), Approver: ses.name, CSRF: ses.csrf, Item: item,
 		Decision: string(req.Decision), Policies: req.Policies,
-		Preview: pretty.String(), PreviewDigest: digest.String(), MayDecide: item.State == "pending",
+		Preview: pretty.String(), PreviewDigest: digest.String(), MayDecide: item.State == statePending,
 	}
 	if req.PolicySet != (commit.Digest{}) {
 		v.PolicySet = req.PolicySet.String()
@@ -532,10 +487,10 @@ func (s *server) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSe
 		s.pageRefuse(w, r, http.StatusBadRequest, "invalid_request", "preview_digest: the digest of the preview shown, sha256:<64 lower-case hex>")
 		return
 	}
-	now := time.Now()
-	switch approvalState(st, now) {
-	case "pending":
-	case "expired":
+	now := s.appr.now()
+	switch approvalStateAt(st, now) {
+	case statePending:
+	case stateExpired:
 		if st.Verdict == "" {
 			s.pageRefuse(w, r, http.StatusConflict, "approval_expired", "the approval's pending deadline has passed")
 			return

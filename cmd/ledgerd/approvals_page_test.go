@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/approval/approver"
-	"github.com/decisionledger/ledger/approval/preview"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
@@ -50,20 +49,30 @@ func pageServer(t *testing.T) *testServer {
 	return s
 }
 
-// openRequest appends, as the test's mediator, a needs_approval decision
-// of principal for action, gives it the preview doc (if not empty) as
-// its mediator would, and returns the approval's id.
+// openRequest appends over HTTP, as the test's mediator, a needs_approval
+// decision of principal for action with the preview doc (none if empty),
+// and returns the approval's id.
 func openRequest(t *testing.T, s *testServer, principal, action, doc string, i int) commit.Digest {
 	t.Helper()
 	c, _ := commit.Params([]byte(fmt.Sprintf(`{"to":"user%d@example.com","amount_minor":%d}`, i, i)))
+	var withPreview string
+	if doc != "" {
+		withPreview = `,"preview":` + doc
+	}
 	body := fmt.Sprintf(`{"principal":%q,"action":%q,"decision":"needs_approval","policies":["payments.review"],`+
-		`"params_digest":"%s","params_size":%d,"tiers_digest":"sha256:%064x","attributes":{"amount_minor":%d}}`,
-		principal, action, c.Digest, c.Size, i, i)
+		`"params_digest":"%s","params_size":%d,"tiers_digest":"sha256:%064x","attributes":{"amount_minor":%d}%s}`,
+		principal, action, c.Digest, c.Size, i, i, withPreview)
 	resp, b := s.post(t, s.token, body)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("append of a needs_approval request: %d %s", resp.StatusCode, b)
 	}
-	var receipt struct{ Entry json.RawMessage }
+	var receipt struct {
+		Approval struct {
+			ID            string `json:"id"`
+			PreviewDigest string `json:"preview_digest"`
+		} `json:"approval"`
+		Entry json.RawMessage
+	}
 	if err := json.Unmarshal(b, &receipt); err != nil {
 		t.Fatal(err)
 	}
@@ -75,21 +84,11 @@ func openRequest(t *testing.T, s *testServer, principal, action, doc string, i i
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := s.l.Approval(id); !ok {
-		t.Fatalf("the request at %d opened no approval", e.Index)
+	if _, ok := s.l.Approval(id); !ok || receipt.Approval.ID != id.String() {
+		t.Fatalf("the request at %d opened no approval: %s", e.Index, b)
 	}
-	if doc != "" {
-		p, err := preview.Render([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		staged, err := s.srv.appr.previews.stage(p.JSON)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.srv.appr.previews.commit(staged, id); err != nil {
-			t.Fatal(err)
-		}
+	if _, digest, ok := s.srv.appr.previews.get(id); ok != (doc != "") || ok && digest.String() != receipt.Approval.PreviewDigest {
+		t.Fatalf("the request at %d has a preview %v (%s), sent %q", e.Index, ok, digest, doc)
 	}
 	return id
 }
