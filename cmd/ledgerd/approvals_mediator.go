@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -286,11 +287,14 @@ var (
 // needed. It answers a refusal itself, naming fields and positions, never
 // a value nor a member name the client chose, and then returns false.
 func (s *server) readMembers(w http.ResponseWriter, r *http.Request, mediator string, fields, needed []string, what string) (commit.Object, bool) {
-	body, release, ok := s.readMediatorBody(w, r, mediator)
+	pooled, release, ok := s.readMediatorBody(w, r, mediator)
 	if !ok {
 		return commit.Object{}, false
 	}
-	defer release()
+	// obj's names and texts alias the body it is read from, and the
+	// pooled buffer goes back to the pool now: obj reads a copy.
+	body := bytes.Clone(pooled)
+	release()
 	obj, err := commit.Domain{}.Object(body)
 	problem := ""
 	if err != nil {
@@ -312,7 +316,6 @@ func (s *server) readMembers(w http.ResponseWriter, r *http.Request, mediator st
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "the body is not %s request: %s", what, problem)
 		return commit.Object{}, false
 	}
-	// obj's strings are copies: it outlives the pooled body.
 	return obj, true
 }
 
@@ -470,7 +473,7 @@ func (s *server) refuseLifecycle(w http.ResponseWriter, err error) {
 	case ledger.CodeConsumed:
 		f.refuse(w, http.StatusConflict, "approval_consumed", "the approval was consumed already (a retry with the first Idempotency-Key gets the first receipt)")
 	case ledger.CodeMismatch:
-		f.refuse(w, http.StatusConflict, "approval_mismatch", "%s: not the approved request's", ae.Term)
+		f.refuse(w, http.StatusConflict, "approval_mismatch", "%s: not what the ledger recorded for this approval (its request's, or its consumption's for an outcome)", ae.Term)
 	case ledger.CodeDigestMismatch:
 		f.refuse(w, http.StatusConflict, "approval_digest_mismatch", "%s: not the approved request's", ae.Term)
 	case ledger.CodeDecided:
