@@ -286,7 +286,8 @@ func TestPageJSON(t *testing.T) {
 	expect(t, "a verdict on another preview", resp, b, http.StatusConflict, "preview_changed")
 	resp, b = p.do("POST", verdict, p.verdictForm("maybe", one.PreviewDigest, true))
 	expect(t, "a verdict neither approve nor deny", resp, b, http.StatusBadRequest, "invalid_request")
-	resp, b = p.do("POST", "/approvals/"+self.String()+"/verdict", p.verdictForm("approve", one.PreviewDigest, true))
+	_, selfDigest, _ := s.srv.appr.previews.get(self)
+	resp, b = p.do("POST", "/approvals/"+self.String()+"/verdict", p.verdictForm("approve", selfDigest.String(), true))
 	expect(t, "a verdict on her own request", resp, b, http.StatusForbidden, "not_permitted")
 	if s.l.Size() != size {
 		t.Fatalf("refused verdicts appended %d entries", s.l.Size()-size)
@@ -562,4 +563,26 @@ func pageAnswers(t *testing.T, a *answerChecker) {
 		cookie = c.Name + "=" + c.Value
 	}
 	pageDo(a, s, 303, "POST", "/approvals/sign-out", "csrf="+p.csrf, append([]string{"Cookie", cookie}, append(origin, form...)...)...)
+}
+
+// Past its pending deadline, by the server's clock, an approval leaves
+// the list and a verdict on it is refused.
+func TestPageExpired(t *testing.T) {
+	s := pageServer(t)
+	id := openRequest(t, s, "agent:mail", "send_email", `{"subject":"late"}`, 1)
+	p := newPageClient(t, s)
+	p.signIn("bob", testPassword)
+	_, digest, _ := s.srv.appr.previews.get(id)
+	st, _ := s.l.Approval(id)
+	s.srv.appr.now = func() time.Time { return st.PendingDeadline }
+	resp, b := p.do("GET", "/approvals/", nil)
+	if !strings.Contains(string(b), `"approvals":[]`) {
+		t.Errorf("the list at the deadline: %s", b)
+	}
+	resp, b = p.do("GET", "/approvals/"+id.String(), nil)
+	if !strings.Contains(string(b), `"state":"expired"`) {
+		t.Errorf("the approval at the deadline: %d %s", resp.StatusCode, b)
+	}
+	resp, b = p.do("POST", "/approvals/"+id.String()+"/verdict", p.verdictForm("approve", digest.String(), true))
+	expect(t, "a verdict at the deadline", resp, b, http.StatusConflict, "approval_expired")
 }
