@@ -575,11 +575,11 @@ func TestPageExpired(t *testing.T) {
 	_, digest, _ := s.srv.appr.previews.get(id)
 	st, _ := s.l.Approval(id)
 	s.srv.appr.now = func() time.Time { return st.PendingDeadline }
-	resp, b := p.do("GET", "/approvals/", nil)
+	_, b := p.do("GET", "/approvals/", nil)
 	if !strings.Contains(string(b), `"approvals":[]`) {
 		t.Errorf("the list at the deadline: %s", b)
 	}
-	resp, b = p.do("GET", "/approvals/"+id.String(), nil)
+	resp, b := p.do("GET", "/approvals/"+id.String(), nil)
 	if !strings.Contains(string(b), `"state":"expired"`) {
 		t.Errorf("the approval at the deadline: %d %s", resp.StatusCode, b)
 	}
