@@ -93,6 +93,9 @@ func (s *server) readPreview(w http.ResponseWriter, req appendRequest, fields []
 	}
 	p, err := preview.Render(req.Preview)
 	if err != nil {
+		// Not expected: the body's strict decoding admitted the preview
+		// under the same domain and tighter bounds. Kept as a second
+		// line, never naming a value.
 		var ie *preview.InputError
 		problem := "it could not be rendered"
 		if errors.As(err, &ie) {
