@@ -277,49 +277,62 @@ func (s *approvals) lookup(e *entry.Entry, rebuild bool) (*approval, error) {
 	return a, nil
 }
 
-// status reports a as an ApprovalStatus.
-func (a *approval) status() ApprovalStatus {
+// status reports a as an ApprovalStatus, as the durable entries
+// [0, durable) tell it: a verdict, consumption or outcome chained but not
+// yet durable is left out (an outcome that is not durable hides the one
+// before it too, as only the latest is kept).
+func (a *approval) status(durable uint64) ApprovalStatus {
 	st := ApprovalStatus{
 		ID: a.id, Request: a.request, RequestTime: fromMicros(a.requestTime),
 		Mediator: a.mediator.Value(), Principal: a.principal.Value(), Action: a.action.Value(),
 		Params: a.params, PendingDeadline: fromMicros(a.pending),
-		Verdict: a.verdict, VerdictIndex: a.verdictIndex,
-		Consumed: a.consumption != 0, Consumption: a.consumption,
-		Outcome: a.outcome, OutcomeIndex: a.outcomeIndex,
 	}
-	if a.verdict != "" {
-		st.Approver = a.approver.Value()
+	if a.verdict == "" || a.verdictIndex >= durable {
+		return st
 	}
+	st.Verdict, st.VerdictIndex, st.Approver = a.verdict, a.verdictIndex, a.approver.Value()
 	if a.verdict == entry.Approve {
 		st.ExecutionDeadline = fromMicros(a.execution)
+	}
+	if a.consumption != 0 && a.consumption < durable {
+		st.Consumed, st.Consumption = true, a.consumption
+		if a.outcome != "" && a.outcomeIndex < durable {
+			st.Outcome, st.OutcomeIndex = a.outcome, a.outcomeIndex
+		}
 	}
 	return st
 }
 
 // Approval returns the state of the approval with the given id (the entry
-// hash of its request), and whether there is one. It reflects every entry
-// chained so far, including those of a batch still being made durable.
+// hash of its request), and whether there is one, as the durable entries
+// tell it: what a batch still being made durable holds is not reported
+// (an approval whose request is not durable yet is not found), so that
+// every index it reports can be read. The sequencer's own checks see every
+// entry chained.
 func (l *Ledger) Approval(id commit.Digest) (ApprovalStatus, bool) {
+	durable := l.Size()
 	s := l.approvals
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.byID[id]
-	if a == nil {
+	if a == nil || a.request >= durable {
 		return ApprovalStatus{}, false
 	}
-	return a.status(), true
+	return a.status(durable), true
 }
 
 // PendingApprovals returns the approvals awaiting a verdict at now: no
-// verdict, now strictly before the pending deadline; in request order.
+// durable verdict, now strictly before the pending deadline; in request
+// order; durable requests only, as Approval.
 func (l *Ledger) PendingApprovals(now time.Time) []ApprovalStatus {
+	durable := l.Size()
 	s := l.approvals
 	t := micros(now)
 	s.mu.Lock()
 	var list []ApprovalStatus
 	for _, a := range s.byID {
-		if a.verdict == "" && t < a.pending {
-			list = append(list, a.status())
+		if a.request < durable && (a.verdict == "" || a.verdictIndex >= durable) && t < a.pending {
+			list = append(list, a.status(durable))
 		}
 	}
 	s.mu.Unlock()

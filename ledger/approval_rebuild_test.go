@@ -1,6 +1,9 @@
 package ledger
 
 import (
+	"context"
+	"crypto/sha256"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,5 +84,65 @@ func TestRebuildRefusesForgedRequestIndex(t *testing.T) {
 				t.Errorf("rebuilt verdict %q consumed %v; want %q %v", a.verdict, a.consumption != 0, c.wantVerdict, c.wantConsumed)
 			}
 		})
+	}
+}
+
+// gatedStore holds each Commit until the test opens the gate, and says
+// when one is waiting: its batch is chained and not durable.
+type gatedStore struct {
+	Store
+	mu      sync.Mutex
+	closed  bool
+	waiting chan struct{}
+	open    chan struct{}
+}
+
+func (s *gatedStore) Commit(ctx context.Context, b Batch) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		s.waiting <- struct{}{}
+		<-s.open
+	}
+	return s.Store.Commit(ctx, b)
+}
+
+// Approval and PendingApprovals report what the durable entries tell: a
+// verdict chained but not yet durable is not shown (its index could not
+// be read yet), and shows once its batch is durable.
+func TestApprovalStatusIsDurable(t *testing.T) {
+	gs := &gatedStore{Store: NewMemStore(), waiting: make(chan struct{}), open: make(chan struct{})}
+	a := newApprovalLog(t, gs)
+	id, _ := a.request(t0, requestRecord(t))
+	gs.mu.Lock()
+	gs.closed = true
+	gs.mu.Unlock()
+	a.clock.set(t0.Add(time.Second))
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.l.Append(context.Background(), Record{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice",
+			Verdict: entry.Approve, PreviewDigest: sha256.Sum256([]byte("preview"))})
+		done <- err
+	}()
+	<-gs.waiting // the verdict is chained; its batch waits to be stored
+	if st, ok := a.l.Approval(id); !ok || st.Verdict != "" || !st.ExecutionDeadline.IsZero() {
+		t.Errorf("a verdict not yet durable is reported: %+v", st)
+	}
+	if list := a.l.PendingApprovals(t0.Add(2 * time.Second)); len(list) != 1 || list[0].ID != id {
+		t.Errorf("pending while its verdict is not durable: %+v", list)
+	}
+	gs.mu.Lock()
+	gs.closed = false
+	gs.mu.Unlock()
+	close(gs.open)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := a.l.Approval(id); !ok || st.Verdict != entry.Approve || st.VerdictIndex != 2 {
+		t.Errorf("the durable verdict: %+v", st)
+	}
+	if list := a.l.PendingApprovals(t0.Add(2 * time.Second)); len(list) != 0 {
+		t.Errorf("pending after a durable verdict: %+v", list)
 	}
 }
