@@ -82,6 +82,9 @@ type Key struct {
 	origin   string // the key name, which is also the log origin
 	id       string // "<name>+<hash>", the entries' key_id
 	public   ed25519.PublicKey
+	// witnesses, if set, is the cosignature policy Checkpoint enforces
+	// (witness.go).
+	witnesses *WitnessPolicy
 }
 
 // ParseKey parses a note verifier key "<name>+<hash>+<base64>" of an
@@ -137,7 +140,8 @@ func (e *UnknownSignerError) Error() string {
 // Checkpoint opens a signed checkpoint with the trusted key, strictly:
 // every signature line in canonical base64, and every line with the
 // trusted key's name and key hash verifying (package
-// internal/signednote, which the ledger uses too).
+// internal/signednote, which the ledger uses too); and, for a key given a
+// witness policy (WithWitnesses), enough valid witness cosignatures.
 func (k *Key) Checkpoint(signed []byte) (*log.Checkpoint, error) {
 	fail := func(err error) (*log.Checkpoint, error) {
 		return nil, &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckCheckpointSignature, Err: err}
@@ -160,6 +164,11 @@ func (k *Key) Checkpoint(signed []byte) (*log.Checkpoint, error) {
 	}
 	if cp.Origin != k.origin {
 		return fail(fmt.Errorf("the checkpoint is for origin %q, the key's is %q", cp.Origin, k.origin))
+	}
+	if k.witnesses != nil {
+		if err := k.witnesses.check(signed); err != nil {
+			return nil, &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckWitnesses, Err: err}
+		}
 	}
 	return cp, nil
 }

@@ -23,6 +23,12 @@ import (
 const keyOptions = `    --key VKEY            The ledger's note verifier key, name+hash+base64,
                           as the ledger's operator publishes it.
     --key-file FILE       A file holding the verifier key.
+    --witness VKEY        A witness's cosignature/v1 verifier key (C2SP
+                          tlog-cosignature, key type 0x04), as the witness
+                          publishes it. Repeat for each trusted witness.
+    --witnesses-needed N  Refuse a checkpoint without valid cosignatures
+                          from N distinct listed witnesses. Default: every
+                          listed witness.
 `
 
 const exportOptions = keyOptions + `    --trusted CHECKPOINT  A signed checkpoint file verified before. The
@@ -65,12 +71,16 @@ Examples:
 
 // keyFlags are the options every verifying command shares.
 type keyFlags struct {
-	key, keyFile string
+	key, keyFile    string
+	witnesses       witnessFlag
+	witnessesNeeded int
 }
 
 func (k *keyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.key, "key", "", "")
 	fs.StringVar(&k.keyFile, "key-file", "", "")
+	fs.Var(&k.witnesses, "witness", "")
+	fs.IntVar(&k.witnessesNeeded, "witnesses-needed", -1, "")
 }
 
 func (k *keyFlags) load() (*verify.Key, error) {
@@ -87,7 +97,11 @@ func (k *keyFlags) load() (*verify.Key, error) {
 	case k.key == "":
 		return nil, errors.New("a verifier key is required (--key or --key-file)")
 	}
-	return verify.ParseKey(text)
+	key, err := verify.ParseKey(text)
+	if err != nil {
+		return nil, err
+	}
+	return k.witnessPolicy(key)
 }
 
 func readFileLimit(name string, limit int64) ([]byte, error) {

@@ -51,6 +51,13 @@ func makeFixture(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals")
 		return 2
 	}
+	if args[0] == "witnessed" {
+		if err := writeWitnessFixture(".", 40); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
 	if args[0] == "approvals" {
 		if err := writeApprovalFixture("."); err != nil {
 			fmt.Fprintln(os.Stderr, err)
