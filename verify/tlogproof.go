@@ -107,7 +107,7 @@ func VerifyTlogProof(b []byte, key *Key) (*entry.Entry, *log.Checkpoint, error) 
 	if e.Origin != key.origin {
 		return nil, nil, &Failure{Index: index, Check: CheckEntryKey, Err: errors.New("entry names another log origin")}
 	}
-	if err := e.Verify(key.id, key.public); err != nil {
+	if err := key.verifyEntrySignature(e); err != nil {
 		check := CheckEntrySignature
 		if errors.Is(err, entry.ErrKeyID) {
 			check = CheckEntryKey

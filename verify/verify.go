@@ -4,7 +4,7 @@
 // checkpoint's tree extends another's, whether candidate parameters are
 // exactly the ones an entry committed to, and whether the ledger's own
 // decisions replay to their records with the policy sets they name
-// (VerifyDecisions). It trusts nothing but the verifier key it is given.
+// (VerifyDecisions). It trusts nothing but the verifier keys it is given.
 //
 // It imports only the standard library, package entry and commit,
 // package policy (and through it cedar-go) to replay decisions,
@@ -75,7 +75,8 @@ func (f *Failure) Error() string {
 
 func (f *Failure) Unwrap() error { return f.Err }
 
-// Key is a trusted ledger key, from its note verifier key.
+// Key is a trusted ledger key, from its note verifier key, or a set of a
+// log's keys across rotations (keys.go).
 type Key struct {
 	vkey     string
 	verifier note.Verifier
@@ -85,6 +86,7 @@ type Key struct {
 	// witnesses, if set, is the cosignature policy Checkpoint enforces
 	// (witness.go).
 	witnesses *WitnessPolicy
+	set       []*Key // a key set's keys, this one first; nil for one key
 }
 
 // ParseKey parses a note verifier key "<name>+<hash>+<base64>" of an
@@ -126,7 +128,8 @@ var (
 // signed. The names come from the untrusted note: print them escaped.
 type UnknownSignerError struct {
 	// Trusted is the trusted key's "<name>+<hash>", the hash in 8
-	// lower-case hex digits, as in an entry's key_id.
+	// lower-case hex digits, as in an entry's key_id; for a key set, the
+	// keys' ids separated by ", ".
 	Trusted string
 	// Signers are the signature lines' keys, in the same form, in order
 	// (repeated lines once).
@@ -146,10 +149,10 @@ func (k *Key) Checkpoint(signed []byte) (*log.Checkpoint, error) {
 	fail := func(err error) (*log.Checkpoint, error) {
 		return nil, &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckCheckpointSignature, Err: err}
 	}
-	n, err := signednote.Open(signed, k.verifier)
+	n, err := k.openNote(signed)
 	var unverified *note.UnverifiedNoteError
 	if errors.As(err, &unverified) {
-		e := &UnknownSignerError{Trusted: k.id}
+		e := &UnknownSignerError{Trusted: strings.Join(k.IDs(), ", ")}
 		for _, s := range unverified.Note.UnverifiedSigs {
 			e.Signers = append(e.Signers, fmt.Sprintf("%s+%08x", s.Name, s.Hash))
 		}
@@ -179,7 +182,7 @@ func (k *Key) VerifyEntry(e *entry.Entry) error {
 	if e.Origin != k.origin {
 		return &Failure{Index: int64(e.Index), Check: CheckEntryKey, Err: errors.New("entry names another log origin")}
 	}
-	if err := e.Verify(k.id, k.public); err != nil {
+	if err := k.verifyEntrySignature(e); err != nil {
 		check := CheckEntrySignature
 		if errors.Is(err, entry.ErrKeyID) {
 			check = CheckEntryKey
@@ -272,10 +275,10 @@ func checkEntry(key *Key, index uint64, b []byte, checkSignature bool) *checked 
 		fail(CheckEntryEncoding, err)
 		return c
 	}
-	switch {
-	case e.KeyID != key.id:
-		fail(CheckEntryKey, entry.ErrKeyID)
-	case checkSignature && !ed25519.Verify(key.public, m, e.Signature):
+	switch signer, err := key.signer(e.KeyID); {
+	case err != nil:
+		fail(CheckEntryKey, err)
+	case checkSignature && !ed25519.Verify(signer.public, m, e.Signature):
 		fail(CheckEntrySignature, entry.ErrSignature)
 	}
 	c.entry, c.hash = e, sha256.Sum256(m)

@@ -1,5 +1,5 @@
 // Package signednote opens C2SP signed notes (https://c2sp.org/signed-note)
-// with one trusted key, more strictly than golang.org/x/mod/sumdb/note.Open,
+// with trusted keys, more strictly than golang.org/x/mod/sumdb/note.Open,
 // which it calls first:
 //
 //   - Every signature line, whoever signed it, must spell its signature in
@@ -52,13 +52,16 @@ func (e *LineError) Error() string {
 
 func (e *LineError) Unwrap() error { return e.Err }
 
-// Open opens msg with the trusted verifier v: note.Open, whose errors it
-// returns unchanged (*note.UnverifiedNoteError when no line is v's,
-// *note.InvalidSignatureError when the first of v's lines does not
-// verify, and others for malformed notes), then the checks of the package
-// doc, which fail with a *LineError.
-func Open(msg []byte, v note.Verifier) (*note.Note, error) {
-	n, err := note.Open(msg, note.VerifierList(v))
+// Open opens msg with the trusted verifier v, and any more trusted
+// verifiers (a log's keys across a rotation): note.Open, whose errors it
+// returns unchanged (*note.UnverifiedNoteError when no line is a trusted
+// key's, *note.InvalidSignatureError when the first of a trusted key's
+// lines does not verify, and others for malformed notes), then the checks
+// of the package doc, for every trusted key, which fail with a *LineError.
+// The verifiers must have distinct names or key hashes.
+func Open(msg []byte, v note.Verifier, more ...note.Verifier) (*note.Note, error) {
+	vs := append([]note.Verifier{v}, more...)
+	n, err := note.Open(msg, note.VerifierList(vs...))
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +80,10 @@ func Open(msg []byte, v note.Verifier) (*note.Note, error) {
 		if base64.StdEncoding.EncodeToString(sig) != b64 {
 			return nil, &LineError{Line: i + 1, Name: name, Hash: hash, Err: ErrNonCanonical}
 		}
-		if name == v.Name() && hash == v.KeyHash() && !v.Verify(text, sig[4:]) {
-			return nil, &LineError{Line: i + 1, Name: name, Hash: hash, Err: ErrInvalid}
+		for _, v := range vs {
+			if name == v.Name() && hash == v.KeyHash() && !v.Verify(text, sig[4:]) {
+				return nil, &LineError{Line: i + 1, Name: name, Hash: hash, Err: ErrInvalid}
+			}
 		}
 	}
 	return n, nil

@@ -190,3 +190,36 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenSeveralKeys: with several trusted keys (a log's keys across a
+// rotation), a note signed by any one of them opens, and every line by
+// any of them must verify: a valid line by the second key followed by an
+// invalid one by it is refused, as for the first key.
+func TestOpenSeveralKeys(t *testing.T) {
+	k := newKeys(t)
+	skey, vkey, err := note.GenerateKey(rand.Reader, "example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := note.NewSigner(skey)
+	nextV, _ := note.NewVerifier(vkey)
+	for _, msg := range []string{sign(t, k.signer), sign(t, next), sign(t, k.signer, next), sign(t, next, k.signer, k.other)} {
+		if _, err := signednote.Open([]byte(msg), k.verifier, nextV); err != nil {
+			t.Errorf("%q: %v", msg, err)
+		}
+		if _, err := signednote.Open([]byte(msg), nextV, k.verifier); err != nil {
+			t.Errorf("%q, keys in the other order: %v", msg, err)
+		}
+	}
+	head, lines := sigLines(sign(t, k.signer, next))
+	bad := join(head, lines[0], lines[1], badSignature(t, lines[1]))
+	if _, err := note.Open([]byte(bad), note.VerifierList(k.verifier, nextV)); err != nil {
+		t.Fatalf("note.Open refuses the vector already: %v", err)
+	}
+	if _, err := signednote.Open([]byte(bad), k.verifier, nextV); !errors.Is(err, signednote.ErrInvalid) {
+		t.Errorf("an invalid second line by the second key: %v", err)
+	}
+	if _, err := signednote.Open([]byte(sign(t, k.other)), k.verifier, nextV); err == nil {
+		t.Error("a note signed by neither trusted key opened")
+	}
+}
