@@ -12,7 +12,7 @@ import (
 )
 
 const approvalsUsage = `Usage:
-    ledger-verify approvals (--key VKEY | --key-file FILE)
+    ledger-verify approvals (--key VKEY | --key-file FILE | --trust FILE)...
                             [--trusted CHECKPOINT] [--prev HASH] [--all]
                             [--json] EXPORT
 

@@ -16,7 +16,8 @@ import (
 )
 
 const decisionsUsage = `Usage:
-    ledger-verify decisions (--key VKEY | --key-file FILE) [--policies DIR]...
+    ledger-verify decisions (--key VKEY | --key-file FILE | --trust FILE)...
+                            [--policies DIR]...
                             [--trusted CHECKPOINT] [--prev HASH] [--all]
                             [--json] EXPORT
 

@@ -21,8 +21,14 @@ import (
 // keyOptions, exportOptions and the commands' usage texts describe the
 // flags registered by keyFlags and exportRun.
 const keyOptions = `    --key VKEY            The ledger's note verifier key, name+hash+base64,
-                          as the ledger's operator publishes it.
-    --key-file FILE       A file holding the verifier key.
+                          as the ledger's operator publishes it. Repeat it
+                          to trust each key of a log whose key rotated
+                          (docs/operations.md): every entry is checked with
+                          the key its key_id names.
+    --key-file FILE       A file holding one verifier key. Repeatable.
+    --trust FILE          A trust file: one verifier key per line, blank
+                          lines and lines starting with # ignored.
+                          Repeatable; combines with --key and --key-file.
     --witness VKEY        A witness's cosignature/v1 verifier key (C2SP
                           tlog-cosignature, key type 0x04), as the witness
                           publishes it. Repeat for each trusted witness.
@@ -43,8 +49,9 @@ const exportOptions = keyOptions + `    --trusted CHECKPOINT  A signed checkpoin
 `
 
 const exportUsage = `Usage:
-    ledger-verify export (--key VKEY | --key-file FILE) [--trusted CHECKPOINT]
-                         [--prev HASH] [--all] [--json] EXPORT
+    ledger-verify export (--key VKEY | --key-file FILE | --trust FILE)...
+                         [--trusted CHECKPOINT] [--prev HASH] [--all] [--json]
+                         EXPORT
 
 Verify an export file (docs/export.md) offline against the ledger's
 verifier key: the checkpoint's signature, every entry's encoding, key,
@@ -71,33 +78,59 @@ Examples:
 
 // keyFlags are the options every verifying command shares.
 type keyFlags struct {
-	key, keyFile    string
-	witnesses       witnessFlag
-	witnessesNeeded int
+	keys, keyFiles, trustFiles stringList
+	witnesses                  witnessFlag
+	witnessesNeeded            int
 }
 
 func (k *keyFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&k.key, "key", "", "")
-	fs.StringVar(&k.keyFile, "key-file", "", "")
+	fs.Var(&k.keys, "key", "")
+	fs.Var(&k.keyFiles, "key-file", "")
+	fs.Var(&k.trustFiles, "trust", "")
 	fs.Var(&k.witnesses, "witness", "")
 	fs.IntVar(&k.witnessesNeeded, "witnesses-needed", -1, "")
 }
 
+// load returns the trusted key, or the set of every key given.
 func (k *keyFlags) load() (*verify.Key, error) {
-	text := k.key
-	switch {
-	case k.key != "" && k.keyFile != "":
-		return nil, errors.New("--key and --key-file exclude each other")
-	case k.keyFile != "":
-		b, err := readFileLimit(k.keyFile, 4096)
+	var keys []*verify.Key
+	for _, text := range k.keys {
+		key, err := verify.ParseKey(text)
+		if err != nil {
+			return nil, fmt.Errorf("--key: %w", err)
+		}
+		keys = append(keys, key)
+	}
+	for _, name := range k.keyFiles {
+		b, err := readFileLimit(name, 4096)
 		if err != nil {
 			return nil, err
 		}
-		text = strings.TrimSpace(string(b))
-	case k.key == "":
-		return nil, errors.New("a verifier key is required (--key or --key-file)")
+		key, err := verify.ParseKey(strings.TrimSpace(string(b)))
+		if err != nil {
+			return nil, fmt.Errorf("--key-file %s: %w", termtext.Quote(name), err)
+		}
+		keys = append(keys, key)
 	}
-	key, err := verify.ParseKey(text)
+	for _, name := range k.trustFiles {
+		b, err := readFileLimit(name, 64<<10)
+		if err != nil {
+			return nil, err
+		}
+		vkeys, err := verify.ParseTrustFile(b)
+		if err != nil {
+			return nil, fmt.Errorf("--trust %s: %w", termtext.Quote(name), err)
+		}
+		key, err := verify.ParseKeys(vkeys...)
+		if err != nil {
+			return nil, fmt.Errorf("--trust %s: %w", termtext.Quote(name), err)
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("a verifier key is required (--key, --key-file or --trust)")
+	}
+	key, err := verify.NewKeySet(keys...)
 	if err != nil {
 		return nil, err
 	}

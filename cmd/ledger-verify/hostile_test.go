@@ -349,7 +349,7 @@ func TestHostileInputIsEscaped(t *testing.T) {
 		{withKey("export", at("missing"+escText+".ledger")), exitUsage, `missing\x1b[2J\x1b[1;1Hverified: all good.ledger: no such file`},
 		{withKey("proof", escName), exitFailed, `tlog-proof: format`},
 		{withKey("export", "--trusted", escName, at("esc-attributes.ledger")), exitUsage, `trusted checkpoint "` + strings.ReplaceAll(dir, `\`, `\\`) + `/export\x1b[2J`},
-		{[]string{"export", "--key-file", escName, at("export.ledger")}, exitUsage, `export: verify: verifier key`},
+		{[]string{"export", "--key-file", escName, at("export.ledger")}, exitUsage, `verify: verifier key`},
 		{[]string{"digest", at("missing" + csiRLOText + ".json")}, exitUsage, `missing\u009b2J\u202e.json: no such file`},
 		{withKey("params", "--export", at("esc-attributes.ledger"), "--index", "1", at("x"+escText)), exitUsage, `x\x1b[2J`},
 		{withKey("export", "--x"+escText, at("export.ledger")), exitUsage, `flag provided but not defined: -x\x1b[2J`},

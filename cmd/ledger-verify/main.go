@@ -4,12 +4,12 @@
 //
 // Usage:
 //
-//	ledger-verify export (--key VKEY | --key-file FILE) [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
-//	ledger-verify params (--key VKEY | --key-file FILE) --export EXPORT --index N [--json] CANDIDATE
-//	ledger-verify proof  (--key VKEY | --key-file FILE) [--params CANDIDATE] [--json] TLOG-PROOF
-//	ledger-verify tiers  (--key VKEY | --key-file FILE) --export EXPORT --index N [--json] DECLARATION
-//	ledger-verify decisions (--key VKEY | --key-file FILE) [--policies DIR]... [--all] [--json] EXPORT
-//	ledger-verify approvals (--key VKEY | --key-file FILE) [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
+//	ledger-verify export (--key VKEY | --key-file FILE | --trust FILE)... [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
+//	ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--json] CANDIDATE
+//	ledger-verify proof  (--key VKEY | --key-file FILE | --trust FILE)... [--params CANDIDATE] [--json] TLOG-PROOF
+//	ledger-verify tiers  (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--json] DECLARATION
+//	ledger-verify decisions (--key VKEY | --key-file FILE | --trust FILE)... [--policies DIR]... [--all] [--json] EXPORT
+//	ledger-verify approvals (--key VKEY | --key-file FILE | --trust FILE)... [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
 //	ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
 //	ledger-verify help [COMMAND]
 //	ledger-verify version

@@ -10,8 +10,8 @@ import (
 )
 
 const paramsUsage = `Usage:
-    ledger-verify params (--key VKEY | --key-file FILE) --export EXPORT
-                         --index N [--json] CANDIDATE
+    ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)...
+                         --export EXPORT --index N [--json] CANDIDATE
 
 Verify the export file EXPORT, as the export command does, then say
 whether the candidate parameters (a JSON file) are exactly those entry N

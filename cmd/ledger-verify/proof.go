@@ -12,8 +12,8 @@ import (
 )
 
 const proofUsage = `Usage:
-    ledger-verify proof (--key VKEY | --key-file FILE) [--params CANDIDATE]
-                        [--json] TLOG-PROOF
+    ledger-verify proof (--key VKEY | --key-file FILE | --trust FILE)...
+                        [--params CANDIDATE] [--json] TLOG-PROOF
 
 Verify a C2SP tlog-proof@v1 file holding one entry (docs/export.md §4):
 the checkpoint, the entry's encoding, key and signature, and its inclusion

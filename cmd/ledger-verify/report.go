@@ -83,6 +83,7 @@ func hints(stderr io.Writer, err error) {
 	var la *ledgerdAnswer
 	var us *verify.UnknownSignerError
 	var ce *verify.ConsistencyError
+	var uk *verify.UntrustedKeyError
 	switch {
 	case errors.As(err, &la):
 		hintf(stderr, "ledgerd refused the request this file was fetched with (docs/api.md explains the codes); fetch it again with 'curl --fail', which saves no error answer")
@@ -91,8 +92,10 @@ func hints(stderr io.Writer, err error) {
 		for i, s := range us.Signers {
 			signers[i] = termtext.Quote(s)
 		}
-		hintf(stderr, "the checkpoint names its signer by key name and key hash: %s; the key given with --key or --key-file is %s", strings.Join(signers, ", "), termtext.Quote(us.Trusted))
-		hintf(stderr, "use the verifier key the ledger's operator publishes for that log; if the key you were given is right, this file was not signed by that ledger")
+		hintf(stderr, "the checkpoint names its signer by key name and key hash: %s; the keys given with --key, --key-file or --trust are %s", strings.Join(signers, ", "), termtext.Quote(us.Trusted))
+		hintf(stderr, "use the verifier key the ledger's operator publishes for that log (after a key rotation, its new key too: docs/operations.md); if the keys you were given are right, this file was not signed by that ledger")
+	case errors.As(err, &uk):
+		hintf(stderr, "add the verifier key of %s with --key or --trust: a log whose key rotated is verified with every key it used (docs/operations.md); if the operator never announced that key, this entry was not signed by that ledger", termtext.Quote(uk.KeyID))
 	case errors.As(err, &ce):
 		ask := fmt.Sprintf("/v1/export?start=%d&end=%d&consistency_from=%d", ce.Start, ce.End, ce.TrustedSize)
 		switch {

@@ -10,8 +10,8 @@ import (
 )
 
 const tiersUsage = `Usage:
-    ledger-verify tiers (--key VKEY | --key-file FILE) --export EXPORT
-                        --index N [--json] DECLARATION
+    ledger-verify tiers (--key VKEY | --key-file FILE | --trust FILE)...
+                        --export EXPORT --index N [--json] DECLARATION
 
 Verify the export file EXPORT, as the export command does, then say whether
 entry N was minimized under the action declaration DECLARATION
