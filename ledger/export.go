@@ -33,6 +33,10 @@ type ExportOptions struct {
 	// digest, or longer than MaxPolicySetFrame, fails the export, as does
 	// an error from PolicySet.
 	PolicySet func(ctx context.Context, digest commit.Digest) ([]byte, error)
+	// Cosignatures, if set, returns signature lines ("— name base64\n"
+	// each) to add to the signed checkpoint of the given size: ledgerd's
+	// witness cosignatures (C2SP tlog-cosignature). Optional.
+	Cosignatures func(size uint64) []byte
 }
 
 // MaxPolicySetFrame bounds the payload of a policy-set frame: the 4 MiB
@@ -71,6 +75,9 @@ func (l *Ledger) Export(ctx context.Context, w io.Writer, start, end uint64, opt
 	signed, err := l.store.Checkpoint(ctx, size)
 	if err != nil {
 		return fmt.Errorf("ledger: export: checkpoint of size %d: %w", size, err)
+	}
+	if opts.Cosignatures != nil {
+		signed = append(signed, opts.Cosignatures(size)...)
 	}
 	left, right, err := l.RangeProof(ctx, start, end, size)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/verify"
 )
 
 // Config is the reference for ledgerd's configuration file (JSON);
@@ -140,6 +141,26 @@ type Config struct {
 	// none: needs_approval decisions open nothing, and the approval
 	// endpoints answer 404 approvals_off.
 	Approvals *ApprovalsConfig `json:"approvals"`
+	// Witnesses are C2SP tlog-witness witnesses (such as litewitness)
+	// that ledgerd asks to cosign each checkpoint it signs, with a
+	// consistency proof from the size each last cosigned. ledgerd serves
+	// the checkpoint with the cosignatures gathered (GET /v1/checkpoint,
+	// the tlog-tiles checkpoint, exports and proofs), as C2SP
+	// tlog-cosignature lines on the same note; appends never wait for a
+	// witness (docs/operations.md "Witnesses"). Each witness must know
+	// the log: its origin and verifier key. Optional; default none.
+	Witnesses []WitnessConfig `json:"witnesses"`
+	// WitnessesNeeded is how many of the witnesses must cosign a
+	// checkpoint for it to count as witnessed: auditors refuse a
+	// checkpoint with fewer (ledger-verify --witnesses-needed). ledgerd
+	// never holds a checkpoint back for want of cosignatures: it serves
+	// the latest with those gathered so far, saying how many in the
+	// Ledger-Cosignatures header and comparing them with this number in
+	// its metrics (ledgerd_checkpoint_cosignatures,
+	// ledgerd_witnesses_needed). Optional; 0 or absent means every
+	// listed witness; at most the number of witnesses, and only with
+	// witnesses.
+	WitnessesNeeded int `json:"witnesses_needed"`
 }
 
 // ApprovalsConfig configures the approval lifecycle and the people who
@@ -279,8 +300,13 @@ func (c Config) LogValue() slog.Value {
 		names[i] = m.Name
 	}
 	maxConns, _ := c.maxConnections()
+	witnesses := make([]string, len(c.Witnesses))
+	for i, w := range c.Witnesses {
+		witnesses[i] = w.Name
+	}
 	return slog.GroupValue(slog.String("listen", c.Listen), slog.String("store_dir", c.StoreDir),
-		slog.String("mediators", strings.Join(names, ",")), slog.Int("max_connections", maxConns))
+		slog.String("mediators", strings.Join(names, ",")), slog.Int("max_connections", maxConns),
+		slog.String("witnesses", strings.Join(witnesses, ",")), slog.Int("witnesses_needed", c.witnessesNeeded()))
 }
 
 const (
@@ -529,8 +555,53 @@ func (c *Config) check() error {
 			return err
 		}
 	}
+	if err := c.checkWitnesses(); err != nil {
+		return err
+	}
 	_, err := c.minCommitInterval()
 	return err
+}
+
+// checkWitnesses refuses a witness without a name, an http(s) URL or a
+// cosignature/v1 key, two witnesses with one name or key, and a
+// witnesses_needed out of range.
+func (c *Config) checkWitnesses() error {
+	names := map[string]bool{}
+	var keys []*verify.WitnessKey
+	for i, w := range c.Witnesses {
+		if err := checkMediatorName(w.Name); err != nil {
+			return fmt.Errorf("witnesses[%d]: %w", i, err)
+		}
+		if names[w.Name] {
+			return fmt.Errorf("witnesses[%d]: name %q repeated", i, w.Name)
+		}
+		names[w.Name] = true
+		u, err := url.Parse(w.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("witnesses[%d] (%s): url %q is not an http or https URL (the witness's submission prefix, such as https://witness.example.org)", i, w.Name, w.URL)
+		}
+		k, err := verify.ParseWitnessKey(w.Key)
+		if err != nil {
+			return fmt.Errorf("witnesses[%d] (%s): key: %w", i, w.Name, err)
+		}
+		keys = append(keys, k)
+	}
+	switch {
+	case c.WitnessesNeeded < 0 || c.WitnessesNeeded > len(c.Witnesses):
+		return fmt.Errorf("witnesses_needed %d is out of range: from 1 to the number of witnesses (%d), or 0 for all of them", c.WitnessesNeeded, len(c.Witnesses))
+	}
+	if _, err := verify.NewWitnessPolicy(keys, c.witnessesNeeded()); err != nil {
+		return fmt.Errorf("witnesses: %w", err)
+	}
+	return nil
+}
+
+// witnessesNeeded is WitnessesNeeded, or its default: every witness.
+func (c *Config) witnessesNeeded() int {
+	if c.WitnessesNeeded == 0 {
+		return len(c.Witnesses)
+	}
+	return c.WitnessesNeeded
 }
 
 // checkListen refuses a listen address that is not host:port.

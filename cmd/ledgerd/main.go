@@ -456,6 +456,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	api := &server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol, appr: appr}
+	witnessed := make(chan struct{})
+	if len(cfg.Witnesses) > 0 {
+		if api.wit, err = newWitnesses(cfg, l, log); err != nil {
+			l.Close()
+			return failStart("%v", err)
+		}
+		go func() {
+			defer close(witnessed)
+			api.wit.run(ctx)
+		}()
+	} else {
+		close(witnessed)
+	}
 	srv, limited, err := newHTTPServer(api, ln)
 	if err == nil && cfg.TLS != nil {
 		srv.TLSConfig, err = cfg.TLS.tlsConfig()
@@ -522,6 +535,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	<-reloads
 	<-sweeps
+	<-witnessed
 	// Finish requests in flight (their entries become durable and are
 	// acknowledged), then stop the ledger, which signs a final checkpoint.
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -29,7 +29,8 @@ type metrics struct {
 	decisions      map[string]uint64                   // by decision value
 	reloadsOK      uint64
 	reloadsFailed  uint64
-	policySet      string // the digest of the set in force; "" if none
+	policySet      string          // the digest of the set in force; "" if none
+	witnesses      func(io.Writer) // the witnesses' series; nil without witnesses
 }
 
 type histogram struct {
@@ -150,6 +151,9 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		open, reclaimed := m.connections()
 		fmt.Fprintf(w, "# HELP ledgerd_connections_open Client connections open (at most max_connections).\n# TYPE ledgerd_connections_open gauge\nledgerd_connections_open %d\n", open)
 		fmt.Fprintf(w, "# HELP ledgerd_connections_reclaimed_total Connections without a request closed to make room for a new one at max_connections.\n# TYPE ledgerd_connections_reclaimed_total counter\nledgerd_connections_reclaimed_total %d\n", reclaimed)
+	}
+	if m.witnesses != nil {
+		m.witnesses(w)
 	}
 	if m.checkpointTime != nil {
 		if t := m.checkpointTime(); !t.IsZero() {

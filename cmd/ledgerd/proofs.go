@@ -21,7 +21,8 @@ func (s *server) tlogProof(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	b, err := s.l.TlogProof(r.Context(), index, 0)
+	_, size := s.l.Checkpoint()
+	b, err := s.l.TlogProof(r.Context(), index, size)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrSize):
 		writeError(w, http.StatusNotFound, "not_found", "no entry at this index under the latest checkpoint")
@@ -30,8 +31,11 @@ func (s *server) tlogProof(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", "the proof could not be read")
 		return
 	}
+	// The file ends with the signed checkpoint: the cosignatures follow
+	// as extra signature lines.
+	lines, _ := s.wit.Cosignatures(size)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write(b)
+	w.Write(append(b, lines...))
 }
 
 // proofJSON is the body of the proof endpoints: hashes in standard base64.

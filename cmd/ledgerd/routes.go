@@ -53,6 +53,9 @@ func (s *server) routes() http.Handler {
 		s.m = newMetrics()
 	}
 	s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
+	if s.wit != nil {
+		s.m.witnesses = s.wit.writeMetrics
+	}
 	s.rl = newLimiter(s.cfg)
 	if s.pol == nil { // ledgerd does not decide; the archive may hold sets
 		s.pol = &policies{archive: filepath.Join(s.cfg.StoreDir, archiveDirName), log: s.log, m: s.m}

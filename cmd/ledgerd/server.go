@@ -22,6 +22,9 @@ type server struct {
 	// appr is the approvals' state (approvals.go); nil when the config
 	// has no approvals member.
 	appr *approvalsState
+	// wit gathers witness cosignatures (witnesses.go); nil when the
+	// config lists no witness.
+	wit *witnesses
 
 	bodyTimeout, writeTimeout time.Duration // from cfg, set by routes
 	// failureLogged is set once a refusal after a storage failure was

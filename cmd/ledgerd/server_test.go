@@ -109,6 +109,20 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 			t.Fatal(err)
 		}
 	}
+	if len(cfg.Witnesses) > 0 {
+		if srv.wit, err = newWitnesses(cfg, l, logger); err != nil {
+			t.Fatal(err)
+		}
+		srv.wit.backoffMin, srv.wit.backoffMax = 20*time.Millisecond, 200*time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			srv.wit.run(ctx)
+		}()
+		// Before the ledger closes (cleanups run last first).
+		t.Cleanup(func() { cancel(); <-done })
+	}
 	hs := serveHTTP(t, srv)
 	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter), srv: srv}
 }

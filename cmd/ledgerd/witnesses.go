@@ -1,0 +1,444 @@
+// Witnesses (docs/operations.md "Witnesses"): ledgerd submits each signed
+// checkpoint to the C2SP tlog-witness witnesses of its config and serves
+// the checkpoint with the cosignatures (C2SP tlog-cosignature) they
+// return.
+//
+// One goroutine per witness waits for a checkpoint the witness has not
+// cosigned, and submits it:
+//
+//	POST <url>/add-checkpoint
+//	old <size the witness last cosigned>
+//	<consistency proof from that size, one base64 hash a line>
+//	<blank line>
+//	<the signed checkpoint>
+//
+// A witness answers 200 with its cosignature lines, which are verified
+// with its configured key before they are kept; 409 Conflict with the size
+// it last cosigned (text/x.tlog.size), after which the submission is
+// retried at once from that size; anything else, or nothing, is a failure
+// retried after a backoff. The first submission after a start says
+// "old 0": the witness's answer teaches the size it knows. Appends never
+// wait for a witness: only these goroutines do.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/decisionledger/ledger/internal/signednote"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/verify"
+)
+
+// WitnessConfig is one C2SP tlog-witness witness.
+type WitnessConfig struct {
+	// Name names the witness in metrics and logs: an identifier, unique
+	// among the witnesses. Required.
+	Name string `json:"name"`
+	// URL is the witness's submission prefix (http or https):
+	// checkpoints are POSTed to URL + "/add-checkpoint". Required.
+	URL string `json:"url"`
+	// Key is the witness's cosignature/v1 verifier key (C2SP
+	// tlog-cosignature, key type 0x04), "<name>+<hash>+<base64>", as the
+	// witness publishes it (litewitness logs it at start). Cosignature
+	// lines that do not verify with it are dropped. Required; no two
+	// witnesses may share a key.
+	Key string `json:"key"`
+}
+
+// The witness client's timing.
+const (
+	witnessTimeout    = 10 * time.Second // one add-checkpoint request
+	witnessBackoffMin = time.Second      // after a first failure
+	witnessBackoffMax = time.Minute      // at most, doubling from the minimum
+	// witnessKeep bounds the checkpoint sizes whose cosignatures are kept
+	// in memory, so that exports and proofs at recent sizes carry them.
+	witnessKeep = 1024
+	// cosignedFile, in store_dir, holds the latest checkpoint with the
+	// cosignatures gathered for it, so that a restart serves them at once.
+	cosignedFile = "cosigned-checkpoint"
+)
+
+// Failure kinds, the values of the metric's "kind" label.
+const (
+	failUnreachable = "unreachable"  // no answer: connection refused, timeout
+	failConflict    = "conflict"     // 409: the witness knows another size
+	failUnknownLog  = "unknown_log"  // 404: the witness does not know the origin
+	failForbidden   = "forbidden"    // 403: the witness refused the log's signature
+	failBadProof    = "bad_proof"    // 422: the consistency proof did not verify for it
+	failBadRequest  = "bad_request"  // 400 and other 4xx
+	failServer      = "server_error" // 5xx
+	failBadAnswer   = "bad_answer"   // 200 without a valid cosignature by its key, or a 409 without a new size
+	failAhead       = "ahead"        // the witness cosigned a larger tree than ours
+	failProof       = "proof"        // the ledger could not make the proof
+)
+
+var failureKinds = []string{failUnreachable, failConflict, failUnknownLog, failForbidden, failBadProof,
+	failBadRequest, failServer, failBadAnswer, failAhead, failProof}
+
+// witnesses gathers cosignatures from the configured witnesses.
+type witnesses struct {
+	l      *ledger.Ledger
+	log    *slog.Logger
+	client *http.Client
+	needed int
+	path   string // store_dir/cosigned-checkpoint; "" keeps nothing on disk
+	// backoffMin and backoffMax are the witness constants; tests shorten
+	// them.
+	backoffMin, backoffMax time.Duration
+	ws                     []*witnessState
+
+	mu     sync.Mutex
+	cosigs map[uint64][][]byte // size → each witness's cosignature line (nil: none yet)
+	sizes  []uint64            // the sizes in cosigs, ascending
+}
+
+type witnessState struct {
+	i   int
+	cfg WitnessConfig
+	key *verify.WitnessKey
+
+	// Guarded by witnesses.mu.
+	cosigned    uint64 // the size it last cosigned, as far as we know
+	lastSuccess time.Time
+	failures    map[string]uint64
+}
+
+// newWitnesses sets up the config's witnesses (Config.check checked
+// them) and loads the cosignatures kept in store_dir.
+func newWitnesses(cfg *Config, l *ledger.Ledger, log *slog.Logger) (*witnesses, error) {
+	ws := &witnesses{
+		l: l, log: log, client: &http.Client{Timeout: witnessTimeout},
+		needed: cfg.witnessesNeeded(), backoffMin: witnessBackoffMin, backoffMax: witnessBackoffMax,
+		cosigs: map[uint64][][]byte{},
+	}
+	if cfg.StoreDir != "" {
+		ws.path = filepath.Join(cfg.StoreDir, cosignedFile)
+	}
+	for i, c := range cfg.Witnesses {
+		k, err := verify.ParseWitnessKey(c.Key)
+		if err != nil {
+			return nil, fmt.Errorf("witnesses[%d] (%s): %w", i, c.Name, err)
+		}
+		ws.ws = append(ws.ws, &witnessState{i: i, cfg: c, key: k, failures: map[string]uint64{}})
+	}
+	ws.load()
+	return ws, nil
+}
+
+// load reads the kept cosigned checkpoint: its cosignatures count if it
+// is still the latest checkpoint and they verify. Anything else is
+// ignored (they are gathered again).
+func (ws *witnesses) load() {
+	if ws.path == "" {
+		return
+	}
+	b, err := os.ReadFile(ws.path)
+	if err != nil {
+		return
+	}
+	cp, size := ws.l.Checkpoint()
+	if !bytes.HasPrefix(b, cp) {
+		return
+	}
+	for _, w := range ws.ws {
+		if line := w.cosignature(cp, b[len(cp):]); line != nil {
+			ws.add(size, w.i, line)
+		}
+	}
+}
+
+// run submits checkpoints until ctx ends. It returns when every
+// witness's goroutine has.
+func (ws *witnesses) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, w := range ws.ws {
+		wg.Go(func() { ws.loop(ctx, w) })
+	}
+	wg.Wait()
+}
+
+func (ws *witnesses) loop(ctx context.Context, w *witnessState) {
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		cp, size := ws.l.Checkpoint()
+		if ws.has(size, w.i) {
+			// Cosigned: wait for a larger checkpoint.
+			if _, _, err := ws.l.WaitCheckpoint(ctx, size+1); err != nil {
+				return
+			}
+			continue
+		}
+		kind, err := ws.submit(ctx, w, cp, size)
+		if err == nil {
+			backoff = 0
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		ws.fail(w, kind)
+		if kind == failConflict {
+			continue // retried at once from the size the witness gave
+		}
+		backoff = min(max(2*backoff, ws.backoffMin), ws.backoffMax)
+		ws.log.WarnContext(ctx, "witness: submission failed", "witness", w.cfg.Name, "kind", kind,
+			"size", size, "retry_in", backoff.String(), "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// submit sends the checkpoint of the given size to w with a consistency
+// proof from the size w last cosigned, and keeps the cosignature. On
+// failure it returns the failure's kind.
+func (ws *witnesses) submit(ctx context.Context, w *witnessState, cp []byte, size uint64) (string, error) {
+	ws.mu.Lock()
+	old := w.cosigned
+	ws.mu.Unlock()
+	if old > size {
+		// The witness cosigned a larger tree of this origin than ours: a
+		// store restored from a backup, or another history under the
+		// same key. It will never cosign ours until we pass that size.
+		return failAhead, fmt.Errorf("the witness has cosigned a tree of size %d, larger than the latest checkpoint's %d: was the store restored from a backup, or does another log sign with this key?", old, size)
+	}
+	var body bytes.Buffer
+	fmt.Fprintf(&body, "old %d\n", old)
+	if old > 0 {
+		p, err := ws.l.ConsistencyProof(ctx, old, size)
+		if err != nil {
+			return failProof, fmt.Errorf("consistency proof from %d to %d: %w", old, size, err)
+		}
+		for _, h := range p {
+			body.WriteString(base64.StdEncoding.EncodeToString(h))
+			body.WriteByte('\n')
+		}
+	}
+	body.WriteByte('\n')
+	body.Write(cp)
+	rctx, cancel := context.WithTimeout(ctx, witnessTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, strings.TrimSuffix(w.cfg.URL, "/")+"/add-checkpoint", &body)
+	if err != nil {
+		return failBadRequest, err
+	}
+	resp, err := ws.client.Do(req)
+	if err != nil {
+		return failUnreachable, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return failUnreachable, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode == http.StatusConflict:
+		text := strings.TrimSuffix(string(answer), "\n")
+		known, err := strconv.ParseUint(text, 10, 64)
+		if err != nil || strconv.FormatUint(known, 10) != text {
+			return failBadAnswer, fmt.Errorf("409 Conflict without a tree size: %q", limitText(answer))
+		}
+		if known == old {
+			// Retrying at once would loop: wait like any failure.
+			return failBadAnswer, fmt.Errorf("409 Conflict naming the size sent, %d", old)
+		}
+		ws.mu.Lock()
+		w.cosigned = known
+		ws.mu.Unlock()
+		return failConflict, fmt.Errorf("the witness has cosigned size %d, not %d", known, old)
+	case resp.StatusCode == http.StatusNotFound:
+		return failUnknownLog, fmt.Errorf("404: the witness does not know the log's origin (witnessctl add-log): %q", limitText(answer))
+	case resp.StatusCode == http.StatusForbidden:
+		return failForbidden, fmt.Errorf("403: the witness refused the checkpoint's signature (witnessctl add-key with the ledger's verifier key?): %q", limitText(answer))
+	case resp.StatusCode == http.StatusUnprocessableEntity:
+		return failBadProof, fmt.Errorf("422: the witness refused the consistency proof from size %d: %q", old, limitText(answer))
+	case resp.StatusCode >= 500:
+		return failServer, fmt.Errorf("%s: %q", resp.Status, limitText(answer))
+	default:
+		return failBadRequest, fmt.Errorf("%s: %q", resp.Status, limitText(answer))
+	}
+	line := w.cosignature(cp, answer)
+	if line == nil {
+		return failBadAnswer, fmt.Errorf("200 without a valid cosignature by %s: %q", w.key.ID(), limitText(answer))
+	}
+	ws.mu.Lock()
+	w.cosigned, w.lastSuccess = size, time.Now()
+	ws.mu.Unlock()
+	ws.add(size, w.i, line)
+	return "", nil
+}
+
+func limitText(b []byte) string {
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return string(b)
+}
+
+// cosignature returns the first of the signature lines that is w's and
+// verifies over the checkpoint cp, or nil. Lines by other keys are
+// ignored, as C2SP tlog-witness says.
+func (w *witnessState) cosignature(cp, lines []byte) []byte {
+	text, _, ok := bytes.Cut(cp, []byte("\n\n"))
+	if !ok {
+		return nil
+	}
+	text = append(text, '\n')
+	for line := range bytes.Lines(lines) {
+		rest, ok := bytes.CutPrefix(line, []byte("— "))
+		if !ok || !bytes.HasSuffix(rest, []byte("\n")) {
+			continue
+		}
+		name, b64, _ := strings.Cut(strings.TrimSuffix(string(rest), "\n"), " ")
+		sig, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(sig) < 4 || name != w.key.Name() || binary.BigEndian.Uint32(sig) != w.key.KeyHash() ||
+			base64.StdEncoding.EncodeToString(sig) != b64 || !w.key.Verify(text, sig[4:]) {
+			continue
+		}
+		// The whole note opens as strictly as ledger-verify opens it.
+		if _, err := signednote.Open(append(bytes.Clone(cp), line...), w.key); err != nil {
+			continue
+		}
+		return bytes.Clone(line)
+	}
+	return nil
+}
+
+// add keeps w's cosignature line for the checkpoint of size, and writes
+// the latest checkpoint's cosignatures to disk.
+func (ws *witnesses) add(size uint64, i int, line []byte) {
+	ws.mu.Lock()
+	lines, ok := ws.cosigs[size]
+	if !ok {
+		lines = make([][]byte, len(ws.ws))
+		ws.cosigs[size] = lines
+		ws.sizes = append(ws.sizes, size)
+		// Sizes come in increasing order but for one cosigned again
+		// after a restart: keep them sorted.
+		for j := len(ws.sizes) - 1; j > 0 && ws.sizes[j] < ws.sizes[j-1]; j-- {
+			ws.sizes[j], ws.sizes[j-1] = ws.sizes[j-1], ws.sizes[j]
+		}
+		if len(ws.sizes) > witnessKeep {
+			delete(ws.cosigs, ws.sizes[0])
+			ws.sizes = ws.sizes[1:]
+		}
+	}
+	lines[i] = line
+	ws.mu.Unlock()
+	ws.persist(size)
+}
+
+// persist writes the checkpoint of size with its cosignatures to the
+// kept file, if it is the latest checkpoint. A failure is logged: the
+// cosignatures are gathered again after a restart.
+func (ws *witnesses) persist(size uint64) {
+	if ws.path == "" {
+		return
+	}
+	cp, latest := ws.l.Checkpoint()
+	if latest != size {
+		return
+	}
+	b := ws.Cosigned(cp, size)
+	tmp := ws.path + ".tmp"
+	err := os.WriteFile(tmp, b, 0o644)
+	if err == nil {
+		err = os.Rename(tmp, ws.path)
+	}
+	if err != nil {
+		ws.log.Warn("witness: keeping the cosigned checkpoint", "error", err)
+	}
+}
+
+// has reports whether witness i's cosignature for size is held.
+func (ws *witnesses) has(size uint64, i int) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	lines := ws.cosigs[size]
+	return lines != nil && lines[i] != nil
+}
+
+// Cosignatures returns the cosignature lines held for the checkpoint of
+// size, in the witnesses' config order, and how many there are. A nil
+// ws (no witnesses configured) holds none.
+func (ws *witnesses) Cosignatures(size uint64) ([]byte, int) {
+	if ws == nil {
+		return nil, 0
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var b []byte
+	n := 0
+	for _, line := range ws.cosigs[size] {
+		if line != nil {
+			b = append(b, line...)
+			n++
+		}
+	}
+	return b, n
+}
+
+// Cosigned returns the signed checkpoint cp, of size, with the
+// cosignature lines held for it added.
+func (ws *witnesses) Cosigned(cp []byte, size uint64) []byte {
+	lines, _ := ws.Cosignatures(size)
+	return append(bytes.Clone(cp), lines...)
+}
+
+func (ws *witnesses) fail(w *witnessState, kind string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w.failures[kind]++
+}
+
+// writeMetrics writes the witnesses' series (the metrics page).
+func (ws *witnesses) writeMetrics(out io.Writer) {
+	if ws == nil || len(ws.ws) == 0 {
+		return
+	}
+	_, size := ws.l.Checkpoint()
+	_, n := ws.Cosignatures(size)
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	fmt.Fprintf(out, "# HELP ledgerd_witnesses_needed Cosignatures a checkpoint should gather (witnesses_needed).\n# TYPE ledgerd_witnesses_needed gauge\nledgerd_witnesses_needed %d\n", ws.needed)
+	fmt.Fprintf(out, "# HELP ledgerd_checkpoint_cosignatures Valid witness cosignatures held for the latest checkpoint.\n# TYPE ledgerd_checkpoint_cosignatures gauge\nledgerd_checkpoint_cosignatures %d\n", n)
+	fmt.Fprintf(out, "# HELP ledgerd_witness_cosigned_size The tree size each witness last cosigned, as far as ledgerd knows (0 until it answers).\n# TYPE ledgerd_witness_cosigned_size gauge\n")
+	for _, w := range ws.ws {
+		fmt.Fprintf(out, "ledgerd_witness_cosigned_size{witness=%q} %d\n", w.cfg.Name, w.cosigned)
+	}
+	fmt.Fprintf(out, "# HELP ledgerd_witness_lag_entries Entries the latest checkpoint has beyond the tree the witness last cosigned.\n# TYPE ledgerd_witness_lag_entries gauge\n")
+	for _, w := range ws.ws {
+		fmt.Fprintf(out, "ledgerd_witness_lag_entries{witness=%q} %d\n", w.cfg.Name, size-min(size, w.cosigned))
+	}
+	fmt.Fprintf(out, "# HELP ledgerd_witness_failures_total Failed submissions to each witness, by kind.\n# TYPE ledgerd_witness_failures_total counter\n")
+	for _, w := range ws.ws {
+		for _, k := range failureKinds {
+			fmt.Fprintf(out, "ledgerd_witness_failures_total{witness=%q,kind=%q} %d\n", w.cfg.Name, k, w.failures[k])
+		}
+	}
+	fmt.Fprintf(out, "# HELP ledgerd_witness_last_success_timestamp_seconds When each witness last returned a valid cosignature (Unix time; 0: never since the start).\n# TYPE ledgerd_witness_last_success_timestamp_seconds gauge\n")
+	for _, w := range ws.ws {
+		var t float64
+		if !w.lastSuccess.IsZero() {
+			t = float64(w.lastSuccess.UnixMilli()) / 1000
+		}
+		fmt.Fprintf(out, "ledgerd_witness_last_success_timestamp_seconds{witness=%q} %g\n", w.cfg.Name, t)
+	}
+}
