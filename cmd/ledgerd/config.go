@@ -157,9 +157,8 @@ type Config struct {
 	// the latest with those gathered so far, saying how many in the
 	// Ledger-Cosignatures header and comparing them with this number in
 	// its metrics (ledgerd_checkpoint_cosignatures,
-	// ledgerd_witnesses_needed). Optional; 0 or absent means every
-	// listed witness; at most the number of witnesses, and only with
-	// witnesses.
+	// ledgerd_witnesses_needed). Optional; default (0 or absent) every
+	// listed witness; at most the number of witnesses.
 	WitnessesNeeded int `json:"witnesses_needed"`
 }
 
@@ -236,6 +235,22 @@ func (a *ApprovalsConfig) check() error {
 		}
 	}
 	return nil
+}
+
+// WitnessConfig is one C2SP tlog-witness witness.
+type WitnessConfig struct {
+	// Name names the witness in metrics and logs: an identifier, unique
+	// among the witnesses. Required.
+	Name string `json:"name"`
+	// URL is the witness's submission prefix (http or https):
+	// checkpoints are POSTed to URL + "/add-checkpoint". Required.
+	URL string `json:"url"`
+	// Key is the witness's cosignature/v1 verifier key (C2SP
+	// tlog-cosignature, key type 0x04), "<name>+<hash>+<base64>", as the
+	// witness publishes it (litewitness logs it at start). Cosignature
+	// lines that do not verify with it are dropped. Required; no two
+	// witnesses may share a key.
+	Key string `json:"key"`
 }
 
 // TLSConfig serves HTTPS, optionally requiring client certificates.

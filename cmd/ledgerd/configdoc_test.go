@@ -81,6 +81,7 @@ var configStructs = []struct {
 	{"TLSConfig", "tls.", "The `tls` object", reflect.TypeFor[TLSConfig]()},
 	{"Mediator", "mediators[].", "Each element of `mediators`", reflect.TypeFor[Mediator]()},
 	{"ApprovalsConfig", "approvals.", "The `approvals` object", reflect.TypeFor[ApprovalsConfig]()},
+	{"WitnessConfig", "witnesses[].", "Each element of `witnesses`", reflect.TypeFor[WitnessConfig]()},
 }
 
 // jsonTypes names the JSON type of each Go type in the config.
@@ -93,6 +94,7 @@ var jsonTypes = map[string]string{
 	"*TLSConfig":          "object (`tls.*`)",
 	"[]Mediator":          "array of objects (`mediators[].*`)",
 	"*ApprovalsConfig":    "object (`approvals.*`)",
+	"[]WitnessConfig":     "array of objects (`witnesses[].*`)",
 	"[]approver.Approver": "array of objects (docs/approvals.md §Approvers)",
 }
 

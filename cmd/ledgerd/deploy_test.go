@@ -70,17 +70,22 @@ func TestSampleConfig(t *testing.T) {
 		Config    map[string]json.RawMessage
 		TLS       map[string]json.RawMessage `json:"tls"`
 		Mediators []map[string]json.RawMessage
+		Witnesses []map[string]json.RawMessage
 	}
 	if err := json.Unmarshal(text, &sample.Config); err != nil {
 		t.Fatal(err)
 	}
 	json.Unmarshal(sample.Config["tls"], &sample.TLS)
 	json.Unmarshal(sample.Config["mediators"], &sample.Mediators)
+	json.Unmarshal(sample.Config["witnesses"], &sample.Witnesses)
+	if len(sample.Witnesses) == 0 {
+		t.Fatal("deploy/ledgerd.json lists no witness")
+	}
 	for _, c := range []struct {
 		what    string
 		members map[string]json.RawMessage
 		typ     reflect.Type
-	}{{"the config", sample.Config, reflect.TypeFor[Config]()}, {"tls", sample.TLS, reflect.TypeFor[TLSConfig]()}, {"mediators[0]", sample.Mediators[0], reflect.TypeFor[Mediator]()}} {
+	}{{"the config", sample.Config, reflect.TypeFor[Config]()}, {"tls", sample.TLS, reflect.TypeFor[TLSConfig]()}, {"mediators[0]", sample.Mediators[0], reflect.TypeFor[Mediator]()}, {"witnesses[0]", sample.Witnesses[0], reflect.TypeFor[WitnessConfig]()}} {
 		for _, name := range jsonNames(c.typ) {
 			if _, ok := c.members[name]; !ok {
 				t.Errorf("deploy/ledgerd.json: %s lacks %s", c.what, name)

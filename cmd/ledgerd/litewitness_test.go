@@ -36,8 +36,22 @@ const litewitnessInstall = "go install filippo.io/torchwood/cmd/litewitness@v0.6
 
 // needTool finds a program the test needs, or skips the test (fails it
 // under LEDGER_CI=1, where .ci/run installed everything).
-func needTool(t *testing.T, env, name string) string {
+func needTool(t testing.TB, env, name string) string {
 	t.Helper()
+	if p := findTool(env, name); p != "" {
+		return p
+	}
+	msg := fmt.Sprintf("%s not found (set %s, or put it on PATH): %s", name, env, litewitnessInstall)
+	if os.Getenv("LEDGER_CI") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// findTool returns the program named by $env, on PATH or in
+// $(go env GOPATH)/bin; "" if there is none.
+func findTool(env, name string) string {
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
@@ -50,11 +64,6 @@ func needTool(t *testing.T, env, name string) string {
 			return p
 		}
 	}
-	msg := fmt.Sprintf("%s not found (set %s, or put it on PATH): %s", name, env, litewitnessInstall)
-	if os.Getenv("LEDGER_CI") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 	return ""
 }
 
@@ -64,7 +73,7 @@ type sshAgent struct {
 	add  string // ssh-add
 }
 
-func startSSHAgent(t *testing.T) *sshAgent {
+func startSSHAgent(t testing.TB) *sshAgent {
 	t.Helper()
 	agentBin := needTool(t, "LEDGER_SSH_AGENT", "ssh-agent")
 	add := needTool(t, "LEDGER_SSH_ADD", "ssh-add")
@@ -98,7 +107,7 @@ type liteWitness struct {
 // newLiteWitness makes a witness key, loads it into the agent, creates
 // the witness's database knowing the log (origin and verifier key) with
 // witnessctl, and starts litewitness.
-func newLiteWitness(t *testing.T, agent *sshAgent, name, origin, logVKey string) *liteWitness {
+func newLiteWitness(t testing.TB, agent *sshAgent, name, origin, logVKey string) *liteWitness {
 	t.Helper()
 	bin := needTool(t, "LEDGER_LITEWITNESS", "litewitness")
 	ctl := needTool(t, "LEDGER_WITNESSCTL", "witnessctl")
@@ -148,7 +157,7 @@ func newLiteWitness(t *testing.T, agent *sshAgent, name, origin, logVKey string)
 	return w
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -160,7 +169,7 @@ func freeAddr(t *testing.T) string {
 
 func (w *liteWitness) url() string { return "http://" + w.addr }
 
-func (w *liteWitness) start(t *testing.T) {
+func (w *liteWitness) start(t testing.TB) {
 	t.Helper()
 	w.logs = &lockedBuffer{}
 	w.cmd = exec.Command(w.bin, w.args...)
@@ -177,7 +186,7 @@ func (w *liteWitness) start(t *testing.T) {
 	})
 }
 
-func (w *liteWitness) stop(t *testing.T) {
+func (w *liteWitness) stop(t testing.TB) {
 	if w.cmd == nil {
 		return
 	}
@@ -193,7 +202,7 @@ func (w *liteWitness) stop(t *testing.T) {
 	w.cmd = nil
 }
 
-func waitUntil(t *testing.T, what string, ok func() bool) {
+func waitUntil(t testing.TB, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !ok() {

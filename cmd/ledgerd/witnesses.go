@@ -43,22 +43,6 @@ import (
 	"github.com/decisionledger/ledger/verify"
 )
 
-// WitnessConfig is one C2SP tlog-witness witness.
-type WitnessConfig struct {
-	// Name names the witness in metrics and logs: an identifier, unique
-	// among the witnesses. Required.
-	Name string `json:"name"`
-	// URL is the witness's submission prefix (http or https):
-	// checkpoints are POSTed to URL + "/add-checkpoint". Required.
-	URL string `json:"url"`
-	// Key is the witness's cosignature/v1 verifier key (C2SP
-	// tlog-cosignature, key type 0x04), "<name>+<hash>+<base64>", as the
-	// witness publishes it (litewitness logs it at start). Cosignature
-	// lines that do not verify with it are dropped. Required; no two
-	// witnesses may share a key.
-	Key string `json:"key"`
-}
-
 // The witness client's timing.
 const (
 	witnessTimeout    = 10 * time.Second // one add-checkpoint request
@@ -101,9 +85,12 @@ type witnesses struct {
 	backoffMin, backoffMax time.Duration
 	ws                     []*witnessState
 
-	mu     sync.Mutex
-	cosigs map[uint64][][]byte // size → each witness's cosignature line (nil: none yet)
-	sizes  []uint64            // the sizes in cosigs, ascending
+	// persistMu serializes writes of the kept file, each of which
+	// reads the cosignatures under it: the last write has them all.
+	persistMu sync.Mutex
+	mu        sync.Mutex
+	cosigs    map[uint64][][]byte // size → each witness's cosignature line (nil: none yet)
+	sizes     []uint64            // the sizes in cosigs, ascending
 }
 
 type witnessState struct {
@@ -352,6 +339,8 @@ func (ws *witnesses) persist(size uint64) {
 	if ws.path == "" {
 		return
 	}
+	ws.persistMu.Lock()
+	defer ws.persistMu.Unlock()
 	cp, latest := ws.l.Checkpoint()
 	if latest != size {
 		return
