@@ -97,11 +97,13 @@ func startSSHAgent(t testing.TB) *sshAgent {
 // liteWitness is one litewitness process and its key.
 type liteWitness struct {
 	name, vkey string
-	db, addr   string
-	args       []string
-	bin        string
-	cmd        *exec.Cmd
-	logs       *lockedBuffer
+	// torchwood is torchwood's cosignature/v1 verifier for the key.
+	torchwood note.Verifier
+	db, addr  string
+	args      []string
+	bin       string
+	cmd       *exec.Cmd
+	logs      *lockedBuffer
 }
 
 // newLiteWitness makes a witness key, loads it into the agent, creates
@@ -138,7 +140,7 @@ func newLiteWitness(t testing.TB, agent *sshAgent, name, origin, logVKey string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &liteWitness{name: name, vkey: cosigner.Verifier().String(), db: filepath.Join(dir, "witness.db"), bin: bin}
+	w := &liteWitness{name: name, vkey: cosigner.Verifier().String(), torchwood: cosigner.Verifier(), db: filepath.Join(dir, "witness.db"), bin: bin}
 	for _, args := range [][]string{
 		{"add-log", "-db", w.db, "-origin", origin},
 		{"add-key", "-db", w.db, "-origin", origin, "-key", logVKey},
@@ -309,6 +311,11 @@ func TestLitewitness(t *testing.T) {
 	logv, _ := note.NewVerifier(vkey)
 	if n, err := note.Open(cp, note.VerifierList(logv)); err != nil || len(n.UnverifiedSigs) != 2 {
 		t.Fatalf("x/mod/sumdb/note: %v", err)
+	}
+	// ... and, given torchwood's cosignature verifiers, verifies
+	// litewitness's cosignatures too.
+	if n, err := note.Open(cp, note.VerifierList(logv, a.torchwood, b.torchwood)); err != nil || len(n.Sigs) != 3 {
+		t.Fatalf("x/mod/sumdb/note with torchwood's cosignature verifiers: %v", err)
 	}
 	// An export carries them too.
 	export := filepath.Join(t.TempDir(), "export.ledger")
