@@ -68,6 +68,10 @@ type ExportOptions struct {
 // ExportReport describes a verified export.
 type ExportReport struct {
 	Checkpoint *log.Checkpoint
+	// Signed is the checkpoint as the export carries it, the signed note
+	// the report's Checkpoint was opened from: what an auditor keeps to
+	// trust next time (ledger-verify export --write-checkpoint).
+	Signed     []byte
 	Start, End uint64
 	// LastHash is the entry hash of entry End-1: the Prev of the next
 	// export.
@@ -252,7 +256,7 @@ func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, err
 		return nil, err
 	}
 
-	report := &ExportReport{Checkpoint: cp, Start: start, End: end}
+	report := &ExportReport{Checkpoint: cp, Signed: signed, Start: start, End: end}
 	var failures []error
 	record := func(err error) error {
 		if err == nil {

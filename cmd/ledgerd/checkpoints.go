@@ -1,13 +1,18 @@
 // Checkpoints (docs/api.md "Read", and the tlog-tiles checkpoint):
 //
 //	GET /v1/checkpoint
+//	GET /v1/checkpoints/{size}
 //	GET <tiles prefix>/checkpoint
 
 package main
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
 func (s *server) checkpoint(w http.ResponseWriter, r *http.Request) {
@@ -18,13 +23,69 @@ func (s *server) checkpoint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no_checkpoint", "no checkpoint has been signed yet")
 		return
 	}
-	// The witnesses' cosignatures gathered so far for it, as extra
-	// signature lines (C2SP tlog-cosignature).
+	s.writeCheckpoint(w, cp, size, "no-cache")
+}
+
+// checkpointAt answers GET /v1/checkpoints/{size}: the checkpoint the log
+// signed for exactly that tree size. The signed note never changes; the
+// cosignatures ledgerd holds for it may grow (and it keeps them only for
+// recent sizes), so it is served as immutable only without witnesses.
+func (s *server) checkpointAt(w http.ResponseWriter, r *http.Request) {
+	size, ok := parseIndex(w, r.PathValue("size"), "the size")
+	if !ok {
+		return
+	}
+	cp, err := s.signedAt(r.Context(), size)
+	if err != nil {
+		s.writeSignedAtError(w, err, "the size")
+		return
+	}
+	cache := "public, max-age=31536000, immutable"
+	if s.wit != nil {
+		cache = "no-cache"
+	}
+	s.writeCheckpoint(w, cp, size, cache)
+}
+
+// writeCheckpoint writes the signed checkpoint cp of size with the
+// witnesses' cosignatures gathered so far for it, as extra signature
+// lines (C2SP tlog-cosignature).
+func (s *server) writeCheckpoint(w http.ResponseWriter, cp []byte, size uint64, cacheControl string) {
 	lines, n := s.wit.Cosignatures(size)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Cache-Control", cacheControl)
 	if s.wit != nil {
 		w.Header().Set("Ledger-Cosignatures", strconv.Itoa(n))
 	}
 	w.Write(append(cp, lines...))
+}
+
+// errNotSigned: the log signed no checkpoint for a size (it signs about
+// one a second while the tree grows, not one per entry).
+var errNotSigned = errors.New("no checkpoint signed for this size")
+
+// signedAt returns the checkpoint the log signed for exactly size:
+// errNotSigned if it signed none (or size is beyond the latest).
+func (s *server) signedAt(ctx context.Context, size uint64) ([]byte, error) {
+	if _, latest := s.l.Checkpoint(); size > latest {
+		return nil, errNotSigned
+	}
+	cp, err := s.l.CheckpointAt(ctx, size)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, errNotSigned
+	}
+	return cp, err
+}
+
+// writeSignedAtError answers a signedAt error for the parameter what. The
+// message names the latest size, not the one asked for (refusals never
+// repeat what was sent).
+func (s *server) writeSignedAtError(w http.ResponseWriter, err error, what string) {
+	if errors.Is(err, errNotSigned) {
+		_, latest := s.l.Checkpoint()
+		writeError(w, http.StatusNotFound, "not_found",
+			"the log signed no checkpoint for %s: it signs one about every second while the tree grows, not one per entry; the latest is of size %d (GET /v1/checkpoint)", what, latest)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "internal", "the checkpoint could not be read")
 }

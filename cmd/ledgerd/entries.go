@@ -482,9 +482,16 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	_, size := s.l.Checkpoint()
+	size, given, ok := s.treeSize(w, r)
+	if !ok {
+		return
+	}
 	if size == 0 {
-		writeError(w, http.StatusNotFound, "no_checkpoint", "the latest checkpoint is for the empty log: there is nothing to export")
+		if given {
+			writeError(w, http.StatusNotFound, "no_checkpoint", "the checkpoint of tree_size is for the empty log: there is nothing to export")
+		} else {
+			writeError(w, http.StatusNotFound, "no_checkpoint", "the latest checkpoint is for the empty log: there is nothing to export")
+		}
 		return
 	}
 	switch {
@@ -492,10 +499,10 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "out_of_range", "start must not exceed end")
 		return
 	case end > size:
-		writeError(w, http.StatusBadRequest, "out_of_range", "end must not exceed %d, the latest checkpoint's size", size)
+		writeError(w, http.StatusBadRequest, "out_of_range", "end must not exceed %s", sizeBound(size, given))
 		return
 	case opts.ConsistencyFrom > size:
-		writeError(w, http.StatusBadRequest, "out_of_range", "consistency_from must not exceed %d, the latest checkpoint's size", size)
+		writeError(w, http.StatusBadRequest, "out_of_range", "consistency_from must not exceed %s", sizeBound(size, given))
 		return
 	}
 	opts.Size = size

@@ -334,6 +334,10 @@ func TestOpenAPIAnswers(t *testing.T) {
 		path   string
 	}{
 		{200, "/v1/checkpoint"},
+		{200, "/v1/checkpoints/0"},
+		{200, fmt.Sprintf("/v1/checkpoints/%d", size)},
+		{400, "/v1/checkpoints/x"},
+		{404, fmt.Sprintf("/v1/checkpoints/%d", size+1)},
 		{200, "/checkpoint"},
 		{200, "/v1/entries/0"},
 		{400, "/v1/entries/x"},
@@ -443,8 +447,15 @@ func TestOpenAPIAnswers(t *testing.T) {
 	if _, err := broken.l.Publish(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// Sizes the log signed no checkpoint for: 0 and 3 have one, 2 none.
+	for _, path := range []string{"/v1/export?start=0&end=1&tree_size=2", "/v1/proofs/0?tree_size=2", "/v1/inclusion?index=0&tree_size=2", "/v1/consistency?size1=1&tree_size=2"} {
+		a.do(broken, 404, "GET", path, "")
+	}
+	a.do(broken, 200, "GET", "/v1/export?start=0&end=0&tree_size=3", "")
+	a.do(broken, 200, "GET", "/v1/proofs/0?tree_size=3", "")
+	a.do(broken, 400, "GET", "/v1/proofs/0?tree_size=4", "")
 	store.Close()
-	for _, path := range []string{"/v1/entries/1", "/v1/proofs/1", "/v1/inclusion?index=1", "/v1/consistency?size1=1", "/tile/0/000.p/3"} {
+	for _, path := range []string{"/v1/checkpoints/3", "/v1/entries/1", "/v1/proofs/1", "/v1/inclusion?index=1", "/v1/consistency?size1=1", "/tile/0/000.p/3"} {
 		a.do(broken, 500, "GET", path, "")
 	}
 	a.do(broken, 503, "POST", "/v1/entries", appendBody(4), auth(broken)...)

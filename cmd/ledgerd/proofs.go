@@ -21,11 +21,18 @@ func (s *server) tlogProof(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	_, size := s.l.Checkpoint()
+	size, given, ok := s.treeSize(w, r)
+	if !ok {
+		return
+	}
+	if index >= size {
+		writeError(w, http.StatusNotFound, "not_found", "no entry at this index under %s", checkpointName(given))
+		return
+	}
 	b, err := s.l.TlogProof(r.Context(), index, size)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrSize):
-		writeError(w, http.StatusNotFound, "not_found", "no entry at this index under the latest checkpoint")
+		writeError(w, http.StatusNotFound, "not_found", "no entry at this index under %s", checkpointName(given))
 		return
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "internal", "the proof could not be read")
@@ -55,7 +62,9 @@ func writeProof(w http.ResponseWriter, p proofJSON) {
 }
 
 // treeSize reads the tree_size parameter (given true); absent, it is the
-// latest checkpoint's size. A size beyond that is refused.
+// latest checkpoint's size. A size beyond that is refused, and so is one
+// the log signed no checkpoint for: every proof and export is made to a
+// tree whose signed checkpoint GET /v1/checkpoints/{size} serves.
 func (s *server) treeSize(w http.ResponseWriter, r *http.Request) (size uint64, given, ok bool) {
 	_, latest := s.l.Checkpoint()
 	text := r.URL.Query().Get("tree_size")
@@ -69,7 +78,19 @@ func (s *server) treeSize(w http.ResponseWriter, r *http.Request) (size uint64, 
 		writeError(w, http.StatusBadRequest, "out_of_range", "tree_size must not exceed %d, the latest checkpoint's size", latest)
 		return 0, true, false
 	}
+	if _, err := s.signedAt(r.Context(), size); err != nil {
+		s.writeSignedAtError(w, err, "tree_size")
+		return 0, true, false
+	}
 	return size, true, true
+}
+
+// checkpointName names the checkpoint a request is answered at.
+func checkpointName(given bool) string {
+	if given {
+		return "the checkpoint of tree_size"
+	}
+	return "the latest checkpoint"
 }
 
 // sizeBound names the bound a parameter broke: tree_size if the request

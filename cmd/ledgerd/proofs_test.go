@@ -19,11 +19,17 @@ func TestParameterErrors(t *testing.T) {
 		if resp, b := s.post(t, s.token, appendBody(i)); resp.StatusCode != http.StatusCreated {
 			t.Fatalf("append: %s", b)
 		}
+		if i == 1 { // checkpoints for sizes 0, 2 and 3; none for 1
+			if _, err := s.l.Publish(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if _, err := s.l.Publish(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	zeros := strings.Repeat("00", 32)
+	notSigned := "the log signed no checkpoint for tree_size: it signs one about every second while the tree grows, not one per entry; the latest is of size 3 (GET /v1/checkpoint)"
 	for _, c := range []struct {
 		method, path string
 		status       int
@@ -49,6 +55,17 @@ func TestParameterErrors(t *testing.T) {
 		{"GET", "/v1/consistency?size1=4", 400, "out_of_range", "size1 must not exceed 3, the latest checkpoint's size"},
 		{"GET", "/v1/consistency?size1=3&tree_size=2", 400, "out_of_range", "size1 must not exceed tree_size"},
 		{"GET", "/v1/consistency?size1=1&tree_size=9", 400, "out_of_range", "tree_size must not exceed 3, the latest checkpoint's size"},
+		{"GET", "/v1/inclusion?index=0&tree_size=1", 404, "not_found", notSigned},
+		{"GET", "/v1/consistency?size1=0&tree_size=1", 404, "not_found", notSigned},
+		{"GET", "/v1/export?start=0&end=1&tree_size=1", 404, "not_found", notSigned},
+		{"GET", "/v1/export?start=0&end=3&tree_size=2", 400, "out_of_range", "end must not exceed tree_size"},
+		{"GET", "/v1/export?start=0&end=2&tree_size=2&consistency_from=3", 400, "out_of_range", "consistency_from must not exceed tree_size"},
+		{"GET", "/v1/export?start=0&end=0&tree_size=0", 404, "no_checkpoint", "the checkpoint of tree_size is for the empty log: there is nothing to export"},
+		{"GET", "/v1/proofs/1?tree_size=1", 404, "not_found", notSigned},
+		{"GET", "/v1/proofs/2?tree_size=2", 404, "not_found", "no entry at this index under the checkpoint of tree_size"},
+		{"GET", "/v1/checkpoints/1", 404, "not_found", "the log signed no checkpoint for the size: it signs one about every second while the tree grows, not one per entry; the latest is of size 3 (GET /v1/checkpoint)"},
+		{"GET", "/v1/checkpoints/12345", 404, "not_found", "the log signed no checkpoint for the size: it signs one about every second while the tree grows, not one per entry; the latest is of size 3 (GET /v1/checkpoint)"},
+		{"GET", "/v1/checkpoints/01", 400, "invalid_request", "the size is not a decimal integer"},
 		{"GET", "/v1/entries/7SECRET", 400, "invalid_request", "the index is not a decimal integer"},
 		{"GET", "/v1/entries/12345", 404, "not_found", "no entry at this index"},
 		{"GET", "/v1/proofs/12345", 404, "not_found", "no entry at this index under the latest checkpoint"},

@@ -29,6 +29,7 @@ func (s *server) routeTable() []route {
 		{"POST /v1/entries", s.mediatorAuth(s.appendEntry)},
 		{"POST /v1/decide", s.mediatorAuth(s.decide)},
 		{"GET /v1/checkpoint", s.readAuth(s.checkpoint)},
+		{"GET /v1/checkpoints/{size}", s.readAuth(s.checkpointAt)},
 		{"GET /v1/entries/{index}", s.readAuth(s.getEntry)},
 		{"GET /v1/export", s.readAuth(s.export)},
 		{"GET /v1/proofs/{index}", s.readAuth(s.tlogProof)},
