@@ -10,6 +10,8 @@
 //	ledger-verify tiers  (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--json] DECLARATION
 //	ledger-verify decisions (--key VKEY | --key-file FILE | --trust FILE)... [--policies DIR]... [--all] [--json] EXPORT
 //	ledger-verify approvals (--key VKEY | --key-file FILE | --trust FILE)... [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
+//	ledger-verify consistency (--key VKEY | --key-file FILE | --trust FILE)... [--json] OLD NEW [PROOF | --url URL]
+//	ledger-verify monitor (--key VKEY | --key-file FILE | --trust FILE)... --state FILE [--init] [--archive DIR] URL
 //	ledger-verify digest [--allow-non-integer] [--canonical] [--json] FILE
 //	ledger-verify help [COMMAND]
 //	ledger-verify version
@@ -28,7 +30,9 @@
 // Exit status: 0 verified (params, tiers: match; decisions: every ledger
 // decision agrees; approvals: no entry breaks a lifecycle rule), 1
 // verification failed (or mismatch, disagreement, refused input, or a
-// lifecycle violation), 2 bad usage or unreadable input.
+// lifecycle violation), 2 bad usage or unreadable input; consistency and
+// monitor: 3 two checkpoints signed by the key are not of one history (a
+// fork: monitor writes both as evidence), 4 the log could not be read.
 package main
 
 import (
@@ -60,6 +64,8 @@ var commands = []command{
 	{"tiers", "Verify an export, then compare entry N with an action declaration.", tiersUsage, runTiers},
 	{"decisions", "Verify an export, then replay the ledger's decisions with their policy sets.", decisionsUsage, runDecisions},
 	{"approvals", "Verify an export, then check every approval lifecycle it holds.", approvalsUsage, runApprovals},
+	{"consistency", "Verify that two signed checkpoint files are of one history.", consistencyUsage, runConsistency},
+	{"monitor", "Follow a log from cron: verify its new checkpoint and entries, keep state.", monitorUsage, runMonitor},
 	{"digest", "Print the parameter commitment of a JSON parameter file.", digestUsage, runDigest},
 	{"version", "Print the module version and VCS revision of this binary.", versionUsage, runVersion},
 }
@@ -100,7 +106,8 @@ Exit status: 0 verified (params, tiers: match; decisions: all agree;
 approvals: no violation), 1 verification failed (params, tiers: mismatch
 or refused; decisions: a decision disagrees or cannot be replayed;
 approvals: an entry breaks a lifecycle rule), 2 bad usage or unreadable
-input.
+input; consistency and monitor: 3 two checkpoints signed by the key are
+not of one history (a fork), 4 the log could not be read.
 
 Example:
     $ ledger-verify export --key-file ledger.vkey export.ledger

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/termtext"
+	"github.com/decisionledger/ledger/verify"
+	"github.com/transparency-dev/formats/log"
+)
+
+const monitorUsage = `Usage:
+    ledger-verify monitor (--key VKEY | --key-file FILE) --state FILE [--init]
+                          [--archive DIR] [--token-file FILE] [--timeout D] URL
+
+Follow a log, as the compliance team's cron job: fetch its latest
+checkpoint from the C2SP tlog-tiles API at URL (ledgerd's address and
+tiles_prefix: URL/checkpoint, URL/tile/...), verify it with the ledger's
+key, prove from the tiles that its tree extends the checkpoint the state
+file holds, verify every entry added since (encoding, key, signature,
+index, the prev chain continuing from the state's last entry hash, and
+that they are exactly the new leaves of the signed tree), then save the
+new checkpoint and last entry hash in the state file (atomically: a
+temporary file, synced, renamed over it). Run it every few minutes; a
+run that finds nothing new changes nothing.
+
+The state file (docs/operations.md, "Monitoring") is JSON:
+{"version":1,"checkpoint":"<signed note>","last_entry_hash":"sha256:..."}
+(no last_entry_hash at tree size 0). The first run needs --init and
+starts from the empty tree: it verifies the whole log. Without --init a
+missing state file is an error, so that a lost state is noticed rather
+than silently trusting whatever history the log now shows.
+
+With --archive DIR, the verified entries are kept: each run writes
+DIR/entries-<first index>.jsonl (one entry per line, canonical JSON, as
+signed) and DIR/checkpoint-<tree size> (the signed checkpoint), each
+atomically, before the state is saved.
+
+Options:
+` + keyOptions + `    --state FILE          The monitor's state file.
+    --init                Start from the empty tree if the state file does
+                          not exist.
+    --archive DIR         Keep the verified entries and checkpoints in DIR.
+` + netOptions + `
+Exit status: 0 verified and the state saved; 1 verification failed (a
+checkpoint not signed by the key, an entry that fails a check, a tile
+that does not give the signed root, a checkpoint smaller than the
+state's): the state is not changed; 2 bad usage, or a state file that
+cannot be read; 3 FORK: the log's checkpoint is signed by the key but not
+consistent with the state's. Both signed checkpoints are written next to
+the state, FILE.fork-old.checkpoint and FILE.fork-new.checkpoint, as
+evidence; the state is not changed; 4 the log could not be read (no
+answer, a timeout, or an HTTP error): nothing was found wrong; run again
+later.
+
+Examples:
+    $ ledger-verify monitor --key-file ledger.vkey --state monitor.state --init https://ledger.example.com
+    verified: entries 0 to 999 (1000 new) of ledger.example.com/log
+      checkpoint: tree size 1000, consistent with the state's (tree size 0)
+      state saved: monitor.state
+    # crontab: every 10 minutes
+    */10 * * * * ledger-verify monitor --key-file /etc/ledger/ledger.vkey --state /var/lib/ledger-monitor/state --archive /var/lib/ledger-monitor/archive https://ledger.example.com
+`
+
+// monitorState is the state file.
+type monitorState struct {
+	Version       int    `json:"version"`
+	Checkpoint    string `json:"checkpoint"`
+	LastEntryHash string `json:"last_entry_hash,omitempty"`
+}
+
+// loaded is a state file opened with the trusted key.
+type loaded struct {
+	signed []byte
+	cp     *log.Checkpoint
+	last   *commit.Digest // nil at size 0
+}
+
+// loadState reads the state file; an absent file is the empty tree with
+// init, an error without.
+func loadState(name string, key *verify.Key, init bool) (*loaded, error) {
+	b, err := readFileLimit(name, 64<<10)
+	if errors.Is(err, fs.ErrNotExist) {
+		if !init {
+			return nil, fmt.Errorf("state file %s does not exist: run with --init the first time (it then verifies the log from its first entry)", termtext.Quote(name))
+		}
+		return &loaded{cp: &log.Checkpoint{Origin: key.Origin(), Size: 0, Hash: tileHasher.EmptyRoot()}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	var st monitorState
+	if err := d.Decode(&st); err != nil || d.More() || st.Version != 1 || st.Checkpoint == "" {
+		return nil, fmt.Errorf("state file %s: not a version 1 monitor state (%v)", termtext.Quote(name), err)
+	}
+	l := &loaded{signed: []byte(st.Checkpoint)}
+	if l.cp, err = key.Checkpoint(l.signed); err != nil {
+		return nil, &stateCheckpointError{name: name, err: err}
+	}
+	switch {
+	case l.cp.Size == 0 && st.LastEntryHash != "":
+		return nil, fmt.Errorf("state file %s: a last_entry_hash at tree size 0", termtext.Quote(name))
+	case l.cp.Size > 0:
+		h, err := commit.ParseDigest(st.LastEntryHash)
+		if err != nil {
+			return nil, fmt.Errorf("state file %s: last_entry_hash: %w", termtext.Quote(name), err)
+		}
+		l.last = &h
+	}
+	return l, nil
+}
+
+// stateCheckpointError: the state's checkpoint does not verify with the
+// trusted key (exit status 1): another key was given, or the state was
+// changed.
+type stateCheckpointError struct {
+	name string
+	err  error
+}
+
+func (e *stateCheckpointError) Error() string {
+	return fmt.Sprintf("state file %s: its checkpoint: %v", termtext.Quote(e.name), e.err)
+}
+
+func (e *stateCheckpointError) Unwrap() error { return e.err }
+
+func saveState(name string, signed []byte, last *commit.Digest) error {
+	st := monitorState{Version: 1, Checkpoint: string(signed)}
+	if last != nil {
+		st.LastEntryHash = last.String()
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(name, append(b, '\n'), 0o644)
+}
+
+// monitorRun is one run's options.
+type monitorRun struct {
+	keys    keyFlags
+	net     netFlags
+	state   string
+	archive string
+	init    bool
+}
+
+func runMonitor(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("monitor", flag.ContinueOnError)
+	var m monitorRun
+	m.keys.register(fset)
+	m.net.register(fset)
+	fset.StringVar(&m.state, "state", "", "")
+	fset.StringVar(&m.archive, "archive", "", "")
+	fset.BoolVar(&m.init, "init", false, "")
+	rest, code, ok := parseFlags(fset, monitorUsage, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(rest) != 1 || m.state == "" {
+		return usageError(stderr, "monitor", "needs --state FILE and exactly one URL")
+	}
+	return m.run(context.Background(), rest[0], stdout, stderr)
+}
+
+func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Writer) int {
+	key, err := m.keys.load()
+	if err != nil {
+		errorf(stderr, "monitor: %v", err)
+		return exitUsage
+	}
+	f, err := m.net.fetcher(base)
+	if err != nil {
+		return usageError(stderr, "monitor", "%v", err)
+	}
+	if m.archive != "" {
+		if st, err := os.Stat(m.archive); err != nil || !st.IsDir() {
+			return usageError(stderr, "monitor", "--archive %s is not a directory", termtext.Quote(m.archive))
+		}
+	}
+	old, err := loadState(m.state, key, m.init)
+	if err != nil {
+		errorf(stderr, "monitor: %v", err)
+		hints(stderr, err)
+		var sce *stateCheckpointError
+		if errors.As(err, &sce) {
+			return exitFailed
+		}
+		return exitUsage
+	}
+
+	// The latest checkpoint.
+	signed, err := f.get(ctx, "/checkpoint", 16<<10)
+	if err != nil {
+		return unreachable(stderr, err)
+	}
+	cp, err := key.Checkpoint(signed)
+	if err != nil {
+		errorf(stderr, "monitor: the log's latest checkpoint (%s/checkpoint): %v", f.base, err)
+		hints(stderr, err)
+		return exitFailed
+	}
+
+	switch {
+	case cp.Size < old.cp.Size:
+		errorf(stderr, "monitor: the log's latest checkpoint is for tree size %d, smaller than the state's (%d), which is the newer one: a log never signs a smaller tree after a larger one", cp.Size, old.cp.Size)
+		hintf(stderr, "if %s is a cache or replica that lags, run again later; if the log itself went back, keep the state file and this answer (%s/checkpoint) as evidence: 'ledger-verify consistency --url' with both checkpoints asks the log to prove them consistent", f.base, f.base)
+		return exitFailed
+	case cp.Size == old.cp.Size && bytes.Equal(cp.Hash, old.cp.Hash):
+		termtext.PrintLine(stdout, "verified: no new entries in %s", termtext.Quote(cp.Origin))
+		termtext.PrintLine(stdout, "  checkpoint: tree size %d, as the state's", cp.Size)
+		if old.signed == nil { // --init on the empty log: keep its signed checkpoint
+			if err := saveState(m.state, signed, nil); err != nil {
+				errorf(stderr, "monitor: saving the state: %v", err)
+				return exitUsage
+			}
+			termtext.PrintLine(stdout, "  state saved: %s", termtext.Quote(m.state))
+		}
+		return exitOK
+	}
+
+	tiles := newTileReader(f, cp.Size)
+	var consistency error
+	if cp.Size == old.cp.Size {
+		consistency = verify.Consistency(old.cp, cp, nil) // the roots differ
+	} else {
+		p, err := tiles.consistencyProof(ctx, old.cp.Size)
+		var fe *fetchError
+		if errors.As(err, &fe) {
+			return unreachable(stderr, err)
+		}
+		if err != nil {
+			consistency = err
+		} else {
+			consistency = verify.Consistency(old.cp, cp, p)
+		}
+	}
+	if consistency != nil {
+		return m.fork(stderr, f, old, signed, cp, consistency)
+	}
+
+	// The new entries, against the new tree.
+	r, err := verify.NewRange(key, cp, old.cp.Size, cp.Size, old.last, false)
+	if err != nil {
+		return reportFailures(stdout, stderr, err, false)
+	}
+	var arch *archiveWriter
+	if m.archive != "" {
+		if arch, err = newArchiveWriter(m.archive, old.cp.Size); err != nil {
+			errorf(stderr, "monitor: --archive: %v", err)
+			return exitUsage
+		}
+		defer arch.abort()
+	}
+	err = tiles.entries(ctx, old.cp.Size, cp.Size, func(index uint64, e []byte) error {
+		if err := r.Add(e); err != nil {
+			return err
+		}
+		if arch != nil {
+			return arch.add(e)
+		}
+		return nil
+	})
+	var fe *fetchError
+	switch {
+	case errors.As(err, &fe):
+		return unreachable(stderr, err)
+	case err != nil:
+		return m.failed(stdout, stderr, err)
+	}
+	left, err := tiles.compactRange(ctx, 0, old.cp.Size)
+	if errors.As(err, &fe) {
+		return unreachable(stderr, err)
+	} else if err != nil {
+		return m.failed(stdout, stderr, err)
+	}
+	if err := r.Finish(left, nil); err != nil {
+		return m.failed(stdout, stderr, err)
+	}
+	last := r.Last()
+
+	if arch != nil {
+		if err := arch.commit(signed, cp.Size); err != nil {
+			errorf(stderr, "monitor: --archive: %v", err)
+			return exitUsage
+		}
+	}
+	if err := saveState(m.state, signed, last); err != nil {
+		errorf(stderr, "monitor: saving the state: %v", err)
+		hintf(stderr, "everything verified, but the state file %s was not replaced: fix the cause and run again", termtext.Quote(m.state))
+		return exitUsage
+	}
+	n := cp.Size - old.cp.Size
+	termtext.PrintLine(stdout, "verified: entries %d to %d (%d new) of %s", old.cp.Size, cp.Size-1, n, termtext.Quote(cp.Origin))
+	termtext.PrintLine(stdout, "  checkpoint: tree size %d, consistent with the state's (tree size %d)", cp.Size, old.cp.Size)
+	termtext.PrintLine(stdout, "  last entry hash: %s", last)
+	if arch != nil {
+		termtext.PrintLine(stdout, "  archived: %s", termtext.Quote(arch.entriesName()))
+	}
+	termtext.PrintLine(stdout, "  state saved: %s", termtext.Quote(m.state))
+	return exitOK
+}
+
+func unreachable(stderr io.Writer, err error) int {
+	errorf(stderr, "monitor: the log could not be read: %v", err)
+	hintf(stderr, "nothing was found wrong with the log and the state was not changed: check the URL and the network, and run again later")
+	return exitUnreachable
+}
+
+// failed reports a verification failure of the new entries or tiles.
+func (m *monitorRun) failed(stdout, stderr io.Writer, err error) int {
+	var te *tileError
+	if errors.As(err, &te) {
+		errorf(stderr, "monitor: %v", err)
+		hintf(stderr, "the log served a malformed tile; the state was not changed")
+		return exitFailed
+	}
+	code := reportFailures(stdout, stderr, err, false)
+	hintf(stderr, "the log's new entries do not verify against its signed checkpoint; the state was not changed: keep the output, and ask the log's operator")
+	return code
+}
+
+// fork writes both signed checkpoints next to the state as evidence and
+// reports the fork.
+func (m *monitorRun) fork(stderr io.Writer, f *fetcher, old *loaded, signed []byte, cp *log.Checkpoint, why error) int {
+	oldName, newName := m.state+".fork-old.checkpoint", m.state+".fork-new.checkpoint"
+	errorf(stderr, "monitor: FORK: the log's checkpoint of tree size %d is signed by the trusted key but not consistent with the checkpoint of tree size %d the state holds: %s", cp.Size, old.cp.Size, describeInconsistency(why))
+	if old.signed == nil {
+		// Only the empty tree: every tree extends it; not reached.
+		return exitFailed
+	}
+	for _, w := range []struct {
+		name string
+		b    []byte
+	}{{oldName, old.signed}, {newName, signed}} {
+		if err := writeFileAtomic(w.name, w.b, 0o644); err != nil {
+			errorf(stderr, "monitor: writing the evidence %s: %v", termtext.Quote(w.name), err)
+		}
+	}
+	hintf(stderr, "evidence: %s (tree size %d, the state's, older) and %s (tree size %d, the log's latest, newer): two checkpoints signed by the log's key, of which the newer does not extend the older, prove that the log signed two histories", termtext.Quote(oldName), old.cp.Size, termtext.Quote(newName), cp.Size)
+	if cp.Size == old.cp.Size {
+		hintf(stderr, "they are for the same tree size with different roots: no proof can reconcile them")
+	} else {
+		hintf(stderr, "to rule out a damaged tile, ask the log for its own proof: ledger-verify consistency --key-file KEY --url URL %s %s (it fetches %s)", termtext.Quote(oldName), termtext.Quote(newName), consistencyPath(old.cp.Size, cp.Size))
+	}
+	hintf(stderr, "the state was not changed: every run reports this again until it is resolved; give both files to the log's operator and auditors")
+	return exitInconsistent
+}
+
+// archiveWriter keeps one run's verified entries: DIR/entries-<first
+// index>.jsonl, written to a temporary file and renamed at commit, then
+// DIR/checkpoint-<size>. A run that fails before saving the state leaves
+// nothing, or files the next run (starting at the same index) replaces.
+type archiveWriter struct {
+	dir   string
+	first uint64
+	tmp   *os.File
+	n     uint64
+}
+
+func newArchiveWriter(dir string, first uint64) (*archiveWriter, error) {
+	tmp, err := os.CreateTemp(dir, ".entries-*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	return &archiveWriter{dir: dir, first: first, tmp: tmp}, nil
+}
+
+func (a *archiveWriter) entriesName() string {
+	return filepath.Join(a.dir, fmt.Sprintf("entries-%d.jsonl", a.first))
+}
+
+func (a *archiveWriter) add(e []byte) error {
+	// A signed entry is canonical JSON on one line: JSON escapes every
+	// control character inside strings.
+	if bytes.IndexByte(e, '\n') >= 0 {
+		return fmt.Errorf("entry %d holds a newline", a.first+a.n)
+	}
+	a.n++
+	if _, err := a.tmp.Write(append(e[:len(e):len(e)], '\n')); err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	return nil
+}
+
+func (a *archiveWriter) commit(signed []byte, size uint64) error {
+	if err := a.tmp.Sync(); err != nil {
+		return err
+	}
+	if err := a.tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(a.tmp.Name(), a.entriesName()); err != nil {
+		return err
+	}
+	a.tmp = nil
+	if err := syncDir(a.dir); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(a.dir, fmt.Sprintf("checkpoint-%d", size)), signed, 0o644)
+}
+
+// abort removes the temporary file of a run that did not commit.
+func (a *archiveWriter) abort() {
+	if a.tmp != nil {
+		a.tmp.Close()
+		os.Remove(a.tmp.Name())
+	}
+}
