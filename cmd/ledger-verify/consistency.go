@@ -16,8 +16,8 @@ import (
 )
 
 const consistencyUsage = `Usage:
-    ledger-verify consistency (--key VKEY | --key-file FILE) [--json]
-                              OLD NEW [PROOF | --url URL]
+    ledger-verify consistency (--key VKEY | --key-file FILE | --trust FILE)...
+                              [--json] OLD NEW [PROOF | --url URL]
 
 Verify that two signed checkpoint files are of one history: both signed
 by the ledger's key, and the larger tree extends the smaller one, by an
