@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+)
+
+// tileLog is a real ledger (in memory) behind a C2SP tlog-tiles server,
+// as ledgerd serves one, whose answers a test can rewrite.
+type tileLog struct {
+	l   *ledger.Ledger
+	srv *httptest.Server
+	// lie, if set, rewrites the body of an answer (path, body).
+	lie atomic.Pointer[func(path string, b []byte) []byte]
+	// checkpointAt, if not 0, serves the checkpoint of that size as the
+	// latest.
+	checkpointAt atomic.Uint64
+}
+
+func newTileLog(t *testing.T, skey string) *tileLog {
+	t.Helper()
+	key, err := ledger.ParseKey([]byte(skey), ledger.KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fixed clock: two logs given the same records hold the same
+	// entries.
+	now := func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
+	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler), Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &tileLog{l: l}
+	tl.srv = httptest.NewServer(http.HandlerFunc(tl.serve))
+	t.Cleanup(func() { tl.srv.Close(); l.Close() })
+	return tl
+}
+
+// add appends n entries (payee seed differs by log), then signs a
+// checkpoint.
+func (tl *tileLog) add(t *testing.T, seed string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		p, err := commit.Params([]byte(fmt.Sprintf(`{"to":"%s-%d@example.com"}`, seed, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := ledger.Record{Mediator: "mediator-1", Principal: "agent-1", Action: "send_email",
+			Decision: entry.Allow, Policies: []string{"email.allow"}, Params: p,
+			Tiers: commit.Digest{1}, Attributes: []byte(`{}`)}
+		if _, err := tl.l.Append(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tl.l.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (tl *tileLog) serve(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var b []byte
+	var err error
+	switch p := r.URL.Path; {
+	case p == "/checkpoint":
+		b, _ = tl.l.Checkpoint()
+		if size := tl.checkpointAt.Load(); size != 0 {
+			b, err = tl.l.CheckpointAt(ctx, size)
+		}
+	case strings.HasPrefix(p, "/tile/"):
+		rest := strings.TrimPrefix(p, "/tile/")
+		width := ledger.TileWidth
+		if head, partial, ok := strings.Cut(rest, ".p/"); ok {
+			rest = head
+			width, _ = strconv.Atoi(partial)
+		}
+		level, indexPath, _ := strings.Cut(rest, "/")
+		index, _ := strconv.ParseUint(strings.NewReplacer("x", "", "/", "").Replace(indexPath), 10, 64)
+		if level == "entries" {
+			b, err = tl.l.EntryBundle(ctx, index, width)
+		} else {
+			lv, _ := strconv.Atoi(level)
+			b, err = tl.l.Tile(ctx, uint8(lv), index, width)
+		}
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		http.Error(w, `{"error":{"code":"not_found","message":"no such tile"}}`, http.StatusNotFound)
+		return
+	}
+	if lie := tl.lie.Load(); lie != nil {
+		b = (*lie)(r.URL.Path, bytes.Clone(b))
+	}
+	w.Write(b)
+}
+
+// lieAbout rewrites the answers for paths with the given prefix.
+func (tl *tileLog) lieAbout(prefix string, change func(b []byte) []byte) {
+	f := func(path string, b []byte) []byte {
+		if strings.HasPrefix(path, prefix) {
+			return change(b)
+		}
+		return b
+	}
+	tl.lie.Store(&f)
+}
+
+// monitorOnce runs ledger-verify monitor with the key in vkey and the
+// state in dir, and returns its exit status and output.
+func monitorOnce(t *testing.T, dir, vkey, url string, extra ...string) (int, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	args := append([]string{"monitor", "--key", vkey, "--state", filepath.Join(dir, "state")}, extra...)
+	code := run(append(args, url), nil, &out, &errOut)
+	return code, out.String() + errOut.String()
+}
+
+// The monitor refuses, with its documented status and the state left as
+// it was, every way a log can serve something other than one honest
+// history: each case starts from a state at tree size 300 and a log
+// grown to 700.
+func TestMonitorRefusals(t *testing.T) {
+	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSkey, otherVkey, _ := ledger.GenerateKey("ledger.example.com/log")
+
+	// The honest log; a twin under the same key holding the same first
+	// 300 entries, then others (consistent with the state, but not the
+	// honest log's history); a fork under the same key from the first
+	// entry; and a fork of the same size as the state.
+	honest := newTileLog(t, skey)
+	honest.add(t, "a", 300)
+	twin := newTileLog(t, skey)
+	twin.add(t, "a", 300)
+	fork := newTileLog(t, skey)
+	fork.add(t, "b", 300)
+	sameSize := newTileLog(t, skey)
+	sameSize.add(t, "b", 300)
+	other := newTileLog(t, otherSkey)
+	other.add(t, "a", 700)
+
+	base := t.TempDir()
+	if code, out := monitorOnce(t, base, vkey, honest.srv.URL, "--init"); code != exitOK {
+		t.Fatalf("first run: %d\n%s", code, out)
+	}
+	state300, err := os.ReadFile(filepath.Join(base, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	honest.add(t, "a", 400)
+	twin.add(t, "c", 400)
+	fork.add(t, "b", 400)
+
+	flipAt := func(off int) func([]byte) []byte {
+		return func(b []byte) []byte {
+			if off < 0 {
+				off += len(b)
+			}
+			b[off] ^= 1
+			return b
+		}
+	}
+	// dropFirst removes the first entry of a bundle.
+	dropFirst := func(b []byte) []byte { return b[2+binary.BigEndian.Uint16(b):] }
+	// swapFirst swaps the first two entries of a bundle.
+	swapFirst := func(b []byte) []byte {
+		n1 := 2 + int(binary.BigEndian.Uint16(b))
+		n2 := 2 + int(binary.BigEndian.Uint16(b[n1:]))
+		return append(append(append([]byte{}, b[n1:n1+n2]...), b[:n1]...), b[n1+n2:]...)
+	}
+	for _, c := range []struct {
+		name  string
+		log   *tileLog
+		setup func(tl *tileLog)
+		key   string
+		state func([]byte) []byte // rewrites the state file
+		want  int
+		msg   string
+	}{
+		{name: "honest", log: honest, want: exitOK, msg: "verified: entries 300 to 699 (400 new)"},
+		{name: "entry byte flipped", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/entries/002", flipAt(100)) },
+			want: exitFailed, msg: "entry 512: "},
+		{name: "last entry's byte flipped", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/entries/002", flipAt(-3)) },
+			want: exitFailed, msg: "entry 699: encoding"},
+		{name: "entry dropped", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/entries/002", dropFirst) },
+			want: exitFailed, msg: "entry 512: index"},
+		{name: "bundle with a byte more", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/entries/002", func(b []byte) []byte { return append(b, 0) }) },
+			want: exitFailed, msg: "1 bytes after its 188 entries"},
+		{name: "bundle cut", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/entries/002", func(b []byte) []byte { return b[:len(b)-1] }) },
+			want: exitFailed, msg: "malformed tile"},
+		{name: "entries reordered", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/entries/002", swapFirst) },
+			want: exitFailed, msg: "entry 512: index"},
+		{name: "hash tile byte flipped", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/0/001", flipAt(0)) },
+			want: exitInconsistent, msg: "FORK"},
+		{name: "level-1 hash flipped", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/1/000", flipAt(0)) },
+			want: exitInconsistent, msg: "FORK"},
+		{name: "entries of another history under the same key", log: honest, setup: func(tl *tileLog) {
+			f := func(path string, b []byte) []byte {
+				if strings.HasPrefix(path, "/tile/entries/") {
+					resp, err := http.Get(twin.srv.URL + path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer resp.Body.Close()
+					var buf bytes.Buffer
+					buf.ReadFrom(resp.Body)
+					return buf.Bytes()
+				}
+				return b
+			}
+			tl.lie.Store(&f)
+		}, want: exitFailed, msg: "range-proof"},
+		{name: "swapped key", log: honest, key: otherVkey, want: exitFailed, msg: "not signed by the trusted key"},
+		{name: "log signed by another key", log: other, want: exitFailed, msg: "the log's latest checkpoint"},
+		{name: "checkpoint smaller than the state's", log: honest, setup: func(tl *tileLog) { tl.checkpointAt.Store(0) },
+			state: func([]byte) []byte { return nil }, want: exitFailed, msg: "smaller than the state's (700)"},
+		{name: "fork", log: fork, want: exitInconsistent, msg: "FORK: the log's checkpoint of tree size 700"},
+		{name: "fork of the same size", log: sameSize, want: exitInconsistent, msg: "same tree size with different roots"},
+		{name: "prev across runs", log: honest, state: func(b []byte) []byte {
+			i := bytes.Index(b, []byte(`"last_entry_hash": "sha256:`)) + len(`"last_entry_hash": "sha256:`)
+			b[i] ^= 1 // a hex digit to another
+			return b
+		}, want: exitFailed, msg: "entry 300: prev"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st := bytes.Clone(state300)
+			if c.state != nil {
+				if c.name == "checkpoint smaller than the state's" {
+					// A state at 700, from an honest run; the log then
+					// serves its checkpoint of size 300.
+					if code, out := monitorOnce(t, dir, vkey, honest.srv.URL, "--init"); code != exitOK {
+						t.Fatalf("%d %s", code, out)
+					}
+					honest.checkpointAt.Store(300)
+					t.Cleanup(func() { honest.checkpointAt.Store(0) })
+					st, _ = os.ReadFile(filepath.Join(dir, "state"))
+				} else {
+					st = c.state(st)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(dir, "state"), st, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c.setup != nil && c.name != "checkpoint smaller than the state's" {
+				c.setup(c.log)
+				t.Cleanup(func() { c.log.lie.Store(nil) })
+			}
+			key := vkey
+			if c.key != "" {
+				key = c.key
+			}
+			code, out := monitorOnce(t, dir, key, c.log.srv.URL)
+			if code != c.want || !strings.Contains(out, c.msg) {
+				t.Fatalf("exit %d, want %d with %q:\n%s", code, c.want, c.msg, out)
+			}
+			after, _ := os.ReadFile(filepath.Join(dir, "state"))
+			if c.want != exitOK && !bytes.Equal(after, st) {
+				t.Errorf("a refused run changed the state")
+			}
+			if c.want == exitInconsistent {
+				for _, suffix := range []string{".fork-old.checkpoint", ".fork-new.checkpoint"} {
+					if _, err := os.Stat(filepath.Join(dir, "state"+suffix)); err != nil {
+						t.Errorf("no evidence file: %v", err)
+					}
+				}
+			}
+		})
+	}
+
+	// A log that cannot be read: its own status, the state unchanged.
+	t.Run("unreachable", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "state"), state300, 0o644)
+		dead := httptest.NewServer(http.NotFoundHandler())
+		dead.Close()
+		if code, out := monitorOnce(t, dir, vkey, dead.URL); code != exitUnreachable || !strings.Contains(out, "could not be read") {
+			t.Fatalf("exit %d, want %d:\n%s", code, exitUnreachable, out)
+		}
+		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"error":{"code":"internal","message":"the tile could not be read"}}`, 500)
+		}))
+		defer failing.Close()
+		if code, out := monitorOnce(t, dir, vkey, failing.URL); code != exitUnreachable || !strings.Contains(out, "HTTP 500") {
+			t.Fatalf("exit %d, want %d:\n%s", code, exitUnreachable, out)
+		}
+		if after, _ := os.ReadFile(filepath.Join(dir, "state")); !bytes.Equal(after, state300) {
+			t.Error("the state changed")
+		}
+	})
+}
