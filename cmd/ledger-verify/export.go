@@ -61,7 +61,16 @@ verified before. ledgerd serves exports at
 /v1/export?start=S&end=E[&consistency_from=SIZE] (docs/api.md).
 
 Options:
-` + exportOptions + `
+` + exportOptions + `    --write-checkpoint FILE
+                          After the export verifies, write its signed
+                          checkpoint to FILE (a temporary file, synced,
+                          renamed over FILE): the --trusted of the next
+                          export.
+    --archive DIR         Also compare every entry with the copy that
+                          'ledger-verify monitor --archive DIR' kept, where
+                          it kept one: an entry the log now shows
+                          differently fails.
+
 Options may come before or after EXPORT.
 
 Examples:
@@ -69,7 +78,8 @@ Examples:
     verified: entries 0 to 999 (1000 entries) of ledger.example.com/log
       checkpoint: tree size 1000
       last entry hash: sha256:...
-    $ ledger-verify export --key-file ledger.vkey --trusted last.checkpoint next.ledger
+    $ ledger-verify export --key-file ledger.vkey --trusted last.checkpoint \
+          --write-checkpoint last.checkpoint next.ledger
     verified: entries 1000 to 1999 (1000 entries) of ledger.example.com/log
       checkpoint: tree size 2000
       consistent with the trusted checkpoint of size 1000
@@ -263,6 +273,8 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	var r exportRun
 	r.register(fs)
+	writeCheckpoint := fs.String("write-checkpoint", "", "")
+	archiveDir := fs.String("archive", "", "")
 	files, code, ok := parseFlags(fs, exportUsage, args, stdout, stderr)
 	if !ok {
 		return code
@@ -270,12 +282,32 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(files) != 1 {
 		return usageError(stderr, "export", "takes exactly one export file")
 	}
-	report, verr, uerr := r.verify(files[0], stderr, nil)
+	var arch *archiveCheck
+	var onEntry func(uint64, []byte)
+	if *archiveDir != "" {
+		var err error
+		if arch, err = openArchive(*archiveDir); err != nil {
+			return inputError(stderr, "export", fmt.Errorf("--archive: %w", err))
+		}
+		onEntry = arch.check
+	}
+	report, verr, uerr := r.verify(files[0], stderr, onEntry)
 	if uerr != nil {
 		return inputError(stderr, "export", uerr)
 	}
 	if verr != nil {
 		return reportFailures(stdout, stderr, verr, r.json)
+	}
+	if arch != nil {
+		if err := arch.result(); err != nil {
+			return reportFailures(stdout, stderr, err, r.json)
+		}
+	}
+	if *writeCheckpoint != "" {
+		if err := writeFileAtomic(*writeCheckpoint, report.Signed, 0o644); err != nil {
+			errorf(stderr, "export: verified, but --write-checkpoint: %v", err)
+			return exitUsage
+		}
 	}
 	n := report.End - report.Start
 	if r.json {
@@ -289,6 +321,12 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		if len(report.PolicySets) != 0 {
 			out["policy_sets"] = len(report.PolicySets)
+		}
+		if arch != nil {
+			out["archive_compared"] = arch.compared
+		}
+		if *writeCheckpoint != "" {
+			out["checkpoint_written"] = *writeCheckpoint
 		}
 		termtext.WriteJSON(stdout, out)
 		return exitOK
@@ -307,6 +345,12 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		termtext.PrintLine(stdout, "  policy sets carried: %d (replay the ledger's decisions with 'ledger-verify decisions')", n)
 	}
 	termtext.PrintLine(stdout, "  last entry hash: %s", report.LastHash)
+	if arch != nil {
+		termtext.PrintLine(stdout, "  archive: %d entries equal to the monitor's copies in %s", arch.compared, termtext.Quote(*archiveDir))
+	}
+	if *writeCheckpoint != "" {
+		termtext.PrintLine(stdout, "  checkpoint written: %s (give it as --trusted next time)", termtext.Quote(*writeCheckpoint))
+	}
 	return exitOK
 }
 
