@@ -77,3 +77,24 @@ func TestCheckpointsOverTime(t *testing.T) {
 		t.Errorf("GET /checkpoint: %d %s, want the latest", code, b)
 	}
 }
+
+// With witnesses, /v1/checkpoints/{size} serves the checkpoint with the
+// cosignatures held for it, as /v1/checkpoint does, and not as immutable:
+// cosignatures may still come.
+func TestCheckpointAtCosigned(t *testing.T) {
+	s, _ := witnessServer(t, 2)
+	size := appendN(t, s, 0, 5)
+	cp := waitCosignatures(t, s, size, 2)
+	resp, err := http.Get(fmt.Sprintf("%s/v1/checkpoints/%d", s.url, size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !bytes.Equal(b, cp) {
+		t.Fatalf("GET /v1/checkpoints/%d: %d\n%s\nwant the cosigned checkpoint\n%s", size, resp.StatusCode, b, cp)
+	}
+	if cc, n := resp.Header.Get("Cache-Control"), resp.Header.Get("Ledger-Cosignatures"); cc != "no-cache" || n != "2" {
+		t.Errorf("Cache-Control %q, Ledger-Cosignatures %q; want no-cache and 2", cc, n)
+	}
+}
