@@ -306,6 +306,7 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 	termtext.PrintLine(stdout, "verified: entries %d to %d (%d new) of %s", old.cp.Size, cp.Size-1, n, termtext.Quote(cp.Origin))
 	termtext.PrintLine(stdout, "  checkpoint: tree size %d, consistent with the state's (tree size %d)", cp.Size, old.cp.Size)
 	termtext.PrintLine(stdout, "  last entry hash: %s", last)
+	termtext.PrintLine(stdout, "  an export of these entries, proved against the previous state: /v1/export?start=%d&end=%d&consistency_from=%d&tree_size=%d", old.cp.Size, cp.Size, old.cp.Size, cp.Size)
 	if arch != nil {
 		termtext.PrintLine(stdout, "  archived: %s", termtext.Quote(arch.entriesName()))
 	}
@@ -335,12 +336,14 @@ func (m *monitorRun) failed(stdout, stderr io.Writer, err error) int {
 // fork writes both signed checkpoints next to the state as evidence and
 // reports the fork.
 func (m *monitorRun) fork(stderr io.Writer, f *fetcher, old *loaded, signed []byte, cp *log.Checkpoint, why error) int {
-	oldName, newName := m.state+".fork-old.checkpoint", m.state+".fork-new.checkpoint"
-	errorf(stderr, "monitor: FORK: the log's checkpoint of tree size %d is signed by the trusted key but not consistent with the checkpoint of tree size %d the state holds: %s", cp.Size, old.cp.Size, describeInconsistency(why))
 	if old.signed == nil {
-		// Only the empty tree: every tree extends it; not reached.
+		// The state is the empty tree, which every tree extends: only a
+		// checkpoint of size 0 with another root gets here.
+		errorf(stderr, "monitor: the log's checkpoint of tree size 0 does not have the empty tree's root hash (SHA-256 of nothing)")
 		return exitFailed
 	}
+	oldName, newName := m.state+".fork-old.checkpoint", m.state+".fork-new.checkpoint"
+	errorf(stderr, "monitor: FORK: the log's checkpoint of tree size %d is signed by the trusted key but not consistent with the checkpoint of tree size %d the state holds: %s", cp.Size, old.cp.Size, describeInconsistency(why))
 	for _, w := range []struct {
 		name string
 		b    []byte

@@ -19,6 +19,8 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	tlog "github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // tileLog is a real ledger (in memory) behind a C2SP tlog-tiles server,
@@ -288,6 +290,26 @@ func TestMonitorRefusals(t *testing.T) {
 			}
 		})
 	}
+
+	// A checkpoint of size 0 whose root is not the empty tree's, signed
+	// with the log's key: refused on the first run, and no state saved.
+	t.Run("empty tree with another root", func(t *testing.T) {
+		key, _ := ledger.ParseKey([]byte(skey), ledger.KeyOptions{})
+		text := tlog.Checkpoint{Origin: key.Name(), Size: 0, Hash: bytes.Repeat([]byte{7}, 32)}.Marshal()
+		bogus, err := note.Sign(&note.Note{Text: string(text)}, key.Signer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		empty := newTileLog(t, skey)
+		empty.lieAbout("/checkpoint", func([]byte) []byte { return bogus })
+		dir := t.TempDir()
+		if code, out := monitorOnce(t, dir, vkey, empty.srv.URL, "--init"); code != exitFailed || !strings.Contains(out, "does not have the empty tree's root hash") {
+			t.Fatalf("exit %d, want %d:\n%s", code, exitFailed, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "state")); err == nil {
+			t.Error("a state was saved")
+		}
+	})
 
 	// A log that cannot be read: its own status, the state unchanged.
 	t.Run("unreachable", func(t *testing.T) {
