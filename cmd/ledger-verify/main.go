@@ -23,7 +23,10 @@
 // names (docs/export.md §5); approvals verifies one, then checks every
 // approval lifecycle it holds — verdicts, consumptions and outcomes —
 // against the rules of docs/approvals.md; proof verifies a
-// C2SP tlog-proof file; digest prints a parameter commitment. Options may
+// C2SP tlog-proof file; consistency checks that two signed checkpoint
+// files are of one history; monitor follows a log from cron through its
+// tlog-tiles API, keeping state between runs (docs/operations.md
+// "Monitoring"); digest prints a parameter commitment. Options may
 // come before or after the file. "ledger-verify help COMMAND" (or
 // "ledger-verify COMMAND --help") prints a command's usage.
 //
