@@ -520,6 +520,18 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 			return txn.Set(keyLatestCheckpoint, binary.BigEndian.AppendUint64(nil, fileSize))
 		})
 		restored = true
+	case fileCP != nil && hasCP && fileSize == cpSize:
+		// The index may hold the latest checkpoint as it was before
+		// signature lines were added to it (AddCheckpoint writes the file
+		// first).
+		var cp []byte
+		if err = s.db.View(func(txn *badger.Txn) error {
+			cp, err = getValue(txn, checkpointKey(cpSize))
+			return err
+		}); err == nil && extendsLatest(cpSize, cpSize, cp, fileCP) {
+			err = s.db.Update(func(txn *badger.Txn) error { return txn.Set(checkpointKey(fileSize), fileCP) })
+			restored = true
+		}
 	case hasCP && (fileCP == nil || cpSize > fileSize):
 		// A store from before the checkpoint file.
 		var cp []byte
@@ -1088,7 +1100,7 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 	switch durable := s.ov.durableSize(); {
 	case err != nil:
 		err = fmt.Errorf("%w: %w", errStoreBroken, err)
-	case s.hasCP && size <= s.latestCP:
+	case s.hasCP && size <= s.latestCP && !s.extendsLatestCP(size, signed):
 		err = fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, s.latestCP, ErrConflict)
 	case size > durable:
 		err = fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, durable, ErrConflict)
@@ -1130,6 +1142,22 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 		return fmt.Errorf("ledger: adding checkpoint for size %d: %w", size, err)
 	}
 	return nil
+}
+
+// extendsLatestCP reports whether signed is the latest checkpoint with
+// signature lines added (see Store.AddCheckpoint). Called with writeMu
+// held.
+func (s *BadgerStore) extendsLatestCP(size uint64, signed []byte) bool {
+	if size != s.latestCP {
+		return false
+	}
+	var latest []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		latest, err = getValue(txn, checkpointKey(size))
+		return err
+	})
+	return err == nil && extendsLatest(size, s.latestCP, latest, signed)
 }
 
 // Checkpoint implements Store.

@@ -145,3 +145,11 @@ func (l *Ledger) publishLoop() {
 		}
 	}
 }
+
+// extendsLatest reports whether signed, for tree size size, is the latest
+// checkpoint (for size latestSize) with signature lines added, which
+// Store.AddCheckpoint accepts in its place.
+func extendsLatest(size, latestSize uint64, latest, signed []byte) bool {
+	return size == latestSize && len(latest) > 0 && len(signed) > len(latest) && bytes.HasPrefix(signed, latest) &&
+		bytes.HasSuffix(latest, []byte("\n")) && bytes.HasSuffix(signed, []byte("\n"))
+}

@@ -274,7 +274,7 @@ func (s *MemStore) AddCheckpoint(ctx context.Context, size uint64, signed []byte
 	signed = cloneBytes(signed)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.hasCheckpoint && size <= d.latest {
+	if d.hasCheckpoint && size <= d.latest && !extendsLatest(size, d.latest, d.checkpoints[d.latest], signed) {
 		return fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, d.latest, ErrConflict)
 	}
 	if treeSize := uint64(len(d.entries)); size > treeSize {

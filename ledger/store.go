@@ -81,9 +81,12 @@ type Store interface {
 
 	// AddCheckpoint stores a signed checkpoint for tree size size and makes
 	// it the latest. It MUST refuse, wrapping ErrConflict and storing
-	// nothing, a size that is not larger than the latest checkpoint's or
-	// that exceeds the stored tree size. When it returns nil the checkpoint
-	// MUST be durable. Earlier checkpoints stay readable.
+	// nothing, a size that is smaller than the latest checkpoint's or
+	// that exceeds the stored tree size, and a size equal to the latest's
+	// unless signed is the latest checkpoint's bytes followed by more (the
+	// same checkpoint with signature lines added: a key rotation's second
+	// signature, see Rotate), which then replaces it. When it returns nil
+	// the checkpoint MUST be durable. Earlier checkpoints stay readable.
 	AddCheckpoint(ctx context.Context, size uint64, signed []byte) error
 
 	// Checkpoint returns the signed checkpoint added for exactly size, or

@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) (s ledger.Store, reopen func() le
 		{"RepeatedLeafHash", testRepeatedLeafHash},
 		{"Checkpoints", testCheckpoints},
 		{"CheckpointRefusals", testCheckpointRefusals},
+		{"CheckpointSignatureAdded", testCheckpointSignatureAdded},
 		{"Reopen", testReopen},
 		{"NoAliasing", testNoAliasing},
 		{"ConcurrentReaders", testConcurrentReaders},
@@ -652,6 +653,40 @@ func testCheckpointRefusals(t *testing.T, h *harness) {
 	if err := h.s.AddCheckpoint(ctx, 11, []byte{}); err == nil {
 		t.Errorf("AddCheckpoint(11, empty) succeeded")
 	}
+	h.check(t)
+}
+
+// testCheckpointSignatureAdded: the latest checkpoint with a signature
+// line added (a key rotation's second signature) replaces it at the same
+// size, durably; anything else for that size is refused.
+func testCheckpointSignatureAdded(t *testing.T, h *harness) {
+	ctx := t.Context()
+	h.grow(t, 10)
+	h.addCheckpoint(t, 4)
+	h.addCheckpoint(t, 10)
+	cp := testCheckpoint(10)
+	second := append(bytes.Clone(cp), "— ledger.example.org/decisions/0 AAAAAQ==\n"...)
+	for why, signed := range map[string][]byte{
+		"another checkpoint":            testCheckpoint(9),
+		"a line added before the last":  append([]byte("— x AAAAAQ==\n"), cp...),
+		"truncated":                     cp[:len(cp)-2],
+		"added bytes without a newline": append(bytes.Clone(cp), "— x AAAAAQ=="...),
+	} {
+		wantConflict(t, "AddCheckpoint(10) "+why, h.s.AddCheckpoint(ctx, 10, signed))
+		h.check(t)
+	}
+	// Only the latest may gain a line.
+	wantConflict(t, "AddCheckpoint(4) with a line added", h.s.AddCheckpoint(ctx, 4, append(testCheckpoint(4), "— x AAAAAQ==\n"...)))
+	if err := h.s.AddCheckpoint(ctx, 10, second); err != nil {
+		t.Fatalf("AddCheckpoint(10) with a signature line added: %v", err)
+	}
+	h.m.checkpoints[10] = second
+	h.check(t)
+	wantConflict(t, "AddCheckpoint(10) the one replaced", h.s.AddCheckpoint(ctx, 10, cp))
+	h.doReopen(t)
+	h.check(t)
+	h.grow(t, 1)
+	h.addCheckpoint(t, 11)
 	h.check(t)
 }
 
