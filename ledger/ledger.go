@@ -14,6 +14,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 )
@@ -82,6 +83,12 @@ type Options struct {
 	// Logger receives operational events. Optional; default slog.Default().
 	// It never receives attribute values or keys.
 	Logger *slog.Logger
+	// PreviousKeys are the note verifier keys of the log's earlier keys,
+	// after a key rotation (see Rotate and docs/operations.md): the
+	// stored checkpoints and entries they signed before the rotation
+	// checkpoint are accepted. Every one has the key's name. Optional;
+	// default none: the configured key must be the log's only key.
+	PreviousKeys []string
 }
 
 func (o Options) withDefaults() Options {
@@ -184,14 +191,16 @@ type Receipt struct {
 // Ledger sequences, signs and stores decision entries and publishes signed
 // checkpoints. Its methods are safe for concurrent use.
 type Ledger struct {
-	store  Store
-	key    *Key
-	opts   Options
-	log    *slog.Logger
-	queue  chan *request
-	stop   chan struct{}
-	done   sync.WaitGroup
-	closed sync.Once
+	store Store
+	key   *Key
+	// rotations are the log's key rotations, as Open found them.
+	rotations []Rotation
+	opts      Options
+	log       *slog.Logger
+	queue     chan *request
+	stop      chan struct{}
+	done      sync.WaitGroup
+	closed    sync.Once
 
 	// mu guards the state below, which the sequencer changes after each
 	// durable batch.
@@ -269,10 +278,16 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 	if err != nil {
 		return nil, fmt.Errorf("ledger: reading store state: %w", err)
 	}
+	ring, err := newKeyring(key, opts.PreviousKeys)
+	if err != nil {
+		return nil, err
+	}
+	var latestSigners, latestOthers []string
 	if st.Checkpoint != nil {
-		cp, err := parseCheckpoint(st.Checkpoint, key)
+		var cp *log.Checkpoint
+		cp, latestSigners, latestOthers, err = ring.open(st.Checkpoint, fmt.Sprintf("the latest checkpoint (tree size %d)", st.CheckpointSize))
 		if err != nil {
-			return nil, fmt.Errorf("%w: latest checkpoint: %w", errCorrupt, err)
+			return nil, err
 		}
 		if cp.Size != st.CheckpointSize || cp.Size > st.Size {
 			return nil, fmt.Errorf("%w: latest checkpoint is for size %d, stored as %d, tree size %d", errCorrupt, cp.Size, st.CheckpointSize, st.Size)
@@ -286,6 +301,12 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 	}
 	if err != nil {
 		return nil, err
+	}
+	if l.rotations, err = l.checkKeys(ctx, ring, latestSigners, latestOthers, st.Size); err != nil {
+		return nil, err
+	}
+	for _, r := range l.rotations {
+		l.log.InfoContext(ctx, "ledger key rotation", "size", r.Size, "from", r.From, "to", r.To)
 	}
 	if st.Size > 0 {
 		last, err := store.Entry(ctx, st.Size-1)
@@ -309,15 +330,19 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 // nothing: the latest checkpoint's signature by key, every stored entry
 // rehashed, every tile rebuilt and compared with the stored one, and the
 // root at the latest checkpoint. It writes nothing to the store.
-func Check(ctx context.Context, store Store, key *Key) error {
-	_, err := check(ctx, store, key, Options{Logger: slog.New(slog.DiscardHandler)}.withDefaults())
+//
+// previousKeys are the log's earlier keys, as Options.PreviousKeys.
+func Check(ctx context.Context, store Store, key *Key, previousKeys ...string) error {
+	_, err := check(ctx, store, key, Options{Logger: slog.New(slog.DiscardHandler), PreviousKeys: previousKeys}.withDefaults())
 	return err
 }
 
 // Open checks the store against its own tiles and latest checkpoint, and
 // starts the ledger. It refuses to start, with an error wrapping a clear
 // cause, if the stored tree does not match the latest signed checkpoint,
-// if that checkpoint was not signed by key, or (unless QuickOpen) if any
+// if that checkpoint was not signed by key (or, with Options.PreviousKeys,
+// the log's keys do not follow each other through rotation checkpoints:
+// see Rotate; then the error is errors.Is ErrRotation), or (unless QuickOpen) if any
 // stored entry or tile was changed. Entries made durable after the latest
 // checkpoint are kept.
 func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, error) {

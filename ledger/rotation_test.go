@@ -1,0 +1,360 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// rotated is a store whose log rotated from key a to key b after n
+// entries, with m entries by b after it.
+type rotated struct {
+	s    *MemStore
+	a, b *Key
+	cp   []byte // the rotation checkpoint
+}
+
+func newRotated(t testing.TB, n, m int) *rotated {
+	t.Helper()
+	ctx := context.Background()
+	r := &rotated{s: NewMemStore(), a: testKey(t), b: testKey(t)}
+	l := openTest(t, r.s, r.a)
+	appendN(t, l, 0, n)
+	l.Close()
+	var err error
+	if r.cp, err = Rotate(ctx, r.s, r.a, r.b, Options{Logger: discardLogger()}); err != nil {
+		t.Fatalf("Rotate: %v", err)
+	}
+	l, err = Open(ctx, r.s, r.b, Options{CheckpointInterval: -1, Logger: discardLogger(), PreviousKeys: []string{r.a.VerifierKey()}})
+	if err != nil {
+		t.Fatalf("Open after the rotation: %v", err)
+	}
+	appendN(t, l, n, m)
+	if _, err := l.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	return r
+}
+
+func (r *rotated) open(t testing.TB, s Store, k *Key, previous ...*Key) (*Ledger, error) {
+	t.Helper()
+	var vkeys []string
+	for _, p := range previous {
+		vkeys = append(vkeys, p.VerifierKey())
+	}
+	l, err := Open(context.Background(), s, k, Options{CheckpointInterval: -1, Logger: discardLogger(), PreviousKeys: vkeys})
+	if err == nil {
+		t.Cleanup(func() { l.Close() })
+	}
+	return l, err
+}
+
+// TestRotate: the rotation checkpoint is the latest checkpoint with b's
+// signature line added; entries after it carry b's id; the store reopens
+// with b and a listed, and Rotations names the rotation.
+func TestRotate(t *testing.T) {
+	ctx := context.Background()
+	r := newRotated(t, 300, 200)
+	va, _ := note.NewVerifier(r.a.VerifierKey())
+	vb, _ := note.NewVerifier(r.b.VerifierKey())
+	if _, err := note.Open(r.cp, note.VerifierList(va)); err != nil {
+		t.Errorf("rotation checkpoint not signed by a: %v", err)
+	}
+	if _, err := note.Open(r.cp, note.VerifierList(vb)); err != nil {
+		t.Errorf("rotation checkpoint not signed by b: %v", err)
+	}
+	if stored, err := r.s.Checkpoint(ctx, 300); err != nil || !bytes.Equal(stored, r.cp) {
+		t.Errorf("stored checkpoint for 300: %v", err)
+	}
+	l, err := r.open(t, r.s, r.b, r.a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Rotations(); len(got) != 1 || got[0] != (Rotation{Size: 300, From: r.a.ID(), To: r.b.ID()}) {
+		t.Errorf("Rotations() = %+v", got)
+	}
+	for i, want := range map[uint64]string{0: r.a.ID(), 299: r.a.ID(), 300: r.b.ID(), 499: r.b.ID()} {
+		b, _ := l.Entry(ctx, i)
+		if !bytes.Contains(b, []byte(`"key_id":"`+want+`"`)) {
+			t.Errorf("entry %d does not carry key %s", i, want)
+		}
+	}
+	// Rotating again to b is a no-op only while the rotation checkpoint is
+	// the latest; rotating back to a is refused.
+	l.Close()
+	if _, err := Rotate(ctx, r.s, r.b, r.a, Options{Logger: discardLogger(), PreviousKeys: []string{r.a.VerifierKey()}}); !errors.Is(err, ErrRotation) {
+		t.Errorf("rotating back to the old key: %v", err)
+	}
+	if err := Check(ctx, r.s, r.b, r.a.VerifierKey()); err != nil {
+		t.Errorf("Check with the previous key: %v", err)
+	}
+}
+
+// TestRotateTwice: a → b → c; the chain opens with a and b listed, in
+// any order, and not with one of them missing.
+func TestRotateTwice(t *testing.T) {
+	ctx := context.Background()
+	r := newRotated(t, 10, 10)
+	c := testKey(t)
+	prev := []string{r.a.VerifierKey()}
+	if _, err := Rotate(ctx, r.s, r.b, c, Options{Logger: discardLogger(), PreviousKeys: prev}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.open(t, r.s, c, r.b, r.a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 20, 5)
+	if got := l.Rotations(); len(got) != 2 || got[0].Size != 10 || got[1] != (Rotation{Size: 20, From: r.b.ID(), To: c.ID()}) {
+		t.Errorf("Rotations() = %+v", got)
+	}
+	l.Close()
+	if _, err := r.open(t, r.s, c, r.b); !errors.As(err, new(*UnknownKeyError)) || !strings.Contains(err.Error(), r.a.ID()) {
+		t.Errorf("without the first key listed: %v", err)
+	}
+}
+
+// TestRotateRefusesKeys: the new key must have the log's name and be
+// another key.
+func TestRotateRefusesKeys(t *testing.T) {
+	ctx := context.Background()
+	a := testKey(t)
+	s := NewMemStore()
+	openTest(t, s, a).Close()
+	skey, _, _ := GenerateKey("ledger.example.com/other")
+	other, _ := ParseKey([]byte(skey), KeyOptions{})
+	for name, k := range map[string]*Key{"another name": other, "the same key": a} {
+		if _, err := Rotate(ctx, s, a, k, Options{Logger: discardLogger()}); !errors.Is(err, ErrRotation) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := Open(ctx, s, a, Options{Logger: discardLogger(), PreviousKeys: []string{other.VerifierKey()}}); !errors.Is(err, ErrRotation) || !strings.Contains(err.Error(), "name") {
+		t.Errorf("a previous key of another name: %v", err)
+	}
+}
+
+// TestOpenAfterRotationRefusals: each way of opening a rotated store
+// wrongly is refused with an error saying what to do, and none is
+// reported as corruption.
+func TestOpenAfterRotationRefusals(t *testing.T) {
+	r := newRotated(t, 100, 50)
+	// The new key without the previous key listed.
+	_, err := r.open(t, r.s, r.b)
+	var uk *UnknownKeyError
+	if !errors.As(err, &uk) || !strings.Contains(err.Error(), "list the old verifier key as a previous key") ||
+		!strings.Contains(err.Error(), "entry 99") || uk.Signers[0] != r.a.ID() || errors.Is(err, errCorrupt) {
+		t.Errorf("new key, previous not listed: %v", err)
+	}
+	// Right after the rotation, before any entry by the new key.
+	s := NewMemStore()
+	openTest(t, s, r.a).Close()
+	l := openTest(t, s, r.a)
+	appendN(t, l, 0, 10)
+	l.Close()
+	if _, err := Rotate(context.Background(), s, r.a, r.b, Options{Logger: discardLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.open(t, s, r.b); !errors.As(err, &uk) || errors.Is(err, errCorrupt) {
+		t.Errorf("just rotated, previous not listed: %v", err)
+	}
+	// Just rotated, the old key still configured: it must never sign again.
+	if _, err := r.open(t, s, r.a); !errors.Is(err, ErrRotation) || !strings.Contains(err.Error(), "was rotated out") {
+		t.Errorf("just rotated, old key configured: %v", err)
+	}
+	// The old key alone.
+	if _, err := r.open(t, r.s, r.a); !errors.As(err, &uk) || uk.Signers[0] != r.b.ID() || errors.Is(err, errCorrupt) {
+		t.Errorf("old key: %v", err)
+	}
+	// A new key configured without a rotation (ledgerd keygen, pointed at
+	// the store): not corrupt, but named, with or without the old key
+	// listed.
+	c := testKey(t)
+	if _, err := r.open(t, r.s, c); !errors.As(err, &uk) || uk.Configured != c.ID() || errors.Is(err, errCorrupt) {
+		t.Errorf("unrelated key: %v", err)
+	}
+	s2 := NewMemStore()
+	openTest(t, s2, r.a).Close()
+	if _, err := r.open(t, s2, c, r.a); !errors.Is(err, ErrRotation) || !strings.Contains(err.Error(), "rotation was not made") || errors.Is(err, errCorrupt) {
+		t.Errorf("new key, old listed, no rotation: %v", err)
+	}
+	// An unknown key for the store's own log, listed keys unused.
+	if _, err := r.open(t, s2, r.a, c); !errors.Is(err, ErrRotation) || !strings.Contains(err.Error(), "signs the log from its first entry") {
+		t.Errorf("a listed previous key that never signed: %v", err)
+	}
+}
+
+// forgedStore serves other checkpoints than the store holds: what an
+// attacker holding only the new key could write.
+type forgedStore struct {
+	Store
+	cps    map[uint64][]byte
+	latest uint64
+}
+
+func (f *forgedStore) State(ctx context.Context) (State, error) {
+	st, err := f.Store.State(ctx)
+	if cp, ok := f.cps[f.latest]; ok && err == nil {
+		st.Checkpoint, st.CheckpointSize = cp, f.latest
+	}
+	return st, err
+}
+
+func (f *forgedStore) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
+	if cp, ok := f.cps[size]; ok {
+		return cp, nil
+	}
+	return f.Store.Checkpoint(ctx, size)
+}
+
+// signOnly signs the note text of signed anew with k alone.
+func signOnly(t testing.TB, signed []byte, k *Key) []byte {
+	t.Helper()
+	text, _, _ := bytes.Cut(signed, []byte("\n\n"))
+	b, err := note.Sign(&note.Note{Text: string(text) + "\n"}, k.Signer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestOpenRefusesForgedRotation: a rotation checkpoint signed by the new
+// key alone, or a history the new key signs from entry 0, is refused
+// although every signature verifies; so is a rotation checkpoint whose
+// old key's signature is bad, or whose root is not the stored tree's.
+func TestOpenRefusesForgedRotation(t *testing.T) {
+	ctx := context.Background()
+	r := newRotated(t, 100, 50)
+	latest, _ := r.s.State(ctx)
+	// The rotation checkpoint re-signed by b alone.
+	forged := &forgedStore{Store: r.s, cps: map[uint64][]byte{100: signOnly(t, r.cp, r.b)}, latest: latest.CheckpointSize}
+	_, err := r.open(t, forged, r.b, r.a)
+	if !errors.Is(err, ErrRotation) || !errors.Is(err, errCorrupt) || !strings.Contains(err.Error(), "no checkpoint for tree size 100 is signed by both") {
+		t.Errorf("rotation checkpoint by the new key only: %v", err)
+	}
+	// Right after a rotation forged by b alone: the latest is b's only.
+	s := NewMemStore()
+	l := openTest(t, s, r.a)
+	appendN(t, l, 0, 10)
+	l.Close()
+	st, _ := s.State(ctx)
+	cp, _ := s.Checkpoint(ctx, st.CheckpointSize)
+	forged = &forgedStore{Store: s, cps: map[uint64][]byte{10: signOnly(t, cp, r.b)}, latest: 10}
+	if _, err := r.open(t, forged, r.b, r.a); !errors.Is(err, ErrRotation) || !errors.Is(err, errCorrupt) {
+		t.Errorf("forged rotation, no entries since: %v", err)
+	}
+	// A whole history by b, with a listed as previous key.
+	s = NewMemStore()
+	l = openTest(t, s, r.b)
+	appendN(t, l, 0, 10)
+	l.Close()
+	if _, err := r.open(t, s, r.b, r.a); !errors.Is(err, ErrRotation) || !strings.Contains(err.Error(), "first entry") {
+		t.Errorf("history by the new key from the start: %v", err)
+	}
+	// The old key's signature line of the rotation checkpoint changed.
+	i := bytes.LastIndex(r.cp, []byte("\n\n"))
+	lines := strings.Split(strings.TrimSuffix(string(r.cp[i+2:]), "\n"), "\n")
+	bad := []byte(string(r.cp[:i+2]) + badLine(t, lines[0]) + "\n" + lines[1] + "\n")
+	forged = &forgedStore{Store: r.s, cps: map[uint64][]byte{100: bad}, latest: latest.CheckpointSize}
+	if _, err := r.open(t, forged, r.b, r.a); !errors.Is(err, errCorrupt) {
+		t.Errorf("rotation checkpoint with a bad old signature: %v", err)
+	}
+	// A rotation checkpoint, signed by both, for another root.
+	other := newRotated(t, 100, 0)
+	forged = &forgedStore{Store: r.s, cps: map[uint64][]byte{100: other.cp}, latest: latest.CheckpointSize}
+	if _, err := r.open(t, forged, r.b, other.a, r.a); err == nil {
+		t.Errorf("rotation checkpoint of another tree accepted")
+	}
+}
+
+// badLine flips a bit of a signature line's signature.
+func badLine(t testing.TB, line string) string {
+	t.Helper()
+	i := strings.LastIndexByte(line, ' ')
+	b := []byte(line)
+	if b[i+10] == 'A' {
+		b[i+10] = 'B'
+	} else {
+		b[i+10] = 'A'
+	}
+	return string(b)
+}
+
+// TestRotateCoversUncheckpointedEntries: entries made durable after the
+// latest checkpoint (a crash before it was signed) are covered by the
+// rotation checkpoint, signed for the tree's size by both keys.
+func TestRotateCoversUncheckpointedEntries(t *testing.T) {
+	ctx := context.Background()
+	a, b := testKey(t), testKey(t)
+	s := NewMemStore()
+	l := openTest(t, &noCheckpoints{s}, a)
+	appendN(t, l, 0, 20)
+	l.Close() // its checkpoint refused: the latest is the empty tree's
+	if st, _ := s.State(ctx); st.CheckpointSize != 0 || st.Size != 20 {
+		t.Fatalf("state %+v", st)
+	}
+	cp, err := Rotate(ctx, s, a, b, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(cp, []byte(a.Name()+"\n20\n")) || bytes.Count(cp, []byte("\n— ")) != 2 {
+		t.Errorf("rotation checkpoint %q", cp)
+	}
+	if _, err := Open(ctx, s, b, Options{Logger: discardLogger(), CheckpointInterval: -1, PreviousKeys: []string{a.VerifierKey()}}); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBadgerRestoresAddedSignature: a crash after AddCheckpoint wrote the
+// checkpoint file with the added signature but before the index held it:
+// the reopened store serves the rotation checkpoint.
+func TestBadgerRestoresAddedSignature(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := testKey(t), testKey(t)
+	s, err := OpenBadger(ctx, dir, BadgerOptions{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openTest(t, s, a)
+	appendN(t, l, 0, 30)
+	if _, err := l.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	st, _ := s.State(ctx)
+	cp := st.Checkpoint
+	s.Close()
+	text, _, _ := bytes.Cut(cp, []byte("\n\n"))
+	sig, _ := note.Sign(&note.Note{Text: string(text) + "\n"}, b.Signer())
+	_, line, _ := bytes.Cut(sig, []byte("\n\n"))
+	rotation := append(bytes.Clone(cp), line...)
+	if err := writeCheckpointFile(dir, 30, rotation); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenBadger(ctx, dir, BadgerOptions{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.Checkpoint(ctx, 30); err != nil || !bytes.Equal(got, rotation) {
+		t.Errorf("Checkpoint(30) after the crash: %v\n%s", err, got)
+	}
+	if _, err := Open(ctx, s, b, Options{Logger: discardLogger(), CheckpointInterval: -1, PreviousKeys: []string{a.VerifierKey()}}); err != nil {
+		t.Error(err)
+	}
+}
+
+// noCheckpoints refuses every checkpoint but the empty tree's.
+type noCheckpoints struct{ Store }
+
+func (s *noCheckpoints) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
+	if size > 0 {
+		return errors.New("checkpoint refused by the test")
+	}
+	return s.Store.AddCheckpoint(ctx, size, signed)
+}
