@@ -52,8 +52,10 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := store.Check(ctx); err != nil {
 		return fail(stderr, "%v", err)
 	}
-	if err := ledger.Check(ctx, store, key); err != nil {
-		return fail(stderr, "%v", err)
+	if err := ledger.Check(ctx, store, key, cfg.PreviousKeys...); err != nil {
+		code := fail(stderr, "%v", err)
+		rotationHints(stderr, err)
+		return code
 	}
 	st, err := store.State(ctx)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/verify"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // Config is the reference for ledgerd's configuration file (JSON);
@@ -45,6 +46,15 @@ type Config struct {
 	// name, which KeyName, if set, must equal. Required for an OpenSSH
 	// key, which carries none.
 	KeyName string `json:"key_name"`
+	// PreviousKeys are the note verifier keys of the log's earlier signing
+	// keys, after a key rotation (docs/operations.md): the checkpoints and
+	// entries they signed before the rotation checkpoint are accepted,
+	// and the store opens only if its keys follow each other through
+	// rotation checkpoints signed by both keys. Each has the log's name.
+	// "ledgerd key rotate" adds the replaced key here. Optional; default
+	// none: the key of key_file is the log's only key. A store whose key
+	// was rotated does not open without its previous keys listed.
+	PreviousKeys []string `json:"previous_keys"`
 	// StoreDir is the store's directory. Required; it must exist
 	// ("ledgerd init" creates one, with a key and a config).
 	StoreDir string `json:"store_dir"`
@@ -493,6 +503,11 @@ func (c *Config) check() error {
 	}
 	if _, err := os.Stat(c.KeyFile); err != nil {
 		return fmt.Errorf("key_file %s does not exist: ledgerd creates no key a config names (ledgerd keygen makes one)", c.KeyFile)
+	}
+	for i, vkey := range c.PreviousKeys {
+		if _, err := note.NewVerifier(vkey); err != nil {
+			return fmt.Errorf("previous_keys[%d]: not a note verifier key (<name>+<hash>+<base64>): %v", i, err)
+		}
 	}
 	if len(c.Mediators) == 0 {
 		return errors.New("mediators: at least one is required")

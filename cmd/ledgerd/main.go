@@ -11,6 +11,7 @@
 //	ledgerd approver remove NAME [--config FILE | --data DIR]
 //	ledgerd check [--config FILE | --data DIR]
 //	ledgerd keygen --name ORIGIN --out FILE
+//	ledgerd key rotate --new-key FILE [--config FILE | --data DIR]
 //	ledgerd version
 //
 // With no config, ledgerd serves on 127.0.0.1:8080 from a local data
@@ -54,6 +55,7 @@ const usage = `Usage:
     ledgerd approver remove NAME [--config FILE | --data DIR]
     ledgerd check [--config FILE | --data DIR]
     ledgerd keygen --name ORIGIN --out FILE
+    ledgerd key rotate --new-key FILE [--config FILE | --data DIR]
     ledgerd version
 
 Commands:
@@ -94,6 +96,14 @@ Commands:
               is found, 1 naming the first damage.
     keygen    Write a new signing key to FILE (mode 0600) and print its
               verifier key.
+    key       rotate: make the key in FILE (made by keygen with the log's
+              name) the log's signing key, with ledgerd stopped: signs a
+              checkpoint of the whole tree with the old and the new key
+              (the rotation checkpoint), then sets the config's key_file to
+              FILE and adds the old verifier key to previous_keys. Entries
+              appended afterwards carry the new key's id. Give auditors the
+              new verifier key, and destroy the old private key: it must
+              never sign again (docs/operations.md).
     version   Print ledgerd's module version and VCS revision (also
               ledgerd --version).
 
@@ -107,6 +117,7 @@ Options:
                       ledger.example.com/log. It cannot change later.
     --mediator NAME   init: the mediator to create. Default "local".
     --out FILE        keygen: the key file to create.
+    --new-key FILE    key rotate: the new signing key.
     --actions A,B     approver add: the actions the approver may approve.
     --principals P,Q  approver add: the only principals whose requests the
                       approver may approve. Default: any.
@@ -129,6 +140,8 @@ Examples:
     $ ledgerd serve --config /var/lib/ledgerd/ledgerd.json
     $ ledgerd check --config /var/lib/ledgerd/ledgerd.json
     $ ledgerd keygen --name ledger.example.com/log --out ledger.key
+    $ ledgerd keygen --name ledger.example.com/log --out ledger-2027.key
+    $ ledgerd key rotate --new-key ledger-2027.key --data /var/lib/ledgerd
 `
 
 // defaultMemoryLimit is the Go memory limit ledgerd sets when GOMEMLIMIT is
@@ -176,6 +189,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return check(ctx, rest, stdout, stderr)
 	case "keygen":
 		return keygen(rest, stdout, stderr)
+	case "key":
+		return keyCommand(ctx, rest, stdout, stderr)
 	case "version", "-version", "--version":
 		if len(rest) != 0 {
 			return usageError(stderr, cmd, "unexpected argument %q", rest[0])
@@ -430,9 +445,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	m := newMetrics()
 	l, err := ledger.Open(ctx, store, key, ledger.Options{
 		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: m.observeBatch,
+		PreviousKeys: cfg.PreviousKeys,
 	})
 	if err != nil {
-		return failStart("%v", err)
+		code := failStart("%v", err)
+		rotationHints(stderr, err)
+		return code
 	}
 	pol := newPolicies(cfg, cat, l, log, m)
 	if set != nil {

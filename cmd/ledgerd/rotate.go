@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/decisionledger/ledger/ledger"
+)
+
+// keyCommand is "ledgerd key rotate --new-key FILE": the log's signing key
+// replaced by the key in FILE, with ledgerd stopped (docs/operations.md).
+//
+// Why offline, with both private keys at hand once: the rotation
+// checkpoint must be signed by the old key, which vouches for the new one
+// over the whole tree it hands over, and no entry may be appended between
+// that signature and the switch (entries after the rotation checkpoint
+// carry the new key's id). A stopped ledgerd (the store's lock refuses the
+// command beside a running one) makes both certain; a config naming the
+// old key for a first start would keep the old private key configured,
+// and so on the server, longer than the one command needs it.
+func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return usageError(stderr, "key", "rotate?")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "rotate":
+	default:
+		return usageError(stderr, "key", "unknown command %q: rotate", args[0])
+	}
+	fset := flag.NewFlagSet("key rotate", flag.ContinueOnError)
+	var df dataFlags
+	df.register(fset)
+	newKeyPath := fset.String("new-key", "", "")
+	if _, code, ok := parseArgs(fset, args[1:], 0, stdout, stderr); !ok {
+		return code
+	}
+	if err := df.check(fset); err != nil {
+		return usageError(stderr, "key rotate", "%v", err)
+	}
+	if *newKeyPath == "" {
+		return usageError(stderr, "key rotate", "--new-key FILE is required: the new signing key (ledgerd keygen --name ORIGIN --out FILE makes one)")
+	}
+	path, err := df.existing()
+	if err != nil {
+		return fail(stderr, "key rotate: %v", err)
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	old, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName})
+	if err != nil {
+		return fail(stderr, "key rotate: the current key: %v", err)
+	}
+	newAbs, err := filepath.Abs(*newKeyPath)
+	if err != nil {
+		return fail(stderr, "key rotate: %v", err)
+	}
+	newKey, err := ledger.LoadKey(newAbs, ledger.KeyOptions{Name: old.Name()})
+	if err != nil {
+		code := fail(stderr, "key rotate: the new key: %v", err)
+		hint(stderr, "the new key must have the log's name, %s, the origin every entry and checkpoint carries: make it with ledgerd keygen --name %s --out FILE", old.Name(), shellQuote(old.Name()))
+		return code
+	}
+	if newKey.ID() == old.ID() {
+		fmt.Fprintf(stderr, "ledgerd: %s already signs with the key in %s (%s): nothing to do\n", path, *newKeyPath, newKey.ID())
+		return 0
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	store, err := ledger.OpenBadger(ctx, cfg.StoreDir, ledger.BadgerOptions{Logger: log})
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	defer store.Close()
+	signed, err := ledger.Rotate(ctx, store, old, newKey, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys})
+	if err != nil {
+		code := fail(stderr, "key rotate: %v", err)
+		rotationHints(stderr, err)
+		return code
+	}
+	st, err := store.State(ctx)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	if err := store.Close(); err != nil {
+		return fail(stderr, "%v", err)
+	}
+	if err := rotateConfig(path, newAbs, old.VerifierKey()); err != nil {
+		code := fail(stderr, "key rotate: the rotation checkpoint is stored, but the config was not changed: %v", err)
+		hint(stderr, "run the same command again: it finds the rotation made and changes the config; or set key_file to %s and add %s to previous_keys by hand", newAbs, old.VerifierKey())
+		return code
+	}
+	fmt.Fprintf(stdout, "ledgerd: rotated the key of %s at tree size %d\nold key: %s\nnew key: %s\n", old.Name(), st.CheckpointSize, old.VerifierKey(), newKey.VerifierKey())
+	fmt.Fprintf(stdout, "rotation checkpoint (signed by both keys; served at tree size %d):\n%s", st.CheckpointSize, signed)
+	fmt.Fprintf(stderr, "ledgerd: %s now names the new key (key_file) and lists the old one in previous_keys; start ledgerd to append with the new key\n", path)
+	fmt.Fprintf(stderr, "ledgerd: give auditors the new verifier key, to add to their trust file beside the old one (ledger-verify --trust FILE)\n")
+	fmt.Fprintf(stderr, "ledgerd: destroy the old private key %s once the new key serves (docs/operations.md): it must never sign again\n", cfg.KeyFile)
+	return 0
+}
+
+// rotateConfig changes the config at path to sign with the key file
+// newKey (made relative to the config's directory when it lies beneath
+// it) and to list oldVKey in previous_keys, unless it is listed. The
+// other members keep their order and values; the file is rewritten as
+// token's changes are (replaceConfig). A config already changed so is
+// left alone.
+func rotateConfig(path, newKey, oldVKey string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	top, err := objectMembers(old)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	keyFile := newKey
+	if dir, err := filepath.Abs(filepath.Dir(path)); err == nil {
+		if rel, err := filepath.Rel(dir, newKey); err == nil && !strings.HasPrefix(rel, "..") {
+			keyFile = rel
+		}
+	}
+	ki, err := findConfigMember(top, "key_file")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	top[ki].value = quoteJSON(keyFile)
+	var previous []string
+	pi, err := findConfigMember(top, "previous_keys")
+	if err == nil {
+		if err := json.Unmarshal(top[pi].value, &previous); err != nil {
+			return fmt.Errorf("%s: previous_keys: %w", path, err)
+		}
+	} else {
+		top = slices.Insert(top, ki+1, objectMember{key: "previous_keys"})
+		pi = ki + 1
+	}
+	if !slices.Contains(previous, oldVKey) {
+		previous = append(previous, oldVKey)
+	}
+	values := make([]json.RawMessage, len(previous))
+	for i, v := range previous {
+		values[i] = quoteJSON(v)
+	}
+	top[pi].value = joinArray(values)
+	var text bytes.Buffer
+	if err := json.Indent(&text, joinObject(top), "", "  "); err != nil {
+		return err
+	}
+	text.WriteByte('\n')
+	if bytes.Equal(text.Bytes(), old) {
+		return nil
+	}
+	if _, err := parseConfig(text.Bytes(), path); err != nil {
+		return fmt.Errorf("the changed config would be refused: %w", err)
+	}
+	return replaceConfig(path, old, text.Bytes())
+}
+
+// rotationHints says what to do about a refusal that concerns the log's
+// keys (ledger.ErrRotation).
+func rotationHints(stderr io.Writer, err error) {
+	if !errors.Is(err, ledger.ErrRotation) {
+		return
+	}
+	var uk *ledger.UnknownKeyError
+	if errors.As(err, &uk) {
+		hint(stderr, "a log whose key was rotated lists its old verifier keys in the config's previous_keys (docs/operations.md); the old key's id is %s", strings.Join(uk.Signers, ", "))
+		return
+	}
+	hint(stderr, "docs/operations.md describes key rotation: ledgerd key rotate --new-key FILE, with ledgerd stopped, signs the rotation checkpoint with both keys and changes the config")
+}
