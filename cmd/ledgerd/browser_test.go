@@ -111,7 +111,12 @@ func TestBrowserApproval(t *testing.T) {
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1200, 900))
+		chromedp.WindowSize(1200, 900),
+		// On a loaded 2-core machine (the race pass of .ci/run beside
+		// other builds) Chromium has taken more than chromedp's default
+		// 20 s to print its DevTools address; waiting longer costs
+		// nothing when it starts at once.
+		chromedp.WSURLReadTimeout(2*time.Minute))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
 	defer cancelAlloc()
 	browser, cancelBrowser := chromedp.NewContext(allocCtx)
