@@ -222,10 +222,13 @@ func (l *Ledger) checkKeys(ctx context.Context, ring *keyring, latestSigners, la
 		}
 		startAt := lo
 		if startAt < hi {
+			// The last entry of the span must be cur's too: the last entry
+			// of the log, or the entry before the rotation checkpoint that
+			// handed over from cur.
 			if id, err := keyAt(hi - 1); err != nil {
 				return nil, err
 			} else if id != cur {
-				return nil, l.entryKeyError(ring, hi-1, id, cur)
+				return nil, l.entryKeyError(ring, hi-1, id, cur, size)
 			}
 		}
 		// The checkpoint at startAt must be signed by cur and by a key not
@@ -234,30 +237,16 @@ func (l *Ledger) checkKeys(ctx context.Context, ring *keyring, latestSigners, la
 		var from string
 		if err == nil {
 			what := fmt.Sprintf("the checkpoint for tree size %d", startAt)
-			cp, signers, others, err := ring.open(signed, what)
-			if uk, ok := errors.AsType[*UnknownKeyError](err); ok {
-				// Signed by none of the ring's keys: if entries start at
-				// startAt, cur did not sign it either.
-				if startAt > 0 {
-					return nil, uk
-				}
-			} else if err != nil {
+			// A checkpoint not signed by cur is no rotation to cur.
+			cp, signers, _, err := ring.open(signed, what)
+			if err != nil {
 				return nil, err
-			} else if slices.Contains(signers, cur) {
+			}
+			if slices.Contains(signers, cur) {
 				for _, s := range signers {
 					if !visited[s] {
 						from = s
 						break
-					}
-				}
-				if from == "" && startAt > 0 {
-					if len(others) > 0 {
-						id, kerr := keyAt(startAt - 1)
-						if kerr != nil {
-							return nil, kerr
-						}
-						return nil, &UnknownKeyError{What: fmt.Sprintf("entry %d, before the rotation checkpoint for tree size %d,", startAt-1, startAt),
-							Signers: []string{id}, Configured: ring.current.ID(), Previous: ring.prevIDs}
 					}
 				}
 				if from != "" {
@@ -295,30 +284,26 @@ func (l *Ledger) checkKeys(ctx context.Context, ring *keyring, latestSigners, la
 			slices.Reverse(rotations)
 			return rotations, nil
 		}
-		if startAt > 0 {
-			id, err := keyAt(startAt - 1)
-			if err != nil {
-				return nil, err
-			}
-			if id != from {
-				return nil, fmt.Errorf("%w: %w: the rotation checkpoint for tree size %d hands over from key %s, but entry %d carries key %s",
-					errCorrupt, ErrRotation, startAt, from, startAt-1, id)
-			}
-		}
+		// Entry startAt-1 must be from's: checked as the last entry of
+		// from's span, next round.
 		rotations = append(rotations, Rotation{Size: startAt, From: from, To: cur})
 		visited[from] = true
 		cur, hi = from, startAt
 	}
 }
 
-// entryKeyError refuses entry i, carrying key id where key want was
-// expected.
-func (l *Ledger) entryKeyError(ring *keyring, i uint64, id, want string) error {
+// entryKeyError refuses entry i, carrying key id where key want signs:
+// the log's last entry (size-1) or the one before a rotation checkpoint.
+func (l *Ledger) entryKeyError(ring *keyring, i uint64, id, want string, size uint64) error {
 	if !ring.ids[id] {
 		return &UnknownKeyError{What: fmt.Sprintf("entry %d", i), Signers: []string{id}, Configured: ring.current.ID(), Previous: ring.prevIDs}
 	}
-	return fmt.Errorf("%w: %w: entry %d carries key %s after entries of key %s, which replaced it: an old key must never sign again",
-		errCorrupt, ErrRotation, i, id, want)
+	if i == size-1 {
+		return fmt.Errorf("%w: %w: entry %d carries key %s after entries of key %s, which replaced it: an old key must never sign again",
+			errCorrupt, ErrRotation, i, id, want)
+	}
+	return fmt.Errorf("%w: %w: the rotation checkpoint for tree size %d hands over from key %s, but entry %d carries key %s",
+		errCorrupt, ErrRotation, i+1, want, i, id)
 }
 
 // Rotations returns the log's key rotations, oldest first, as Open found

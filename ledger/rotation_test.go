@@ -358,3 +358,73 @@ func (s *noCheckpoints) AddCheckpoint(ctx context.Context, size uint64, signed [
 	}
 	return s.Store.AddCheckpoint(ctx, size, signed)
 }
+
+// entryStore serves entry bytes of its own for some indices: a store
+// edited by whoever holds a key (opened with QuickOpen, which does not
+// rehash entries, only the key checks see it).
+type entryStore struct {
+	Store
+	entries map[uint64][]byte
+}
+
+func (s *entryStore) Entry(ctx context.Context, i uint64) ([]byte, error) {
+	if b, ok := s.entries[i]; ok {
+		return b, nil
+	}
+	return s.Store.Entry(ctx, i)
+}
+
+// TestOpenRefusesKeysOutOfOrder: the entries on each side of a rotation
+// must carry the keys the rotation checkpoint names; the old key must
+// never sign again after the new key's first entry; and the rotation
+// checkpoint's root must be the stored tree's.
+func TestOpenRefusesKeysOutOfOrder(t *testing.T) {
+	ctx := context.Background()
+	r := newRotated(t, 100, 50)
+	c := testKey(t)
+	withKey := func(i uint64, k *Key) []byte {
+		b, err := r.s.Entry(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, old := range []*Key{r.a, r.b} {
+			b = bytes.Replace(b, []byte(`"key_id":"`+old.ID()+`"`), []byte(`"key_id":"`+k.ID()+`"`), 1)
+		}
+		return b
+	}
+	quick := func(s Store, k *Key, previous ...*Key) error {
+		var vkeys []string
+		for _, p := range previous {
+			vkeys = append(vkeys, p.VerifierKey())
+		}
+		l, err := Open(ctx, s, k, Options{CheckpointInterval: -1, QuickOpen: true, Logger: discardLogger(), PreviousKeys: vkeys})
+		if err == nil {
+			l.Close()
+		}
+		return err
+	}
+	if err := quick(r.s, r.b, r.a); err != nil {
+		t.Fatalf("untouched: %v", err)
+	}
+	// The old key signs the last entry.
+	err := quick(&entryStore{r.s, map[uint64][]byte{149: withKey(149, r.a)}}, r.b, r.a)
+	if !errors.Is(err, ErrRotation) || !strings.Contains(err.Error(), "entry 149 carries key "+r.a.ID()) || !strings.Contains(err.Error(), "must never sign again") {
+		t.Errorf("old key after the rotation: %v", err)
+	}
+	// The entry before the rotation carries a third listed key.
+	err = quick(&entryStore{r.s, map[uint64][]byte{99: withKey(99, c)}}, r.b, r.a, c)
+	if !errors.Is(err, ErrRotation) || !strings.Contains(err.Error(), "entry 99 carries key "+c.ID()) {
+		t.Errorf("entry before the rotation by another key: %v", err)
+	}
+	// A rotation checkpoint signed by both keys, for another root.
+	text := []byte(r.a.Name() + "\n100\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
+	other, err := note.Sign(&note.Note{Text: string(text)}, r.a.Signer(), r.b.Signer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, _ := r.s.State(ctx)
+	err = quick(&forgedStore{Store: r.s, cps: map[uint64][]byte{100: other}, latest: latest.CheckpointSize}, r.b, r.a)
+	if !errors.Is(err, errCorrupt) || !strings.Contains(err.Error(), "rotation checkpoint signed by") {
+		t.Errorf("rotation checkpoint for another root: %v", err)
+	}
+}

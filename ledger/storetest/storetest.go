@@ -675,8 +675,9 @@ func testCheckpointSignatureAdded(t *testing.T, h *harness) {
 		wantConflict(t, "AddCheckpoint(10) "+why, h.s.AddCheckpoint(ctx, 10, signed))
 		h.check(t)
 	}
-	// Only the latest may gain a line.
+	// Only the latest may gain a line, and only for its own size.
 	wantConflict(t, "AddCheckpoint(4) with a line added", h.s.AddCheckpoint(ctx, 4, append(testCheckpoint(4), "— x AAAAAQ==\n"...)))
+	wantConflict(t, "AddCheckpoint(4) the latest with a line added", h.s.AddCheckpoint(ctx, 4, second))
 	if err := h.s.AddCheckpoint(ctx, 10, second); err != nil {
 		t.Fatalf("AddCheckpoint(10) with a signature line added: %v", err)
 	}
