@@ -24,6 +24,11 @@ import (
 // is refused if either signature is bad). A *Key from ParseKey is the set
 // of that one key.
 
+// ErrRetiredKey: an entry is signed by a key that an earlier entry's key
+// replaced. After a rotation the old key must never sign again; an entry
+// it signed after the new key's first one was not made by the log.
+var ErrRetiredKey = errors.New("signed by a key that a rotation replaced")
+
 // maxTrustFile bounds a trust file: a few hundred keys.
 const maxTrustFile = 64 << 10
 
@@ -182,4 +187,30 @@ func (k *Key) verifyEntrySignature(e *entry.Entry) error {
 		return err
 	}
 	return e.Verify(m.id, m.public)
+}
+
+// keyOrder checks, along a range of entries, that a log's keys follow
+// each other: once an entry carries another key's id than the entry
+// before, no later entry carries the earlier key's.
+type keyOrder struct {
+	last     string
+	replaced map[string]uint64 // a key's id: the index of the first entry after its last
+}
+
+func (o *keyOrder) next(index uint64, keyID string) *Failure {
+	if keyID == o.last {
+		return nil
+	}
+	if at, ok := o.replaced[keyID]; ok {
+		return &Failure{Index: int64(index), Check: CheckEntryKey,
+			Err: fmt.Errorf("%w: key %s signed entries up to %d, then another key took over: an old key must never sign again", ErrRetiredKey, keyID, at-1)}
+	}
+	if o.last != "" {
+		if o.replaced == nil {
+			o.replaced = map[string]uint64{}
+		}
+		o.replaced[o.last] = index
+	}
+	o.last = keyID
+	return nil
 }

@@ -261,3 +261,32 @@ func TestParseTrustFile(t *testing.T) {
 		t.Errorf("bad line not named: %v", err)
 	}
 }
+
+// TestKeySetOldKeyAfterRotation: an entry by the old key after the new
+// key's first entry is refused, although both keys are trusted and its
+// signature verifies; so is a return to the old key's chain later on.
+func TestKeySetOldKeyAfterRotation(t *testing.T) {
+	const origin = "ledger.example.com/keys"
+	a, b := newLogKey(t, origin), newLogKey(t, origin)
+	signers := append(repeat(a, 5), repeat(b, 5)...)
+	signers[7] = a
+	export := rotatedExport(t, signers, b)
+	_, err := verify.VerifyExport(bytes.NewReader(export), keys(t, a, b), verify.ExportOptions{All: true})
+	var fail *verify.Failure
+	if !errors.Is(err, verify.ErrRetiredKey) || !errors.As(err, &fail) || fail.Index != 7 || fail.Check != verify.CheckEntryKey ||
+		!strings.Contains(err.Error(), "entry 7: key: ") || !strings.Contains(err.Error(), "signed entries up to 4") {
+		t.Errorf("old key after the new one: %v", err)
+	}
+	if n := strings.Count(err.Error(), "must never sign again"); n != 1 {
+		t.Errorf("%d entries refused, want 1 (entry 7; entry 8, by the new key, follows): %v", n, err)
+	}
+	// Three keys in order are fine; back to the first is not.
+	c := newLogKey(t, origin)
+	if _, err := verify.VerifyExport(bytes.NewReader(rotatedExport(t, append(append(repeat(a, 3), repeat(b, 3)...), repeat(c, 3)...), c)), keys(t, a, b, c), verify.ExportOptions{}); err != nil {
+		t.Errorf("a, b, c: %v", err)
+	}
+	_, err = verify.VerifyExport(bytes.NewReader(rotatedExport(t, append(append(repeat(a, 3), repeat(b, 3)...), repeat(a, 1)...), b)), keys(t, a, b), verify.ExportOptions{})
+	if !errors.Is(err, verify.ErrRetiredKey) {
+		t.Errorf("a, b, a: %v", err)
+	}
+}

@@ -208,6 +208,7 @@ type Range struct {
 	leaves     *compact.Range
 	all        bool
 	failures   []error
+	keys       keyOrder // no entry by a key a later one replaced (keys.go)
 }
 
 // NewRange starts verifying entries [start, end) against cp, a checkpoint
@@ -307,6 +308,11 @@ func (r *Range) accept(c *checked) error {
 	}
 	if r.prev != nil && c.entry.Prev != *r.prev {
 		if err := r.fail(&Failure{Index: int64(index), Check: CheckPrev, Err: errors.New("prev is not the entry hash of the entry before")}); err != nil {
+			return err
+		}
+	}
+	if f := r.keys.next(index, c.entry.KeyID); f != nil {
+		if err := r.fail(f); err != nil {
 			return err
 		}
 	}
