@@ -40,7 +40,8 @@
 //
 // # Opening
 //
-// Open verifies the latest stored checkpoint's signature, then by default
+// Open verifies the latest stored checkpoint's signature (by the key, or
+// after a rotation by the keys, see Keys), then by default
 // rehashes every stored entry, rebuilds every tile and compares both with
 // the stored tiles and with the checkpoint's root; it refuses to start if
 // anything differs. QuickOpen checks only the right edge and the root.
@@ -60,5 +61,11 @@
 // One Ed25519 key signs entries and checkpoints: a note-format private key
 // file or an OpenSSH ed25519 key, optionally passphrase-protected; files
 // readable by group or others are refused. Entries carry the key's id so
-// keys can rotate.
+// keys can rotate: Rotate, with the ledger stopped, stores a checkpoint of
+// the whole tree signed by the old key and the new one (same name, another
+// key hash); entries appended afterwards carry the new key's id and later
+// checkpoints are signed by the new key alone. Open takes the old verifier
+// keys in Options.PreviousKeys and follows the keys back through the
+// rotation checkpoints, refusing a history that a new key alone vouches
+// for (rotation.go; docs/operations.md has the runbook).
 package ledger
