@@ -321,9 +321,10 @@ func (l *Ledger) Rotations() []Rotation { return slices.Clone(l.rotations) }
 // store with newKey, listing old's verifier key in Options.PreviousKeys.
 //
 // newKey must have old's name (the log origin) and another key hash.
-// Rotating to a key the latest checkpoint is already signed by returns
-// that checkpoint: a rotation interrupted after it was stored can be run
-// again.
+// Rotating to a key the latest checkpoint is already signed by signs
+// nothing: it checks that the store opens with newKey (old listed as a
+// previous key) and returns the latest checkpoint, so that a rotation
+// interrupted after the rotation checkpoint was stored can be run again.
 func Rotate(ctx context.Context, store Store, old, newKey *Key, opts Options) ([]byte, error) {
 	if newKey.Name() != old.Name() {
 		return nil, fmt.Errorf("%w: the new key is named %q, the log's key %q: a log's keys must have its name, the origin every entry and checkpoint carries; generate the new key with the same name",
@@ -336,19 +337,32 @@ func Rotate(ctx context.Context, store Store, old, newKey *Key, opts Options) ([
 		return nil, fmt.Errorf("%w: the new key %s is a previous key of the log: an old key must never sign again", ErrRotation, newKey.ID())
 	}
 	opts = opts.withDefaults()
+	newV, err := note.NewVerifier(newKey.VerifierKey())
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.State(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading store state: %w", err)
+	}
+	if st.Checkpoint != nil {
+		if _, err := signednote.Open(st.Checkpoint, newV); err == nil {
+			// Made already (a rotation interrupted before its caller
+			// switched keys): check the store as it opens with newKey.
+			after := opts
+			after.PreviousKeys = append(slices.Clone(opts.PreviousKeys), old.VerifierKey())
+			if _, err := check(ctx, store, newKey, after); err != nil {
+				return nil, err
+			}
+			return bytes.Clone(st.Checkpoint), nil
+		}
+	}
 	l, err := check(ctx, store, old, opts)
 	if err != nil {
 		return nil, err
 	}
 	size := l.edge.size()
-	newV, err := note.NewVerifier(newKey.VerifierKey())
-	if err != nil {
-		return nil, err
-	}
 	if l.cp != nil && l.cpSize == size {
-		if _, err := signednote.Open(l.cp, newV); err == nil {
-			return bytes.Clone(l.cp), nil // made already
-		}
 		// The latest checkpoint, with newKey's signature line added.
 		text, _, _ := bytes.Cut(l.cp, []byte("\n\n"))
 		sig, err := note.Sign(&note.Note{Text: string(text) + "\n"}, newKey.Signer())

@@ -85,8 +85,24 @@ func TestRotate(t *testing.T) {
 		}
 	}
 	// Rotating again to b is a no-op only while the rotation checkpoint is
-	// the latest; rotating back to a is refused.
+	// the latest (a rotation interrupted before the switch to b, run
+	// again); rotating back to a is refused.
 	l.Close()
+	s := NewMemStore()
+	appendN(t, openTestClosed(t, s, r.a), 0, 10)
+	first, err := Rotate(ctx, s, r.a, r.b, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := Rotate(ctx, s, r.a, r.b, Options{Logger: discardLogger()}); err != nil || !bytes.Equal(again, first) {
+		t.Errorf("rotation run again: %v", err)
+	}
+	if _, err := Rotate(ctx, r.s, r.a, r.b, Options{Logger: discardLogger()}); err != nil {
+		t.Errorf("rotation run again after entries by the new key (made already): %v", err)
+	}
+	if _, err := Rotate(ctx, r.s, r.a, testKey(t), Options{Logger: discardLogger()}); !errors.As(err, new(*UnknownKeyError)) {
+		t.Errorf("rotation from a key rotated out: %v", err)
+	}
 	if _, err := Rotate(ctx, r.s, r.b, r.a, Options{Logger: discardLogger(), PreviousKeys: []string{r.a.VerifierKey()}}); !errors.Is(err, ErrRotation) {
 		t.Errorf("rotating back to the old key: %v", err)
 	}
@@ -427,4 +443,12 @@ func TestOpenRefusesKeysOutOfOrder(t *testing.T) {
 	if !errors.Is(err, errCorrupt) || !strings.Contains(err.Error(), "rotation checkpoint signed by") {
 		t.Errorf("rotation checkpoint for another root: %v", err)
 	}
+}
+
+// openTestClosed opens a ledger that the test's cleanup closes.
+func openTestClosed(t testing.TB, s Store, k *Key) *Ledger {
+	t.Helper()
+	l := openTest(t, s, k)
+	t.Cleanup(func() { l.Close() })
+	return l
 }

@@ -58,6 +58,7 @@ func TestDaemonKeyRotationDrill(t *testing.T) {
 	// The rotation.
 	out, _ := run(true, ledgerd, "keygen", "--name", origin, "--out", filepath.Join(dir, "b.key"))
 	vkeyB := strings.TrimSpace(out)
+	pre, _ := os.ReadFile(config)
 	out, stderr = run(true, ledgerd, "key", "rotate", "--new-key", filepath.Join(dir, "b.key"), "--data", data)
 	if !strings.Contains(out, fmt.Sprintf("rotated the key of %s at tree size 1000", origin)) || !strings.Contains(out, "new key: "+vkeyB) ||
 		!strings.Contains(stderr, "destroy the old private key") {
@@ -75,6 +76,17 @@ func TestDaemonKeyRotationDrill(t *testing.T) {
 	run(true, ledgerd, "key", "rotate", "--new-key", filepath.Join(dir, "b.key"), "--data", data)
 	if again, _ := os.ReadFile(config); string(again) != string(after) {
 		t.Errorf("a second rotate changed the config:\n%s", again)
+	}
+	// Interrupted before the config changed: the old key is refused (it
+	// must never sign again), and the command run again completes the
+	// config.
+	os.WriteFile(config, pre, 0o600)
+	if _, stderr := run(false, ledgerd, "check", "--data", data); !strings.Contains(stderr, "was rotated out") {
+		t.Errorf("the old key after the rotation:\n%s", stderr)
+	}
+	run(true, ledgerd, "key", "rotate", "--new-key", filepath.Join(dir, "b.key"), "--data", data)
+	if again, _ := os.ReadFile(config); string(again) != string(after) {
+		t.Errorf("the rotation run again made another config:\n%s", again)
 	}
 
 	d = startDaemon(t, ledgerd, dir)
