@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/decisionledger/ledger/internal/tlogtiles"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -24,38 +25,17 @@ import (
 // proofs below do anyway.
 
 const (
-	tileHeight = 8
-	tileWidth  = 1 << tileHeight
+	tileHeight = tlogtiles.Height
+	tileWidth  = tlogtiles.Width
 	hashSize   = 32
 )
 
 var tileHasher = rfc6962.DefaultHasher
 
-// tileIndexPath encodes N as tlog-tiles does: groups of three digits, all
-// but the last prefixed with "x" (1234067 is x001/x234/067).
-func tileIndexPath(n uint64) string {
-	s := fmt.Sprintf("%03d", n%1000)
-	for n >= 1000 {
-		n /= 1000
-		s = fmt.Sprintf("x%03d/%s", n%1000, s)
-	}
-	return s
-}
-
-// tilePath is the path of tile (level, index) of width w (level -1: the
-// entry bundle).
+// tilePath is the URL path of tile (level, index) of width w (level -1:
+// the entry bundle).
 func tilePath(level int, index uint64, w int) string {
-	p := "/tile/"
-	if level < 0 {
-		p += "entries/"
-	} else {
-		p += fmt.Sprintf("%d/", level)
-	}
-	p += tileIndexPath(index)
-	if w < tileWidth {
-		p += fmt.Sprintf(".p/%d", w)
-	}
-	return p
+	return "/" + tlogtiles.Path(level, index, w)
 }
 
 // tileReader reads the tiles of the tree of one size, each at most once.

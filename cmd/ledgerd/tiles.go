@@ -2,11 +2,9 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 
+	"github.com/decisionledger/ledger/internal/tlogtiles"
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -16,57 +14,11 @@ import (
 //	<prefix>/tile/<L>/<N>[.p/<W>]
 //	<prefix>/tile/entries/<N>[.p/<W>]
 //
-// N is written in groups of three digits, all but the last prefixed with
-// "x" (1234067 is x001/x234/067). Full tiles never change and are served
-// as immutable; partial ones only until they fill.
-
-// tileIndexPath encodes N as tlog-tiles does.
-func tileIndexPath(n uint64) string {
-	s := fmt.Sprintf("%03d", n%1000)
-	for n >= 1000 {
-		n /= 1000
-		s = fmt.Sprintf("x%03d/%s", n%1000, s)
-	}
-	return s
-}
-
-// parseTilePath parses "<L>/<N>[.p/<W>]" or "entries/<N>[.p/<W>]",
-// accepting only the canonical spelling. Level -1 means entries.
-func parseTilePath(p string) (level int, index uint64, width int, ok bool) {
-	width = ledger.TileWidth
-	if rest, partial, found := strings.Cut(p, ".p/"); found {
-		w, err := strconv.Atoi(partial)
-		if err != nil || w < 1 || w >= ledger.TileWidth || strconv.Itoa(w) != partial {
-			return 0, 0, 0, false
-		}
-		p, width = rest, w
-	}
-	head, indexPath, found := strings.Cut(p, "/")
-	if !found {
-		return 0, 0, 0, false
-	}
-	if head == "entries" {
-		level = -1
-	} else {
-		l, err := strconv.Atoi(head)
-		if err != nil || l < 0 || l > 7 || strconv.Itoa(l) != head {
-			return 0, 0, 0, false
-		}
-		level = l
-	}
-	for _, part := range strings.Split(indexPath, "/") {
-		part = strings.TrimPrefix(part, "x")
-		d, err := strconv.ParseUint(part, 10, 64)
-		if err != nil || len(part) != 3 || index > (1<<63)/1000 {
-			return 0, 0, 0, false
-		}
-		index = index*1000 + d
-	}
-	return level, index, width, tileIndexPath(index) == indexPath
-}
+// internal/tlogtiles spells and parses the paths. Full tiles never change
+// and are served as immutable; partial ones only until they fill.
 
 func (s *server) tile(w http.ResponseWriter, r *http.Request) {
-	level, index, width, ok := parseTilePath(r.PathValue("path"))
+	level, index, width, ok := tlogtiles.ParsePath("tile/" + r.PathValue("path"))
 	if !ok {
 		writeError(w, http.StatusNotFound, "not_found", "not a tile path")
 		return

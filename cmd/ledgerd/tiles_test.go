@@ -9,45 +9,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/decisionledger/ledger/internal/tlogtiles"
+	"github.com/decisionledger/ledger/ledger"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	tlogformat "github.com/transparency-dev/formats/log"
 )
 
-func TestTilePaths(t *testing.T) {
-	for _, c := range []struct {
-		path  string
-		level int
-		index uint64
-		width int
-		ok    bool
-	}{
-		{"0/000", 0, 0, 256, true},
-		{"0/001.p/17", 0, 1, 17, true},
-		{"2/x001/x234/067", 2, 1234067, 256, true},
-		{"entries/x001/000.p/255", -1, 1000, 255, true},
-		{"0/1", 0, 0, 0, false},
-		{"0/0001", 0, 0, 0, false},
-		{"0/x000/001", 0, 0, 0, false},  // not canonical: leading zero group
-		{"0/001/002", 0, 0, 0, false},   // inner group without x
-		{"0/000.p/256", 0, 0, 0, false}, // a full tile has no .p
-		{"0/000.p/0", 0, 0, 0, false},
-		{"0/000.p/07", 0, 0, 0, false},
-		{"8/000", 0, 0, 0, false},
-		{"01/000", 0, 0, 0, false},
-		{"data/000", 0, 0, 0, false},
-	} {
-		level, index, width, ok := parseTilePath(c.path)
-		if ok != c.ok || ok && (level != c.level || index != c.index || width != c.width) {
-			t.Errorf("%s: got %d %d %d %v", c.path, level, index, width, ok)
-		}
-	}
-	for _, n := range []uint64{0, 7, 999, 1000, 1234067, 1 << 40} {
-		level, index, _, ok := parseTilePath("3/" + tileIndexPath(n))
-		if !ok || level != 3 || index != n {
-			t.Errorf("round trip of %d failed", n)
-		}
+// The ledger's tiles are the width tlog-tiles paths spell.
+func TestTileWidth(t *testing.T) {
+	if ledger.TileWidth != tlogtiles.Width {
+		t.Errorf("ledger.TileWidth %d, tlogtiles.Width %d", ledger.TileWidth, tlogtiles.Width)
 	}
 }
 
@@ -128,7 +101,7 @@ func TestTilesInterop(t *testing.T) {
 		path  string
 		first uint64
 		count int
-	}{{"tile/entries/001", 256, 256}, {fmt.Sprintf("tile/entries/%s.p/%d", tileIndexPath(n/256), n%256), n / 256 * 256, n % 256}} {
+	}{{"tile/entries/001", 256, 256}, {fmt.Sprintf("tile/entries/%s.p/%d", tlogtiles.IndexPath(n/256), n%256), n / 256 * 256, n % 256}} {
 		resp, err := http.Get(s.url + "/" + c.path)
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s: %v %v", c.path, err, resp.Status)
@@ -148,7 +121,7 @@ func TestTilesInterop(t *testing.T) {
 		}
 	}
 	// Beyond the checkpoint, and a malformed path: 404.
-	for _, p := range []string{fmt.Sprintf("tile/entries/%s", tileIndexPath(n/256)), "tile/0/x001/000", "tile/0/1"} {
+	for _, p := range []string{fmt.Sprintf("tile/entries/%s", tlogtiles.IndexPath(n/256)), "tile/0/x001/000", "tile/0/1"} {
 		if resp, _ := http.Get(s.url + "/" + p); resp.StatusCode != 404 {
 			t.Errorf("%s: HTTP %d", p, resp.StatusCode)
 		}
