@@ -6,6 +6,23 @@
 // files, and inclusion and consistency proofs, trusting nothing but the
 // ledger's verifier key. cmd/ledgerctl is its command-line front end.
 //
+// # Key rotation
+//
+// After the ledger's key is rotated (docs/operations.md §Key rotation),
+// entries before the rotation carry the old key's id and entries after it
+// the new key's. A client made by NewWithKeys trusts a key set
+// (verify.NewKeySet, verify.ParseKeys): each entry is checked with the
+// trusted key its key_id names, so it verifies the entries before the
+// rotation and the receipts after it. As ledger-verify does along a range
+// (verify.ErrRetiredKey), the client holds the ledger to the rule that
+// the old key never signs again: each key signs one run of consecutive
+// entries. It records the lowest and highest index of the entries each
+// key signed among those it verified (receipts, Entry, TlogProof), and
+// refuses an entry, a fresh receipt above all, by a key that another key
+// replaced at a lower index. It can only apply the rule to what it has
+// seen: a client that has verified no entry by the new key cannot tell a
+// receipt by the old key after the rotation from one before it.
+//
 // # Approvals
 //
 // When the ledger decides needs_approval (docs/approvals.md) and has
@@ -47,6 +64,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
@@ -62,6 +80,7 @@ type Client struct {
 	baseURL string
 	token   string
 	key     *verify.Key
+	runs    *keyRuns
 	// HTTP is the HTTP client. Optional; default http.DefaultClient.
 	HTTP *http.Client
 	// MaxAttempts bounds the tries of one append. Optional; default 5.
@@ -73,13 +92,74 @@ type Client struct {
 
 // New returns a client for the ledgerd at baseURL ("http://host:port"),
 // authenticating with a mediator token and verifying with the ledger's
-// note verifier key.
+// note verifier key. After a key rotation, NewWithKeys trusts the old key
+// too, for the entries it signed.
 func New(baseURL, token, verifierKey string) (*Client, error) {
 	key, err := verify.ParseKey(verifierKey)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{baseURL: strings.TrimSuffix(baseURL, "/"), token: token, key: key}, nil
+	return NewWithKeys(baseURL, token, key)
+}
+
+// NewWithKeys is New trusting the key set keys (verify.NewKeySet,
+// verify.ParseKeys, verify.ParseTrustFile): the ledger's current key and
+// the keys it rotated out, as the package doc's Key rotation says. A
+// checkpoint must be signed by at least one of them. A key's witness
+// policy (verify.Key.WithWitnesses) applies to checkpoints as in package
+// verify.
+func NewWithKeys(baseURL, token string, keys *verify.Key) (*Client, error) {
+	if keys == nil {
+		return nil, errors.New("client: no verifier key")
+	}
+	return &Client{baseURL: strings.TrimSuffix(baseURL, "/"), token: token, key: keys,
+		runs: &keyRuns{runs: map[string]keyRun{}}}, nil
+}
+
+// keyRun is the lowest and highest index of the entries one key signed,
+// among those a client verified.
+type keyRun struct{ first, last uint64 }
+
+// keyRuns holds a client's keyRun of each key.
+type keyRuns struct {
+	mu   sync.Mutex
+	runs map[string]keyRun
+}
+
+// add records that keyID signed the entry at index, or refuses the entry
+// (verify.ErrRetiredKey) if that breaks the rule that each key signs one
+// run of consecutive entries: another key signed an entry between it and
+// one the key signed before.
+func (k *keyRuns) add(index uint64, keyID string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r, ok := k.runs[keyID]
+	if !ok {
+		r = keyRun{index, index}
+	}
+	r.first, r.last = min(r.first, index), max(r.last, index)
+	for other, o := range k.runs {
+		if other == keyID || o.last < r.first || r.last < o.first {
+			continue
+		}
+		if index > o.last { // keyID signed before other, and again after
+			return fmt.Errorf("%w: entry %d is signed by key %s, but key %s signed entry %d after that key's entry %d: an old key must never sign again",
+				verify.ErrRetiredKey, index, keyID, other, o.last, r.first)
+		}
+		return fmt.Errorf("%w: entry %d is signed by key %s, which signed entry %d too, but key %s signed entry %d between them: an old key must never sign again",
+			verify.ErrRetiredKey, index, keyID, r.last, other, o.first)
+	}
+	k.runs[keyID] = r
+	return nil
+}
+
+// verifyEntry checks an entry's signature with the trusted key its key_id
+// names, and that the key may sign at the entry's index (keyRuns.add).
+func (c *Client) verifyEntry(e *entry.Entry) error {
+	if err := c.key.VerifyEntry(e); err != nil {
+		return err
+	}
+	return c.runs.add(e.Index, e.KeyID)
 }
 
 // Decision is what a mediator records about one action.
@@ -423,11 +503,11 @@ func (c *Client) signedEntry(raw json.RawMessage, index uint64) (*entry.Entry, e
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
-	if err := c.key.VerifyEntry(e); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
-	}
 	if e.Index != index {
 		return nil, fmt.Errorf("%w: the receipt says index %d, its entry %d", ErrUnverified, index, e.Index)
+	}
+	if err := c.verifyEntry(e); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
 	return e, nil
 }
@@ -502,11 +582,11 @@ func (c *Client) Entry(ctx context.Context, index uint64) (*entry.Entry, []byte,
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
-	if err := c.key.VerifyEntry(e); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrUnverified, err)
-	}
 	if e.Index != index {
 		return nil, nil, fmt.Errorf("%w: asked for entry %d, got entry %d", ErrUnverified, index, e.Index)
+	}
+	if err := c.verifyEntry(e); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
 	return e, b, nil
 }
@@ -527,6 +607,9 @@ func (c *Client) TlogProof(ctx context.Context, index uint64) ([]byte, *entry.En
 	}
 	if e.Index != index {
 		return nil, nil, nil, fmt.Errorf("%w: asked for the proof of entry %d, got entry %d", ErrUnverified, index, e.Index)
+	}
+	if err := c.runs.add(e.Index, e.KeyID); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
 	return b, e, cp, nil
 }

@@ -42,23 +42,36 @@ type Log struct {
 
 // New returns an empty log with a new key named origin.
 func New(origin string) (*Log, error) {
-	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
-	if err != nil {
+	l := &Log{Origin: origin}
+	if err := l.Rotate(); err != nil {
 		return nil, err
+	}
+	return l, nil
+}
+
+// Rotate replaces the log's key with a new key of the same name, as
+// ledgerd key rotate does: the entries appended from now on carry the new
+// key's id and signature; those before keep the old key's. VerifierKey is
+// then the new key's.
+func (l *Log) Rotate() error {
+	skey, vkey, err := note.GenerateKey(rand.Reader, l.Origin)
+	if err != nil {
+		return err
 	}
 	signer, err := note.NewSigner(skey)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The entries are signed with the note key's own Ed25519 key: the
 	// skey text's last field is base64(algorithm byte || seed).
 	raw, err := base64.StdEncoding.DecodeString(skey[len(skey)-44:])
 	if err != nil || len(raw) != 1+ed25519.SeedSize {
-		return nil, fmt.Errorf("logtest: unexpected note private key")
+		return fmt.Errorf("logtest: unexpected note private key")
 	}
-	return &Log{Origin: origin, VerifierKey: vkey, signer: signer,
-		priv:  ed25519.NewKeyFromSeed(raw[1:]),
-		keyID: fmt.Sprintf("%s+%08x", origin, signer.KeyHash())}, nil
+	l.VerifierKey, l.signer = vkey, signer
+	l.priv = ed25519.NewKeyFromSeed(raw[1:])
+	l.keyID = fmt.Sprintf("%s+%08x", l.Origin, signer.KeyHash())
+	return nil
 }
 
 // Copy returns a log of the first n entries of l, with l's key: another
