@@ -3,16 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/transparency-dev/formats/log"
@@ -86,61 +85,24 @@ Examples:
       last entry hash: sha256:...
 `
 
-// keyFlags are the options every verifying command shares.
+// keyFlags are the options every verifying command shares: the trusted
+// keys (internal/keyflag) and the witness policy.
 type keyFlags struct {
-	keys, keyFiles, trustFiles stringList
-	witnesses                  witnessFlag
-	witnessesNeeded            int
+	keyflag.Flags
+	witnesses       witnessFlag
+	witnessesNeeded int
 }
 
 func (k *keyFlags) register(fs *flag.FlagSet) {
-	fs.Var(&k.keys, "key", "")
-	fs.Var(&k.keyFiles, "key-file", "")
-	fs.Var(&k.trustFiles, "trust", "")
+	k.Flags.Register(fs)
 	fs.Var(&k.witnesses, "witness", "")
 	fs.IntVar(&k.witnessesNeeded, "witnesses-needed", -1, "")
 }
 
-// load returns the trusted key, or the set of every key given.
+// load returns the trusted key, or the set of every key given, with the
+// witness policy.
 func (k *keyFlags) load() (*verify.Key, error) {
-	var keys []*verify.Key
-	for _, text := range k.keys {
-		key, err := verify.ParseKey(text)
-		if err != nil {
-			return nil, fmt.Errorf("--key: %w", err)
-		}
-		keys = append(keys, key)
-	}
-	for _, name := range k.keyFiles {
-		b, err := readFileLimit(name, 4096)
-		if err != nil {
-			return nil, err
-		}
-		key, err := verify.ParseKey(strings.TrimSpace(string(b)))
-		if err != nil {
-			return nil, fmt.Errorf("--key-file %s: %w", termtext.Quote(name), err)
-		}
-		keys = append(keys, key)
-	}
-	for _, name := range k.trustFiles {
-		b, err := readFileLimit(name, 64<<10)
-		if err != nil {
-			return nil, err
-		}
-		vkeys, err := verify.ParseTrustFile(b)
-		if err != nil {
-			return nil, fmt.Errorf("--trust %s: %w", termtext.Quote(name), err)
-		}
-		key, err := verify.ParseKeys(vkeys...)
-		if err != nil {
-			return nil, fmt.Errorf("--trust %s: %w", termtext.Quote(name), err)
-		}
-		keys = append(keys, key)
-	}
-	if len(keys) == 0 {
-		return nil, errors.New("a verifier key is required (--key, --key-file or --trust)")
-	}
-	key, err := verify.NewKeySet(keys...)
+	key, err := k.Flags.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -2,14 +2,16 @@
 // mediators and operators who do not write Go: it appends a decision from
 // a JSON file, prints an entry, fetches an entry's tlog-proof file and the
 // latest checkpoint. It is built on package client and verifies every
-// answer with the ledger's verifier key before printing or writing it.
+// answer with the ledger's verifier key before printing or writing it;
+// after a key rotation, with the set of the ledger's keys (--key,
+// --key-file and --trust repeat and combine, as in ledger-verify).
 //
 // Usage:
 //
-//	ledgerctl append     [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--idempotency-key KEY] [--json] DECISION
-//	ledgerctl get        [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--json] INDEX
-//	ledgerctl proof      [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] --out FILE [--json] INDEX
-//	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
+//	ledgerctl append     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--json] DECISION
+//	ledgerctl get        [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--json] INDEX
+//	ledgerctl proof      [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX
+//	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
 //
 // The mediator's token comes from --token-file or the LEDGER_TOKEN
 // environment variable, never from a flag's value, so that it does not
@@ -37,20 +39,21 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/buildinfo"
+	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/transparency-dev/formats/log"
 )
 
 const usage = `Usage:
-    ledgerctl append [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE]
-                     [--idempotency-key KEY] [--json] DECISION
-    ledgerctl get [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE]
-                  [--json] INDEX
-    ledgerctl proof [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE]
-                    --out FILE [--json] INDEX
-    ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE]
-                         [--trusted FILE] [--out FILE] [--json]
+    ledgerctl append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                     [--token-file FILE] [--idempotency-key KEY] [--json] DECISION
+    ledgerctl get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                  [--token-file FILE] [--json] INDEX
+    ledgerctl proof [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                    [--token-file FILE] --out FILE [--json] INDEX
+    ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                         [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
     ledgerctl version
 
 Commands:
@@ -79,6 +82,14 @@ Options:
     --url URL               ledgerd's base URL (default http://127.0.0.1:8080).
     --key VKEY              The ledger's note verifier key, name+hash+base64.
     --key-file FILE         A file holding the verifier key.
+    --trust FILE            A trust file: one verifier key a line, blank lines
+                            and lines starting with # skipped.
+                            --key, --key-file and --trust repeat and combine:
+                            after a key rotation, give the old key and the new
+                            one (docs/operations.md, Key rotation). Each entry
+                            is checked with the key its key_id names, and an
+                            old key that signs again after the new key is
+                            refused.
     --token-file FILE       A file holding the mediator's (or a reader's) bearer
                             token. Default: the LEDGER_TOKEN environment
                             variable. Reads send it if there is one.
@@ -167,28 +178,27 @@ func hintf(w io.Writer, format string, args ...any) {
 type common struct {
 	fs        *flag.FlagSet
 	url       *string
-	key       *string
-	keyFile   *string
+	keys      keyflag.Flags
 	tokenFile *string
 	timeout   *time.Duration
 	json      *bool
 	synopsis  string
-	vkey      string // set by setup
+	key       *verify.Key // the trusted keys, set by setup
 }
 
 func newCommon(name, synopsis string) *common {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	return &common{
+	c := &common{
 		fs:        fs,
 		url:       fs.String("url", defaultURL, ""),
-		key:       fs.String("key", "", ""),
-		keyFile:   fs.String("key-file", "", ""),
 		tokenFile: fs.String("token-file", "", ""),
 		timeout:   fs.Duration("timeout", 30*time.Second, ""),
 		json:      fs.Bool("json", false, ""),
 		synopsis:  synopsis,
 	}
+	c.keys.Register(fs)
+	return c
 }
 
 // usageError reports bad usage of one command and returns exitUsage.
@@ -225,7 +235,7 @@ func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, contex
 	fail := func(code int) (*client.Client, context.Context, context.CancelFunc, int) {
 		return nil, nil, nil, code
 	}
-	vkey, code := c.verifierKey(stderr)
+	key, code := c.verifierKeys(stderr)
 	if code != exitOK {
 		return fail(code)
 	}
@@ -239,8 +249,8 @@ func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, contex
 	if *c.timeout <= 0 {
 		return fail(c.usageError(stderr, "--timeout must be positive"))
 	}
-	c.vkey = vkey
-	cl, err := client.New(*c.url, token, vkey)
+	c.key = key
+	cl, err := client.NewWithKeys(*c.url, token, key)
 	if err != nil {
 		errorf(stderr, "%s: the verifier key: %v", c.fs.Name(), err)
 		return fail(exitUsage)
@@ -249,23 +259,21 @@ func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, contex
 	return cl, ctx, cancel, exitOK
 }
 
-func (c *common) verifierKey(stderr io.Writer) (string, int) {
-	switch {
-	case *c.key != "" && *c.keyFile != "":
-		return "", c.usageError(stderr, "--key and --key-file exclude each other")
-	case *c.key != "":
-		return *c.key, exitOK
-	case *c.keyFile != "":
-		b, err := readFile(*c.keyFile, 4<<10)
-		if err != nil {
-			errorf(stderr, "%s: --key-file: %v", c.fs.Name(), err)
-			return "", exitUsage
-		}
-		return strings.TrimSpace(string(b)), exitOK
+// verifierKeys returns the set of the keys --key, --key-file and --trust
+// give (internal/keyflag): the ledger's key, and after a rotation the keys
+// it rotated out, which signed the entries before.
+func (c *common) verifierKeys(stderr io.Writer) (*verify.Key, int) {
+	if !c.keys.Given() {
+		code := c.usageError(stderr, "needs the ledger's verifier key (--key VKEY, --key-file FILE or --trust FILE)")
+		hintf(stderr, "ledgerd prints it when it starts (\"verifier key: ...\"); %s verifies every answer with it", programName)
+		return nil, code
 	}
-	code := c.usageError(stderr, "needs the ledger's verifier key (--key VKEY or --key-file FILE)")
-	hintf(stderr, "ledgerd prints it when it starts (\"verifier key: ...\"); %s verifies every answer with it", programName)
-	return "", code
+	key, err := c.keys.Load()
+	if err != nil {
+		errorf(stderr, "%s: the verifier key: %v", c.fs.Name(), err)
+		return nil, exitUsage
+	}
+	return key, exitOK
 }
 
 // token reads the bearer token from --token-file, else from LEDGER_TOKEN.
@@ -327,7 +335,7 @@ func failed(stderr io.Writer, cmd string, err error) int {
 	var apiErr *client.Error
 	switch {
 	case errors.Is(err, client.ErrUnverified):
-		hintf(stderr, "the answer does not verify under the key given: check --key, or do not trust this server's answer")
+		hintf(stderr, "the answer does not verify under the keys given: check --key, --key-file or --trust (after a key rotation, trust the old key and the new one), or do not trust this server's answer")
 	case errors.As(err, &apiErr) && apiErr.Status == 401:
 		hintf(stderr, "the server wants a valid bearer token (--token-file or %s)", tokenEnv)
 	case errors.Is(err, context.DeadlineExceeded):
@@ -339,7 +347,7 @@ func failed(stderr io.Writer, cmd string, err error) int {
 }
 
 func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--idempotency-key KEY] [--json] DECISION")
+	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--json] DECISION")
 	idempotencyKey := c.fs.String("idempotency-key", "", "")
 	pos, err := c.parse(args)
 	if err != nil {
@@ -503,7 +511,7 @@ func (c *common) onePositionalIndex(stderr io.Writer, pos []string) (uint64, int
 }
 
 func runGet(args []string, stdout, stderr io.Writer) int {
-	c := newCommon("get", "get [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--json] INDEX")
+	c := newCommon("get", "get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--json] INDEX")
 	pos, err := c.parse(args)
 	if err != nil {
 		return c.usageError(stderr, "%v", err)
@@ -553,7 +561,7 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 }
 
 func runProof(args []string, stdout, stderr io.Writer) int {
-	c := newCommon("proof", "proof [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] --out FILE [--json] INDEX")
+	c := newCommon("proof", "proof [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX")
 	out := c.fs.String("out", "", "")
 	pos, err := c.parse(args)
 	if err != nil {
@@ -595,7 +603,7 @@ func runProof(args []string, stdout, stderr io.Writer) int {
 }
 
 func runCheckpoint(args []string, stdout, stderr io.Writer) int {
-	c := newCommon("checkpoint", "checkpoint [--url URL] (--key VKEY | --key-file FILE) [--token-file FILE] [--trusted FILE] [--out FILE] [--json]")
+	c := newCommon("checkpoint", "checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]")
 	out := c.fs.String("out", "", "")
 	trustedFile := c.fs.String("trusted", "", "")
 	pos, err := c.parse(args)
@@ -619,10 +627,7 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	var trusted *log.Checkpoint
 	if trustedText != nil {
-		key, err := verify.ParseKey(c.vkey)
-		if err == nil {
-			trusted, err = key.Checkpoint(trustedText)
-		}
+		trusted, err = c.key.Checkpoint(trustedText)
 		if err != nil {
 			errorf(stderr, "checkpoint: --trusted %s does not verify: %v", termtext.Quote(*trustedFile), err)
 			return exitFailed

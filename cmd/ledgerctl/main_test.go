@@ -308,7 +308,7 @@ func TestExitStatus(t *testing.T) {
 		{"append without a token", "", []string{"append", url, key, "decision.json"}, exitUsage},
 		{"append with a wrong token", "not-the-token", []string{"append", url, key, "decision.json"}, exitFailed},
 		{"append without a key", f.token, []string{"append", url, "decision.json"}, exitUsage},
-		{"append with both keys", f.token, []string{"append", url, key, "--key-file", "token", "decision.json"}, exitUsage},
+		{"append with a key file that holds no key", f.token, []string{"append", url, key, "--key-file", "token", "decision.json"}, exitUsage},
 		{"append with a malformed key", f.token, []string{"append", url, "--key=nonsense", "decision.json"}, exitUsage},
 		{"append of a missing file", f.token, []string{"append", url, key, "missing.json"}, exitUsage},
 		{"append of a bad decision", f.token, []string{"append", url, key, "bad.json"}, exitFailed},
