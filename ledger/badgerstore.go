@@ -728,7 +728,7 @@ var errStoreBroken = errors.New("ledger: the store stopped after a failed write;
 
 // Commit implements Store: one frame, written and synced, then indexed.
 func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
-	if err := checkBatchShape(b); err != nil {
+	if err := b.Check(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

@@ -146,6 +146,13 @@ func (l *Ledger) publishLoop() {
 	}
 }
 
+// AddsSignatures reports whether signed is the checkpoint latest with
+// signature lines added: the one checkpoint a Store accepts for the size of
+// its latest (see Store.AddCheckpoint), which then replaces it.
+func AddsSignatures(latest, signed []byte) bool {
+	return extendsLatest(0, 0, latest, signed)
+}
+
 // extendsLatest reports whether signed, for tree size size, is the latest
 // checkpoint (for size latestSize) with signature lines added, which
 // Store.AddCheckpoint accepts in its place.

@@ -177,7 +177,7 @@ func decodeFrame(payload []byte) (Batch, []entryLocation, error) {
 			return Batch{}, nil, fmt.Errorf("entry %d fails its checksum", b.Start+uint64(i))
 		}
 	}
-	return b, locs, checkBatchShape(b)
+	return b, locs, b.Check()
 }
 
 type frameReader struct {

@@ -15,38 +15,6 @@ var errMemStoreClosed = errors.New("ledger: store is closed")
 // checkpoint" as nil, so an empty one could not be told apart from none.
 var errEmptyCheckpoint = errors.New("ledger: empty signed checkpoint")
 
-// checkBatchShape refuses, wrapping ErrConflict, a batch that no Store may
-// commit whatever it holds: an empty one, one whose entries and leaf hashes
-// differ in number, or one with a tile that is not 1 to TileWidth hashes.
-// Every Store in this package calls it before writing anything.
-func checkBatchShape(b Batch) error {
-	if len(b.Entries) == 0 {
-		return fmt.Errorf("ledger: batch at %d is empty: %w", b.Start, ErrConflict)
-	}
-	if len(b.Entries) != len(b.LeafHashes) {
-		return fmt.Errorf("ledger: batch at %d has %d entries but %d leaf hashes: %w",
-			b.Start, len(b.Entries), len(b.LeafHashes), ErrConflict)
-	}
-	if len(b.Keys) != 0 && len(b.Keys) != len(b.Entries) {
-		return fmt.Errorf("ledger: batch at %d has %d entries but %d keys: %w",
-			b.Start, len(b.Entries), len(b.Keys), ErrConflict)
-	}
-	seen := map[string]bool{}
-	for _, k := range b.Keys {
-		if len(k) > 0 && seen[string(k)] {
-			return fmt.Errorf("ledger: batch at %d repeats an idempotency key: %w", b.Start, ErrConflict)
-		}
-		seen[string(k)] = true
-	}
-	for _, t := range b.Tiles {
-		if n := len(t.Hashes); n == 0 || n%HashSize != 0 || n > TileWidth*HashSize {
-			return fmt.Errorf("ledger: batch at %d: tile %d/%d has %d bytes, not 1 to %d hashes: %w",
-				b.Start, t.Level, t.Index, n, TileWidth, ErrConflict)
-		}
-	}
-	return nil
-}
-
 // MemStore is a Store held in memory, for tests. It is safe for concurrent
 // use and copies every slice on the way in and out, so neither the caller
 // nor the store can change the other's bytes.
@@ -128,7 +96,7 @@ func (s *MemStore) Commit(ctx context.Context, b Batch) error {
 	if err != nil {
 		return err
 	}
-	if err := checkBatchShape(b); err != nil {
+	if err := b.Check(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

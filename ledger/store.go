@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // HashSize is the size of every hash in the log: SHA-256.
@@ -129,4 +130,38 @@ type Tile struct {
 	Level  uint8
 	Index  uint64
 	Hashes []byte // 1 to TileWidth hashes, concatenated
+}
+
+// Check refuses, wrapping ErrConflict, a batch that no Store may commit
+// whatever it holds: an empty one, one whose entries and leaf hashes differ
+// in number, whose keys are neither none nor one per entry, that repeats a
+// non-empty idempotency key, or with a tile that is not 1 to TileWidth
+// hashes. Every Store calls it before writing anything, so that all refuse
+// malformed batches alike.
+func (b Batch) Check() error {
+	if len(b.Entries) == 0 {
+		return fmt.Errorf("ledger: batch at %d is empty: %w", b.Start, ErrConflict)
+	}
+	if len(b.Entries) != len(b.LeafHashes) {
+		return fmt.Errorf("ledger: batch at %d has %d entries but %d leaf hashes: %w",
+			b.Start, len(b.Entries), len(b.LeafHashes), ErrConflict)
+	}
+	if len(b.Keys) != 0 && len(b.Keys) != len(b.Entries) {
+		return fmt.Errorf("ledger: batch at %d has %d entries but %d keys: %w",
+			b.Start, len(b.Entries), len(b.Keys), ErrConflict)
+	}
+	seen := map[string]bool{}
+	for _, k := range b.Keys {
+		if len(k) > 0 && seen[string(k)] {
+			return fmt.Errorf("ledger: batch at %d repeats an idempotency key: %w", b.Start, ErrConflict)
+		}
+		seen[string(k)] = true
+	}
+	for _, t := range b.Tiles {
+		if n := len(t.Hashes); n == 0 || n%HashSize != 0 || n > TileWidth*HashSize {
+			return fmt.Errorf("ledger: batch at %d: tile %d/%d has %d bytes, not 1 to %d hashes: %w",
+				b.Start, t.Level, t.Index, n, TileWidth, ErrConflict)
+		}
+	}
+	return nil
 }
