@@ -1,0 +1,292 @@
+// Package pgtest starts a real PostgreSQL server for tests: initdb on a
+// temporary data directory, then postgres listening only on a Unix socket
+// in a temporary directory, stopped (and both directories removed) by Stop.
+//
+// PostgreSQL refuses to run as root. When the test runs as root, initdb
+// and postgres run as the `postgres` user (Debian's package creates it),
+// and the temporary directories are made its own; otherwise they run as
+// the current user. The processes are started with their credentials set
+// by the kernel (the same as `runuser -u postgres --`, without a wrapper
+// process in between), so that the stop signal and the parent-death
+// signal reach postgres itself: a test binary that dies does not leave a
+// server behind.
+//
+// The server is started with synchronous_commit=off as its default, so a
+// store that relies on the server's default instead of setting it on its
+// connections is caught by its tests. Everything else is durable (fsync
+// on, full_page_writes on).
+//
+// A test that needs a server calls Shared, which starts one server per
+// test binary on first use; the package's TestMain calls Main, which stops
+// it after the tests. Without PostgreSQL installed, Shared skips the test
+// with a message saying how to run it, or fails it when LEDGER_CI=1 (as
+// .ci/run sets), so that CI never skips these tests silently.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNotInstalled: no PostgreSQL server binaries were found.
+var ErrNotInstalled = errors.New("pgtest: PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb, no initdb on PATH)")
+
+// HowToRun is the hint given when PostgreSQL is missing.
+const HowToRun = "apt-get install postgresql, or run bash .ci/run (which installs it and runs every test)"
+
+// Server is a running PostgreSQL server.
+type Server struct {
+	// BinDir is the directory of initdb and postgres.
+	BinDir string
+	// SocketDir is the directory of the server's Unix socket.
+	SocketDir string
+	// User is the database superuser, named as the OS user it runs as.
+	User string
+
+	root    string // holds data/ and sock/
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
+	dbs     atomic.Int64
+}
+
+// BinDir finds PostgreSQL's server binaries: $LEDGER_PG_BINDIR if set,
+// else the newest /usr/lib/postgresql/<version>/bin holding initdb (where
+// Debian installs it), else the directory of initdb on PATH.
+func BinDir() (string, error) {
+	if d := os.Getenv("LEDGER_PG_BINDIR"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return "", fmt.Errorf("pgtest: LEDGER_PG_BINDIR=%s: %w", d, err)
+		}
+		return d, nil
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool { return pgVersion(matches[i]) > pgVersion(matches[j]) })
+	if len(matches) > 0 {
+		return filepath.Dir(matches[0]), nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", ErrNotInstalled
+}
+
+// pgVersion is the major version in /usr/lib/postgresql/<version>/bin/initdb.
+func pgVersion(initdb string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
+	return v
+}
+
+// Start initializes and starts a new server. Stop it with Stop.
+func Start() (s *Server, err error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, owner, err := runAs()
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(root)
+		}
+	}()
+	data, sock := filepath.Join(root, "data"), filepath.Join(root, "sock")
+	for _, d := range []string{data, sock} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, fmt.Errorf("pgtest: %w", err)
+		}
+	}
+	if cred != nil {
+		for _, d := range []string{root, data, sock} {
+			if err := os.Chown(d, int(cred.Uid), int(cred.Gid)); err != nil {
+				return nil, fmt.Errorf("pgtest: making %s the postgres user's: %w", d, err)
+			}
+		}
+	}
+
+	// --no-sync: initdb's files need not survive a power loss, the data
+	// directory is thrown away; the server itself runs with fsync on.
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", owner,
+		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	initdb.Dir = root
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
+	}
+
+	logFile, err := os.Create(filepath.Join(root, "postgres.log"))
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", sock,
+		"-c", "listen_addresses=",
+		"-c", "fsync=on", "-c", "full_page_writes=on",
+		"-c", "synchronous_commit=off", // the store must set it on its connections
+		"-c", "max_connections=200",
+		"-c", "shared_buffers=32MB",
+		"-c", "logging_collector=off")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = root
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("pgtest: starting postgres: %w", err)
+	}
+	s = &Server{BinDir: bin, SocketDir: sock, User: owner, root: root, cmd: cmd, exited: make(chan struct{})}
+	go func() { s.exitErr = cmd.Wait(); close(s.exited) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		if err == nil {
+			conn.Close(ctx)
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			log, _ := os.ReadFile(filepath.Join(root, "postgres.log"))
+			return nil, fmt.Errorf("pgtest: postgres exited at start: %v\n%s", s.exitErr, log)
+		case <-ctx.Done():
+			s.Stop()
+			return nil, fmt.Errorf("pgtest: postgres not accepting connections after 60 s: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// runAs returns the credentials to run PostgreSQL with (nil: as this
+// process) and the name of its OS user, which is also the superuser's.
+func runAs() (*syscall.Credential, string, error) {
+	if os.Geteuid() != 0 {
+		u, err := user.Current()
+		if err != nil {
+			return nil, "", fmt.Errorf("pgtest: %w", err)
+		}
+		return nil, u.Username, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, "", fmt.Errorf("pgtest: running as root, and PostgreSQL refuses to: %w (Debian's postgresql package creates the postgres user)", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, "", fmt.Errorf("pgtest: the postgres user has uid %q, gid %q", u.Uid, u.Gid)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, "postgres", nil
+}
+
+// URL returns the URL of database db on the server, over its Unix socket.
+func (s *Server) URL(db string) string {
+	q := url.Values{"host": {s.SocketDir}, "sslmode": {"disable"}}
+	return (&url.URL{Scheme: "postgres", User: url.User(s.User), Path: "/" + db, RawQuery: q.Encode()}).String()
+}
+
+// NewDatabase creates an empty database with a fresh name and returns its
+// URL; it is dropped when the test ends.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), s.dbs.Add(1))
+	if err := s.Exec(t.Context(), "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return s.URL(name)
+}
+
+// Exec runs sql as the superuser in the postgres database.
+func (s *Server) Exec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("pgtest: %s: %w", sql, err)
+	}
+	return nil
+}
+
+// Stop shuts the server down (fast shutdown: SIGINT, then SIGQUIT after
+// 20 s) and removes its directories. Stopping twice is safe.
+func (s *Server) Stop() error {
+	if s == nil || s.cmd == nil {
+		return nil
+	}
+	select {
+	case <-s.exited:
+	default:
+		s.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-s.exited:
+		case <-time.After(20 * time.Second):
+			s.cmd.Process.Signal(syscall.SIGQUIT)
+			<-s.exited
+		}
+	}
+	return os.RemoveAll(s.root)
+}
+
+var shared struct {
+	once sync.Once
+	s    *Server
+	err  error
+}
+
+// Shared returns the test binary's server, starting it on first use. When
+// PostgreSQL is not installed it skips t, or fails it when LEDGER_CI=1.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	shared.once.Do(func() { shared.s, shared.err = Start() })
+	switch {
+	case shared.err == nil:
+		return shared.s
+	case errors.Is(shared.err, ErrNotInstalled) && os.Getenv("LEDGER_CI") != "1":
+		t.Skipf("%v; to run the PostgreSQL tests: %s", shared.err, HowToRun)
+	case errors.Is(shared.err, ErrNotInstalled):
+		t.Fatalf("%v, and LEDGER_CI=1 requires the PostgreSQL tests: %s", shared.err, HowToRun)
+	default:
+		t.Fatal(shared.err)
+	}
+	return nil
+}
+
+// Main runs the tests and then stops the shared server, if one started.
+// Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	if shared.s != nil {
+		if err := shared.s.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	os.Exit(code)
+}
