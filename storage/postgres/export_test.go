@@ -1,0 +1,23 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// AcquireAll holds every connection the store's pool may open, at once,
+// until the test ends, so that a test can look at each.
+func AcquireAll(t *testing.T, s *Store) []*pgx.Conn {
+	t.Helper()
+	var conns []*pgx.Conn
+	for range s.pool.Config().MaxConns {
+		c, err := s.pool.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Release)
+		conns = append(conns, c.Conn())
+	}
+	return conns
+}

@@ -1,0 +1,641 @@
+// Package postgres is a ledger.Store on PostgreSQL, through
+// github.com/jackc/pgx/v5. It keeps one log per database (or per schema,
+// chosen with the URL's search_path parameter).
+//
+// # Schema
+//
+// The tables are created and changed only by the versioned migrations in
+// migrations/NNNN_name.sql, embedded in the binary. Open applies, in
+// order, each one the database lacks, each in its own transaction that
+// also records it in schema_migrations (version, name, applied_at); opens
+// running at once take turns on an advisory lock, so a migration is
+// applied once. A database whose schema_migrations names a version this
+// build does not know was migrated by a newer build, and Open refuses it
+// (SchemaVersionError) without changing anything.
+//
+// Version 1 (migrations/0001_initial.sql):
+//
+//	tree_head   (singleton, size)                  the tree size, one row
+//	entries     (idx, leaf_hash, idem_key, data)   idx the primary key;
+//	            leaf-hash index on (leaf_hash, idx);
+//	            idem_key UNIQUE, NULL when the entry has none
+//	tiles       (level, idx, hashes)               the latest version of each tile
+//	checkpoints (size, signed)                     every signed checkpoint; the latest is the largest size
+//
+// # Writes
+//
+// Commit is one transaction: it first moves tree_head from the batch's
+// Start to its end ("UPDATE tree_head SET size = end WHERE size = start";
+// no row updated means the batch does not continue the log, ErrConflict),
+// which also locks the row, so commits through any number of connections
+// or processes take turns; then it copies the entries with their leaf
+// hashes and keys into entries (COPY), and upserts the batch's tiles in one
+// multi-row INSERT ... ON CONFLICT DO UPDATE. An idempotency key already
+// stored breaks the UNIQUE constraint, and the transaction, so the batch
+// is refused (ErrConflict) with nothing written. Readers see a batch whole
+// or not at all: they read committed rows only.
+//
+// AddCheckpoint is another transaction, on checkpoints alone (it reads
+// tree_head without locking it, and the tree only grows), so that a
+// Commit and an AddCheckpoint run at once without waiting for each other.
+// It locks checkpoints against other writers (SHARE ROW EXCLUSIVE, which
+// readers do not wait for) to check the latest and add the new one as one
+// step.
+//
+// # Durability
+//
+// Every connection of the store's pool is opened with synchronous_commit
+// set to on (a startup parameter, so the URL cannot turn it off), and
+// Open refuses a server whose fsync is off. The server's own default may
+// be off or local (postgresql.conf, ALTER DATABASE or ALTER ROLE can set
+// it): with off, COMMIT returns before the commit record reaches the disk,
+// and a crash loses acknowledged batches; with local, it does not wait for
+// a synchronous standby, and a failover to that standby loses them. With
+// on, COMMIT returns only once the commit is flushed to disk here and, when
+// synchronous_standby_names is set, on the synchronous standbys too.
+//
+// A COMMIT that fails (the connection breaks in flight) leaves the batch's
+// fate unknown; the store then refuses every later Commit (ErrBroken)
+// until it is reopened, as the Store contract allows, and the reopened
+// store reads whichever it was. A COMMIT does not see the caller's
+// cancellation, which would make its outcome unknown for no reason;
+// before it, a cancelled Commit rolls back and writes nothing.
+//
+// # Several writers (not yet)
+//
+// This store assumes the one writer of the Store contract. Fencing a
+// deposed sequencer will be a later migration: a lease table (holder,
+// epoch, expiry) and an epoch column on tree_head and checkpoints; Commit's
+// first statement becomes "UPDATE tree_head SET size = end WHERE size =
+// start AND epoch = <the writer's epoch>", and a new sequencer bumps
+// tree_head's epoch when it takes the lease, so that, as the row lock
+// orders every commit after the bump, one from the former sequencer
+// updates no row and is refused. Because every write already starts with
+// that one conditional statement, nothing else in a commit changes.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/decisionledger/ledger/ledger"
+)
+
+var (
+	// ErrClosed: the store was used after Close.
+	ErrClosed = errors.New("postgres: store is closed")
+	// ErrBroken: a COMMIT failed with its outcome unknown; the store
+	// refuses writes until it is reopened.
+	ErrBroken = errors.New("postgres: a commit's outcome is unknown; reopen the store")
+	// ErrNotDurable: the server or the connection would acknowledge
+	// commits before they are durable.
+	ErrNotDurable = errors.New("postgres: commits would not be durable")
+
+	errEmptyCheckpoint = errors.New("postgres: empty signed checkpoint")
+)
+
+// SchemaVersionError refuses a database migrated by a newer build: its
+// schema_migrations holds versions up to Found, this build knows up to
+// Known.
+type SchemaVersionError struct {
+	Found, Known int
+}
+
+func (e *SchemaVersionError) Error() string {
+	return fmt.Sprintf("postgres: the database schema is at version %d, and this build knows versions up to %d: "+
+		"a newer build migrated it; run that build (or a later one), never an older one", e.Found, e.Known)
+}
+
+// Options configures Open. The zero value means the defaults.
+type Options struct {
+	// MaxConns bounds the store's connections. Optional; 0 means pgxpool's
+	// default (4, or the number of CPUs if more).
+	MaxConns int32
+}
+
+// Store is a ledger.Store on PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	closed atomic.Bool
+
+	mu     sync.Mutex
+	broken error // set when a COMMIT's outcome is unknown
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// Open connects to the database at connURL (a postgres:// URL or a
+// key=value connection string, as libpq takes), applies the migrations it
+// lacks, checks that commits will be durable, and returns the store.
+func Open(ctx context.Context, connURL string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(connURL)
+	if err != nil {
+		// pgx's message repeats the connection string (redacted); give
+		// ours alone, with what was wrong.
+		return nil, fmt.Errorf("postgres: parsing the connection URL %s: %w", RedactURL(connURL), errors.Unwrap(err))
+	}
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	// Set at connection startup, before any statement: see the package doc.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", RedactURL(connURL), err)
+	}
+	s := &Store{pool: pool}
+	if err := s.checkDurable(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: %w", RedactURL(connURL), err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: %w", RedactURL(connURL), err)
+	}
+	return s, nil
+}
+
+// checkDurable refuses a server with fsync off, or a connection without
+// synchronous_commit on.
+func (s *Store) checkDurable(ctx context.Context) error {
+	var fsync, syncCommit string
+	err := s.pool.QueryRow(ctx, "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &syncCommit)
+	if err != nil {
+		return fmt.Errorf("postgres: reading the durability settings: %w", err)
+	}
+	if fsync != "on" {
+		return fmt.Errorf("%w: the server runs with fsync=%s", ErrNotDurable, fsync)
+	}
+	if syncCommit != "on" {
+		return fmt.Errorf("%w: synchronous_commit is %s on the connection, not on", ErrNotDurable, syncCommit)
+	}
+	return nil
+}
+
+// migrationsFS holds the schema migrations, NNNN_name.sql.
+//
+//go:embed migrations/*.sql
+var migrationsFS embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
+
+// migrations returns the embedded migrations, which must be numbered 1,
+// 2, ... without gaps.
+func migrations() ([]migration, error) {
+	files, err := fs.Glob(migrationsFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(files)
+	var ms []migration
+	for i, f := range files {
+		base := strings.TrimPrefix(f, "migrations/")
+		m := migrationName.FindStringSubmatch(base)
+		if m == nil {
+			return nil, fmt.Errorf("postgres: migration file %s is not named NNNN_name.sql", base)
+		}
+		v, _ := strconv.Atoi(m[1])
+		if v != i+1 {
+			return nil, fmt.Errorf("postgres: migration file %s: want version %d", base, i+1)
+		}
+		b, err := migrationsFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: m[2], sql: string(b)})
+	}
+	return ms, nil
+}
+
+// migrationLock is the advisory lock (the two-int form, with the schema's
+// name hashed as the second) that opens hold while they migrate.
+const migrationLock = 0x6c656467 // "ledg"
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction, and refuses a schema newer than this build's.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))", migrationLock); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version    integer     PRIMARY KEY,
+				name       text        NOT NULL,
+				applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+				return err
+			}
+			var latest int
+			if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&latest); err != nil {
+				return err
+			}
+			if latest > len(ms) {
+				return &SchemaVersionError{Found: latest, Known: len(ms)}
+			}
+			if latest >= m.version {
+				return nil
+			}
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name)
+			return err
+		})
+		if err != nil {
+			var sv *SchemaVersionError
+			if errors.As(err, &sv) {
+				return err
+			}
+			return fmt.Errorf("postgres: migrating the schema to version %d: %w", m.version, err)
+		}
+	}
+	return nil
+}
+
+// RedactURL returns connURL with any password replaced by xxxxx, for
+// messages and logs.
+func RedactURL(connURL string) string {
+	if u, err := url.Parse(connURL); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	if strings.Contains(connURL, "://") {
+		// Not a URL we can parse: show only its scheme.
+		return connURL[:strings.Index(connURL, "://")] + "://(unparsable URL)"
+	}
+	// key=value form.
+	connURL = regexp.MustCompile(`password\s*=\s*'(?:[^'\\]|\\.)*'`).ReplaceAllLiteralString(connURL, "password=xxxxx")
+	return regexp.MustCompile(`password\s*=\s*[^'\s][^\s]*`).ReplaceAllLiteralString(connURL, "password=xxxxx")
+}
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close closes the store's connections. Closing twice is safe.
+func (s *Store) Close() error {
+	if s.closed.CompareAndSwap(false, true) {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// State implements ledger.Store, reading the size and the latest
+// checkpoint in one statement (one snapshot).
+func (s *Store) State(ctx context.Context) (ledger.State, error) {
+	if err := s.check(); err != nil {
+		return ledger.State{}, err
+	}
+	var size int64
+	var cpSize *int64
+	var cp []byte
+	err := s.pool.QueryRow(ctx, `SELECT t.size, c.size, c.signed FROM tree_head t
+		LEFT JOIN LATERAL (SELECT size, signed FROM checkpoints ORDER BY size DESC LIMIT 1) c ON true`).Scan(&size, &cpSize, &cp)
+	if err != nil {
+		return ledger.State{}, fmt.Errorf("postgres: reading the state: %w", err)
+	}
+	st := ledger.State{Size: uint64(size)}
+	if cpSize != nil {
+		st.Checkpoint, st.CheckpointSize = cp, uint64(*cpSize)
+	}
+	return st, nil
+}
+
+// Commit implements ledger.Store: one transaction, see the package doc.
+func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := b.Check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	broken := s.broken
+	s.mu.Unlock()
+	if broken != nil {
+		return fmt.Errorf("postgres: batch at %d: %w (%w)", b.Start, ErrBroken, broken)
+	}
+	end := b.Start + uint64(len(b.Entries))
+	if end > math.MaxInt64 || end < b.Start {
+		return fmt.Errorf("postgres: batch at %d of %d entries: beyond the largest index: %w", b.Start, len(b.Entries), ledger.ErrConflict)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: batch at %d: %w", b.Start, err)
+	}
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: batch at %d: beginning its transaction: %w", b.Start, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			// Rollback even if ctx is done; a broken connection is closed
+			// by pgx, and the server then aborts the transaction.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			tx.Rollback(rctx)
+			cancel()
+		}
+	}()
+
+	tag, err := tx.Exec(ctx, "UPDATE tree_head SET size = $1 WHERE size = $2", int64(end), int64(b.Start))
+	if err != nil {
+		return fmt.Errorf("postgres: batch at %d: updating the tree size: %w", b.Start, err)
+	}
+	if tag.RowsAffected() != 1 {
+		var size int64
+		if err := tx.QueryRow(ctx, "SELECT size FROM tree_head").Scan(&size); err != nil {
+			return fmt.Errorf("postgres: batch at %d: reading the tree size: %w", b.Start, err)
+		}
+		return fmt.Errorf("postgres: batch at %d: stored size is %d: %w", b.Start, size, ledger.ErrConflict)
+	}
+
+	rows := make([][]any, len(b.Entries))
+	for i, e := range b.Entries {
+		var key []byte
+		if len(b.Keys) > 0 && len(b.Keys[i]) > 0 {
+			key = b.Keys[i]
+		}
+		rows[i] = []any{int64(b.Start) + int64(i), b.LeafHashes[i][:], key, e}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"entries"}, []string{"idx", "leaf_hash", "idem_key", "data"}, pgx.CopyFromRows(rows)); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "entries_idem_key_unique" {
+			// Not pgErr itself: its detail repeats the key.
+			return fmt.Errorf("postgres: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
+		}
+		return fmt.Errorf("postgres: batch at %d: writing its entries: %w", b.Start, err)
+	}
+
+	if len(b.Tiles) > 0 {
+		// A later tile for the same (level, index) replaces an earlier one
+		// in the batch too; one INSERT may not update a row twice.
+		last := make(map[[2]uint64]int, len(b.Tiles))
+		for i, t := range b.Tiles {
+			last[[2]uint64{uint64(t.Level), t.Index}] = i
+		}
+		levels := make([]int16, 0, len(last))
+		idxs := make([]int64, 0, len(last))
+		hashes := make([][]byte, 0, len(last))
+		for i, t := range b.Tiles {
+			if last[[2]uint64{uint64(t.Level), t.Index}] != i {
+				continue
+			}
+			if t.Index > math.MaxInt64 {
+				return fmt.Errorf("postgres: batch at %d: tile %d/%d: index beyond the largest: %w", b.Start, t.Level, t.Index, ledger.ErrConflict)
+			}
+			levels, idxs, hashes = append(levels, int16(t.Level)), append(idxs, int64(t.Index)), append(hashes, t.Hashes)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO tiles (level, idx, hashes)
+			SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])
+			ON CONFLICT (level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`, levels, idxs, hashes)
+		if err != nil {
+			return fmt.Errorf("postgres: batch at %d: writing its tiles: %w", b.Start, err)
+		}
+	}
+
+	// Everything is written; a cancellation now would only make the
+	// outcome unknown.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: batch at %d: %w", b.Start, err)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	committed = true
+	if err := tx.Commit(cctx); err != nil {
+		// The server may or may not have committed.
+		err = fmt.Errorf("postgres: batch at %d: COMMIT failed, the batch may or may not be stored: %w", b.Start, err)
+		s.mu.Lock()
+		s.broken = err
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Entry implements ledger.Store.
+func (s *Store) Entry(ctx context.Context, index uint64) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if index > math.MaxInt64 {
+		return nil, fmt.Errorf("postgres: entry %d: %w", index, ledger.ErrNotFound)
+	}
+	var e []byte
+	err := s.pool.QueryRow(ctx, "SELECT data FROM entries WHERE idx = $1", int64(index)).Scan(&e)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: entry %d: %w", index, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: entry %d: %w", index, err)
+	}
+	return e, nil
+}
+
+// readChunk is how many entries ReadEntries reads per query: fn runs
+// between queries, holding no connection, so it may call the store.
+const readChunk = 512
+
+// ReadEntries implements ledger.Store.
+func (s *Store) ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	var size int64
+	if err := s.pool.QueryRow(ctx, "SELECT size FROM tree_head").Scan(&size); err != nil {
+		return fmt.Errorf("postgres: entries [%d, %d): reading the tree size: %w", start, end, err)
+	}
+	if start > end || end > uint64(size) {
+		return fmt.Errorf("postgres: entries [%d, %d) of %d: %w", start, end, size, ledger.ErrNotFound)
+	}
+	chunk := make([][]byte, 0, readChunk)
+	for from := start; from < end; {
+		to := min(end, from+readChunk)
+		chunk = chunk[:0]
+		rows, err := s.pool.Query(ctx, "SELECT idx, data FROM entries WHERE idx >= $1 AND idx < $2 ORDER BY idx", int64(from), int64(to))
+		if err != nil {
+			return fmt.Errorf("postgres: entries [%d, %d): %w", from, to, err)
+		}
+		next := from
+		for rows.Next() {
+			var idx int64
+			var e []byte
+			if err := rows.Scan(&idx, &e); err != nil {
+				rows.Close()
+				return fmt.Errorf("postgres: entries [%d, %d): %w", from, to, err)
+			}
+			if uint64(idx) != next {
+				rows.Close()
+				return fmt.Errorf("postgres: entries [%d, %d): entry %d is missing below the tree size %d", from, to, next, size)
+			}
+			chunk = append(chunk, e)
+			next++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("postgres: entries [%d, %d): %w", from, to, err)
+		}
+		if next != to {
+			return fmt.Errorf("postgres: entries [%d, %d): entry %d is missing below the tree size %d", from, to, next, size)
+		}
+		for i, e := range chunk {
+			if err := fn(from+uint64(i), e); err != nil {
+				return err
+			}
+		}
+		from = to
+	}
+	return nil
+}
+
+// IndexOf implements ledger.Store.
+func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (uint64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	var idx int64
+	err := s.pool.QueryRow(ctx, "SELECT idx FROM entries WHERE leaf_hash = $1 ORDER BY idx LIMIT 1", leafHash[:]).Scan(&idx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("postgres: leaf hash %x: %w", leafHash, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: leaf hash %x: %w", leafHash, err)
+	}
+	return uint64(idx), nil
+}
+
+// IndexOfKey implements ledger.Store.
+func (s *Store) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if len(key) == 0 {
+		return 0, fmt.Errorf("postgres: idempotency key: %w", ledger.ErrNotFound)
+	}
+	var idx int64
+	err := s.pool.QueryRow(ctx, "SELECT idx FROM entries WHERE idem_key = $1", key).Scan(&idx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("postgres: idempotency key: %w", ledger.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: idempotency key: %w", err)
+	}
+	return uint64(idx), nil
+}
+
+// Tile implements ledger.Store.
+func (s *Store) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if index > math.MaxInt64 {
+		return nil, fmt.Errorf("postgres: tile %d/%d: %w", level, index, ledger.ErrNotFound)
+	}
+	var h []byte
+	err := s.pool.QueryRow(ctx, "SELECT hashes FROM tiles WHERE level = $1 AND idx = $2", int16(level), int64(index)).Scan(&h)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: tile %d/%d: %w", level, index, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: tile %d/%d: %w", level, index, err)
+	}
+	return h, nil
+}
+
+// AddCheckpoint implements ledger.Store: one transaction on checkpoints,
+// see the package doc.
+func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(signed) == 0 {
+		return errEmptyCheckpoint
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "LOCK TABLE checkpoints IN SHARE ROW EXCLUSIVE MODE"); err != nil {
+			return err
+		}
+		var treeSize int64
+		var latestSize *int64
+		var latest []byte
+		err := tx.QueryRow(ctx, `SELECT t.size, c.size, c.signed FROM tree_head t
+			LEFT JOIN LATERAL (SELECT size, signed FROM checkpoints ORDER BY size DESC LIMIT 1) c ON true`).Scan(&treeSize, &latestSize, &latest)
+		if err != nil {
+			return err
+		}
+		replace := false
+		switch {
+		case latestSize != nil && size < uint64(*latestSize),
+			latestSize != nil && size == uint64(*latestSize) && !ledger.AddsSignatures(latest, signed):
+			return fmt.Errorf("latest is for size %d: %w", *latestSize, ledger.ErrConflict)
+		case size > uint64(treeSize):
+			return fmt.Errorf("tree size is %d: %w", treeSize, ledger.ErrConflict)
+		case latestSize != nil && size == uint64(*latestSize):
+			replace = true
+		}
+		if replace {
+			_, err = tx.Exec(ctx, "UPDATE checkpoints SET signed = $2 WHERE size = $1", int64(size), signed)
+		} else {
+			_, err = tx.Exec(ctx, "INSERT INTO checkpoints (size, signed) VALUES ($1, $2)", int64(size), signed)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: checkpoint for size %d: %w", size, err)
+	}
+	return nil
+}
+
+// Checkpoint implements ledger.Store.
+func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if size > math.MaxInt64 {
+		return nil, fmt.Errorf("postgres: checkpoint for size %d: %w", size, ledger.ErrNotFound)
+	}
+	var cp []byte
+	err := s.pool.QueryRow(ctx, "SELECT signed FROM checkpoints WHERE size = $1", int64(size)).Scan(&cp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: checkpoint for size %d: %w", size, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: checkpoint for size %d: %w", size, err)
+	}
+	return cp, nil
+}

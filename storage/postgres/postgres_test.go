@@ -1,0 +1,411 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/decisionledger/ledger/internal/pgtest"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/ledger/storetest"
+	"github.com/decisionledger/ledger/storage/postgres"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func open(t *testing.T, url string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), url, postgres.Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestStore(t *testing.T) {
+	srv := pgtest.Shared(t)
+	storetest.Run(t, func(t *testing.T) (ledger.Store, func() ledger.Store) {
+		url := srv.NewDatabase(t)
+		s := open(t, url)
+		return s, func() ledger.Store {
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			s = open(t, url)
+			return s
+		}
+	})
+}
+
+// batch returns the batch of n entries at start; the tiles are not the
+// tree's (this file checks storage, not Merkle hashing).
+func batch(start uint64, n int, keys ...string) ledger.Batch {
+	b := ledger.Batch{Start: start}
+	for i := range n {
+		e := fmt.Appendf(nil, `{"index":%d,"pad":%q}`, start+uint64(i), strings.Repeat("x", 600))
+		b.Entries = append(b.Entries, e)
+		b.LeafHashes = append(b.LeafHashes, sha256.Sum256(append([]byte{0}, e...)))
+	}
+	for _, k := range keys {
+		b.Keys = append(b.Keys, []byte(k))
+	}
+	b.Tiles = []ledger.Tile{{Level: 0, Index: start / ledger.TileWidth, Hashes: bytes.Repeat([]byte{byte(start)}, ledger.HashSize)}}
+	return b
+}
+
+func query[T any](t *testing.T, url, sql string) T {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var v T
+	if err := conn.QueryRow(t.Context(), sql).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+func exec(t *testing.T, url, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestMigrationsAtReopen: the first open applies every migration, each
+// recorded once; later opens apply nothing and keep the data.
+func TestMigrationsAtReopen(t *testing.T) {
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	if err := s.Commit(t.Context(), batch(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	first := query[time.Time](t, url, "SELECT max(applied_at) FROM schema_migrations")
+	for range 3 {
+		s := open(t, url)
+		st, err := s.State(t.Context())
+		if err != nil || st.Size != 3 {
+			t.Errorf("State after reopen = %+v, %v; want size 3", st, err)
+		}
+		s.Close()
+	}
+	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 1 {
+		t.Errorf("schema_migrations has %d rows after four opens, want 1 (version 1)", n)
+	}
+	if v := query[int32](t, url, "SELECT max(version) FROM schema_migrations"); v != 1 {
+		t.Errorf("schema version %d, want 1", v)
+	}
+	if last := query[time.Time](t, url, "SELECT max(applied_at) FROM schema_migrations"); !last.Equal(first) {
+		t.Errorf("a reopen applied a migration again: applied_at %v, then %v", first, last)
+	}
+}
+
+// TestConcurrentOpens: opens racing on a new database migrate it once.
+func TestConcurrentOpens(t *testing.T) {
+	url := pgtest.Shared(t).NewDatabase(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := postgres.Open(t.Context(), url, postgres.Options{})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Open: %v", err)
+		}
+	}
+	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 1 {
+		t.Errorf("schema_migrations has %d rows, want 1", n)
+	}
+}
+
+// TestFutureSchemaRefused: a database a newer build migrated is refused
+// with a SchemaVersionError, and left as it was.
+func TestFutureSchemaRefused(t *testing.T) {
+	url := pgtest.Shared(t).NewDatabase(t)
+	open(t, url).Close()
+	exec(t, url, "INSERT INTO schema_migrations (version, name) VALUES (2, 'future'), (3, 'future_too')")
+	s, err := postgres.Open(t.Context(), url, postgres.Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a schema at version 3 succeeded")
+	}
+	var sv *postgres.SchemaVersionError
+	if !errors.As(err, &sv) || sv.Found != 3 || sv.Known != 1 {
+		t.Fatalf("Open of a schema at version 3: %v; want a SchemaVersionError{3, 1}", err)
+	}
+	if !strings.Contains(err.Error(), "version 3") || !strings.Contains(err.Error(), "up to 1") {
+		t.Errorf("error does not name both versions: %v", err)
+	}
+	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 3 {
+		t.Errorf("schema_migrations has %d rows after the refusal, want the 3 it had", n)
+	}
+}
+
+// TestDurabilitySettings: every connection of the pool has
+// synchronous_commit on, although the test server's default is off and
+// the URL asks for off too.
+func TestDurabilitySettings(t *testing.T) {
+	srv := pgtest.Shared(t)
+	url := srv.NewDatabase(t)
+	if got := query[string](t, url, "SHOW synchronous_commit"); got != "off" {
+		t.Fatalf("the test server's default synchronous_commit is %s; the test needs off to mean anything", got)
+	}
+	s, err := postgres.Open(t.Context(), url+"&synchronous_commit=off", postgres.Options{MaxConns: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closing waits for the connections AcquireAll holds until its own
+	// cleanups, which run first.
+	t.Cleanup(func() { s.Close() })
+	conns := postgres.AcquireAll(t, s)
+	if len(conns) != 5 {
+		t.Fatalf("acquired %d connections, want 5", len(conns))
+	}
+	for i, c := range conns {
+		var v string
+		if err := c.QueryRow(t.Context(), "SHOW synchronous_commit").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != "on" {
+			t.Errorf("connection %d: synchronous_commit = %s, want on", i, v)
+		}
+		if err := c.QueryRow(t.Context(), "SHOW fsync").Scan(&v); err != nil || v != "on" {
+			t.Errorf("connection %d: fsync = %s, %v", i, v, err)
+		}
+	}
+}
+
+// TestDuplicateKeyMidBatch: a batch whose third entry repeats a stored key
+// fails inside its transaction, after the tree size was moved and two
+// entries written; nothing of it is visible, and the next batch is taken.
+func TestDuplicateKeyMidBatch(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	defer s.Close()
+	if err := s.Commit(ctx, batch(0, 2, "k0", "k1")); err != nil {
+		t.Fatal(err)
+	}
+	bad := batch(2, 4, "k2", "", "k1", "k5")
+	err := s.Commit(ctx, bad)
+	if !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("Commit with a stored key: %v, want ErrConflict", err)
+	}
+	if strings.Contains(err.Error(), "k1") {
+		t.Errorf("the error repeats the key: %v", err)
+	}
+	checkNothingOf(t, s, bad, 2)
+	// The next batch at the same start is taken.
+	good := batch(2, 4, "k2", "", "k4", "k5")
+	if err := s.Commit(ctx, good); err != nil {
+		t.Fatalf("Commit after the refused batch: %v", err)
+	}
+	if i, err := s.IndexOfKey(ctx, []byte("k4")); err != nil || i != 4 {
+		t.Errorf("IndexOfKey(k4) = %d, %v", i, err)
+	}
+}
+
+// checkNothingOf checks that nothing of the refused batch b is visible and
+// the store is at size.
+func checkNothingOf(t *testing.T, s *postgres.Store, b ledger.Batch, size uint64) {
+	t.Helper()
+	ctx := t.Context()
+	st, err := s.State(ctx)
+	if err != nil || st.Size != size {
+		t.Errorf("State after the failed batch = %+v, %v; want size %d", st, err, size)
+	}
+	for i, lh := range b.LeafHashes {
+		if _, err := s.IndexOf(ctx, lh); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("IndexOf(leaf %d of the failed batch): %v, want ErrNotFound", i, err)
+		}
+		if _, err := s.Entry(ctx, b.Start+uint64(i)); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("Entry(%d) of the failed batch: %v, want ErrNotFound", b.Start+uint64(i), err)
+		}
+	}
+	for _, k := range b.Keys {
+		if len(k) == 0 {
+			continue
+		}
+		if i, err := s.IndexOfKey(ctx, k); err == nil && i >= size {
+			t.Errorf("IndexOfKey(%q) = %d: a key of the failed batch is stored", k, i)
+		}
+	}
+	if tl, err := s.Tile(ctx, 0, b.Start/ledger.TileWidth); err == nil && bytes.Equal(tl, b.Tiles[0].Hashes) {
+		t.Errorf("the failed batch's tile is stored")
+	}
+}
+
+// TestCancelDuringCommit cancels Commit's context at many moments while
+// it runs (from before it starts to after it returns): each either
+// commits the whole batch or leaves nothing, and the store takes the next
+// batch every time.
+func TestCancelDuringCommit(t *testing.T) {
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	defer s.Close()
+	size := uint64(0)
+	cancelled := 0
+	for i := range 40 {
+		b := batch(size, 300, "")
+		b.Keys = nil
+		ctx, cancel := context.WithCancel(t.Context())
+		delay := time.Duration(i) * 250 * time.Microsecond
+		timer := time.AfterFunc(delay, cancel)
+		err := s.Commit(ctx, b)
+		timer.Stop()
+		cancel()
+		if err != nil {
+			if errors.Is(err, postgres.ErrBroken) {
+				t.Fatalf("cancel after %v broke the store: %v", delay, err)
+			}
+			cancelled++
+			checkNothingOf(t, s, b, size)
+		} else {
+			size += 300
+		}
+		// The store takes the next batch.
+		nb := batch(size, 2)
+		if err := s.Commit(t.Context(), nb); err != nil {
+			t.Fatalf("Commit after a cancel at %v: %v", delay, err)
+		}
+		size += 2
+	}
+	if cancelled == 0 {
+		t.Errorf("no Commit was cancelled; the test shows nothing")
+	}
+	t.Logf("%d of 40 commits cancelled, the rest committed", cancelled)
+	st, err := s.State(t.Context())
+	if err != nil || st.Size != size {
+		t.Fatalf("State = %+v, %v; want size %d", st, err, size)
+	}
+	err = s.ReadEntries(t.Context(), 0, size, func(i uint64, e []byte) error {
+		if !bytes.Contains(e, fmt.Appendf(nil, `{"index":%d,`, i)) {
+			return fmt.Errorf("entry %d is %.30q", i, e)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBrokenConnectionDuringCommit: the server ends the connection of a
+// Commit waiting for the tree_head lock (held here by another session):
+// the batch fails and leaves nothing, and the store takes the next one.
+func TestBrokenConnectionDuringCommit(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	defer s.Close()
+	if err := s.Commit(ctx, batch(0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	locker, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(context.Background())
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT size FROM tree_head FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	b := batch(5, 10)
+	go func() { done <- s.Commit(ctx, b) }()
+	// Wait for the Commit to block on the lock, then end its backend.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int64
+		err := tx.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE tree_head%'`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Commit never waited for the lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("Commit succeeded although its connection was terminated")
+	} else {
+		t.Logf("Commit with its connection terminated: %v", err)
+	}
+	checkNothingOf(t, s, b, 5)
+	if err := s.Commit(ctx, batch(5, 10)); err != nil {
+		t.Fatalf("Commit after the failed one: %v", err)
+	}
+}
+
+// TestErrorsRedactPassword: errors from Open never show the URL's
+// password, whatever the form of the URL.
+func TestErrorsRedactPassword(t *testing.T) {
+	for _, u := range []string{
+		"postgres://ledger:hunter2secret@/ledger?host=/nonexistent-socket-dir&connect_timeout=2",
+		"postgres://ledger@/ledger?host=/nonexistent-socket-dir&password=hunter2secret&connect_timeout=2",
+		"host=/nonexistent-socket-dir user=ledger password=hunter2secret dbname=ledger connect_timeout=2",
+		"host=/nonexistent-socket-dir user=ledger password='hunter2secret' dbname=ledger connect_timeout=2",
+		"postgres://ledger:hunter2secret@/ledger?host=/nonexistent&sslmode=bogus",
+		"postgres://ledger:hunter2secret@[::1/ledger",
+	} {
+		s, err := postgres.Open(t.Context(), u, postgres.Options{})
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%s) succeeded", postgres.RedactURL(u))
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2secret") {
+			t.Errorf("error shows the password: %v", err)
+		}
+		if r := postgres.RedactURL(u); strings.Contains(r, "hunter2secret") {
+			t.Errorf("RedactURL(%q) = %q", u, r)
+		}
+	}
+}
+
+// TestClosed: a closed store refuses everything with ErrClosed.
+func TestClosed(t *testing.T) {
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := s.State(t.Context()); !errors.Is(err, postgres.ErrClosed) {
+		t.Errorf("State after Close: %v", err)
+	}
+	if err := s.Commit(t.Context(), batch(0, 1)); !errors.Is(err, postgres.ErrClosed) {
+		t.Errorf("Commit after Close: %v", err)
+	}
+}
