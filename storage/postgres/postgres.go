@@ -148,7 +148,11 @@ func Open(ctx context.Context, connURL string, opts Options) (*Store, error) {
 	if err != nil {
 		// pgx's message repeats the connection string (redacted); give
 		// ours alone, with what was wrong.
-		return nil, fmt.Errorf("postgres: parsing the connection URL %s: %w", RedactURL(connURL), errors.Unwrap(err))
+		why := errors.Unwrap(err)
+		if why == nil {
+			why = errors.New("malformed")
+		}
+		return nil, fmt.Errorf("postgres: parsing the connection URL %s: %w", RedactURL(connURL), why)
 	}
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
