@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/transparency-dev/formats/log"
@@ -151,7 +152,7 @@ func readCheckpointFile(keys *keyFlags, name string) (c *signedCheckpoint, verr,
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := readFileLimit(name, 16<<10)
+	b, err := keyflag.ReadFileLimit(name, 16<<10)
 	if err == nil {
 		err = checkLedgerdAnswer(name, b)
 	}
@@ -213,7 +214,7 @@ func runConsistency(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if len(files) == 3 {
-		b, err := readFileLimit(files[2], 64<<10)
+		b, err := keyflag.ReadFileLimit(files[2], 64<<10)
 		if err == nil {
 			err = checkLedgerdAnswer(files[2], b)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/verify"
@@ -182,7 +183,7 @@ func loadReplayDir(dir string) (*policy.Set, error) {
 		case !de.Type().IsRegular():
 			return nil, fmt.Errorf("%s: not a regular file", termtext.Quote(name))
 		}
-		b, err := readFileLimit(filepath.Join(dir, name), policy.MaxFileBytes)
+		b, err := keyflag.ReadFileLimit(filepath.Join(dir, name), policy.MaxFileBytes)
 		if err != nil {
 			return nil, err
 		}

@@ -109,22 +109,6 @@ func (k *keyFlags) load() (*verify.Key, error) {
 	return k.witnessPolicy(key)
 }
 
-func readFileLimit(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", termtext.Quote(name), limit)
-	}
-	return b, nil
-}
-
 // isTerminal reports whether w is a terminal, for the progress line.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -198,7 +182,7 @@ func (r *exportRun) options(stderr io.Writer) (*verify.Key, verify.ExportOptions
 	}
 	opts := verify.ExportOptions{All: r.all}
 	if r.trusted != "" {
-		b, err := readFileLimit(r.trusted, 16<<10)
+		b, err := keyflag.ReadFileLimit(r.trusted, 16<<10)
 		if err != nil {
 			return nil, opts, err
 		}

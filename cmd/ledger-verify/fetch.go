@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 )
 
@@ -63,7 +64,7 @@ func (n *netFlags) fetcher(base string) (*fetcher, error) {
 	}
 	token := strings.TrimSpace(os.Getenv(tokenEnv))
 	if n.tokenFile != "" {
-		b, err := readFileLimit(n.tokenFile, 4096)
+		b, err := keyflag.ReadFileLimit(n.tokenFile, 4096)
 		if err != nil {
 			return nil, fmt.Errorf("--token-file: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/transparency-dev/formats/log"
@@ -89,7 +90,7 @@ type loaded struct {
 // loadState reads the state file; an absent file is the empty tree with
 // init, an error without.
 func loadState(name string, key *verify.Key, init bool) (*loaded, error) {
-	b, err := readFileLimit(name, 64<<10)
+	b, err := keyflag.ReadFileLimit(name, 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !init {
 			return nil, fmt.Errorf("state file %s does not exist: run with --init the first time (it then verifies the log from its first entry)", termtext.Quote(name))

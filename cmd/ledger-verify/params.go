@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 )
@@ -36,7 +37,7 @@ func runParams(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	r, index := &a.r, a.index
-	candidate, err := readFileLimit(a.file, commit.DefaultMaxBytes)
+	candidate, err := keyflag.ReadFileLimit(a.file, commit.DefaultMaxBytes)
 	if err != nil {
 		errorf(stderr, "params: %v", err)
 		return exitUsage

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 )
@@ -52,7 +53,7 @@ func runProof(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "proof: %v", err)
 		return exitUsage
 	}
-	b, err := readFileLimit(files[0], 1<<20)
+	b, err := keyflag.ReadFileLimit(files[0], 1<<20)
 	if err == nil {
 		err = checkLedgerdAnswer(files[0], b)
 	}
@@ -61,7 +62,7 @@ func runProof(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	var candidate []byte
 	if *paramsFile != "" {
-		if candidate, err = readFileLimit(*paramsFile, commit.DefaultMaxBytes); err != nil {
+		if candidate, err = keyflag.ReadFileLimit(*paramsFile, commit.DefaultMaxBytes); err != nil {
 			errorf(stderr, "proof: %v", err)
 			return exitUsage
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 )
 
@@ -39,7 +40,7 @@ func runTiers(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if a == nil {
 		return code
 	}
-	data, err := readFileLimit(a.file, 1<<20)
+	data, err := keyflag.ReadFileLimit(a.file, 1<<20)
 	if err == nil {
 		err = checkLedgerdAnswer(a.file, data)
 	}

@@ -60,7 +60,7 @@ func (f *Flags) Load() (*verify.Key, error) {
 		keys = append(keys, key)
 	}
 	for _, name := range f.keyFiles {
-		b, err := readFile(name, maxKeyFile)
+		b, err := ReadFileLimit(name, maxKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("--key-file: %w", err)
 		}
@@ -71,7 +71,7 @@ func (f *Flags) Load() (*verify.Key, error) {
 		keys = append(keys, key)
 	}
 	for _, name := range f.trustFiles {
-		b, err := readFile(name, maxTrustFile)
+		b, err := ReadFileLimit(name, maxTrustFile)
 		if err != nil {
 			return nil, fmt.Errorf("--trust: %w", err)
 		}
@@ -97,8 +97,10 @@ type list []string
 func (l *list) String() string     { return strings.Join(*l, ",") }
 func (l *list) Set(s string) error { *l = append(*l, s); return nil }
 
-// readFile reads the file name, refusing more than limit bytes.
-func readFile(name string, limit int64) ([]byte, error) {
+// ReadFileLimit reads the file name, refusing more than limit bytes (the
+// CLIs read every file they are given through it, so that no file makes
+// them hold more than they expect).
+func ReadFileLimit(name string, limit int64) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
