@@ -22,17 +22,9 @@ var stdin io.Reader = os.Stdin
 // [--principals P,Q]" and "ledgerd approver remove NAME"
 // (docs/approvals.md §Approvers).
 func approverCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		return usageError(stderr, "approver", "add or remove?")
-	}
-	op := args[0]
-	switch op {
-	case "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	case "add", "remove":
-	default:
-		return usageError(stderr, "approver", "unknown command %q: add or remove", op)
+	op, code, ok := subcommand(args, "approver", []string{"add", "remove"}, stdout, stderr)
+	if !ok {
+		return code
 	}
 	fset := flag.NewFlagSet("approver "+op, flag.ContinueOnError)
 	var df dataFlags

@@ -591,3 +591,22 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// subcommand reads the operation of a command with operations (ledgerd
+// token add|rotate, approver add|remove, key rotate) from args[0]: one of
+// ops, or help, which prints the usage. It answers a missing or unknown
+// operation and help itself, and then returns false with the exit code.
+func subcommand(args []string, cmd string, ops []string, stdout, stderr io.Writer) (op string, code int, ok bool) {
+	list := strings.Join(ops, " or ")
+	if len(args) == 0 {
+		return "", usageError(stderr, cmd, "%s?", list), false
+	}
+	switch op = args[0]; {
+	case op == "-h" || op == "-help" || op == "--help":
+		fmt.Fprint(stdout, usage)
+		return "", 0, false
+	case !slices.Contains(ops, op):
+		return "", usageError(stderr, cmd, "unknown command %q: %s", op, list), false
+	}
+	return op, 0, true
+}

@@ -29,16 +29,8 @@ import (
 // old key for a first start would keep the old private key configured,
 // and so on the server, longer than the one command needs it.
 func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		return usageError(stderr, "key", "rotate?")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	case "rotate":
-	default:
-		return usageError(stderr, "key", "unknown command %q: rotate", args[0])
+	if _, code, ok := subcommand(args, "key", []string{"rotate"}, stdout, stderr); !ok {
+		return code
 	}
 	fset := flag.NewFlagSet("key rotate", flag.ContinueOnError)
 	var df dataFlags

@@ -13,17 +13,9 @@ import (
 
 // token is "ledgerd token add NAME" and "ledgerd token rotate NAME".
 func token(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		return usageError(stderr, "token", "add or rotate?")
-	}
-	op := args[0]
-	switch op {
-	case "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	case "add", "rotate":
-	default:
-		return usageError(stderr, "token", "unknown command %q: add or rotate", op)
+	op, code, ok := subcommand(args, "token", []string{"add", "rotate"}, stdout, stderr)
+	if !ok {
+		return code
 	}
 	fset := flag.NewFlagSet("token "+op, flag.ContinueOnError)
 	var df dataFlags
