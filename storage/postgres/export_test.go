@@ -21,3 +21,9 @@ func AcquireAll(t *testing.T, s *Store) []*pgx.Conn {
 	}
 	return conns
 }
+
+// SetHook makes s call hook at the points where a transaction holds
+// tree_head's row lock: "commit" (after Commit's conditional UPDATE),
+// "checkpoint" (after AddCheckpoint's epoch check), "acquire" (after
+// AcquireLease's updates, before its COMMIT).
+func SetHook(s *Store, hook func(point string)) { s.hook = hook }

@@ -134,8 +134,18 @@ type Store struct {
 	pool   *pgxpool.Pool
 	closed atomic.Bool
 
+	// epoch is the lease epoch this store writes at: read at Open, set
+	// by AcquireLease. Commit and AddCheckpoint are conditional on it.
+	epoch atomic.Int64
+
 	mu     sync.Mutex
-	broken error // set when a COMMIT's outcome is unknown
+	broken error     // set when a COMMIT's outcome is unknown
+	held   heldLease // the lease this store took, if any
+
+	// hook, set by tests only, is called at named points where a
+	// transaction holds tree_head's row lock, so that a test can hold it
+	// there while another store acts.
+	hook func(point string)
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -175,6 +185,12 @@ func Open(ctx context.Context, connURL string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", RedactURL(connURL), err)
 	}
+	var epoch int64
+	if err := pool.QueryRow(ctx, "SELECT epoch FROM tree_head").Scan(&epoch); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: reading the lease epoch: %w", RedactURL(connURL), err)
+	}
+	s.epoch.Store(epoch)
 	return s, nil
 }
 
@@ -377,17 +393,23 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 		}
 	}()
 
-	tag, err := tx.Exec(ctx, "UPDATE tree_head SET size = $1 WHERE size = $2", int64(end), int64(b.Start))
+	epoch := s.epoch.Load()
+	tag, err := tx.Exec(ctx, "UPDATE tree_head SET size = $1 WHERE size = $2 AND epoch = $3", int64(end), int64(b.Start), epoch)
 	if err != nil {
 		return fmt.Errorf("postgres: batch at %d: updating the tree size: %w", b.Start, err)
 	}
 	if tag.RowsAffected() != 1 {
-		var size int64
-		if err := tx.QueryRow(ctx, "SELECT size FROM tree_head").Scan(&size); err != nil {
+		var size, current int64
+		if err := tx.QueryRow(ctx, "SELECT size, epoch FROM tree_head").Scan(&size, &current); err != nil {
 			return fmt.Errorf("postgres: batch at %d: reading the tree size: %w", b.Start, err)
+		}
+		if current != epoch {
+			// Not ErrConflict: a fenced store must stop, not retry.
+			return fmt.Errorf("postgres: batch at %d: %w (the log is at epoch %d, this store writes at %d)", b.Start, ErrFenced, current, epoch)
 		}
 		return fmt.Errorf("postgres: batch at %d: stored size is %d: %w", b.Start, size, ledger.ErrConflict)
 	}
+	s.at("commit")
 
 	rows := make([][]any, len(b.Entries))
 	for i, e := range b.Entries {
@@ -590,18 +612,26 @@ func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) e
 	if len(signed) == 0 {
 		return errEmptyCheckpoint
 	}
+	epoch := s.epoch.Load()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "LOCK TABLE checkpoints IN SHARE ROW EXCLUSIVE MODE"); err != nil {
 			return err
 		}
-		var treeSize int64
+		var treeSize, current int64
 		var latestSize *int64
 		var latest []byte
-		err := tx.QueryRow(ctx, `SELECT t.size, c.size, c.signed FROM tree_head t
-			LEFT JOIN LATERAL (SELECT size, signed FROM checkpoints ORDER BY size DESC LIMIT 1) c ON true`).Scan(&treeSize, &latestSize, &latest)
+		// FOR KEY SHARE: Commit's UPDATE does not wait for it, but
+		// AcquireLease's FOR UPDATE does (and it for AcquireLease).
+		err := tx.QueryRow(ctx, `SELECT t.size, t.epoch, c.size, c.signed FROM tree_head t
+			LEFT JOIN LATERAL (SELECT size, signed FROM checkpoints ORDER BY size DESC LIMIT 1) c ON true
+			FOR KEY SHARE OF t`).Scan(&treeSize, &current, &latestSize, &latest)
 		if err != nil {
 			return err
 		}
+		if current != epoch {
+			return fmt.Errorf("%w (the log is at epoch %d, this store writes at %d)", ErrFenced, current, epoch)
+		}
+		s.at("checkpoint")
 		replace := false
 		switch {
 		case latestSize != nil && size < uint64(*latestSize),

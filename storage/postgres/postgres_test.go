@@ -104,11 +104,11 @@ func TestMigrationsAtReopen(t *testing.T) {
 		}
 		s.Close()
 	}
-	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 1 {
-		t.Errorf("schema_migrations has %d rows after four opens, want 1 (version 1)", n)
+	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 2 {
+		t.Errorf("schema_migrations has %d rows after four opens, want 2 (versions 1 and 2)", n)
 	}
-	if v := query[int32](t, url, "SELECT max(version) FROM schema_migrations"); v != 1 {
-		t.Errorf("schema version %d, want 1", v)
+	if v := query[int32](t, url, "SELECT max(version) FROM schema_migrations"); v != 2 {
+		t.Errorf("schema version %d, want 2", v)
 	}
 	if last := query[time.Time](t, url, "SELECT max(applied_at) FROM schema_migrations"); !last.Equal(first) {
 		t.Errorf("a reopen applied a migration again: applied_at %v, then %v", first, last)
@@ -133,8 +133,8 @@ func TestConcurrentOpens(t *testing.T) {
 			t.Errorf("concurrent Open: %v", err)
 		}
 	}
-	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 1 {
-		t.Errorf("schema_migrations has %d rows, want 1", n)
+	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 2 {
+		t.Errorf("schema_migrations has %d rows, want 2", n)
 	}
 }
 
@@ -143,21 +143,21 @@ func TestConcurrentOpens(t *testing.T) {
 func TestFutureSchemaRefused(t *testing.T) {
 	url := pgtest.Shared(t).NewDatabase(t)
 	open(t, url).Close()
-	exec(t, url, "INSERT INTO schema_migrations (version, name) VALUES (2, 'future'), (3, 'future_too')")
+	exec(t, url, "INSERT INTO schema_migrations (version, name) VALUES (3, 'future'), (4, 'future_too')")
 	s, err := postgres.Open(t.Context(), url, postgres.Options{})
 	if err == nil {
 		s.Close()
-		t.Fatal("Open of a schema at version 3 succeeded")
+		t.Fatal("Open of a schema at version 4 succeeded")
 	}
 	var sv *postgres.SchemaVersionError
-	if !errors.As(err, &sv) || sv.Found != 3 || sv.Known != 1 {
-		t.Fatalf("Open of a schema at version 3: %v; want a SchemaVersionError{3, 1}", err)
+	if !errors.As(err, &sv) || sv.Found != 4 || sv.Known != 2 {
+		t.Fatalf("Open of a schema at version 4: %v; want a SchemaVersionError{4, 2}", err)
 	}
-	if !strings.Contains(err.Error(), "version 3") || !strings.Contains(err.Error(), "up to 1") {
+	if !strings.Contains(err.Error(), "version 4") || !strings.Contains(err.Error(), "up to 2") {
 		t.Errorf("error does not name both versions: %v", err)
 	}
-	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 3 {
-		t.Errorf("schema_migrations has %d rows after the refusal, want the 3 it had", n)
+	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 4 {
+		t.Errorf("schema_migrations has %d rows after the refusal, want the 4 it had", n)
 	}
 }
 
@@ -336,22 +336,8 @@ func TestBrokenConnectionDuringCommit(t *testing.T) {
 	b := batch(5, 10)
 	go func() { done <- s.Commit(ctx, b) }()
 	// Wait for the Commit to block on the lock, then end its backend.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var n int64
-		err := tx.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE tree_head%'`).Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Commit never waited for the lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	pid := waitForLockWait(t, url, "UPDATE tree_head%")
+	exec(t, url, fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid))
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -363,6 +349,35 @@ func TestBrokenConnectionDuringCommit(t *testing.T) {
 	checkNothingOf(t, s, b, 5)
 	if err := s.Commit(ctx, batch(5, 10)); err != nil {
 		t.Fatalf("Commit after the failed one: %v", err)
+	}
+}
+
+// waitForLockWait waits until a backend of url's database whose query is
+// LIKE pattern waits for a lock, and returns its process id.
+func waitForLockWait(t *testing.T, url, pattern string) int32 {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// Each statement is its own transaction here: pg_stat_activity
+		// is a snapshot for the rest of a transaction once read.
+		var pids []int32
+		err := conn.QueryRow(t.Context(), `SELECT coalesce(array_agg(pid), '{}') FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, pattern).Scan(&pids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pids) > 0 {
+			return pids[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no statement like %q waited for a lock", pattern)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
