@@ -17,7 +17,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/decisionledger/ledger/ledger"
-	"github.com/decisionledger/ledger/ledger/storetest"
+	"github.com/decisionledger/ledger/storage/storetest"
 )
 
 func TestMemStore(t *testing.T) {

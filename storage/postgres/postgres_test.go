@@ -14,8 +14,8 @@ import (
 
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/ledger"
-	"github.com/decisionledger/ledger/ledger/storetest"
 	"github.com/decisionledger/ledger/storage/postgres"
+	"github.com/decisionledger/ledger/storage/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
