@@ -372,10 +372,10 @@ func rebuildApprovals(ctx context.Context, store Store, size uint64) (*approvals
 			}
 			e, err := entry.Parse(b)
 			if err != nil {
-				return fmt.Errorf("%w: entry %d: %w", errCorrupt, index, err)
+				return fmt.Errorf("%w: entry %d: %w", ErrCorrupt, index, err)
 			}
 			if e.Index != index {
-				return fmt.Errorf("%w: entry %d says index %d", errCorrupt, index, e.Index)
+				return fmt.Errorf("%w: entry %d says index %d", ErrCorrupt, index, e.Index)
 			}
 			apply, err := s.admit(e, true)
 			if err != nil {
@@ -386,7 +386,7 @@ func rebuildApprovals(ctx context.Context, store Store, size uint64) (*approvals
 				var h commit.Digest
 				if e.Kind == "" || e.Kind == entry.KindDecision {
 					if h, err = e.Hash(); err != nil {
-						return fmt.Errorf("%w: entry %d: %w", errCorrupt, index, err)
+						return fmt.Errorf("%w: entry %d: %w", ErrCorrupt, index, err)
 					}
 				}
 				apply(h)

@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/logtest"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
@@ -59,29 +61,29 @@ func TestRebuildRefusesForgedRequestIndex(t *testing.T) {
 			add(entry.Entry{Kind: entry.KindConsumption, ApprovalID: id, Request: c.request(opened), Mediator: "mediator-1",
 				Principal: "agent-1", Action: "make_payment", Params: params}, 3*time.Second)
 
-			store := NewMemStore()
-			b := Batch{Start: 0}
+			store := memory.New()
+			b := ledger.Batch{Start: 0}
 			for i := range lg.Len() {
 				raw := lg.Entry(i)
 				b.Entries = append(b.Entries, raw)
-				b.LeafHashes = append(b.LeafHashes, [HashSize]byte(rfc6962.DefaultHasher.HashLeaf(raw)))
+				b.LeafHashes = append(b.LeafHashes, [ledger.HashSize]byte(rfc6962.DefaultHasher.HashLeaf(raw)))
 			}
 			if err := store.Commit(t.Context(), b); err != nil {
 				t.Fatal(err)
 			}
-			s, refused, err := rebuildApprovals(t.Context(), store, lg.Len())
+			s, refused, err := ledger.RebuildApprovals(t.Context(), store, lg.Len())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if refused != c.wantRefused {
 				t.Errorf("refused %d entries, want %d", refused, c.wantRefused)
 			}
-			a := s.byID[id]
-			if a == nil {
+			verdict, consumption, ok := s.Status(id)
+			if !ok {
 				t.Fatal("the approval was not rebuilt")
 			}
-			if a.verdict != c.wantVerdict || (a.consumption != 0) != c.wantConsumed {
-				t.Errorf("rebuilt verdict %q consumed %v; want %q %v", a.verdict, a.consumption != 0, c.wantVerdict, c.wantConsumed)
+			if verdict != c.wantVerdict || (consumption != 0) != c.wantConsumed {
+				t.Errorf("rebuilt verdict %q consumed %v; want %q %v", verdict, consumption != 0, c.wantVerdict, c.wantConsumed)
 			}
 		})
 	}
@@ -90,14 +92,14 @@ func TestRebuildRefusesForgedRequestIndex(t *testing.T) {
 // gatedStore holds each Commit until the test opens the gate, and says
 // when one is waiting: its batch is chained and not durable.
 type gatedStore struct {
-	Store
+	ledger.Store
 	mu      sync.Mutex
 	closed  bool
 	waiting chan struct{}
 	open    chan struct{}
 }
 
-func (s *gatedStore) Commit(ctx context.Context, b Batch) error {
+func (s *gatedStore) Commit(ctx context.Context, b ledger.Batch) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -112,7 +114,7 @@ func (s *gatedStore) Commit(ctx context.Context, b Batch) error {
 // verdict chained but not yet durable is not shown (its index could not
 // be read yet), and shows once its batch is durable.
 func TestApprovalStatusIsDurable(t *testing.T) {
-	gs := &gatedStore{Store: NewMemStore(), waiting: make(chan struct{}), open: make(chan struct{})}
+	gs := &gatedStore{Store: memory.New(), waiting: make(chan struct{}), open: make(chan struct{})}
 	a := newApprovalLog(t, gs)
 	id, _ := a.request(t0, requestRecord(t))
 	gs.mu.Lock()
@@ -121,7 +123,7 @@ func TestApprovalStatusIsDurable(t *testing.T) {
 	a.clock.set(t0.Add(time.Second))
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.l.Append(context.Background(), Record{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice",
+		_, err := a.l.Append(context.Background(), ledger.Record{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice",
 			Verdict: entry.Approve, PreviewDigest: sha256.Sum256([]byte("preview"))})
 		done <- err
 	}()

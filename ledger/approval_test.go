@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"bytes"
@@ -13,6 +13,9 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/verify"
 )
 
@@ -45,20 +48,20 @@ const (
 // approvalLog is a ledger with an approval_config entry.
 type approvalLog struct {
 	t     *testing.T
-	l     *Ledger
-	k     *Key
+	l     *ledger.Ledger
+	k     *ledger.Key
 	clock *testClock
-	store Store
+	store ledger.Store
 }
 
 // testStores are the stores every lifecycle test runs on.
 var testStores = []struct {
 	name string
-	open func(t *testing.T) Store
+	open func(t *testing.T) ledger.Store
 }{
-	{"mem", func(*testing.T) Store { return NewMemStore() }},
-	{"badger", func(t *testing.T) Store {
-		s, err := OpenBadger(t.Context(), t.TempDir(), BadgerOptions{Logger: discardLogger()})
+	{"mem", func(*testing.T) ledger.Store { return memory.New() }},
+	{"badger", func(t *testing.T) ledger.Store {
+		s, err := badger.Open(t.Context(), t.TempDir(), badger.Options{Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,12 +70,12 @@ var testStores = []struct {
 	}},
 }
 
-func newApprovalLog(t *testing.T, s Store) *approvalLog {
+func newApprovalLog(t *testing.T, s ledger.Store) *approvalLog {
 	t.Helper()
 	a := &approvalLog{t: t, k: testKey(t), clock: &testClock{t: t0}, store: s}
 	a.open()
 	t.Cleanup(func() { a.l.Close() })
-	if _, err := a.l.Append(t.Context(), Record{Kind: entry.KindApprovalConfig, PendingTTL: pendingTTL, ExecutionTTL: executionTTL}); err != nil {
+	if _, err := a.l.Append(t.Context(), ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: pendingTTL, ExecutionTTL: executionTTL}); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -80,7 +83,7 @@ func newApprovalLog(t *testing.T, s Store) *approvalLog {
 
 func (a *approvalLog) open() {
 	a.t.Helper()
-	l, err := Open(context.Background(), a.store, a.k, Options{CheckpointInterval: -1, Now: a.clock.now, Logger: discardLogger()})
+	l, err := ledger.Open(context.Background(), a.store, a.k, ledger.Options{CheckpointInterval: -1, Now: a.clock.now, Logger: discardLogger()})
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -97,20 +100,20 @@ func (a *approvalLog) reopen() {
 }
 
 // requestRecord is a needs_approval decision by mediator-1 for agent-1.
-func requestRecord(t testing.TB) Record {
+func requestRecord(t testing.TB) ledger.Record {
 	rec := testRecord(t, 1)
 	rec.Decision, rec.Principal = entry.NeedsApproval, "agent-1"
 	return rec
 }
 
 // consumption is the consumption of id with rec's terms.
-func consumption(id commit.Digest, rec Record) Record {
-	return Record{Kind: entry.KindConsumption, ApprovalID: id, Mediator: rec.Mediator,
+func consumption(id commit.Digest, rec ledger.Record) ledger.Record {
+	return ledger.Record{Kind: entry.KindConsumption, ApprovalID: id, Mediator: rec.Mediator,
 		Principal: rec.Principal, Action: rec.Action, Params: rec.Params}
 }
 
 // request appends rec at time at and returns the approval's id.
-func (a *approvalLog) request(at time.Time, rec Record) (commit.Digest, uint64) {
+func (a *approvalLog) request(at time.Time, rec ledger.Record) (commit.Digest, uint64) {
 	a.t.Helper()
 	a.clock.set(at)
 	r, err := a.l.Append(a.t.Context(), rec)
@@ -128,14 +131,14 @@ func (a *approvalLog) request(at time.Time, rec Record) (commit.Digest, uint64) 
 	return id, r.Index
 }
 
-func (a *approvalLog) verdict(at time.Time, id commit.Digest, approver string, v entry.Verdict) (Receipt, error) {
+func (a *approvalLog) verdict(at time.Time, id commit.Digest, approver string, v entry.Verdict) (ledger.Receipt, error) {
 	a.clock.set(at)
-	return a.l.Append(a.t.Context(), Record{Kind: entry.KindApproval, ApprovalID: id, Approver: approver,
+	return a.l.Append(a.t.Context(), ledger.Record{Kind: entry.KindApproval, ApprovalID: id, Approver: approver,
 		Verdict: v, PreviewDigest: sha256.Sum256([]byte("preview"))})
 }
 
 // approved opens an approval at at and approves it a second later.
-func (a *approvalLog) approved(at time.Time, rec Record) commit.Digest {
+func (a *approvalLog) approved(at time.Time, rec ledger.Record) commit.Digest {
 	a.t.Helper()
 	id, _ := a.request(at, rec)
 	if _, err := a.verdict(at.Add(time.Second), id, "alice", entry.Approve); err != nil {
@@ -150,7 +153,7 @@ func (a *approvalLog) base() time.Time {
 	return a.clock.now().Add(30 * 24 * time.Hour)
 }
 
-func (a *approvalLog) append(at time.Time, rec Record) (Receipt, error) {
+func (a *approvalLog) append(at time.Time, rec ledger.Record) (ledger.Receipt, error) {
 	a.clock.set(at)
 	return a.l.Append(a.t.Context(), rec)
 }
@@ -158,8 +161,8 @@ func (a *approvalLog) append(at time.Time, rec Record) (Receipt, error) {
 // wantRefusal checks that err is the refusal code (term).
 func wantRefusal(t *testing.T, what string, err error, code, term string) {
 	t.Helper()
-	var ae *ApprovalError
-	if !errors.As(err, &ae) || !errors.Is(err, ErrApproval) || ae.Code != code || ae.Term != term {
+	var ae *ledger.ApprovalError
+	if !errors.As(err, &ae) || !errors.Is(err, ledger.ErrApproval) || ae.Code != code || ae.Term != term {
 		t.Fatalf("%s: got %v, want %s (%s)", what, err, code, term)
 	}
 }
@@ -190,7 +193,7 @@ func TestApprovalLifecycle(t *testing.T) {
 				r, err := a.append(approvedAt.Add(executionTTL-time.Millisecond), consumption(id2, rec))
 				wantOK(t, "consumption a millisecond before the deadline", err)
 				_, err = a.append(approvedAt.Add(executionTTL), consumption(id, rec))
-				wantRefusal(t, "consumption at the execution deadline", err, CodeExpired, "")
+				wantRefusal(t, "consumption at the execution deadline", err, ledger.CodeExpired, "")
 				e, _ := entry.Parse(r.Entry)
 				st, _ := a.l.Approval(id2)
 				if e.Request != st.Request || e.ApprovalID != id2 || e.Version() != entry.Version4 || e.Verify(a.k.ID(), a.k.Public()) != nil {
@@ -204,15 +207,15 @@ func TestApprovalLifecycle(t *testing.T) {
 				_, err := a.verdict(t0.Add(pendingTTL-time.Millisecond), id2, "alice", entry.Approve)
 				wantOK(t, "verdict a millisecond before the deadline", err)
 				_, err = a.verdict(t0.Add(pendingTTL), id, "alice", entry.Approve)
-				wantRefusal(t, "verdict at the pending deadline", err, CodeExpired, "")
+				wantRefusal(t, "verdict at the pending deadline", err, ledger.CodeExpired, "")
 				_, err = a.append(t0.Add(pendingTTL), consumption(id, rec))
-				wantRefusal(t, "consumption of an expired request", err, CodeExpired, "")
+				wantRefusal(t, "consumption of an expired request", err, ledger.CodeExpired, "")
 			})
 			t.Run("pending", func(t *testing.T) {
 				t0 := a.base()
 				id, _ := a.request(t0, rec)
 				_, err := a.append(t0.Add(time.Minute), consumption(id, rec))
-				wantRefusal(t, "consumption of a pending approval", err, CodePending, "")
+				wantRefusal(t, "consumption of a pending approval", err, ledger.CodePending, "")
 			})
 			t.Run("denied", func(t *testing.T) {
 				t0 := a.base()
@@ -220,9 +223,9 @@ func TestApprovalLifecycle(t *testing.T) {
 				_, err := a.verdict(t0.Add(time.Second), id, "alice", entry.Reject)
 				wantOK(t, "deny", err)
 				_, err = a.append(t0.Add(time.Minute), consumption(id, rec))
-				wantRefusal(t, "consumption of a denied approval", err, CodeDenied, "")
+				wantRefusal(t, "consumption of a denied approval", err, ledger.CodeDenied, "")
 				_, err = a.verdict(t0.Add(2*time.Second), id, "bob", entry.Approve)
-				wantRefusal(t, "second verdict", err, CodeDecided, "")
+				wantRefusal(t, "second verdict", err, ledger.CodeDecided, "")
 			})
 			t.Run("consumed", func(t *testing.T) {
 				t0 := a.base()
@@ -230,13 +233,13 @@ func TestApprovalLifecycle(t *testing.T) {
 				_, err := a.append(t0.Add(time.Minute), consumption(id, rec))
 				wantOK(t, "consumption", err)
 				_, err = a.append(t0.Add(2*time.Minute), consumption(id, rec))
-				wantRefusal(t, "second consumption", err, CodeConsumed, "")
+				wantRefusal(t, "second consumption", err, ledger.CodeConsumed, "")
 				other := consumption(id, rec)
 				other.Mediator = "mediator-2"
 				_, err = a.append(t0.Add(2*time.Minute), other)
-				wantRefusal(t, "second consumption by another mediator", err, CodeConsumed, "")
+				wantRefusal(t, "second consumption by another mediator", err, ledger.CodeConsumed, "")
 				_, err = a.append(t0.Add(time.Second+executionTTL), consumption(id, rec))
-				wantRefusal(t, "second consumption after the deadline", err, CodeExpired, "")
+				wantRefusal(t, "second consumption after the deadline", err, ledger.CodeExpired, "")
 			})
 			t.Run("approval id is its own term", func(t *testing.T) {
 				t0 := a.base()
@@ -251,25 +254,25 @@ func TestApprovalLifecycle(t *testing.T) {
 					t.Fatal("consuming A spent B")
 				}
 				_, err = a.append(t0.Add(time.Minute), consumption(idA, rec))
-				wantRefusal(t, "consume A again", err, CodeConsumed, "")
+				wantRefusal(t, "consume A again", err, ledger.CodeConsumed, "")
 				_, err = a.append(t0.Add(time.Minute), consumption(idB, rec))
 				wantOK(t, "consume B", err)
 				_, err = a.append(t0.Add(time.Minute), consumption(sha256.Sum256([]byte("no such request")), rec))
-				wantRefusal(t, "unknown id", err, CodeNotFound, "")
+				wantRefusal(t, "unknown id", err, ledger.CodeNotFound, "")
 			})
 			t.Run("terms", func(t *testing.T) {
 				t0 := a.base()
 				id := a.approved(t0, rec)
 				for _, c := range []struct {
 					code, term string
-					change     func(r *Record)
+					change     func(r *ledger.Record)
 				}{
-					{CodeDigestMismatch, "params_digest", func(r *Record) { r.Params.Digest[17] ^= 1 }},
-					{CodeDigestMismatch, "params_size", func(r *Record) { r.Params.Size++ }},
-					{CodeMismatch, "principal", func(r *Record) { r.Principal = "agent-2" }},
-					{CodeMismatch, "mediator", func(r *Record) { r.Mediator = "mediator-2" }},
-					{CodeMismatch, "action", func(r *Record) { r.Action = "make_payment" }},
-					{CodeMismatch, "action", func(r *Record) { r.Action, r.Params.Size = "make_payment", 99 }},
+					{ledger.CodeDigestMismatch, "params_digest", func(r *ledger.Record) { r.Params.Digest[17] ^= 1 }},
+					{ledger.CodeDigestMismatch, "params_size", func(r *ledger.Record) { r.Params.Size++ }},
+					{ledger.CodeMismatch, "principal", func(r *ledger.Record) { r.Principal = "agent-2" }},
+					{ledger.CodeMismatch, "mediator", func(r *ledger.Record) { r.Mediator = "mediator-2" }},
+					{ledger.CodeMismatch, "action", func(r *ledger.Record) { r.Action = "make_payment" }},
+					{ledger.CodeMismatch, "action", func(r *ledger.Record) { r.Action, r.Params.Size = "make_payment", 99 }},
 				} {
 					r := consumption(id, rec)
 					c.change(&r)
@@ -286,13 +289,13 @@ func TestApprovalLifecycle(t *testing.T) {
 				t0 := a.base()
 				id, _ := a.request(t0, rec)
 				_, err := a.verdict(t0.Add(time.Second), id, rec.Principal, entry.Approve)
-				wantRefusal(t, "self-approval", err, CodeSelf, "")
+				wantRefusal(t, "self-approval", err, ledger.CodeSelf, "")
 				_, err = a.verdict(t0.Add(time.Second), sha256.Sum256([]byte("x")), "alice", entry.Approve)
-				wantRefusal(t, "verdict on nothing", err, CodeNotFound, "")
+				wantRefusal(t, "verdict on nothing", err, ledger.CodeNotFound, "")
 				allow := testRecord(t, 2)
 				allowID, _ := a.request(t0, allow)
 				_, err = a.verdict(t0.Add(time.Second), allowID, "alice", entry.Approve)
-				wantRefusal(t, "verdict on an allow decision", err, CodeNotFound, "")
+				wantRefusal(t, "verdict on an allow decision", err, ledger.CodeNotFound, "")
 				_, err = a.verdict(t0.Add(time.Second), id, "alice", entry.Approve)
 				wantOK(t, "verdict", err)
 				st, ok := a.l.Approval(id)
@@ -308,19 +311,19 @@ func TestApprovalLifecycle(t *testing.T) {
 				c, err := a.append(t0.Add(time.Minute), consumption(id, rec))
 				wantOK(t, "consumption", err)
 				out := func(consumption uint64, id commit.Digest, mediator string, result entry.Result) error {
-					_, err := a.append(t0.Add(2*time.Minute), Record{Kind: entry.KindOutcome, ApprovalID: id,
+					_, err := a.append(t0.Add(2*time.Minute), ledger.Record{Kind: entry.KindOutcome, ApprovalID: id,
 						Consumption: consumption, Mediator: mediator, Result: result, OperationID: "op-1"})
 					return err
 				}
-				wantRefusal(t, "outcome of a verdict", out(c.Index-1, id, rec.Mediator, entry.Succeeded), CodeNoConsumption, "")
-				wantRefusal(t, "outcome of a later index", out(c.Index+1000, id, rec.Mediator, entry.Succeeded), CodeNoConsumption, "")
-				wantRefusal(t, "outcome naming another approval", out(c.Index, sha256.Sum256([]byte("x")), rec.Mediator, entry.Succeeded), CodeMismatch, "approval")
-				wantRefusal(t, "outcome by another mediator", out(c.Index, id, "mediator-2", entry.Succeeded), CodeMismatch, "mediator")
+				wantRefusal(t, "outcome of a verdict", out(c.Index-1, id, rec.Mediator, entry.Succeeded), ledger.CodeNoConsumption, "")
+				wantRefusal(t, "outcome of a later index", out(c.Index+1000, id, rec.Mediator, entry.Succeeded), ledger.CodeNoConsumption, "")
+				wantRefusal(t, "outcome naming another approval", out(c.Index, sha256.Sum256([]byte("x")), rec.Mediator, entry.Succeeded), ledger.CodeMismatch, "approval")
+				wantRefusal(t, "outcome by another mediator", out(c.Index, id, "mediator-2", entry.Succeeded), ledger.CodeMismatch, "mediator")
 				wantOK(t, "unknown", out(c.Index, id, rec.Mediator, entry.Unknown))
 				wantOK(t, "unknown again", out(c.Index, id, rec.Mediator, entry.Unknown))
 				wantOK(t, "succeeded resolves unknown", out(c.Index, id, rec.Mediator, entry.Succeeded))
-				wantRefusal(t, "after succeeded", out(c.Index, id, rec.Mediator, entry.Failed), CodeOutcomeFinal, "")
-				wantRefusal(t, "after succeeded, unknown", out(c.Index, id, rec.Mediator, entry.Unknown), CodeOutcomeFinal, "")
+				wantRefusal(t, "after succeeded", out(c.Index, id, rec.Mediator, entry.Failed), ledger.CodeOutcomeFinal, "")
+				wantRefusal(t, "after succeeded, unknown", out(c.Index, id, rec.Mediator, entry.Unknown), ledger.CodeOutcomeFinal, "")
 				if st, _ := a.l.Approval(id); st.Outcome != entry.Succeeded || st.Consumption != c.Index {
 					t.Errorf("status %+v", st)
 				}
@@ -334,14 +337,14 @@ func TestApprovalLifecycle(t *testing.T) {
 
 // auditLog exports the whole log and checks it with verify.VerifyApprovals:
 // the ledger appended nothing the auditor calls a violation.
-func auditLog(t *testing.T, l *Ledger, k *Key) {
+func auditLog(t *testing.T, l *ledger.Ledger, k *ledger.Key) {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := l.Publish(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := l.Export(ctx, &buf, 0, l.Size(), ExportOptions{}); err != nil {
+	if err := l.Export(ctx, &buf, 0, l.Size(), ledger.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	vk, err := verify.ParseKey(k.VerifierKey())
@@ -360,7 +363,7 @@ func auditLog(t *testing.T, l *Ledger, k *Key) {
 // Before any approval_config, a needs_approval decision opens nothing.
 func TestApprovalNeedsConfig(t *testing.T) {
 	ctx := t.Context()
-	l := openTest(t, NewMemStore(), testKey(t))
+	l := openTest(t, memory.New(), testKey(t))
 	defer l.Close()
 	if _, _, ok := l.ApprovalConfig(); ok {
 		t.Fatal("configured from the start")
@@ -372,16 +375,16 @@ func TestApprovalNeedsConfig(t *testing.T) {
 	if _, ok := l.Approval(id); ok {
 		t.Fatal("an approval opened without a config")
 	}
-	_, err = l.Append(ctx, Record{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice", Verdict: entry.Approve, PreviewDigest: sha256.Sum256(nil)})
-	wantRefusal(t, "verdict", err, CodeNotFound, "")
-	_, err = l.Append(ctx, Record{Kind: entry.KindApprovalConfig, PendingTTL: time.Hour, ExecutionTTL: time.Minute})
+	_, err = l.Append(ctx, ledger.Record{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice", Verdict: entry.Approve, PreviewDigest: sha256.Sum256(nil)})
+	wantRefusal(t, "verdict", err, ledger.CodeNotFound, "")
+	_, err = l.Append(ctx, ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: time.Hour, ExecutionTTL: time.Minute})
 	wantOK(t, "config", err)
 	if p, x, ok := l.ApprovalConfig(); !ok || p != time.Hour || x != time.Minute {
 		t.Fatalf("config %v %v %v", p, x, ok)
 	}
 	// A record of a version 4 kind with a decision field is bad input.
-	_, err = l.Append(ctx, Record{Kind: entry.KindApprovalConfig, PendingTTL: time.Hour, ExecutionTTL: time.Minute, Decision: entry.Allow})
-	if !errors.Is(err, ErrInvalidRecord) {
+	_, err = l.Append(ctx, ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: time.Hour, ExecutionTTL: time.Minute, Decision: entry.Allow})
+	if !errors.Is(err, ledger.ErrInvalidRecord) {
 		t.Fatalf("config with a decision: %v", err)
 	}
 }
@@ -389,7 +392,7 @@ func TestApprovalNeedsConfig(t *testing.T) {
 // PendingApprovals lists the approvals awaiting a verdict, in request
 // order, until their deadline.
 func TestPendingApprovals(t *testing.T) {
-	a := newApprovalLog(t, NewMemStore())
+	a := newApprovalLog(t, memory.New())
 	rec := requestRecord(t)
 	id1, i1 := a.request(t0, rec)
 	id2, i2 := a.request(t0.Add(time.Hour), rec)
@@ -410,7 +413,7 @@ func TestPendingApprovals(t *testing.T) {
 // appended; the others are refused approval_consumed. The check runs in
 // the sequencer: checked before queueing, several would pass.
 func TestApprovalConcurrentConsumption(t *testing.T) {
-	a := newApprovalLog(t, NewMemStore())
+	a := newApprovalLog(t, memory.New())
 	rec := requestRecord(t)
 	rounds := 100
 	if testing.Short() {
@@ -434,11 +437,11 @@ func TestApprovalConcurrentConsumption(t *testing.T) {
 		wg.Wait()
 		var ok, consumed int
 		for _, err := range errs {
-			var ae *ApprovalError
+			var ae *ledger.ApprovalError
 			switch {
 			case err == nil:
 				ok++
-			case errors.As(err, &ae) && ae.Code == CodeConsumed:
+			case errors.As(err, &ae) && ae.Code == ledger.CodeConsumed:
 				consumed++
 			default:
 				t.Fatalf("round %d: %v", round, err)
@@ -454,7 +457,7 @@ func TestApprovalConcurrentConsumption(t *testing.T) {
 // not approval_consumed; another consumption under the key is a
 // conflict.
 func TestApprovalIdempotentRetry(t *testing.T) {
-	a := newApprovalLog(t, NewMemStore())
+	a := newApprovalLog(t, memory.New())
 	rec := requestRecord(t)
 	id := a.approved(t0, rec)
 	c := consumption(id, rec)
@@ -468,14 +471,14 @@ func TestApprovalIdempotentRetry(t *testing.T) {
 	id2 := a.approved(t0, rec)
 	other := consumption(id2, rec)
 	other.IdempotencyKey = "consume-1"
-	if _, err := a.append(t0.Add(time.Minute), other); !errors.Is(err, ErrIdempotencyConflict) {
+	if _, err := a.append(t0.Add(time.Minute), other); !errors.Is(err, ledger.ErrIdempotencyConflict) {
 		t.Fatalf("another approval under the key: %v", err)
 	}
 	// Retries racing the original join it.
 	c2 := consumption(id2, rec)
 	c2.IdempotencyKey = "consume-2"
 	var wg sync.WaitGroup
-	receipts := make([]Receipt, 16)
+	receipts := make([]ledger.Receipt, 16)
 	errs := make([]error, 16)
 	for i := range receipts {
 		wg.Add(1)
@@ -519,20 +522,20 @@ func TestApprovalRestart(t *testing.T) {
 				t.Fatalf("retry after a restart: %+v %v", again, err)
 			}
 			_, err = a.append(t0.Add(2*time.Minute), consumption(id, rec))
-			wantRefusal(t, "second consumption after a restart", err, CodeConsumed, "")
+			wantRefusal(t, "second consumption after a restart", err, ledger.CodeConsumed, "")
 			_, err = a.verdict(t0.Add(2*time.Minute), id, "bob", entry.Reject)
-			wantRefusal(t, "second verdict after a restart", err, CodeDecided, "")
+			wantRefusal(t, "second verdict after a restart", err, ledger.CodeDecided, "")
 			st, ok := a.l.Approval(id)
 			if !ok || !st.Consumed || st.Consumption != first.Index || st.Verdict != entry.Approve ||
 				!st.ExecutionDeadline.Equal(t0.Add(time.Second+executionTTL)) {
 				t.Fatalf("status after restart: %+v", st)
 			}
-			out := Record{Kind: entry.KindOutcome, ApprovalID: id, Consumption: first.Index, Mediator: rec.Mediator, Result: entry.Failed}
+			out := ledger.Record{Kind: entry.KindOutcome, ApprovalID: id, Consumption: first.Index, Mediator: rec.Mediator, Result: entry.Failed}
 			_, err = a.append(t0.Add(3*time.Minute), out)
 			wantOK(t, "outcome", err)
 			a.reopen()
 			_, err = a.append(t0.Add(4*time.Minute), out)
-			wantRefusal(t, "outcome after a final one, after a restart", err, CodeOutcomeFinal, "")
+			wantRefusal(t, "outcome after a final one, after a restart", err, ledger.CodeOutcomeFinal, "")
 		})
 	}
 }
@@ -540,12 +543,12 @@ func TestApprovalRestart(t *testing.T) {
 // A refused record changes nothing: no index is used, and the records
 // around it are appended.
 func TestApprovalRefusalChangesNothing(t *testing.T) {
-	a := newApprovalLog(t, NewMemStore())
+	a := newApprovalLog(t, memory.New())
 	rec := requestRecord(t)
 	id := a.approved(t0, rec)
 	size := a.l.Size()
 	_, err := a.append(t0.Add(time.Minute), consumption(sha256.Sum256([]byte("x")), rec))
-	wantRefusal(t, "unknown", err, CodeNotFound, "")
+	wantRefusal(t, "unknown", err, ledger.CodeNotFound, "")
 	r, err := a.append(t0.Add(time.Minute), consumption(id, rec))
 	wantOK(t, "consumption", err)
 	if r.Index != size || a.l.Size() != size+1 {
@@ -559,18 +562,18 @@ func TestApprovalRefusalChangesNothing(t *testing.T) {
 // times a million is the cost per million entries.
 func BenchmarkRebuildApprovals(b *testing.B) {
 	ctx := context.Background()
-	s, err := OpenBadger(ctx, b.TempDir(), BadgerOptions{Logger: discardLogger()})
+	s, err := badger.Open(ctx, b.TempDir(), badger.Options{Logger: discardLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	k := testKey(b)
 	clock := &testClock{t: t0}
-	l, err := Open(ctx, s, k, Options{CheckpointInterval: -1, Now: clock.now, Logger: discardLogger()})
+	l, err := ledger.Open(ctx, s, k, ledger.Options{CheckpointInterval: -1, Now: clock.now, Logger: discardLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := l.Append(ctx, Record{Kind: entry.KindApprovalConfig, PendingTTL: pendingTTL, ExecutionTTL: executionTTL}); err != nil {
+	if _, err := l.Append(ctx, ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: pendingTTL, ExecutionTTL: executionTTL}); err != nil {
 		b.Fatal(err)
 	}
 	const n = 100_000
@@ -586,14 +589,14 @@ func BenchmarkRebuildApprovals(b *testing.B) {
 		}
 		e, _ := entry.Parse(r.Entry)
 		id, _ := e.Hash()
-		if _, err := l.Append(ctx, Record{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice", Verdict: entry.Approve, PreviewDigest: sha256.Sum256(nil)}); err != nil {
+		if _, err := l.Append(ctx, ledger.Record{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice", Verdict: entry.Approve, PreviewDigest: sha256.Sum256(nil)}); err != nil {
 			b.Fatal(err)
 		}
 		c, err := l.Append(ctx, consumption(id, req))
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := l.Append(ctx, Record{Kind: entry.KindOutcome, ApprovalID: id, Consumption: c.Index, Mediator: req.Mediator, Result: entry.Succeeded}); err != nil {
+		if _, err := l.Append(ctx, ledger.Record{Kind: entry.KindOutcome, ApprovalID: id, Consumption: c.Index, Mediator: req.Mediator, Result: entry.Succeeded}); err != nil {
 			b.Fatal(err)
 		}
 		for i := range group - 4 {
@@ -613,9 +616,9 @@ func BenchmarkRebuildApprovals(b *testing.B) {
 	size := l.Size()
 	b.ResetTimer()
 	for b.Loop() {
-		a, refused, err := rebuildApprovals(ctx, s, size)
-		if err != nil || refused != 0 || len(a.byID) != n/group {
-			b.Fatalf("%v, %d refused, %d approvals", err, refused, len(a.byID))
+		a, refused, err := ledger.RebuildApprovals(ctx, s, size)
+		if err != nil || refused != 0 || a.Len() != n/group {
+			b.Fatalf("%v, %d refused, %d approvals", err, refused, a.Len())
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size), "ns/entry")
@@ -629,24 +632,23 @@ func BenchmarkApprovalMemory(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		s := newApprovals()
-		s.configured, s.pendingTTL, s.executionTTL = true, pendingTTL, executionTTL
+		s := ledger.NewApprovals(pendingTTL, executionTTL)
 		req := requestRecord(b)
 		for i := range n {
 			e := &entry.Entry{Index: uint64(4*i + 1), Time: t0, Decision: entry.NeedsApproval,
 				Mediator: req.Mediator, Principal: fmt.Sprintf("agent-%d", i), Action: req.Action, Params: req.Params}
-			apply, _ := s.admit(e, false)
+			apply, _ := s.Admit(e, false)
 			id := sha256.Sum256(fmt.Appendf(nil, "%d", i))
 			apply(id)
 			v := &entry.Entry{Kind: entry.KindApproval, Index: e.Index + 1, Time: t0, ApprovalID: id, Approver: "alice", Verdict: entry.Approve}
-			apply, _ = s.admit(v, false)
+			apply, _ = s.Admit(v, false)
 			apply(commit.Digest{})
 			c := &entry.Entry{Kind: entry.KindConsumption, Index: e.Index + 2, Time: t0, ApprovalID: id,
 				Mediator: e.Mediator, Principal: e.Principal, Action: e.Action, Params: e.Params}
-			apply, _ = s.admit(c, false)
+			apply, _ = s.Admit(c, false)
 			apply(commit.Digest{})
 			o := &entry.Entry{Kind: entry.KindOutcome, Index: e.Index + 3, Time: t0, ApprovalID: id, Consumption: c.Index, Mediator: e.Mediator, Result: entry.Succeeded}
-			apply, _ = s.admit(o, false)
+			apply, _ = s.Admit(o, false)
 			apply(commit.Digest{})
 		}
 		runtime.GC()

@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"bytes"
@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 )
 
 // BenchmarkAppend measures durable appends to a badger store on disk from
@@ -37,14 +40,14 @@ func BenchmarkAppend(b *testing.B) {
 // (depth goroutines in closed loops).
 func benchmarkAppend(b *testing.B, appenders, depth int) {
 	ctx := context.Background()
-	s, err := OpenBadger(ctx, b.TempDir(), BadgerOptions{Logger: discardLogger()})
+	s, err := badger.Open(ctx, b.TempDir(), badger.Options{Logger: discardLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	ts := &timedStore{Store: s}
 	var batches, batched atomic.Int64
-	l, err := Open(ctx, ts, testKey(b), Options{Logger: discardLogger(), OnBatch: func(n int) {
+	l, err := ledger.Open(ctx, ts, testKey(b), ledger.Options{Logger: discardLogger(), OnBatch: func(n int) {
 		batches.Add(1)
 		batched.Add(int64(n))
 	}})
@@ -52,7 +55,7 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	records := make([]Record, 1000)
+	records := make([]ledger.Record, 1000)
 	for i := range records {
 		records[i] = testRecord(b, i)
 	}
@@ -175,14 +178,14 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 
 // timedStore records how long each Commit takes.
 type timedStore struct {
-	Store
+	ledger.Store
 	mu      sync.Mutex
 	commits []time.Duration
 	gaps    []time.Duration
 	last    time.Time
 }
 
-func (s *timedStore) Commit(ctx context.Context, b Batch) error {
+func (s *timedStore) Commit(ctx context.Context, b ledger.Batch) error {
 	t0 := time.Now()
 	err := s.Store.Commit(ctx, b)
 	d := time.Since(t0)
@@ -222,31 +225,30 @@ func procStatus(field string) int64 {
 func BenchmarkInclusionProof(b *testing.B) {
 	const size = 1_000_000
 	ctx := context.Background()
-	s, err := OpenBadger(ctx, b.TempDir(), BadgerOptions{Logger: discardLogger()})
+	s, err := badger.Open(ctx, b.TempDir(), badger.Options{Logger: discardLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	e := newEdge()
+	e := ledger.NewEdge()
 	const batch = 500
 	filler := make([]byte, 600)
 	for start := uint64(0); start < size; start += batch {
-		bt := Batch{Start: start}
+		bt := ledger.Batch{Start: start}
 		for i := range uint64(batch) {
 			entry := append(strconv.AppendUint(nil, start+i, 10), filler...)
 			bt.Entries = append(bt.Entries, entry)
 			bt.LeafHashes = append(bt.LeafHashes, leafHash(entry))
 		}
-		if bt.Tiles, err = e.appendLeaves(bt.LeafHashes); err != nil {
+		if bt.Tiles, err = e.AppendLeaves(bt.LeafHashes); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.Commit(ctx, bt); err != nil {
 			b.Fatal(err)
 		}
 	}
-	root := e.root()
-	r := newTileReader(ctx, s)
-	if got, err := r.rootAt(size); err != nil || !bytes.Equal(got, root) {
+	root := e.Root()
+	if got, err := ledger.RootFromTiles(ctx, s, size); err != nil || !bytes.Equal(got, root) {
 		b.Fatalf("root from tiles %x, %v; want %x", got, err, root)
 	}
 	latencies := make([]time.Duration, 0, b.N)
@@ -255,14 +257,14 @@ func BenchmarkInclusionProof(b *testing.B) {
 		index := uint64(i*7919) % size
 		t0 := time.Now()
 		// A fresh reader each time: no tile is cached between proofs.
-		p, err := newTileReader(ctx, s).inclusionProof(index, size)
+		p, err := ledger.InclusionProofFromTiles(ctx, s, index, size)
 		latencies = append(latencies, time.Since(t0))
 		if err != nil {
 			b.Fatal(fmt.Errorf("proof %d: %w", index, err))
 		}
 		if i%1000 == 0 {
 			lh := leafHash(append(strconv.AppendUint(nil, index, 10), filler...))
-			if err := proof.VerifyInclusion(hasher, index, size, lh[:], p, root); err != nil {
+			if err := proof.VerifyInclusion(rfc6962.DefaultHasher, index, size, lh[:], p, root); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -273,4 +275,6 @@ func BenchmarkInclusionProof(b *testing.B) {
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds()), "µs-p99")
 }
 
-func leafHash(entry []byte) [HashSize]byte { return [HashSize]byte(hasher.HashLeaf(entry)) }
+func leafHash(entry []byte) [ledger.HashSize]byte {
+	return [ledger.HashSize]byte(rfc6962.DefaultHasher.HashLeaf(entry))
+}

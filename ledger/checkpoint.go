@@ -106,7 +106,7 @@ func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
 	root := e.root()
 	if err := l.verifyConsistency(ctx, l.cpSize, l.cpRoot, size, root); err != nil {
 		l.mu.Lock()
-		l.failed = fmt.Errorf("%w: tree of size %d is not consistent with the checkpoint of size %d: %w", errCorrupt, size, l.cpSize, err)
+		l.failed = fmt.Errorf("%w: tree of size %d is not consistent with the checkpoint of size %d: %w", ErrCorrupt, size, l.cpSize, err)
 		err = l.failed
 		l.mu.Unlock()
 		l.log.ErrorContext(ctx, "ledger: refusing to sign an inconsistent checkpoint; appends stopped", "size", size, "checkpoint_size", l.cpSize, "error", err)
@@ -150,13 +150,6 @@ func (l *Ledger) publishLoop() {
 // signature lines added: the one checkpoint a Store accepts for the size of
 // its latest (see Store.AddCheckpoint), which then replaces it.
 func AddsSignatures(latest, signed []byte) bool {
-	return extendsLatest(0, 0, latest, signed)
-}
-
-// extendsLatest reports whether signed, for tree size size, is the latest
-// checkpoint (for size latestSize) with signature lines added, which
-// Store.AddCheckpoint accepts in its place.
-func extendsLatest(size, latestSize uint64, latest, signed []byte) bool {
-	return size == latestSize && len(latest) > 0 && len(signed) > len(latest) && bytes.HasPrefix(signed, latest) &&
+	return len(latest) > 0 && len(signed) > len(latest) && bytes.HasPrefix(signed, latest) &&
 		bytes.HasSuffix(latest, []byte("\n")) && bytes.HasSuffix(signed, []byte("\n"))
 }

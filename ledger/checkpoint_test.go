@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"bytes"
@@ -9,17 +9,19 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/internal/signednote"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"golang.org/x/mod/sumdb/note"
 )
 
 // respellStore returns the latest checkpoint with its signature lines
 // rewritten.
 type respellStore struct {
-	Store
+	ledger.Store
 	edit func(lines []string) []string
 }
 
-func (s *respellStore) State(ctx context.Context) (State, error) {
+func (s *respellStore) State(ctx context.Context) (ledger.State, error) {
 	st, err := s.Store.State(ctx)
 	if err == nil && st.Checkpoint != nil {
 		st.Checkpoint = respellNote(st.Checkpoint, s.edit)
@@ -40,7 +42,7 @@ func respellNote(signed []byte, edit func(lines []string) []string) []byte {
 func TestCheckpointSignatureLines(t *testing.T) {
 	ctx := context.Background()
 	k := testKey(t)
-	s := NewMemStore()
+	s := memory.New()
 	l := openTest(t, s, k)
 	appendN(t, l, 0, 5)
 	signed, err := l.Publish(ctx)
@@ -86,17 +88,17 @@ func TestCheckpointSignatureLines(t *testing.T) {
 			if _, err := note.Open(cp, note.VerifierList(v)); err != nil {
 				t.Fatalf("x/mod/sumdb/note refuses the vector: %v", err)
 			}
-			_, err := parseCheckpoint(cp, k)
+			err := ledger.ParseCheckpoint(cp, k)
 			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
 				t.Fatalf("parseCheckpoint: %v, want %v", err, c.want)
 			}
-			l, err := Open(ctx, &respellStore{Store: s.Reopen(), edit: c.edit}, k, Options{CheckpointInterval: -1, Logger: discardLogger()})
+			l, err := ledger.Open(ctx, &respellStore{Store: s.Reopen(), edit: c.edit}, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
 			if c.want == nil {
 				if err != nil {
 					t.Fatalf("Open: %v", err)
 				}
 				l.Close()
-			} else if !errors.Is(err, errCorrupt) || !errors.Is(err, c.want) {
+			} else if !errors.Is(err, ledger.ErrCorrupt) || !errors.Is(err, c.want) {
 				t.Fatalf("Open: %v, want a corrupt store: %v", err, c.want)
 			}
 		})

@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"bufio"
@@ -17,8 +17,11 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -43,17 +46,17 @@ func TestMain(m *testing.M) {
 
 func crashChild(dir string) {
 	ctx := context.Background()
-	key, err := LoadKey(filepath.Join(dir, "key"), KeyOptions{})
+	key, err := ledger.LoadKey(filepath.Join(dir, "key"), ledger.KeyOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	s, err := OpenBadger(ctx, filepath.Join(dir, "db"), BadgerOptions{Logger: discardLogger()})
+	s, err := badger.Open(ctx, filepath.Join(dir, "db"), badger.Options{Logger: discardLogger()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	l, err := Open(ctx, s, key, Options{CheckpointInterval: 20 * time.Millisecond, QuickOpen: true, Logger: discardLogger()})
+	l, err := ledger.Open(ctx, s, key, ledger.Options{CheckpointInterval: 20 * time.Millisecond, QuickOpen: true, Logger: discardLogger()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
@@ -95,7 +98,7 @@ func crashChild(dir string) {
 	wg.Wait()
 }
 
-func crashRecord(i int) Record {
+func crashRecord(i int) ledger.Record {
 	r, err := makeRecord(i % 1000)
 	if err != nil {
 		panic(err)
@@ -124,14 +127,14 @@ func TestCrash(t *testing.T) {
 	}
 	start := time.Now()
 	dir := t.TempDir()
-	skey, _, err := GenerateKey("ledger.example.com/crash")
+	skey, _, err := ledger.GenerateKey("ledger.example.com/crash")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "key"), []byte(skey), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	key, err := LoadKey(filepath.Join(dir, "key"), KeyOptions{})
+	key, err := ledger.LoadKey(filepath.Join(dir, "key"), ledger.KeyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,16 +211,16 @@ func TestCrash(t *testing.T) {
 	t.Logf("%d kills in %v, %d entries acknowledged, %d checkpoints", iterations, time.Since(start).Round(time.Millisecond), len(acked), len(roots))
 }
 
-func checkAfterCrash(t *testing.T, iter int, dir string, key *Key, acked map[uint64]string, roots map[uint64][]byte) {
+func checkAfterCrash(t *testing.T, iter int, dir string, key *ledger.Key, acked map[uint64]string, roots map[uint64][]byte) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := OpenBadger(ctx, filepath.Join(dir, "db"), BadgerOptions{Logger: discardLogger()})
+	s, err := badger.Open(ctx, filepath.Join(dir, "db"), badger.Options{Logger: discardLogger()})
 	if err != nil {
 		t.Fatalf("iteration %d: reopening store: %v", iter, err)
 	}
 	defer s.Close()
 	// Full open: every stored entry rehashed against tiles and checkpoint.
-	l, err := Open(ctx, s, key, Options{CheckpointInterval: -1, Logger: discardLogger()})
+	l, err := ledger.Open(ctx, s, key, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
 	if err != nil {
 		t.Fatalf("iteration %d: Open: %v", iter, err)
 	}
@@ -248,7 +251,7 @@ func checkAfterCrash(t *testing.T, iter int, dir string, key *Key, acked map[uin
 		if err != nil {
 			t.Fatalf("iteration %d: consistency proof %d -> %d: %v", iter, size, latest.Size, err)
 		}
-		if err := proof.VerifyConsistency(hasher, size, latest.Size, p, root, latest.Hash); err != nil {
+		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, size, latest.Size, p, root, latest.Hash); err != nil {
 			t.Fatalf("iteration %d: checkpoint %d is not consistent with the new one (%d): %v", iter, size, latest.Size, err)
 		}
 	}

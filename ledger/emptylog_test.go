@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -16,7 +18,7 @@ import (
 // no other, and the first appends extend it.
 func TestEmptyLogCheckpoint(t *testing.T) {
 	k := testKey(t)
-	s := NewMemStore()
+	s := memory.New()
 	l := openTest(t, s, k)
 	cp, size := l.Checkpoint()
 	if cp == nil || size != 0 {
@@ -57,19 +59,18 @@ func TestEmptyLogCheckpoint(t *testing.T) {
 // not at the first tick of the publish loop.
 func TestOpenCoversDurableEntries(t *testing.T) {
 	k := testKey(t)
-	s := NewMemStore()
+	s := memory.New()
 	l := openTest(t, s, k)
 	appendN(t, l, 0, 10)
 	if _, err := l.Publish(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, l, 10, 5)
-	close(l.stop) // stops without the final checkpoint
-	l.done.Wait()
+	l.StopSequencer() // stops without the final checkpoint
 	if st, _ := s.State(context.Background()); st.CheckpointSize != 10 || st.Size != 15 {
 		t.Fatalf("store state %+v; the test needs entries after the checkpoint", st)
 	}
-	again, err := Open(context.Background(), s, k, Options{CheckpointInterval: time.Hour, Logger: discardLogger()})
+	again, err := ledger.Open(context.Background(), s, k, ledger.Options{CheckpointInterval: time.Hour, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

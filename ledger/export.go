@@ -101,11 +101,11 @@ func (l *Ledger) Export(ctx context.Context, w io.Writer, start, end uint64, opt
 		}
 		e, err := entry.Parse(b)
 		if err != nil {
-			return fmt.Errorf("%w: entry %d: %w", errCorrupt, start-1, err)
+			return fmt.Errorf("%w: entry %d: %w", ErrCorrupt, start-1, err)
 		}
 		h, err := e.Hash()
 		if err != nil {
-			return fmt.Errorf("%w: entry %d: %w", errCorrupt, start-1, err)
+			return fmt.Errorf("%w: entry %d: %w", ErrCorrupt, start-1, err)
 		}
 		prev, _ = h.MarshalText()
 	}
@@ -138,7 +138,7 @@ func (l *Ledger) Export(ctx context.Context, w io.Writer, start, end uint64, opt
 		if opts.PolicySet != nil {
 			d, ok, err := policySetOf(b)
 			if err != nil {
-				return fmt.Errorf("%w: entry %d: %w", errCorrupt, i, err)
+				return fmt.Errorf("%w: entry %d: %w", ErrCorrupt, i, err)
 			}
 			if ok && !seen[d] {
 				seen[d] = true
@@ -253,7 +253,7 @@ func (l *Ledger) Tile(ctx context.Context, level uint8, index uint64, width int)
 		return nil, err
 	}
 	if len(t) < width*HashSize {
-		return nil, fmt.Errorf("%w: tile %d/%d holds %d hashes, the checkpoint needs %d", errCorrupt, level, index, len(t)/HashSize, width)
+		return nil, fmt.Errorf("%w: tile %d/%d holds %d hashes, the checkpoint needs %d", ErrCorrupt, level, index, len(t)/HashSize, width)
 	}
 	return t[:width*HashSize], nil
 }
@@ -270,7 +270,7 @@ func (l *Ledger) EntryBundle(ctx context.Context, index uint64, width int) ([]by
 	var b []byte
 	err := l.store.ReadEntries(ctx, start, start+uint64(width), func(_ uint64, e []byte) error {
 		if len(e) > 0xffff {
-			return fmt.Errorf("%w: an entry of %d bytes cannot be in a bundle", errCorrupt, len(e))
+			return fmt.Errorf("%w: an entry of %d bytes cannot be in a bundle", ErrCorrupt, len(e))
 		}
 		b = binary.BigEndian.AppendUint16(b, uint16(len(e)))
 		b = append(b, e...)

@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"bytes"
@@ -12,15 +12,17 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 )
 
 // exportFrames splits an export file into its frames' tags and payloads.
 func exportFrames(t *testing.T, b []byte) (tags []string, payloads [][]byte) {
 	t.Helper()
-	if !bytes.HasPrefix(b, []byte(ExportHeader)) {
+	if !bytes.HasPrefix(b, []byte(ledger.ExportHeader)) {
 		t.Fatal("no export header")
 	}
-	b = b[len(ExportHeader):]
+	b = b[len(ledger.ExportHeader):]
 	for len(b) > 0 {
 		line, rest, ok := bytes.Cut(b, []byte("\n"))
 		tag, lenText, ok2 := strings.Cut(string(line), " ")
@@ -43,10 +45,10 @@ func hostileAttributes(decoy commit.Digest) []byte {
 // policyLog is a log of publications and ledger decisions naming two
 // sets, with mediator-decided entries between them whose attributes hold
 // a decoy policy_set member. bundles maps each digest to its bundle.
-func policyLog(t *testing.T) (l *Ledger, bundles map[commit.Digest][]byte, d1, d2, decoy commit.Digest) {
+func policyLog(t *testing.T) (l *ledger.Ledger, bundles map[commit.Digest][]byte, d1, d2, decoy commit.Digest) {
 	t.Helper()
 	ctx := context.Background()
-	l = openTest(t, NewMemStore(), testKey(t))
+	l = openTest(t, memory.New(), testKey(t))
 	t.Cleanup(func() { l.Close() })
 	bundles = map[commit.Digest][]byte{}
 	for _, text := range []string{"bundle one", "bundle two", "decoy"} {
@@ -56,7 +58,7 @@ func policyLog(t *testing.T) (l *Ledger, bundles map[commit.Digest][]byte, d1, d
 	d1 = sha256.Sum256([]byte("ledger/v1/policies\nbundle one"))
 	d2 = sha256.Sum256([]byte("ledger/v1/policies\nbundle two"))
 	decoy = sha256.Sum256([]byte("ledger/v1/policies\ndecoy"))
-	decision := func(i int, set commit.Digest) Record {
+	decision := func(i int, set commit.Digest) ledger.Record {
 		r := testRecord(t, i)
 		r.Kind, r.PolicySet, r.Definition = entry.KindDecision, set, sha256.Sum256([]byte("definition"))
 		r.Attributes = hostileAttributes(decoy)
@@ -64,7 +66,7 @@ func policyLog(t *testing.T) (l *Ledger, bundles map[commit.Digest][]byte, d1, d
 	}
 	mediator := testRecord(t, 0)
 	mediator.Attributes = hostileAttributes(decoy)
-	for _, r := range []Record{
+	for _, r := range []ledger.Record{
 		mediator, // 0
 		{Kind: entry.KindPolicySet, PolicySet: d1}, // 1
 		decision(2, d1), // 2
@@ -91,7 +93,7 @@ func TestExportPolicySets(t *testing.T) {
 	ctx := context.Background()
 	l, bundles, d1, d2, _ := policyLog(t)
 	var asked []commit.Digest
-	opts := ExportOptions{PolicySet: func(_ context.Context, d commit.Digest) ([]byte, error) {
+	opts := ledger.ExportOptions{PolicySet: func(_ context.Context, d commit.Digest) ([]byte, error) {
 		asked = append(asked, d)
 		return bundles[d], nil
 	}}
@@ -137,7 +139,7 @@ func TestExportPolicySets(t *testing.T) {
 
 		// Without PolicySet the file is the one the format had before.
 		var plain bytes.Buffer
-		if err := l.Export(ctx, &plain, c.start, c.end, ExportOptions{}); err != nil {
+		if err := l.Export(ctx, &plain, c.start, c.end, ledger.ExportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		tags, _ = exportFrames(t, plain.Bytes())
@@ -159,11 +161,11 @@ func TestExportPolicySetErrors(t *testing.T) {
 		"error":          func(commit.Digest) ([]byte, error) { return nil, archiveDown },
 		"another digest": func(d commit.Digest) ([]byte, error) { return bundles[d2], nil },
 		"too long": func(d commit.Digest) ([]byte, error) {
-			return make([]byte, MaxPolicySetFrame+1), nil
+			return make([]byte, ledger.MaxPolicySetFrame+1), nil
 		},
 	} {
 		var buf bytes.Buffer
-		err := l.Export(ctx, &buf, 0, 8, ExportOptions{PolicySet: func(_ context.Context, d commit.Digest) ([]byte, error) { return get(d) }})
+		err := l.Export(ctx, &buf, 0, 8, ledger.ExportOptions{PolicySet: func(_ context.Context, d commit.Digest) ([]byte, error) { return get(d) }})
 		if err == nil {
 			t.Errorf("%s: export succeeded", name)
 			continue
@@ -182,21 +184,21 @@ func TestExportPolicySetErrors(t *testing.T) {
 func TestPolicySetOf(t *testing.T) {
 	ctx := context.Background()
 	l, _, _, _, decoy := policyLog(t)
-	err := l.store.ReadEntries(ctx, 0, 8, func(i uint64, b []byte) error {
+	for i := range uint64(8) {
+		b, err := l.Entry(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
 		e, err := entry.Parse(b)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		d, ok, err := policySetOf(b)
+		d, ok, err := ledger.PolicySetOf(b)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		if ok != (e.Version() == entry.Version3) || d != e.PolicySet || d == decoy {
 			t.Errorf("entry %d: policySetOf = %v, %v; entry names %v (version %d)", i, d, ok, e.PolicySet, e.Version())
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

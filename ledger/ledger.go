@@ -290,7 +290,7 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 			return nil, err
 		}
 		if cp.Size != st.CheckpointSize || cp.Size > st.Size {
-			return nil, fmt.Errorf("%w: latest checkpoint is for size %d, stored as %d, tree size %d", errCorrupt, cp.Size, st.CheckpointSize, st.Size)
+			return nil, fmt.Errorf("%w: latest checkpoint is for size %d, stored as %d, tree size %d", ErrCorrupt, cp.Size, st.CheckpointSize, st.Size)
 		}
 		l.cp, l.cpSize, l.cpRoot, l.cpTime = st.Checkpoint, cp.Size, cp.Hash, opts.Now()
 	}
@@ -315,10 +315,10 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 		}
 		e, err := entry.Parse(last)
 		if err != nil {
-			return nil, fmt.Errorf("%w: entry %d: %w", errCorrupt, st.Size-1, err)
+			return nil, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, st.Size-1, err)
 		}
 		if l.lastHash, err = e.Hash(); err != nil {
-			return nil, fmt.Errorf("%w: entry %d: %w", errCorrupt, st.Size-1, err)
+			return nil, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, st.Size-1, err)
 		}
 		l.lastTime = e.Time
 	}
@@ -396,7 +396,7 @@ func (l *Ledger) openQuick(ctx context.Context, size uint64) error {
 		return fmt.Errorf("ledger: root at checkpoint size %d: %w", l.cpSize, err)
 	}
 	if l.cp != nil && !bytes.Equal(root, l.cpRoot) {
-		return fmt.Errorf("%w: stored tiles give root %x at size %d, the signed checkpoint says %x", errCorrupt, root, l.cpSize, l.cpRoot)
+		return fmt.Errorf("%w: stored tiles give root %x at size %d, the signed checkpoint says %x", ErrCorrupt, root, l.cpSize, l.cpRoot)
 	}
 	l.edge = e
 	return nil
@@ -427,13 +427,13 @@ func (l *Ledger) openFull(ctx context.Context, size uint64) error {
 			for _, t := range tiles {
 				stored, err := l.store.Tile(ctx, t.Level, t.Index)
 				if err != nil {
-					return fmt.Errorf("%w: tile %d/%d: %w", errCorrupt, t.Level, t.Index, err)
+					return fmt.Errorf("%w: tile %d/%d: %w", ErrCorrupt, t.Level, t.Index, err)
 				}
 				if !bytes.HasPrefix(stored, t.Hashes) {
-					return fmt.Errorf("%w: stored tile %d/%d does not match entries %d to %d", errCorrupt, t.Level, t.Index, start, n-1)
+					return fmt.Errorf("%w: stored tile %d/%d does not match entries %d to %d", ErrCorrupt, t.Level, t.Index, start, n-1)
 				}
 				if n == size && len(stored) != len(t.Hashes) {
-					return fmt.Errorf("%w: stored tile %d/%d is longer than the tree", errCorrupt, t.Level, t.Index)
+					return fmt.Errorf("%w: stored tile %d/%d is longer than the tree", ErrCorrupt, t.Level, t.Index)
 				}
 			}
 		}
@@ -444,7 +444,7 @@ func (l *Ledger) openFull(ctx context.Context, size uint64) error {
 	}
 	if l.cp != nil {
 		if root := e.root(); !bytes.Equal(root, l.cpRoot) {
-			return fmt.Errorf("%w: stored entries give root %x at size %d, the signed checkpoint says %x", errCorrupt, root, l.cpSize, l.cpRoot)
+			return fmt.Errorf("%w: stored entries give root %x at size %d, the signed checkpoint says %x", ErrCorrupt, root, l.cpSize, l.cpRoot)
 		}
 	}
 	if err := feed(size); err != nil {
@@ -1147,7 +1147,7 @@ func (l *Ledger) replay(ctx context.Context, r *request) (Receipt, bool, error) 
 	}
 	stored, err := entry.Parse(b)
 	if err != nil {
-		return Receipt{}, false, fmt.Errorf("%w: entry %d: %w", errCorrupt, index, err)
+		return Receipt{}, false, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, index, err)
 	}
 	if !sameDecision(stored, r.entry) {
 		return Receipt{}, true, ErrIdempotencyConflict

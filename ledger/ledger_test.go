@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"bytes"
@@ -14,26 +14,30 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 	"pgregory.net/rapid"
 )
 
-func testKey(t testing.TB) *Key {
+func testKey(t testing.TB) *ledger.Key {
 	t.Helper()
-	skey, _, err := GenerateKey("ledger.example.com/test")
+	skey, _, err := ledger.GenerateKey("ledger.example.com/test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := ParseKey([]byte(skey), KeyOptions{})
+	k, err := ledger.ParseKey([]byte(skey), ledger.KeyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return k
 }
 
-func testRecord(t testing.TB, i int) Record {
+func testRecord(t testing.TB, i int) ledger.Record {
 	t.Helper()
 	r, err := makeRecord(i)
 	if err != nil {
@@ -43,16 +47,16 @@ func testRecord(t testing.TB, i int) Record {
 }
 
 // makeRecord returns a realistic record: about 300 bytes of attributes.
-func makeRecord(i int) (Record, error) {
+func makeRecord(i int) (ledger.Record, error) {
 	params := fmt.Sprintf(`{"to":"user%d@example.com","subject":"report %d","amount_minor":%d}`, i, i, i*100)
 	c, err := commit.Params([]byte(params))
 	if err != nil {
-		return Record{}, err
+		return ledger.Record{}, err
 	}
 	attrs := fmt.Sprintf(`{"recipient_domain":"example.com","amount_minor":%d,"currency":"EUR","payee_known":true,`+
 		`"endpoint_host":"api.example.org","route_shape":"/v1/invoices/{id}","resource_dir":"/records/2026/11",`+
 		`"attachment_count":2,"body_size":48213,"purpose":"monthly-billing-run","urgent":false}`, i*100)
-	return Record{
+	return ledger.Record{
 		Mediator: "mediator-1", Principal: fmt.Sprintf("agent-%d", i%7), Action: "send_email",
 		Decision: entry.Allow, Policies: []string{"mail.domains", "mail.allow"},
 		Params: c, Tiers: sha256.Sum256([]byte("tiers")),
@@ -60,9 +64,9 @@ func makeRecord(i int) (Record, error) {
 	}, nil
 }
 
-func openTest(t testing.TB, s Store, k *Key) *Ledger {
+func openTest(t testing.TB, s ledger.Store, k *ledger.Key) *ledger.Ledger {
 	t.Helper()
-	l, err := Open(context.Background(), s, k, Options{CheckpointInterval: -1, Logger: discardLogger()})
+	l, err := ledger.Open(context.Background(), s, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +74,9 @@ func openTest(t testing.TB, s Store, k *Key) *Ledger {
 }
 
 // appendN appends n records from up to 8 goroutines at once.
-func appendN(t testing.TB, l *Ledger, from, n int) []Receipt {
+func appendN(t testing.TB, l *ledger.Ledger, from, n int) []ledger.Receipt {
 	t.Helper()
-	receipts := make([]Receipt, n)
+	receipts := make([]ledger.Receipt, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -95,7 +99,7 @@ func appendN(t testing.TB, l *Ledger, from, n int) []Receipt {
 // checkLog verifies everything stored with code we did not write: every
 // checkpoint with note and formats/log, every inclusion and consistency
 // proof with merkle/proof, and the entries' signatures and chain.
-func checkLog(t testing.TB, l *Ledger, k *Key, checkpoints map[uint64][]byte, draw func(max uint64) uint64) {
+func checkLog(t testing.TB, l *ledger.Ledger, k *ledger.Key, checkpoints map[uint64][]byte, draw func(max uint64) uint64) {
 	t.Helper()
 	ctx := context.Background()
 	v, err := note.NewVerifier(k.VerifierKey())
@@ -147,13 +151,13 @@ func checkLog(t testing.TB, l *Ledger, k *Key, checkpoints map[uint64][]byte, dr
 			if err != nil {
 				t.Fatalf("inclusion proof (%d, %d): %v", index, size, err)
 			}
-			if err := proof.VerifyInclusion(hasher, index, size, leafHashes[index], p, root); err != nil {
+			if err := proof.VerifyInclusion(rfc6962.DefaultHasher, index, size, leafHashes[index], p, root); err != nil {
 				t.Fatalf("inclusion proof (%d, %d) does not verify: %v", index, size, err)
 			}
-			var lh [HashSize]byte
+			var lh [ledger.HashSize]byte
 			copy(lh[:], leafHashes[index])
 			gotIndex, p2, err := l.InclusionProofByHash(ctx, lh, size)
-			if err != nil || gotIndex != index || proof.VerifyInclusion(hasher, index, size, leafHashes[index], p2, root) != nil {
+			if err != nil || gotIndex != index || proof.VerifyInclusion(rfc6962.DefaultHasher, index, size, leafHashes[index], p2, root) != nil {
 				t.Fatalf("inclusion proof by hash (%d, %d): %d, %v", index, size, gotIndex, err)
 			}
 		}
@@ -165,7 +169,7 @@ func checkLog(t testing.TB, l *Ledger, k *Key, checkpoints map[uint64][]byte, dr
 			if err != nil {
 				t.Fatalf("consistency proof (%d, %d): %v", size1, size, err)
 			}
-			if err := proof.VerifyConsistency(hasher, size1, size, p, root1, root); err != nil {
+			if err := proof.VerifyConsistency(rfc6962.DefaultHasher, size1, size, p, root1, root); err != nil {
 				t.Fatalf("consistency proof (%d, %d) does not verify: %v", size1, size, err)
 			}
 		}
@@ -178,7 +182,7 @@ func checkLog(t testing.TB, l *Ledger, k *Key, checkpoints map[uint64][]byte, dr
 func TestPropertyProofsVerify(t *testing.T) {
 	k := testKey(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		s := NewMemStore()
+		s := memory.New()
 		l := openTest(t, s, k)
 		checkpoints := map[uint64][]byte{}
 		total := 0
@@ -220,19 +224,19 @@ func TestPropertyProofsVerify(t *testing.T) {
 
 func TestAppendRefusesInvalidRecords(t *testing.T) {
 	k := testKey(t)
-	l := openTest(t, NewMemStore(), k)
+	l := openTest(t, memory.New(), k)
 	defer l.Close()
-	bad := map[string]func(*Record){
-		"repeated-policy": func(r *Record) { r.Policies = []string{"a", "a"} },
-		"attributes-dup":  func(r *Record) { r.Attributes = []byte(`{"a":1,"a":2}`) },
-		"attributes-list": func(r *Record) { r.Attributes = []byte(`[1]`) },
-		"decision":        func(r *Record) { r.Decision = "perhaps" },
-		"no-mediator":     func(r *Record) { r.Mediator = "" },
-		"params-size":     func(r *Record) { r.Params.Size = 0 },
+	bad := map[string]func(*ledger.Record){
+		"repeated-policy": func(r *ledger.Record) { r.Policies = []string{"a", "a"} },
+		"attributes-dup":  func(r *ledger.Record) { r.Attributes = []byte(`{"a":1,"a":2}`) },
+		"attributes-list": func(r *ledger.Record) { r.Attributes = []byte(`[1]`) },
+		"decision":        func(r *ledger.Record) { r.Decision = "perhaps" },
+		"no-mediator":     func(r *ledger.Record) { r.Mediator = "" },
+		"params-size":     func(r *ledger.Record) { r.Params.Size = 0 },
 		// Each part within its bound, the whole beyond MaxEntryBytes: it
 		// must be refused before sequencing, or signing it would fail the
 		// batch and stop the ledger.
-		"entry-too-large": func(r *Record) {
+		"entry-too-large": func(r *ledger.Record) {
 			r.Policies = nil
 			for i := range 70 {
 				r.Policies = append(r.Policies, fmt.Sprintf("p%02d-%s", i, strings.Repeat("y", 1000)))
@@ -242,7 +246,7 @@ func TestAppendRefusesInvalidRecords(t *testing.T) {
 	for name, mutate := range bad {
 		r := testRecord(t, 1)
 		mutate(&r)
-		if _, err := l.Append(context.Background(), r); !errors.Is(err, ErrInvalidRecord) {
+		if _, err := l.Append(context.Background(), r); !errors.Is(err, ledger.ErrInvalidRecord) {
 			t.Errorf("%s: got %v, want ErrInvalidRecord", name, err)
 		}
 	}
@@ -262,26 +266,26 @@ func TestAppendRefusesInvalidRecords(t *testing.T) {
 
 func TestProofSizeBounds(t *testing.T) {
 	k := testKey(t)
-	l := openTest(t, NewMemStore(), k)
+	l := openTest(t, memory.New(), k)
 	defer l.Close()
 	appendN(t, l, 0, 10)
 	ctx := context.Background()
-	if _, err := l.InclusionProof(ctx, 0, 5); !errors.Is(err, ErrSize) {
+	if _, err := l.InclusionProof(ctx, 0, 5); !errors.Is(err, ledger.ErrSize) {
 		t.Errorf("proof beyond the checkpoint: %v", err)
 	}
 	if _, err := l.Publish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.InclusionProof(ctx, 10, 10); !errors.Is(err, ErrSize) {
+	if _, err := l.InclusionProof(ctx, 10, 10); !errors.Is(err, ledger.ErrSize) {
 		t.Errorf("index beyond size: %v", err)
 	}
-	if _, err := l.ConsistencyProof(ctx, 6, 5); !errors.Is(err, ErrSize) {
+	if _, err := l.ConsistencyProof(ctx, 6, 5); !errors.Is(err, ledger.ErrSize) {
 		t.Errorf("size1 > size2: %v", err)
 	}
-	if _, err := l.ConsistencyProof(ctx, 5, 11); !errors.Is(err, ErrSize) {
+	if _, err := l.ConsistencyProof(ctx, 5, 11); !errors.Is(err, ledger.ErrSize) {
 		t.Errorf("size2 beyond checkpoint: %v", err)
 	}
-	if _, _, err := l.InclusionProofByHash(ctx, [HashSize]byte{1}, 10); !errors.Is(err, ErrNotFound) {
+	if _, _, err := l.InclusionProofByHash(ctx, [ledger.HashSize]byte{1}, 10); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("unknown leaf: %v", err)
 	}
 }
@@ -297,7 +301,7 @@ func TestTimesMonotonic(t *testing.T) {
 		clock = clock.Add(-time.Second)
 		return clock
 	}
-	l, err := Open(context.Background(), NewMemStore(), k, Options{CheckpointInterval: -1, Now: now, Logger: discardLogger()})
+	l, err := ledger.Open(context.Background(), memory.New(), k, ledger.Options{CheckpointInterval: -1, Now: now, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,8 +320,8 @@ func TestTimesMonotonic(t *testing.T) {
 
 func TestQueueFull(t *testing.T) {
 	k := testKey(t)
-	s := &slowStore{Store: NewMemStore(), delay: 50 * time.Millisecond}
-	l, err := Open(context.Background(), s, k, Options{CheckpointInterval: -1, QueueSize: 4, MaxBatch: 1, Logger: discardLogger()})
+	s := &slowStore{Store: memory.New(), delay: 50 * time.Millisecond}
+	l, err := ledger.Open(context.Background(), s, k, ledger.Options{CheckpointInterval: -1, QueueSize: 4, MaxBatch: 1, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +337,7 @@ func TestQueueFull(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, ErrQueueFull):
+			case errors.Is(err, ledger.ErrQueueFull):
 				full++
 			case err == nil:
 				ok++
@@ -352,16 +356,16 @@ func TestQueueFull(t *testing.T) {
 // durable, and no index is reused.
 func TestStoreFailureStopsAppends(t *testing.T) {
 	k := testKey(t)
-	s := &failingStore{Store: NewMemStore()}
+	s := &failingStore{Store: memory.New()}
 	l := openTest(t, s, k)
 	defer l.Close()
 	appendN(t, l, 0, 3)
 	s.fail = true
-	if _, err := l.Append(context.Background(), testRecord(t, 9)); !errors.Is(err, ErrClosed) {
+	if _, err := l.Append(context.Background(), testRecord(t, 9)); !errors.Is(err, ledger.ErrClosed) {
 		t.Fatalf("got %v", err)
 	}
 	s.fail = false
-	if _, err := l.Append(context.Background(), testRecord(t, 10)); !errors.Is(err, ErrClosed) {
+	if _, err := l.Append(context.Background(), testRecord(t, 10)); !errors.Is(err, ledger.ErrClosed) {
 		t.Fatalf("append after failure: %v", err)
 	}
 	if l.Size() != 3 {
@@ -370,21 +374,21 @@ func TestStoreFailureStopsAppends(t *testing.T) {
 }
 
 type slowStore struct {
-	Store
+	ledger.Store
 	delay time.Duration
 }
 
-func (s *slowStore) Commit(ctx context.Context, b Batch) error {
+func (s *slowStore) Commit(ctx context.Context, b ledger.Batch) error {
 	time.Sleep(s.delay)
 	return s.Store.Commit(ctx, b)
 }
 
 type failingStore struct {
-	Store
+	ledger.Store
 	fail bool
 }
 
-func (s *failingStore) Commit(ctx context.Context, b Batch) error {
+func (s *failingStore) Commit(ctx context.Context, b ledger.Batch) error {
 	if s.fail {
 		return errors.New("disk on fire")
 	}
@@ -397,7 +401,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // writes must be serialized (its contract), and no publish may fail.
 func TestPublishDuringAppends(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenBadger(ctx, t.TempDir(), BadgerOptions{Logger: discardLogger()})
+	s, err := badger.Open(ctx, t.TempDir(), badger.Options{Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,36 +432,13 @@ func TestPublishDuringAppends(t *testing.T) {
 	}
 }
 
-// appendLeaves must not keep references into its argument: openFull
-// reuses one buffer for every chunk of leaf hashes.
-func TestAppendLeavesCopiesHashes(t *testing.T) {
-	a, b := newEdge(), newEdge()
-	buf := make([][HashSize]byte, 3)
-	var all [][HashSize]byte
-	for round := range 5 {
-		for i := range buf {
-			buf[i] = sha256.Sum256([]byte{byte(round), byte(i)})
-		}
-		all = append(all, buf...)
-		if _, err := a.appendLeaves(buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := b.appendLeaves(all); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a.root(), b.root()) {
-		t.Fatal("root depends on how the leaf hashes were buffered")
-	}
-}
-
 // Retries with an idempotency key never append twice: in sequence, at the
 // same moment, and across a restart; a key reused for another decision is
 // refused.
 func TestIdempotencyKeys(t *testing.T) {
 	ctx := context.Background()
 	k := testKey(t)
-	s := NewMemStore()
+	s := memory.New()
 	l := openTest(t, s, k)
 	rec := testRecord(t, 1)
 	rec.IdempotencyKey = "req-0001"
@@ -471,7 +452,7 @@ func TestIdempotencyKeys(t *testing.T) {
 	}
 	other := testRecord(t, 2)
 	other.IdempotencyKey = "req-0001"
-	if _, err := l.Append(ctx, other); !errors.Is(err, ErrIdempotencyConflict) {
+	if _, err := l.Append(ctx, other); !errors.Is(err, ledger.ErrIdempotencyConflict) {
 		t.Fatalf("key reused for another decision: %v", err)
 	}
 	// Another mediator's key of the same text is another key.
@@ -483,7 +464,7 @@ func TestIdempotencyKeys(t *testing.T) {
 	// Concurrent retries: one entry, one receipt for all.
 	burst := testRecord(t, 3)
 	burst.IdempotencyKey = "req-burst"
-	receipts := make([]Receipt, 32)
+	receipts := make([]ledger.Receipt, 32)
 	var wg sync.WaitGroup
 	for i := range receipts {
 		wg.Add(1)
@@ -517,7 +498,7 @@ func TestIdempotencyKeys(t *testing.T) {
 	}
 	bad := testRecord(t, 4)
 	bad.IdempotencyKey = "has space"
-	if _, err := l.Append(ctx, bad); !errors.Is(err, ErrInvalidRecord) {
+	if _, err := l.Append(ctx, bad); !errors.Is(err, ledger.ErrInvalidRecord) {
 		t.Fatalf("invalid key: %v", err)
 	}
 	if l.Size() != 3 {
@@ -534,7 +515,7 @@ func TestBatchBounds(t *testing.T) {
 	var sizes []int
 	onBatch := func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
 
-	l, err := Open(context.Background(), NewMemStore(), k, Options{CheckpointInterval: -1, Logger: discardLogger(),
+	l, err := ledger.Open(context.Background(), memory.New(), k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger(),
 		MaxBatch: 4, OnBatch: onBatch})
 	if err != nil {
 		t.Fatal(err)
@@ -551,7 +532,7 @@ func TestBatchBounds(t *testing.T) {
 	mu.Unlock()
 
 	const wait = 400 * time.Millisecond
-	l, err = Open(context.Background(), NewMemStore(), k, Options{CheckpointInterval: -1, Logger: discardLogger(),
+	l, err = ledger.Open(context.Background(), memory.New(), k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger(),
 		MaxBatch: 8, MaxBatchWait: wait, OnBatch: onBatch})
 	if err != nil {
 		t.Fatal(err)
@@ -595,8 +576,8 @@ func TestMinCommitInterval(t *testing.T) {
 	const interval = 400 * time.Millisecond
 	var mu sync.Mutex
 	var sizes []int
-	s := &slowStore{Store: NewMemStore(), delay: 50 * time.Millisecond}
-	l, err := Open(context.Background(), s, k, Options{CheckpointInterval: -1, Logger: discardLogger(),
+	s := &slowStore{Store: memory.New(), delay: 50 * time.Millisecond}
+	l, err := ledger.Open(context.Background(), s, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger(),
 		MaxBatch: 4, MinCommitInterval: interval, OnBatch: func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
@@ -651,7 +632,7 @@ func TestBatchBytes(t *testing.T) {
 	k := testKey(t)
 	var mu sync.Mutex
 	var sizes []int
-	l, err := Open(context.Background(), NewMemStore(), k, Options{CheckpointInterval: -1, Logger: discardLogger(),
+	l, err := ledger.Open(context.Background(), memory.New(), k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger(),
 		MaxBatchBytes: 1, OnBatch: func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
@@ -664,18 +645,8 @@ func TestBatchBytes(t *testing.T) {
 		}
 	}
 
-	e, err := l.prepare(testRecord(t, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &request{entry: e}
-	var p pendingBatch
-	if err := p.add(r, &chainState{}, time.Now); err != nil {
-		t.Fatal(err)
-	}
-	p.signing.Add(1)
-	signJob{r: r, done: &p.signing}.run(k)
-	if r.err != nil || len(r.leaf) > p.bytes || p.bytes > len(r.leaf)+64 {
-		t.Errorf("a %d-byte entry counted as %d bytes (%v)", len(r.leaf), p.bytes, r.err)
+	n, counted, err := l.CountedBytes(testRecord(t, 7))
+	if err != nil || n > counted || counted > n+64 {
+		t.Errorf("a %d-byte entry counted as %d bytes (%v)", n, counted, err)
 	}
 }

@@ -1,16 +1,18 @@
-package ledger
+package ledger_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"testing"
 )
 
 // tamperStore returns stored data with one byte flipped, as if the
 // disk or an operator had changed it.
 type tamperStore struct {
-	Store
+	ledger.Store
 	entry     int64 // index of the entry to change, or -1
 	tileLevel int   // level of the tile to change, or -1
 	tileIndex uint64
@@ -49,7 +51,7 @@ func (s *tamperStore) Tile(ctx context.Context, level uint8, index uint64) ([]by
 	return t, err
 }
 
-func (s *tamperStore) State(ctx context.Context) (State, error) {
+func (s *tamperStore) State(ctx context.Context) (ledger.State, error) {
 	st, err := s.Store.State(ctx)
 	if err == nil && s.cp {
 		st.Checkpoint = s.flip(st.Checkpoint)
@@ -61,7 +63,7 @@ func (s *tamperStore) State(ctx context.Context) (State, error) {
 // was changed, and accepts the untouched one.
 func TestOpenDetectsTampering(t *testing.T) {
 	k := testKey(t)
-	s := NewMemStore()
+	s := memory.New()
 	l := openTest(t, s, k)
 	appendN(t, l, 0, 700)
 	if _, err := l.Publish(context.Background()); err != nil {
@@ -71,8 +73,7 @@ func TestOpenDetectsTampering(t *testing.T) {
 	l.Close()              // publishes a final checkpoint at 750
 	appendAfter := openTest(t, s, k)
 	appendN(t, appendAfter, 750, 10) // durable after the latest checkpoint
-	close(appendAfter.stop)          // stop without the final checkpoint
-	appendAfter.done.Wait()
+	appendAfter.StopSequencer()      // stop without the final checkpoint
 
 	cases := map[string]*tamperStore{
 		"entry-early":            {entry: 3, tileLevel: -1, at: 40},
@@ -91,11 +92,11 @@ func TestOpenDetectsTampering(t *testing.T) {
 				st, _ := s.State(context.Background())
 				ts.at = len(st.Checkpoint) + ts.at
 			}
-			_, err := Open(context.Background(), ts, k, Options{CheckpointInterval: -1, Logger: discardLogger()})
-			if !errors.Is(err, errCorrupt) {
+			_, err := ledger.Open(context.Background(), ts, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+			if !errors.Is(err, ledger.ErrCorrupt) {
 				t.Fatalf("Open = %v, want a corrupt-store error", err)
 			}
-			if err := Check(context.Background(), ts, k); !errors.Is(err, errCorrupt) {
+			if err := ledger.Check(context.Background(), ts, k); !errors.Is(err, ledger.ErrCorrupt) {
 				t.Fatalf("Check = %v, want a corrupt-store error", err)
 			}
 		})
@@ -103,7 +104,7 @@ func TestOpenDetectsTampering(t *testing.T) {
 	// Check writes nothing: the entries after the checkpoint stay
 	// without a checkpoint.
 	before, _ := s.State(context.Background())
-	if err := Check(context.Background(), s, k); err != nil {
+	if err := ledger.Check(context.Background(), s, k); err != nil {
 		t.Fatalf("Check of the untouched store: %v", err)
 	}
 	if after, _ := s.State(context.Background()); after.CheckpointSize != before.CheckpointSize || after.Size != before.Size {
@@ -112,17 +113,17 @@ func TestOpenDetectsTampering(t *testing.T) {
 	// Quick open checks the edge and the root at the checkpoint.
 	for _, name := range []string{"tile-level0-partial", "tile-level1", "checkpoint"} {
 		ts := cases[name]
-		if _, err := Open(context.Background(), ts, k, Options{CheckpointInterval: -1, QuickOpen: true, Logger: discardLogger()}); !errors.Is(err, errCorrupt) {
+		if _, err := ledger.Open(context.Background(), ts, k, ledger.Options{CheckpointInterval: -1, QuickOpen: true, Logger: discardLogger()}); !errors.Is(err, ledger.ErrCorrupt) {
 			t.Errorf("quick open, %s: %v", name, err)
 		}
 	}
 	// A checkpoint signed by another key is not this log's: refused
 	// naming the key, not as corruption (it may be a key rotated without
 	// its previous key listed; see Rotate).
-	if _, err := Open(context.Background(), s, testKey(t), Options{CheckpointInterval: -1, Logger: discardLogger()}); !errors.As(err, new(*UnknownKeyError)) || errors.Is(err, errCorrupt) {
+	if _, err := ledger.Open(context.Background(), s, testKey(t), ledger.Options{CheckpointInterval: -1, Logger: discardLogger()}); !errors.As(err, new(*ledger.UnknownKeyError)) || errors.Is(err, ledger.ErrCorrupt) {
 		t.Errorf("other key: %v", err)
 	}
-	l2, err := Open(context.Background(), s, k, Options{CheckpointInterval: -1, Logger: discardLogger()})
+	l2, err := ledger.Open(context.Background(), s, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
 	if err != nil {
 		t.Fatalf("untouched store: %v", err)
 	}

@@ -128,14 +128,14 @@ func (k *keyring) open(signed []byte, what string) (cp *log.Checkpoint, signers,
 		return nil, nil, nil, e
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %s: %w", errCorrupt, what, err)
+		return nil, nil, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err)
 	}
 	cp = &log.Checkpoint{}
 	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %s: %w", errCorrupt, what, err)
+		return nil, nil, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err)
 	}
 	if cp.Origin != k.current.Name() {
-		return nil, nil, nil, fmt.Errorf("%w: %s is for origin %q, the key's is %q", errCorrupt, what, cp.Origin, k.current.Name())
+		return nil, nil, nil, fmt.Errorf("%w: %s is for origin %q, the key's is %q", ErrCorrupt, what, cp.Origin, k.current.Name())
 	}
 	for _, s := range n.UnverifiedSigs {
 		others = append(others, fmt.Sprintf("%s+%08x", s.Name, s.Hash))
@@ -179,7 +179,7 @@ func (l *Ledger) checkKeys(ctx context.Context, ring *keyring, latestSigners, la
 		}
 		e, err := entry.Parse(b)
 		if err != nil {
-			return "", fmt.Errorf("%w: entry %d: %w", errCorrupt, i, err)
+			return "", fmt.Errorf("%w: entry %d: %w", ErrCorrupt, i, err)
 		}
 		return e.KeyID, nil
 	}
@@ -255,7 +255,7 @@ func (l *Ledger) checkKeys(ctx context.Context, ring *keyring, latestSigners, la
 						return nil, fmt.Errorf("ledger: root at rotation size %d: %w", startAt, err)
 					}
 					if !bytes.Equal(root, cp.Hash) {
-						return nil, fmt.Errorf("%w: stored tiles give root %x at size %d, the rotation checkpoint signed by %s and %s says %x", errCorrupt, root, startAt, from, cur, cp.Hash)
+						return nil, fmt.Errorf("%w: stored tiles give root %x at size %d, the rotation checkpoint signed by %s and %s says %x", ErrCorrupt, root, startAt, from, cur, cp.Hash)
 					}
 				}
 			}
@@ -273,7 +273,7 @@ func (l *Ledger) checkKeys(ctx context.Context, ring *keyring, latestSigners, la
 				}
 				return nil, fmt.Errorf("%w: %w: entries from %d on carry key %s, those before key %s, but no checkpoint for tree size %d is signed by both: "+
 					"a rotation needs the old key's signature on the tree it hands over (ledgerd key rotate); a history only the new key vouches for is refused",
-					errCorrupt, ErrRotation, startAt, cur, id, startAt)
+					ErrCorrupt, ErrRotation, startAt, cur, id, startAt)
 			}
 			// cur signs from the log's start: it is the log's first key.
 			if cur == ring.current.ID() && len(ring.previous) > 0 {
@@ -300,10 +300,10 @@ func (l *Ledger) entryKeyError(ring *keyring, i uint64, id, want string, size ui
 	}
 	if i == size-1 {
 		return fmt.Errorf("%w: %w: entry %d carries key %s after entries of key %s, which replaced it: an old key must never sign again",
-			errCorrupt, ErrRotation, i, id, want)
+			ErrCorrupt, ErrRotation, i, id, want)
 	}
 	return fmt.Errorf("%w: %w: the rotation checkpoint for tree size %d hands over from key %s, but entry %d carries key %s",
-		errCorrupt, ErrRotation, i+1, want, i, id)
+		ErrCorrupt, ErrRotation, i+1, want, i, id)
 }
 
 // Rotations returns the log's key rotations, oldest first, as Open found
@@ -378,7 +378,7 @@ func Rotate(ctx context.Context, store Store, old, newKey *Key, opts Options) ([
 	}
 	root := l.edge.root()
 	if err := l.verifyConsistency(ctx, l.cpSize, l.cpRoot, size, root); err != nil {
-		return nil, fmt.Errorf("%w: tree of size %d is not consistent with the checkpoint of size %d: %w", errCorrupt, size, l.cpSize, err)
+		return nil, fmt.Errorf("%w: tree of size %d is not consistent with the checkpoint of size %d: %w", ErrCorrupt, size, l.cpSize, err)
 	}
 	text := log.Checkpoint{Origin: old.Name(), Size: size, Hash: root}.Marshal()
 	signed, err := note.Sign(&note.Note{Text: string(text)}, old.Signer(), newKey.Signer())

@@ -24,6 +24,12 @@ var (
 	// does not start at the stored size, a checkpoint not larger than the
 	// latest).
 	ErrConflict = errors.New("conflicts with the stored log")
+	// ErrCorrupt: the stored data contradict themselves or a signed
+	// checkpoint. Open returns it when a stored entry, tile or checkpoint
+	// does not match the tree it recomputes; a Store returns it when its
+	// own records disagree (a checksum, a length or an index that does not
+	// match the data), rather than serve bytes it cannot vouch for.
+	ErrCorrupt = errors.New("ledger: store is corrupt")
 )
 
 // Store keeps a ledger's entries, Merkle tiles and signed checkpoints. The

@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -23,10 +22,6 @@ import (
 var hasher = rfc6962.DefaultHasher
 
 var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
-
-// errCorrupt classifies a store whose contents contradict themselves or a
-// signed checkpoint.
-var errCorrupt = errors.New("ledger: store is corrupt")
 
 // edge is the right edge of the tree: the compact range [0, size) and the
 // partial tile at each tile level, which the next batch extends.
@@ -73,7 +68,7 @@ func (e *edge) appendLeaves(leafHashes [][HashSize]byte) ([]Tile, error) {
 			t = nil // a new tile starts; the one before it is full
 		}
 		if uint64(len(t)) != pos*HashSize {
-			visitErr = fmt.Errorf("%w: tile %d/%d holds %d bytes where node %d goes", errCorrupt, level, key.index, len(t), id.Index)
+			visitErr = fmt.Errorf("%w: tile %d/%d holds %d bytes where node %d goes", ErrCorrupt, level, key.index, len(t), id.Index)
 			return
 		}
 		t = append(t, hash...)
@@ -136,7 +131,7 @@ func (r *tileReader) tile(level uint8, index uint64) ([]byte, error) {
 		return nil, err
 	}
 	if len(t) == 0 || len(t)%HashSize != 0 || len(t) > TileWidth*HashSize {
-		return nil, fmt.Errorf("%w: tile %d/%d has %d bytes", errCorrupt, level, index, len(t))
+		return nil, fmt.Errorf("%w: tile %d/%d has %d bytes", ErrCorrupt, level, index, len(t))
 	}
 	r.cache[key] = t
 	return t, nil
@@ -157,7 +152,7 @@ func (r *tileReader) node(id compact.NodeID) ([]byte, error) {
 	}
 	from, to := (first%TileWidth)*HashSize, (first%TileWidth+count)*HashSize
 	if uint64(len(t)) < to {
-		return nil, fmt.Errorf("%w: tile %d/%d too short for node (%d, %d)", errCorrupt, base/TileHeight, tileIndex, id.Level, id.Index)
+		return nil, fmt.Errorf("%w: tile %d/%d too short for node (%d, %d)", ErrCorrupt, base/TileHeight, tileIndex, id.Level, id.Index)
 	}
 	hashes := make([][]byte, count)
 	for i := range hashes {
@@ -203,7 +198,7 @@ func (r *tileReader) edgeAt(size uint64) (*edge, error) {
 			return nil, err
 		}
 		if uint64(len(t)) != width*HashSize {
-			return nil, fmt.Errorf("%w: tile %d/%d holds %d hashes, tree size %d needs %d", errCorrupt, level, n/TileWidth, len(t)/HashSize, size, width)
+			return nil, fmt.Errorf("%w: tile %d/%d holds %d hashes, tree size %d needs %d", ErrCorrupt, level, n/TileWidth, len(t)/HashSize, size, width)
 		}
 		e.tiles[level] = bytes.Clone(t)
 	}

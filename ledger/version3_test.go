@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 )
 
 // The ledger writes both version 3 kinds: a policy-set publication and a
@@ -14,9 +16,9 @@ import (
 func TestVersion3Records(t *testing.T) {
 	ctx := context.Background()
 	k := testKey(t)
-	l := openTest(t, NewMemStore(), k)
+	l := openTest(t, memory.New(), k)
 	set := sha256.Sum256([]byte("policy set"))
-	pub, err := l.Append(ctx, Record{Kind: entry.KindPolicySet, PolicySet: set})
+	pub, err := l.Append(ctx, ledger.Record{Kind: entry.KindPolicySet, PolicySet: set})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func TestVersion3Records(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []Receipt{pub, dec} {
+	for _, r := range []ledger.Receipt{pub, dec} {
 		e, err := entry.Parse(r.Entry)
 		if err != nil {
 			t.Fatal(err)
@@ -39,13 +41,13 @@ func TestVersion3Records(t *testing.T) {
 
 	// A publication takes no decision fields; errors need a deny that
 	// lists them.
-	bad := Record{Kind: entry.KindPolicySet, PolicySet: set, Action: "send_email"}
-	if _, err := l.Append(ctx, bad); !errors.Is(err, ErrInvalidRecord) {
+	bad := ledger.Record{Kind: entry.KindPolicySet, PolicySet: set, Action: "send_email"}
+	if _, err := l.Append(ctx, bad); !errors.Is(err, ledger.ErrInvalidRecord) {
 		t.Errorf("publication with an action: %v", err)
 	}
 	allow := rec
 	allow.Decision = entry.Allow
-	if _, err := l.Append(ctx, allow); !errors.Is(err, ErrInvalidRecord) {
+	if _, err := l.Append(ctx, allow); !errors.Is(err, ledger.ErrInvalidRecord) {
 		t.Errorf("allow with erroring policies: %v", err)
 	}
 }
@@ -55,7 +57,7 @@ func TestVersion3Records(t *testing.T) {
 // under the same key is still a conflict.
 func TestVersion3IdempotentRetry(t *testing.T) {
 	ctx := context.Background()
-	l := openTest(t, NewMemStore(), testKey(t))
+	l := openTest(t, memory.New(), testKey(t))
 	rec := testRecord(t, 1)
 	rec.Kind, rec.PolicySet, rec.Definition = entry.KindDecision, sha256.Sum256([]byte("set 1")), sha256.Sum256([]byte("definition"))
 	rec.IdempotencyKey = "decide-1"
@@ -73,12 +75,12 @@ func TestVersion3IdempotentRetry(t *testing.T) {
 	other := testRecord(t, 2)
 	other.Kind, other.PolicySet, other.Definition = rec.Kind, rec.PolicySet, rec.Definition
 	other.IdempotencyKey = "decide-1"
-	if _, err := l.Append(ctx, other); !errors.Is(err, ErrIdempotencyConflict) {
+	if _, err := l.Append(ctx, other); !errors.Is(err, ledger.ErrIdempotencyConflict) {
 		t.Errorf("another request under the key: %v", err)
 	}
 	mediatorDecided := testRecord(t, 1)
 	mediatorDecided.IdempotencyKey = "decide-1"
-	if _, err := l.Append(ctx, mediatorDecided); !errors.Is(err, ErrIdempotencyConflict) {
+	if _, err := l.Append(ctx, mediatorDecided); !errors.Is(err, ledger.ErrIdempotencyConflict) {
 		t.Errorf("a mediator's decision under a ledger decision's key: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/verify"
 )
 
@@ -77,7 +78,7 @@ func newDecisionLog(t testing.TB, skey string) *decisionLog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), lk, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	l, err := ledger.Open(context.Background(), memory.New(), lk, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

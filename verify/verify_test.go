@@ -16,6 +16,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/verify"
 	tlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
@@ -58,7 +59,7 @@ func newFixture(t testing.TB, n int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(ctx, ledger.NewMemStore(), lk, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	l, err := ledger.Open(ctx, memory.New(), lk, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/storage/memory"
 )
 
 // allowAll is the other policy set of the decisions fixture.
@@ -146,7 +147,7 @@ func writeDecisionFixture(dir string) error {
 		sets       bool
 	}
 	write := func(recs []ledger.Record, exports ...export) error {
-		l, err := ledger.Open(ctx, ledger.NewMemStore(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+		l, err := ledger.Open(ctx, memory.New(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -117,7 +118,7 @@ func fixture(dir string, n int, skey string) (string, error) {
 	vkey := key.VerifierKey()
 	at := func(name string) string { return filepath.Join(dir, name) }
 	_, other, _ := ledger.GenerateKey("ledger.example.com/log")
-	l, err := ledger.Open(ctx, ledger.NewMemStore(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	l, err := ledger.Open(ctx, memory.New(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return "", err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -44,7 +45,7 @@ func newTileLog(t *testing.T, skey string) *tileLog {
 	// A fixed clock: two logs given the same records hold the same
 	// entries.
 	now := func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
-	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler), Now: now})
+	l, err := ledger.Open(context.Background(), memory.New(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

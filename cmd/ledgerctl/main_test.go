@@ -20,6 +20,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -119,7 +120,7 @@ func startFake(opts ledger.Options) (*fake, error) {
 	}
 	opts.CheckpointInterval = -1
 	opts.Logger = slog.New(slog.DiscardHandler)
-	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), key, opts)
+	l, err := ledger.Open(context.Background(), memory.New(), key, opts)
 	if err != nil {
 		return nil, err
 	}

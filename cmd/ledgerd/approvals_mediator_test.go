@@ -23,6 +23,8 @@ import (
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/storage/badger"
+	"github.com/decisionledger/ledger/storage/memory"
 )
 
 // The mediators' side of approvals over HTTP (approvals_mediator.go), on
@@ -104,7 +106,7 @@ func startMedServerOn(t testing.TB, change func(*Config), store ledger.Store) *m
 		}
 	}
 	if store == nil {
-		if store, err = ledger.OpenBadger(t.Context(), cfg.StoreDir, ledger.BadgerOptions{Logger: logger}); err != nil {
+		if store, err = badger.Open(t.Context(), cfg.StoreDir, badger.Options{Logger: logger}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1005,7 +1007,7 @@ func openAPIApprovalAnswers(t *testing.T, a *answerChecker) {
 	}
 
 	// A store that fails after an approval was approved.
-	store := ledger.NewMemStore()
+	store := memory.New()
 	broken := startMedServerOn(t, nil, store)
 	brokenID := broken.open(t, q, "")
 	broken.verdict(t, brokenID, entry.Approve)

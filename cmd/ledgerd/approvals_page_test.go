@@ -17,6 +17,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 )
 
 // The approvers of the page's tests. Their password hash is
@@ -493,7 +494,7 @@ func pageAnswers(t *testing.T, a *answerChecker) {
 	pageDo(a, off, 404, "GET", id, "")
 	pageDo(a, off, 404, "POST", id+"/verdict", "", asJSON...)
 
-	store := ledger.NewMemStore()
+	store := memory.New()
 	s := startServerOn(t, func(c *Config) { c.Approvals = &ApprovalsConfig{Approvers: testApprovers()} }, store)
 	if _, err := s.l.Append(t.Context(), ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: time.Hour, ExecutionTTL: time.Hour}); err != nil {
 		t.Fatal(err)

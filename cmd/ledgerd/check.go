@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // check is "ledgerd check": the whole store read and checked, with
@@ -16,7 +17,7 @@ import (
 // ledgerd). It opens the store as serve does, which may re-index frames
 // and erase a write a crash cut short, then reads everything: every frame
 // and entry checksum, the index against the frames, badger's table
-// checksums (BadgerStore.Check), and every entry rehashed into the tree,
+// checksums (badger.Store.Check), and every entry rehashed into the tree,
 // the tiles and the latest checkpoint's root and signature (ledger.Check).
 // It signs nothing and appends nothing. Exit 0: no damage; 1: damage or
 // an error, named.
@@ -44,7 +45,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, err := ledger.OpenBadger(ctx, cfg.StoreDir, ledger.BadgerOptions{Logger: log})
+	store, err := badger.Open(ctx, cfg.StoreDir, badger.Options{Logger: log})
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"filippo.io/torchwood"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -364,7 +365,7 @@ func TestLitewitness(t *testing.T) {
 	// A forked history: a second store signed with the same key, longer
 	// than the witnessed one. Both witnesses refuse it: the proof from
 	// the size they cosigned does not verify against their root.
-	fork, err := ledger.Open(t.Context(), ledger.NewMemStore(), s.key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	fork, err := ledger.Open(t.Context(), memory.New(), s.key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

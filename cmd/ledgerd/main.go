@@ -44,6 +44,7 @@ import (
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 const usage = `Usage:
@@ -437,7 +438,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, err := ledger.OpenBadger(ctx, cfg.StoreDir, ledger.BadgerOptions{Logger: log})
+	store, err := badger.Open(ctx, cfg.StoreDir, badger.Options{Logger: log})
 	if err != nil {
 		return failStart("%v", err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 )
 
 // docs/openapi.json describes ledgerd's HTTP API for tools. These tests
@@ -439,7 +439,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 	a.check(req, resp, []byte(body))
 
 	// A store that fails.
-	store := ledger.NewMemStore()
+	store := memory.New()
 	broken := startServerOn(t, nil, store)
 	for i := range 3 {
 		a.do(broken, 201, "POST", "/v1/entries", appendBody(i), auth(broken)...)
@@ -460,7 +460,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 	}
 	a.do(broken, 503, "POST", "/v1/entries", appendBody(4), auth(broken)...)
 	a.do(broken, 503, "GET", "/readyz", "")
-	decideStore := ledger.NewMemStore()
+	decideStore := memory.New()
 	brokenDecide := startServerOn(t, func(c *Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies }, decideStore)
 	a.do(brokenDecide, 201, "POST", "/v1/decide", decide, auth(brokenDecide)...)
 	decideStore.Close()

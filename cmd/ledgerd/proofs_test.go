@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 )
 
 // Every refusal of a query or path parameter names the parameter, and
@@ -96,7 +96,7 @@ func TestParameterErrors(t *testing.T) {
 // A read the store cannot serve is 500 internal, not a 404 that would
 // tell an auditor the entry is not in the log.
 func TestReadsWhenTheStoreFails(t *testing.T) {
-	store := ledger.NewMemStore()
+	store := memory.New()
 	s := startServerOn(t, nil, store)
 	for i := range 3 {
 		if resp, b := s.post(t, s.token, appendBody(i)); resp.StatusCode != http.StatusCreated {

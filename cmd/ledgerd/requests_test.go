@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/memory"
 )
 
 // Appends and protected reads need the Bearer scheme, whose name is
@@ -116,7 +117,7 @@ func TestStorageFailureLoggedOnce(t *testing.T) {
 	}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	store := &failingStore{Store: ledger.NewMemStore()}
+	store := &failingStore{Store: memory.New()}
 	l, err := ledger.Open(t.Context(), store, key, ledger.Options{CheckpointInterval: -1, Logger: logger})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // keyCommand is "ledgerd key rotate --new-key FILE": the log's signing key
@@ -72,7 +73,7 @@ func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 0
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, err := ledger.OpenBadger(ctx, cfg.StoreDir, ledger.BadgerOptions{Logger: log})
+	store, err := badger.Open(ctx, cfg.StoreDir, badger.Options{Logger: log})
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}

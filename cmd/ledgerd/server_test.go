@@ -21,6 +21,8 @@ import (
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/storage/badger"
+	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/verify"
 	tlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
@@ -83,7 +85,7 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 		}
 	}
 	if store == nil {
-		if store, err = ledger.OpenBadger(t.Context(), cfg.StoreDir, ledger.BadgerOptions{Logger: logger}); err != nil {
+		if store, err = badger.Open(t.Context(), cfg.StoreDir, badger.Options{Logger: logger}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -271,7 +273,7 @@ func FuzzAppendHandler(f *testing.F) {
 	}
 	cfg, _ := loadConfig(path)
 	key, _ := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{})
-	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	l, err := ledger.Open(context.Background(), memory.New(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,4 +1,14 @@
-package ledger
+// Package memory is a ledger.Store held in memory, for tests: it keeps
+// the whole log (entries, leaf-hash and idempotency-key indexes, tiles and
+// every signed checkpoint) in maps and slices behind one lock, and passes
+// the conformance suite in storage/storetest like every other Store.
+//
+// It meets every requirement of the Store contract except durability: a
+// batch is "durable" for as long as the data is referenced. Store.Reopen
+// hands out a new handle over the same data, as a restart would, so
+// tests can exercise Open after Close without a disk. Nothing survives
+// the process; ledgerd never uses it.
+package memory
 
 import (
 	"context"
@@ -6,22 +16,24 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
-// errMemStoreClosed is returned by a MemStore used after Close.
-var errMemStoreClosed = errors.New("ledger: store is closed")
+// errClosed is returned by a Store used after Close.
+var errClosed = errors.New("ledger: store is closed")
 
 // errEmptyCheckpoint refuses an empty signed checkpoint: State reports "no
 // checkpoint" as nil, so an empty one could not be told apart from none.
 var errEmptyCheckpoint = errors.New("ledger: empty signed checkpoint")
 
-// MemStore is a Store held in memory, for tests. It is safe for concurrent
+// Store is a ledger.Store held in memory. It is safe for concurrent
 // use and copies every slice on the way in and out, so neither the caller
 // nor the store can change the other's bytes.
 //
 // Its data lives as long as something refers to it: Close ends this handle,
 // and Reopen gives a new handle over the same data, as a restart would.
-type MemStore struct {
+type Store struct {
 	closed atomic.Bool
 	data   *memData
 }
@@ -29,60 +41,60 @@ type MemStore struct {
 type memData struct {
 	mu          sync.RWMutex
 	entries     [][]byte // never changed once stored, so readers may use them unlocked
-	leafIndex   map[[HashSize]byte]uint64
+	leafIndex   map[[ledger.HashSize]byte]uint64
 	keyIndex    map[string]uint64
-	tiles       map[memTileKey][]byte
+	tiles       map[tileKey][]byte
 	checkpoints map[uint64][]byte
 	// latest is the size of the latest checkpoint, if hasCheckpoint.
 	latest        uint64
 	hasCheckpoint bool
 }
 
-type memTileKey struct {
+type tileKey struct {
 	level uint8
 	index uint64
 }
 
-var _ Store = (*MemStore)(nil)
+var _ ledger.Store = (*Store)(nil)
 
-// NewMemStore returns an empty MemStore.
-func NewMemStore() *MemStore {
-	return &MemStore{data: &memData{
-		leafIndex:   make(map[[HashSize]byte]uint64),
+// New returns an empty Store.
+func New() *Store {
+	return &Store{data: &memData{
+		leafIndex:   make(map[[ledger.HashSize]byte]uint64),
 		keyIndex:    make(map[string]uint64),
-		tiles:       make(map[memTileKey][]byte),
+		tiles:       make(map[tileKey][]byte),
 		checkpoints: make(map[uint64][]byte),
 	}}
 }
 
 // Reopen returns a new handle over the same data, as a restart of the
 // process would if the memory survived. s may be closed.
-func (s *MemStore) Reopen() *MemStore {
-	return &MemStore{data: s.data}
+func (s *Store) Reopen() *Store {
+	return &Store{data: s.data}
 }
 
 // Close ends this handle; the data stays for Reopen. Closing twice is safe.
-func (s *MemStore) Close() error {
+func (s *Store) Close() error {
 	s.closed.Store(true)
 	return nil
 }
 
-func (s *MemStore) open() (*memData, error) {
+func (s *Store) open() (*memData, error) {
 	if s.closed.Load() {
-		return nil, errMemStoreClosed
+		return nil, errClosed
 	}
 	return s.data, nil
 }
 
 // State implements Store.
-func (s *MemStore) State(ctx context.Context) (State, error) {
+func (s *Store) State(ctx context.Context) (ledger.State, error) {
 	d, err := s.open()
 	if err != nil {
-		return State{}, err
+		return ledger.State{}, err
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	st := State{Size: uint64(len(d.entries))}
+	st := ledger.State{Size: uint64(len(d.entries))}
 	if d.hasCheckpoint {
 		st.CheckpointSize = d.latest
 		st.Checkpoint = cloneBytes(d.checkpoints[d.latest])
@@ -91,7 +103,7 @@ func (s *MemStore) State(ctx context.Context) (State, error) {
 }
 
 // Commit implements Store.
-func (s *MemStore) Commit(ctx context.Context, b Batch) error {
+func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	d, err := s.open()
 	if err != nil {
 		return err
@@ -115,11 +127,11 @@ func (s *MemStore) Commit(ctx context.Context, b Batch) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if size := uint64(len(d.entries)); b.Start != size {
-		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, size, ErrConflict)
+		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, size, ledger.ErrConflict)
 	}
 	for _, k := range b.Keys {
 		if _, ok := d.keyIndex[string(k)]; ok && len(k) > 0 {
-			return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ErrConflict)
+			return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
 		}
 	}
 	for i, k := range b.Keys {
@@ -133,14 +145,14 @@ func (s *MemStore) Commit(ctx context.Context, b Batch) error {
 		}
 	}
 	for i, t := range b.Tiles {
-		d.tiles[memTileKey{t.Level, t.Index}] = tiles[i]
+		d.tiles[tileKey{t.Level, t.Index}] = tiles[i]
 	}
 	d.entries = append(d.entries, entries...)
 	return nil
 }
 
 // Entry implements Store.
-func (s *MemStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
+func (s *Store) Entry(ctx context.Context, index uint64) ([]byte, error) {
 	d, err := s.open()
 	if err != nil {
 		return nil, err
@@ -148,14 +160,14 @@ func (s *MemStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if index >= uint64(len(d.entries)) {
-		return nil, fmt.Errorf("ledger: entry %d: %w", index, ErrNotFound)
+		return nil, fmt.Errorf("ledger: entry %d: %w", index, ledger.ErrNotFound)
 	}
 	return cloneBytes(d.entries[index]), nil
 }
 
 // ReadEntries implements Store. fn runs without the lock held, so it may
 // call the store, and commits proceed while it runs.
-func (s *MemStore) ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error {
+func (s *Store) ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error {
 	d, err := s.open()
 	if err != nil {
 		return err
@@ -169,7 +181,7 @@ func (s *MemStore) ReadEntries(ctx context.Context, start, end uint64, fn func(i
 	}
 	d.mu.RUnlock()
 	if start > end || end > size {
-		return fmt.Errorf("ledger: entries [%d, %d) of %d: %w", start, end, size, ErrNotFound)
+		return fmt.Errorf("ledger: entries [%d, %d) of %d: %w", start, end, size, ledger.ErrNotFound)
 	}
 	var buf []byte
 	for i, e := range entries {
@@ -186,7 +198,7 @@ func (s *MemStore) ReadEntries(ctx context.Context, start, end uint64, fn func(i
 }
 
 // IndexOfKey implements Store.
-func (s *MemStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
+func (s *Store) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 	d, err := s.open()
 	if err != nil {
 		return 0, err
@@ -195,13 +207,13 @@ func (s *MemStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 	defer d.mu.RUnlock()
 	i, ok := d.keyIndex[string(key)]
 	if !ok || len(key) == 0 {
-		return 0, fmt.Errorf("ledger: idempotency key: %w", ErrNotFound)
+		return 0, fmt.Errorf("ledger: idempotency key: %w", ledger.ErrNotFound)
 	}
 	return i, nil
 }
 
 // IndexOf implements Store.
-func (s *MemStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uint64, error) {
+func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (uint64, error) {
 	d, err := s.open()
 	if err != nil {
 		return 0, err
@@ -210,28 +222,28 @@ func (s *MemStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uint64
 	defer d.mu.RUnlock()
 	i, ok := d.leafIndex[leafHash]
 	if !ok {
-		return 0, fmt.Errorf("ledger: leaf hash %x: %w", leafHash, ErrNotFound)
+		return 0, fmt.Errorf("ledger: leaf hash %x: %w", leafHash, ledger.ErrNotFound)
 	}
 	return i, nil
 }
 
 // Tile implements Store.
-func (s *MemStore) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
+func (s *Store) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
 	d, err := s.open()
 	if err != nil {
 		return nil, err
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	t, ok := d.tiles[memTileKey{level, index}]
+	t, ok := d.tiles[tileKey{level, index}]
 	if !ok {
-		return nil, fmt.Errorf("ledger: tile %d/%d: %w", level, index, ErrNotFound)
+		return nil, fmt.Errorf("ledger: tile %d/%d: %w", level, index, ledger.ErrNotFound)
 	}
 	return cloneBytes(t), nil
 }
 
 // AddCheckpoint implements Store.
-func (s *MemStore) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
+func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
 	d, err := s.open()
 	if err != nil {
 		return err
@@ -242,11 +254,11 @@ func (s *MemStore) AddCheckpoint(ctx context.Context, size uint64, signed []byte
 	signed = cloneBytes(signed)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.hasCheckpoint && size <= d.latest && !extendsLatest(size, d.latest, d.checkpoints[d.latest], signed) {
-		return fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, d.latest, ErrConflict)
+	if d.hasCheckpoint && size <= d.latest && !(size == d.latest && ledger.AddsSignatures(d.checkpoints[d.latest], signed)) {
+		return fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, d.latest, ledger.ErrConflict)
 	}
 	if treeSize := uint64(len(d.entries)); size > treeSize {
-		return fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, treeSize, ErrConflict)
+		return fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, treeSize, ledger.ErrConflict)
 	}
 	d.checkpoints[size] = signed
 	d.latest, d.hasCheckpoint = size, true
@@ -254,7 +266,7 @@ func (s *MemStore) AddCheckpoint(ctx context.Context, size uint64, signed []byte
 }
 
 // Checkpoint implements Store.
-func (s *MemStore) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
+func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 	d, err := s.open()
 	if err != nil {
 		return nil, err
@@ -263,7 +275,7 @@ func (s *MemStore) Checkpoint(ctx context.Context, size uint64) ([]byte, error) 
 	defer d.mu.RUnlock()
 	c, ok := d.checkpoints[size]
 	if !ok {
-		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ErrNotFound)
+		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ledger.ErrNotFound)
 	}
 	return cloneBytes(c), nil
 }

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package ledger
+package badger
 
 import "golang.org/x/sys/unix"
 

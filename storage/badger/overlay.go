@@ -1,12 +1,14 @@
-package ledger
+package badger
 
 import (
 	"bytes"
 	"slices"
 	"sync"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
-// The overlay holds the frames a BadgerStore has made durable but badger
+// The overlay holds the frames a Store has made durable but badger
 // has not indexed yet. Commit returns once its frame is synced; an
 // indexer goroutine writes badger's index behind it, so that a commit's
 // latency is one write and one fdatasync. Until a frame is indexed, reads
@@ -19,7 +21,7 @@ import (
 const maxPendingFrames = 64
 
 type pendingFrame struct {
-	batch Batch           // Start, LeafHashes, Keys and Tiles, copied; no entry bytes
+	batch ledger.Batch    // Start, LeafHashes, Keys and Tiles, copied; no entry bytes
 	locs  []entryLocation // absolute log positions
 	pos   int64
 	end   int64
@@ -34,29 +36,35 @@ type overlayTile struct {
 	start  uint64 // the frame that wrote this version
 }
 
+// tileID names a tile: its level and its index within the level.
+type tileID struct {
+	level uint8
+	index uint64
+}
+
 type overlay struct {
 	mu     sync.RWMutex
 	cond   *sync.Cond // on mu: frames added or indexed, or stopping
 	size   uint64     // durable entries, indexed or not
 	frames []*pendingFrame
 	keys   map[string]uint64
-	leaves map[[HashSize]byte]uint64
+	leaves map[[ledger.HashSize]byte]uint64
 	tiles  map[tileID]overlayTile
 	failed error // the indexer failed: nothing more is indexed
 	stop   bool
 }
 
 func newOverlay(size uint64) *overlay {
-	o := &overlay{size: size, keys: map[string]uint64{}, leaves: map[[HashSize]byte]uint64{}, tiles: map[tileID]overlayTile{}}
+	o := &overlay{size: size, keys: map[string]uint64{}, leaves: map[[ledger.HashSize]byte]uint64{}, tiles: map[tileID]overlayTile{}}
 	o.cond = sync.NewCond(&o.mu)
 	return o
 }
 
 // add records a durable frame for b, waiting first while too many frames
 // wait for the indexer. It copies what it keeps.
-func (o *overlay) add(b Batch, pos, end int64, locs []entryLocation) {
+func (o *overlay) add(b ledger.Batch, pos, end int64, locs []entryLocation) {
 	f := &pendingFrame{
-		batch: Batch{Start: b.Start, LeafHashes: slices.Clone(b.LeafHashes)},
+		batch: ledger.Batch{Start: b.Start, LeafHashes: slices.Clone(b.LeafHashes)},
 		locs:  make([]entryLocation, len(locs)),
 		pos:   pos, end: end,
 	}
@@ -71,7 +79,7 @@ func (o *overlay) add(b Batch, pos, end int64, locs []entryLocation) {
 		}
 	}
 	for _, t := range b.Tiles {
-		f.batch.Tiles = append(f.batch.Tiles, Tile{Level: t.Level, Index: t.Index, Hashes: bytes.Clone(t.Hashes)})
+		f.batch.Tiles = append(f.batch.Tiles, ledger.Tile{Level: t.Level, Index: t.Index, Hashes: bytes.Clone(t.Hashes)})
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -129,7 +137,7 @@ func (o *overlay) indexed(f *pendingFrame, tilesWritten bool) {
 	for id, v := range o.tiles {
 		// Versions of this frame or earlier ones that badger now holds:
 		// full ones always, partial ones after a flush.
-		if v.start <= f.batch.Start && (tilesWritten || len(v.hashes) == TileWidth*HashSize) {
+		if v.start <= f.batch.Start && (tilesWritten || len(v.hashes) == ledger.TileWidth*ledger.HashSize) {
 			delete(o.tiles, id)
 		}
 	}
@@ -137,13 +145,13 @@ func (o *overlay) indexed(f *pendingFrame, tilesWritten bool) {
 }
 
 // partialTiles returns the partial tile versions the overlay holds.
-func (o *overlay) partialTiles() []Tile {
+func (o *overlay) partialTiles() []ledger.Tile {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	var ts []Tile
+	var ts []ledger.Tile
 	for id, v := range o.tiles {
-		if len(v.hashes) < TileWidth*HashSize {
-			ts = append(ts, Tile{Level: id.level, Index: id.index, Hashes: v.hashes})
+		if len(v.hashes) < ledger.TileWidth*ledger.HashSize {
+			ts = append(ts, ledger.Tile{Level: id.level, Index: id.index, Hashes: v.hashes})
 		}
 	}
 	return ts
@@ -182,7 +190,7 @@ func (o *overlay) durableSize() uint64 {
 	return o.size
 }
 
-func (o *overlay) leafIndex(h [HashSize]byte) (uint64, bool) {
+func (o *overlay) leafIndex(h [ledger.HashSize]byte) (uint64, bool) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	i, ok := o.leaves[h]

@@ -1,4 +1,4 @@
-package ledger_test
+package badger_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // treeState records every path under dir with its mode, size and bytes.
@@ -233,7 +234,7 @@ func TestBadgerReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Commit(t.Context(), testBatch(100, 100))
-	if !errors.Is(err, ledger.ErrNoSpace) || !strings.Contains(err.Error(), "nothing was written") {
+	if !errors.Is(err, badger.ErrNoSpace) || !strings.Contains(err.Error(), "nothing was written") {
 		t.Fatalf("Commit under the reserve = %v; want ErrNoSpace", err)
 	}
 	// Checkpoints still go through: the reserve is kept for them.

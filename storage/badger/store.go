@@ -1,4 +1,4 @@
-package ledger
+package badger
 
 import (
 	"context"
@@ -16,11 +16,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
-// BadgerStore is a Store in one directory: a frame log (framelog.go) in
+// Store is a Store in one directory: a frame log (framelog.go) in
 // frames/ that makes each batch durable with one write and one fdatasync,
 // a badger database in index/ that indexes the frames, and the checkpoint
 // file (cpfile.go) with the latest signed checkpoint. The directory is
@@ -53,15 +55,15 @@ import (
 // all at once when its frame is added there. The tree size and the log
 // position are written in the last transaction that indexes a frame. Badger's own log replays as a prefix of its
 // transactions after a crash; AddCheckpoint syncs badger, and
-// OpenBadger re-indexes every frame after the last one badger kept. (A
+// Open re-indexes every frame after the last one badger kept. (A
 // badger Sequence would not do for the size: it leases numbers ahead and
 // leaves gaps after a crash, while a log's indices must be dense.)
-type BadgerStore struct {
+type Store struct {
 	dir     string
 	lock    *os.File // holds the directory's flock until Close
-	db      *badger.DB
+	db      *badgerdb.DB
 	log     *frameLog
-	reserve uint64 // BadgerOptions.ReserveBytes
+	reserve uint64 // Options.ReserveBytes
 	logger  *slog.Logger
 
 	// ov holds the durable frames the indexer has not yet written to
@@ -85,7 +87,7 @@ type BadgerStore struct {
 	closeErr  error
 }
 
-var _ Store = (*BadgerStore)(nil)
+var _ ledger.Store = (*Store)(nil)
 
 const (
 	prefixFrame      = 'f'
@@ -107,7 +109,7 @@ func frameKey(start uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{prefixFrame}, start)
 }
 
-func leafHashKey(h [HashSize]byte, index uint64) []byte {
+func leafHashKey(h [ledger.HashSize]byte, index uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte{prefixLeafHash}, h[:]...), index)
 }
 
@@ -123,7 +125,7 @@ func checkpointKey(size uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{prefixCheckpoint}, size)
 }
 
-// BadgerOptions configures OpenBadger. The zero value is a profile for a
+// Options configures Open. The zero value is a profile for a
 // small machine: a ledger process of 2 cores that should stay under
 // 256 MiB of RSS. Badger's own defaults assume a large server (64 MiB
 // memtables, five of them, a 256 MiB block cache, 4 compactors).
@@ -136,8 +138,8 @@ func checkpointKey(size uint64) []byte {
 // and compaction, takes a buffer of about twice the table's size, of
 // which it keeps up to 8 for reuse: hence small memtables and tables. The
 // Go heap also grows to twice what is live unless the process sets a
-// memory limit (GOMEMLIMIT); OpenBadger warns when none is set.
-type BadgerOptions struct {
+// memory limit (GOMEMLIMIT); Open warns when none is set.
+type Options struct {
 	// MemTableSize is the size of one memtable, and of a table flushed to
 	// level 0. Optional, default 4 MiB. Each memtable costs about 1.3
 	// times this in heap plus its write-ahead file, and each flush
@@ -184,12 +186,12 @@ type BadgerOptions struct {
 
 	// Tune, if set, is called last with the badger options this store
 	// would use and may change any of them, at the caller's risk.
-	// Optional. OpenBadger refuses InMemory rather than silently undo
+	// Optional. Open refuses InMemory rather than silently undo
 	// the durability of checkpoints.
-	Tune func(*badger.Options)
+	Tune func(*badgerdb.Options)
 }
 
-// Defaults of BadgerOptions, documented on its fields.
+// Defaults of Options, documented on its fields.
 const (
 	defaultMemTableSize   = 4 << 20
 	defaultNumMemtables   = 2
@@ -206,7 +208,7 @@ const (
 
 // withDefaults returns o with every unset field set to its default, or an
 // error naming the first field out of range.
-func (o BadgerOptions) withDefaults() (BadgerOptions, error) {
+func (o Options) withDefaults() (Options, error) {
 	setDefault(&o.MemTableSize, defaultMemTableSize)
 	setDefault(&o.NumMemtables, defaultNumMemtables)
 	setDefault(&o.BlockCacheSize, defaultBlockCacheSize)
@@ -218,17 +220,17 @@ func (o BadgerOptions) withDefaults() (BadgerOptions, error) {
 	}
 	switch {
 	case o.MemTableSize < 0:
-		return o, fmt.Errorf("ledger: BadgerOptions.MemTableSize %d is negative", o.MemTableSize)
+		return o, fmt.Errorf("ledger: badger.Options.MemTableSize %d is negative", o.MemTableSize)
 	case o.NumMemtables < 0:
-		return o, fmt.Errorf("ledger: BadgerOptions.NumMemtables %d is negative", o.NumMemtables)
+		return o, fmt.Errorf("ledger: badger.Options.NumMemtables %d is negative", o.NumMemtables)
 	case o.BlockCacheSize < 0:
-		return o, fmt.Errorf("ledger: BadgerOptions.BlockCacheSize %d is negative", o.BlockCacheSize)
+		return o, fmt.Errorf("ledger: badger.Options.BlockCacheSize %d is negative", o.BlockCacheSize)
 	case o.NumCompactors < 2:
-		return o, fmt.Errorf("ledger: BadgerOptions.NumCompactors %d: badger needs at least 2", o.NumCompactors)
+		return o, fmt.Errorf("ledger: badger.Options.NumCompactors %d: badger needs at least 2", o.NumCompactors)
 	case o.SegmentSize < 1<<20:
-		return o, fmt.Errorf("ledger: BadgerOptions.SegmentSize %d is below 1 MiB", o.SegmentSize)
+		return o, fmt.Errorf("ledger: badger.Options.SegmentSize %d is below 1 MiB", o.SegmentSize)
 	case o.ReserveBytes < 0:
-		return o, fmt.Errorf("ledger: BadgerOptions.ReserveBytes %d is negative", o.ReserveBytes)
+		return o, fmt.Errorf("ledger: badger.Options.ReserveBytes %d is negative", o.ReserveBytes)
 	}
 	return o, nil
 }
@@ -242,8 +244,8 @@ func setDefault[T comparable](field *T, def T) {
 
 // badgerOptions returns the badger options for the index in dir; o has
 // its defaults set.
-func (o BadgerOptions) badgerOptions(dir string) (badger.Options, error) {
-	bo := badger.DefaultOptions(dir).
+func (o Options) badgerOptions(dir string) (badgerdb.Options, error) {
+	bo := badgerdb.DefaultOptions(dir).
 		WithLogger(badgerLogger{o.Logger.With(slog.String("component", "badger"))}).
 		// The frame log makes commits durable; AddCheckpoint syncs badger
 		// with DB.Sync, which, unlike SyncWrites, returns a failed sync.
@@ -276,7 +278,7 @@ func (o BadgerOptions) badgerOptions(dir string) (badger.Options, error) {
 	}
 	switch {
 	case bo.InMemory:
-		return bo, errors.New("ledger: BadgerOptions.Tune turned InMemory on: a Store must be durable")
+		return bo, errors.New("ledger: badger.Options.Tune turned InMemory on: a Store must be durable")
 	case bo.Compression != options.None && bo.BlockCacheSize <= 0:
 		// Badger panics on this one; an error is kinder.
 		return bo, errors.New("ledger: badger needs a BlockCacheSize when compression is on")
@@ -287,21 +289,25 @@ func (o BadgerOptions) badgerOptions(dir string) (badger.Options, error) {
 // warnNoMemoryLimit warns once a process, not once a store.
 var warnNoMemoryLimit sync.Once
 
-// Subdirectories of a BadgerStore's directory.
+// Subdirectories of a Store's directory.
 const (
 	framesDir = "frames"
 	indexDir  = "index"
 )
 
-// errStoreLocked: another BadgerStore, in this process or another, has the
+// errEmptyCheckpoint refuses an empty signed checkpoint: State reports "no
+// checkpoint" as nil, so an empty one could not be told apart from none.
+var errEmptyCheckpoint = errors.New("ledger: empty signed checkpoint")
+
+// errStoreLocked: another Store, in this process or another, has the
 // directory open.
 var errStoreLocked = errors.New("ledger: the store is open in another process (or twice in this one); its directory is locked")
 
-// OpenBadger opens, or creates, the store in dir.
+// Open opens, or creates, the store in dir.
 //
 // It first locks dir (flock, exclusive): a store open twice would have two
 // writers of one frame log, so while another process holds the lock
-// OpenBadger refuses, having opened, created, renamed and removed nothing
+// Open refuses, having opened, created, renamed and removed nothing
 // in dir. The lock lasts until Close, or until the process ends.
 //
 // It then indexes the frames that badger lost in a crash (those after the
@@ -312,7 +318,7 @@ var errStoreLocked = errors.New("ledger: the store is open in another process (o
 // frameLog.endAt), or that holds fewer entries than the latest signed
 // checkpoint, which the checkpoint file beside the frames keeps (cpfile.go)
 // even when the index is lost.
-func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerStore, error) {
+func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -332,8 +338,8 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 	if err != nil {
 		return nil, err
 	}
-	s := &BadgerStore{dir: dir, lock: lock, reserve: uint64(opts.ReserveBytes), logger: opts.Logger, indexerDone: make(chan struct{})}
-	fail := func(err error) (*BadgerStore, error) {
+	s := &Store{dir: dir, lock: lock, reserve: uint64(opts.ReserveBytes), logger: opts.Logger, indexerDone: make(chan struct{})}
+	fail := func(err error) (*Store, error) {
 		if s.db != nil {
 			s.db.Close()
 		}
@@ -355,7 +361,7 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 	}); err != nil {
 		return fail(err)
 	}
-	if s.db, err = badger.Open(bo); err != nil {
+	if s.db, err = badgerdb.Open(bo); err != nil {
 		return fail(fmt.Errorf("ledger: opening badger index in %s: %w", dir, err))
 	}
 	if err := ownerOnly(filepath.Join(dir, indexDir)); err != nil {
@@ -390,7 +396,7 @@ func OpenBadger(ctx context.Context, dir string, opts BadgerOptions) (*BadgerSto
 // offers no option.
 //
 // Badger may remove files while this walks the index: when a store is
-// reopened after a crash, badger.Open hands the memtables it replayed from
+// reopened after a crash, badgerdb.Open hands the memtables it replayed from
 // their .mem files to a background flush, which writes them to a table
 // and deletes the .mem files. A file that is gone has no mode to fix, so
 // one that vanishes between the listing and its lstat or chmod is passed
@@ -432,10 +438,10 @@ func ownerOnly(dir string) error {
 // latest signed checkpoint's two copies (badger's and the checkpoint
 // file's) to the later of the two, makes the result durable, and returns
 // the number of entries.
-func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
+func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	var size, end, tilesEnd, cpSize uint64
 	var hasCP bool
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
 		if size, _, err = getUint64(txn, keySize); err != nil {
 			return err
@@ -455,7 +461,7 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 		return 0, fmt.Errorf("ledger: reading the index: %w", err)
 	}
 	if tilesEnd > end {
-		return 0, fmt.Errorf("%w: the index holds tiles up to log position %d but frames only up to %d", errCorrupt, tilesEnd, end)
+		return 0, fmt.Errorf("%w: the index holds tiles up to log position %d but frames only up to %d", ledger.ErrCorrupt, tilesEnd, end)
 	}
 	fileSize, fileCP, err := readCheckpointFile(s.dir)
 	if err != nil {
@@ -473,11 +479,11 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 	dropped, err := s.log.recover(int64(tilesEnd), size, ack, func(pos int64, payload []byte) (uint64, error) {
 		b, locs, err := decodeFrame(payload)
 		if err != nil {
-			return 0, fmt.Errorf("%w: frame at log position %d: %w", errCorrupt, pos, err)
+			return 0, fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
 		}
 		frameEnd := pos + frameHeaderSize + int64(len(payload))
 		if known && b.Start != next {
-			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, not %d", errCorrupt, pos, b.Start, next)
+			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, not %d", ledger.ErrCorrupt, pos, b.Start, next)
 		}
 		known, next, complete = true, b.Start+uint64(len(b.Entries)), uint64(frameEnd)
 		if uint64(frameEnd) <= end {
@@ -485,7 +491,7 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 			return next, s.indexTiles(b.Tiles, frameEnd)
 		}
 		if b.Start != size {
-			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, the index holds %d entries", errCorrupt, pos, b.Start, size)
+			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, the index holds %d entries", ledger.ErrCorrupt, pos, b.Start, size)
 		}
 		for i := range locs {
 			locs[i].pos += pos
@@ -502,7 +508,7 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 	}
 	if size < signed {
 		return 0, fmt.Errorf("%w: the frame log holds %d entries, but a checkpoint for a tree of %d was signed: "+
-			"acknowledged entries are missing, and serving on would give their indices to other entries", errCorrupt, size, signed)
+			"acknowledged entries are missing, and serving on would give their indices to other entries", ledger.ErrCorrupt, size, signed)
 	}
 	// From here on, tiles not yet flushed are replayed from this point:
 	// record it even for a new store, whose index has no tiles mark yet.
@@ -513,7 +519,7 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 	switch {
 	case fileCP != nil && (!hasCP || fileSize > cpSize):
 		// The index lost it (rebuilt, or its last sync lost).
-		err = s.db.Update(func(txn *badger.Txn) error {
+		err = s.db.Update(func(txn *badgerdb.Txn) error {
 			if err := txn.Set(checkpointKey(fileSize), fileCP); err != nil {
 				return err
 			}
@@ -525,17 +531,17 @@ func (s *BadgerStore) recover(ctx context.Context, log *slog.Logger) (uint64, er
 		// signature lines were added to it (AddCheckpoint writes the file
 		// first).
 		var cp []byte
-		if err = s.db.View(func(txn *badger.Txn) error {
+		if err = s.db.View(func(txn *badgerdb.Txn) error {
 			cp, err = getValue(txn, checkpointKey(cpSize))
 			return err
-		}); err == nil && extendsLatest(cpSize, cpSize, cp, fileCP) {
-			err = s.db.Update(func(txn *badger.Txn) error { return txn.Set(checkpointKey(fileSize), fileCP) })
+		}); err == nil && ledger.AddsSignatures(cp, fileCP) {
+			err = s.db.Update(func(txn *badgerdb.Txn) error { return txn.Set(checkpointKey(fileSize), fileCP) })
 			restored = true
 		}
 	case hasCP && (fileCP == nil || cpSize > fileSize):
 		// A store from before the checkpoint file.
 		var cp []byte
-		if err = s.db.View(func(txn *badger.Txn) error {
+		if err = s.db.View(func(txn *badgerdb.Txn) error {
 			cp, err = getValue(txn, checkpointKey(cpSize))
 			return err
 		}); err == nil {
@@ -576,7 +582,7 @@ const tileFlushInterval = 250 * time.Millisecond
 // frame's full tiles with its index, and the partial tiles every
 // tileFlushInterval and when it stops; recovery replays the tiles of the
 // frames after the last flush.
-func (s *BadgerStore) runIndexer() {
+func (s *Store) runIndexer() {
 	defer close(s.indexerDone)
 	lastFlush := time.Now()
 	var pendingTilesEnd int64 = -1 // log end of the last frame indexed since a flush
@@ -618,10 +624,10 @@ func (s *BadgerStore) runIndexer() {
 }
 
 // fullTiles returns the tiles of ts that are full.
-func fullTiles(ts []Tile) []Tile {
-	var full []Tile
+func fullTiles(ts []ledger.Tile) []ledger.Tile {
+	var full []ledger.Tile
 	for _, t := range ts {
-		if len(t.Hashes) == TileWidth*HashSize {
+		if len(t.Hashes) == ledger.TileWidth*ledger.HashSize {
 			full = append(full, t)
 		}
 	}
@@ -630,7 +636,7 @@ func fullTiles(ts []Tile) []Tile {
 
 // indexTiles writes tiles to badger and records that the tiles of the
 // frames up to log position end are there.
-func (s *BadgerStore) indexTiles(tiles []Tile, end int64) error {
+func (s *Store) indexTiles(tiles []ledger.Tile, end int64) error {
 	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
 	for _, t := range tiles {
@@ -648,7 +654,7 @@ func (s *BadgerStore) indexTiles(tiles []Tile, end int64) error {
 
 // Close closes the index and the frame log. Calling it again returns the
 // first call's result.
-func (s *BadgerStore) Close() error {
+func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
 		if s.ov != nil {
@@ -674,22 +680,22 @@ func (s *BadgerStore) Close() error {
 }
 
 // State implements Store.
-func (s *BadgerStore) State(ctx context.Context) (State, error) {
-	var st State
-	err := s.db.View(func(txn *badger.Txn) error {
+func (s *Store) State(ctx context.Context) (ledger.State, error) {
+	var st ledger.State
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		size, ok, err := getUint64(txn, keyLatestCheckpoint)
 		if err != nil || !ok {
 			return err
 		}
 		st.CheckpointSize = size
 		st.Checkpoint, err = getValue(txn, checkpointKey(size))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, badgerdb.ErrKeyNotFound) {
 			return fmt.Errorf("ledger: latest checkpoint for size %d is missing from the store", size)
 		}
 		return err
 	})
 	if err != nil {
-		return State{}, fmt.Errorf("ledger: reading state: %w", err)
+		return ledger.State{}, fmt.Errorf("ledger: reading state: %w", err)
 	}
 	// After the checkpoint: the size only grows, so it covers it.
 	st.Size = s.ov.durableSize()
@@ -698,36 +704,36 @@ func (s *BadgerStore) State(ctx context.Context) (State, error) {
 
 // freeAbove reports whether more than the reserve and extra bytes are
 // free.
-func (s *BadgerStore) freeAbove(extra uint64) bool {
+func (s *Store) freeAbove(extra uint64) bool {
 	free, err := freeBytes(s.dir)
 	return err == nil && free >= s.reserve+extra
 }
 
-// ErrNoSpace: a BadgerStore refused a write because its file system has
-// less free space than BadgerOptions.ReserveBytes.
+// ErrNoSpace: a Store refused a write because its file system has
+// less free space than Options.ReserveBytes.
 var ErrNoSpace = errors.New("ledger: too little free space")
 
 // checkReserve refuses a write while less than the reserve is free.
 // Checkpoints are not refused: the reserve is there for the index and
 // for them.
-func (s *BadgerStore) checkReserve(what string) error {
+func (s *Store) checkReserve(what string) error {
 	free, err := freeBytes(s.dir)
 	if err != nil {
 		return fmt.Errorf("ledger: %s: measuring free space: %w", what, err)
 	}
 	if free < s.reserve {
-		return fmt.Errorf("%w: %s: %d bytes are free on the store's file system, under the %d it keeps in reserve (BadgerOptions.ReserveBytes); nothing was written",
+		return fmt.Errorf("%w: %s: %d bytes are free on the store's file system, under the %d it keeps in reserve (badger.Options.ReserveBytes); nothing was written",
 			ErrNoSpace, what, free, s.reserve)
 	}
 	return nil
 }
 
-// errStoreBroken wraps the failure after which a BadgerStore refuses
+// errStoreBroken wraps the failure after which a Store refuses
 // writes.
 var errStoreBroken = errors.New("ledger: the store stopped after a failed write; reopen it")
 
 // Commit implements Store: one frame, written and synced, then indexed.
-func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
+func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	if err := b.Check(); err != nil {
 		return err
 	}
@@ -740,7 +746,7 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 		return fmt.Errorf("%w: %w", errStoreBroken, s.broken)
 	}
 	if size := s.ov.durableSize(); b.Start != size {
-		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, size, ErrConflict)
+		return fmt.Errorf("ledger: batch at %d: stored size is %d: %w", b.Start, size, ledger.ErrConflict)
 	}
 	if err := s.checkReserve(fmt.Sprintf("batch at %d", b.Start)); err != nil {
 		return err
@@ -768,24 +774,24 @@ func (s *BadgerStore) Commit(ctx context.Context, b Batch) error {
 }
 
 // checkKeysUnused refuses a batch with an idempotency key already stored.
-func (s *BadgerStore) checkKeysUnused(b Batch) error {
+func (s *Store) checkKeysUnused(b ledger.Batch) error {
 	if len(b.Keys) == 0 {
 		return nil // most batches: no read transaction on the commit path
 	}
 	for _, k := range b.Keys {
 		if _, ok := s.ov.keyIndex(k); ok && len(k) > 0 {
-			return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ErrConflict)
+			return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
 		}
 	}
-	return s.db.View(func(txn *badger.Txn) error {
+	return s.db.View(func(txn *badgerdb.Txn) error {
 		for _, k := range b.Keys {
 			if len(k) == 0 {
 				continue
 			}
 			switch _, err := txn.Get(idempotencyKey(k)); {
 			case err == nil:
-				return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ErrConflict)
-			case !errors.Is(err, badger.ErrKeyNotFound):
+				return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
+			case !errors.Is(err, badgerdb.ErrKeyNotFound):
 				return fmt.Errorf("ledger: batch at %d: looking up idempotency keys: %w", b.Start, err)
 			}
 		}
@@ -800,7 +806,7 @@ func (s *BadgerStore) checkKeysUnused(b Batch) error {
 // too large for one badger transaction is written in several: the last
 // one sets the size and the log position. Re-indexing a frame after a
 // crash writes the same keys and values.
-func (s *BadgerStore) index(b Batch, locs []entryLocation, end int64, tiles []Tile, tilesDone bool) error {
+func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []ledger.Tile, tilesDone bool) error {
 	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
 	w.set(frameKey(b.Start), appendFrameIndex(nil, locs))
@@ -832,8 +838,8 @@ func (s *BadgerStore) index(b Batch, locs []entryLocation, end int64, tiles []Ti
 // indexWriter sets keys in a transaction, committing it and starting
 // another when it is full.
 type indexWriter struct {
-	db  *badger.DB
-	txn *badger.Txn
+	db  *badgerdb.DB
+	txn *badgerdb.Txn
 	err error
 }
 
@@ -842,7 +848,7 @@ func (w *indexWriter) set(key, value []byte) {
 		return
 	}
 	err := w.txn.Set(key, value)
-	if errors.Is(err, badger.ErrTxnTooBig) {
+	if errors.Is(err, badgerdb.ErrTxnTooBig) {
 		if err = w.txn.Commit(); err != nil {
 			w.err = err
 			return
@@ -854,9 +860,9 @@ func (w *indexWriter) set(key, value []byte) {
 }
 
 // Entry implements Store.
-func (s *BadgerStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
+func (s *Store) Entry(ctx context.Context, index uint64) ([]byte, error) {
 	if index >= s.ov.durableSize() {
-		return nil, fmt.Errorf("ledger: entry %d: %w", index, ErrNotFound)
+		return nil, fmt.Errorf("ledger: entry %d: %w", index, ledger.ErrNotFound)
 	}
 	loc, err := s.location(index)
 	if err != nil {
@@ -892,7 +898,7 @@ func (r *entryReader) read(log *frameLog, index uint64, loc entryLocation) ([]by
 	}
 	e := r.window[loc.pos-r.pos : loc.pos-r.pos+n]
 	if crc32.Checksum(e, castagnoli) != loc.crc {
-		return nil, fmt.Errorf("%w: entry %d fails its checksum at log position %d", errCorrupt, index, loc.pos)
+		return nil, fmt.Errorf("%w: entry %d fails its checksum at log position %d", ledger.ErrCorrupt, index, loc.pos)
 	}
 	return e, nil
 }
@@ -900,10 +906,10 @@ func (r *entryReader) read(log *frameLog, index uint64, loc entryLocation) ([]by
 // ReadEntries implements Store: the indexed entries with one iterator over
 // their locations in one read transaction, then those still in the
 // overlay, from the frames pending when it started.
-func (s *BadgerStore) ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error {
+func (s *Store) ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error {
 	size, pending := s.ov.snapshot()
 	if start > end || end > size {
-		return fmt.Errorf("ledger: entries [%d, %d) of %d: %w", start, end, size, ErrNotFound)
+		return fmt.Errorf("ledger: entries [%d, %d) of %d: %w", start, end, size, ledger.ErrNotFound)
 	}
 	indexed := size // entries below this are in badger
 	if len(pending) > 0 {
@@ -938,23 +944,23 @@ func (s *BadgerStore) ReadEntries(ctx context.Context, start, end uint64, fn fun
 
 // readIndexed reads entries [start, end), all indexed in badger, frame by
 // frame.
-func (s *BadgerStore) readIndexed(ctx context.Context, r *entryReader, start, end uint64, fn func(index uint64, entry []byte) error) error {
-	return s.db.View(func(txn *badger.Txn) error {
+func (s *Store) readIndexed(ctx context.Context, r *entryReader, start, end uint64, fn func(index uint64, entry []byte) error) error {
+	return s.db.View(func(txn *badgerdb.Txn) error {
 		first, _, err := frameOf(txn, start)
 		if err != nil {
 			return fmt.Errorf("ledger: reading entry %d: %w", start, err)
 		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixFrame}, PrefetchValues: true, PrefetchSize: 16})
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte{prefixFrame}, PrefetchValues: true, PrefetchSize: 16})
 		defer it.Close()
 		index := start
 		for it.Seek(frameKey(first)); index < end; it.Next() {
 			if !it.Valid() {
-				return fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
+				return fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
 			}
 			key := it.Item().Key()
 			frameStart := binary.BigEndian.Uint64(key[1:])
 			if len(key) != 9 || frameStart > index {
-				return fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
+				return fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
 			}
 			var locs []entryLocation
 			if err := it.Item().Value(func(v []byte) error {
@@ -965,7 +971,7 @@ func (s *BadgerStore) readIndexed(ctx context.Context, r *entryReader, start, en
 				return fmt.Errorf("ledger: reading entry %d: %w", index, err)
 			}
 			if index >= frameStart+uint64(len(locs)) {
-				return fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
+				return fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
 			}
 			for ; index < end && index < frameStart+uint64(len(locs)); index++ {
 				if err := ctx.Err(); err != nil {
@@ -986,13 +992,13 @@ func (s *BadgerStore) readIndexed(ctx context.Context, r *entryReader, start, en
 
 // frameOf returns the index entry of the frame holding entry index: its
 // first index and its entries' locations.
-func frameOf(txn *badger.Txn, index uint64) (uint64, []entryLocation, error) {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixFrame}, Reverse: true})
+func frameOf(txn *badgerdb.Txn, index uint64) (uint64, []entryLocation, error) {
+	it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte{prefixFrame}, Reverse: true})
 	defer it.Close()
 	// In reverse, Seek finds the last key at or before frameKey(index).
 	it.Seek(frameKey(index))
 	if !it.Valid() || len(it.Item().Key()) != 9 {
-		return 0, nil, fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
+		return 0, nil, fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
 	}
 	start := binary.BigEndian.Uint64(it.Item().Key()[1:])
 	var locs []entryLocation
@@ -1005,7 +1011,7 @@ func frameOf(txn *badger.Txn, index uint64) (uint64, []entryLocation, error) {
 		return 0, nil, err
 	}
 	if index >= start+uint64(len(locs)) {
-		return 0, nil, fmt.Errorf("%w: entry %d is missing from the index", errCorrupt, index)
+		return 0, nil, fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
 	}
 	return start, locs, nil
 }
@@ -1013,16 +1019,16 @@ func frameOf(txn *badger.Txn, index uint64) (uint64, []entryLocation, error) {
 // IndexOf implements Store: the overlay first (a frame leaves it only once
 // badger has it), then one seek in badger, whose keys of a leaf hash sort
 // by index; the lower of the two.
-func (s *BadgerStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uint64, error) {
+func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (uint64, error) {
 	index, found := s.ov.leafIndex(leafHash)
-	err := s.db.View(func(txn *badger.Txn) error {
-		prefix := leafHashKey(leafHash, 0)[:1+HashSize]
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	err := s.db.View(func(txn *badgerdb.Txn) error {
+		prefix := leafHashKey(leafHash, 0)[:1+ledger.HashSize]
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		if it.Seek(prefix); it.Valid() {
 			key := it.Item().Key()
 			if len(key) != len(prefix)+8 {
-				return fmt.Errorf("%w: a leaf-hash key of %d bytes", errCorrupt, len(key))
+				return fmt.Errorf("%w: a leaf-hash key of %d bytes", ledger.ErrCorrupt, len(key))
 			}
 			if i := binary.BigEndian.Uint64(key[len(prefix):]); !found || i < index {
 				index, found = i, true
@@ -1034,22 +1040,22 @@ func (s *BadgerStore) IndexOf(ctx context.Context, leafHash [HashSize]byte) (uin
 	case err != nil:
 		return 0, fmt.Errorf("ledger: looking up leaf hash %x: %w", leafHash, err)
 	case !found:
-		return 0, fmt.Errorf("ledger: leaf hash %x: %w", leafHash, ErrNotFound)
+		return 0, fmt.Errorf("ledger: leaf hash %x: %w", leafHash, ledger.ErrNotFound)
 	}
 	return index, nil
 }
 
 // IndexOfKey implements Store: the overlay first, then badger.
-func (s *BadgerStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
+func (s *Store) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 	if len(key) == 0 {
-		return 0, fmt.Errorf("ledger: idempotency key: %w", ErrNotFound)
+		return 0, fmt.Errorf("ledger: idempotency key: %w", ledger.ErrNotFound)
 	}
 	if index, ok := s.ov.keyIndex(key); ok {
 		return index, nil
 	}
 	var index uint64
 	var found bool
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
 		index, found, err = getUint64(txn, idempotencyKey(key))
 		return err
@@ -1058,26 +1064,26 @@ func (s *BadgerStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error
 	case err != nil:
 		return 0, fmt.Errorf("ledger: looking up an idempotency key: %w", err)
 	case !found:
-		return 0, fmt.Errorf("ledger: idempotency key: %w", ErrNotFound)
+		return 0, fmt.Errorf("ledger: idempotency key: %w", ledger.ErrNotFound)
 	}
 	return index, nil
 }
 
 // Tile implements Store: the overlay's version if a pending frame wrote
 // one, else badger's.
-func (s *BadgerStore) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
+func (s *Store) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
 	if t, ok := s.ov.tile(level, index); ok {
 		return t, nil
 	}
 	var t []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
 		t, err = getValue(txn, tileKey(level, index))
 		return err
 	})
 	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-		return nil, fmt.Errorf("ledger: tile %d/%d: %w", level, index, ErrNotFound)
+	case errors.Is(err, badgerdb.ErrKeyNotFound):
+		return nil, fmt.Errorf("ledger: tile %d/%d: %w", level, index, ledger.ErrNotFound)
 	case err != nil:
 		return nil, fmt.Errorf("ledger: reading tile %d/%d: %w", level, index, err)
 	}
@@ -1088,7 +1094,7 @@ func (s *BadgerStore) Tile(ctx context.Context, level uint8, index uint64) ([]by
 // that no loss of the index can lose a signed checkpoint, then one badger
 // transaction, synced with DB.Sync, which also makes durable the index of
 // every batch before it.
-func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
+func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
 	if len(signed) == 0 {
 		return errEmptyCheckpoint
 	}
@@ -1101,9 +1107,9 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 	case err != nil:
 		err = fmt.Errorf("%w: %w", errStoreBroken, err)
 	case s.hasCP && size <= s.latestCP && !s.extendsLatestCP(size, signed):
-		err = fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, s.latestCP, ErrConflict)
+		err = fmt.Errorf("ledger: checkpoint for size %d: latest is for size %d: %w", size, s.latestCP, ledger.ErrConflict)
 	case size > durable:
-		err = fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, durable, ErrConflict)
+		err = fmt.Errorf("ledger: checkpoint for size %d: tree size is %d: %w", size, durable, ledger.ErrConflict)
 	}
 	s.writeMu.Unlock()
 	if err != nil {
@@ -1122,7 +1128,7 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 	}
 	s.latestCP, s.hasCP = size, true
 	s.writeMu.Lock()
-	err = s.db.Update(func(txn *badger.Txn) error {
+	err = s.db.Update(func(txn *badgerdb.Txn) error {
 		if err := txn.Set(checkpointKey(size), signed); err != nil {
 			return err
 		}
@@ -1147,30 +1153,30 @@ func (s *BadgerStore) AddCheckpoint(ctx context.Context, size uint64, signed []b
 // extendsLatestCP reports whether signed is the latest checkpoint with
 // signature lines added (see Store.AddCheckpoint). Called with writeMu
 // held.
-func (s *BadgerStore) extendsLatestCP(size uint64, signed []byte) bool {
+func (s *Store) extendsLatestCP(size uint64, signed []byte) bool {
 	if size != s.latestCP {
 		return false
 	}
 	var latest []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
 		latest, err = getValue(txn, checkpointKey(size))
 		return err
 	})
-	return err == nil && extendsLatest(size, s.latestCP, latest, signed)
+	return err == nil && ledger.AddsSignatures(latest, signed)
 }
 
 // Checkpoint implements Store.
-func (s *BadgerStore) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
+func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 	var v []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
 		v, err = getValue(txn, checkpointKey(size))
 		return err
 	})
 	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ErrNotFound)
+	case errors.Is(err, badgerdb.ErrKeyNotFound):
+		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ledger.ErrNotFound)
 	case err != nil:
 		return nil, fmt.Errorf("ledger: reading checkpoint for size %d: %w", size, err)
 	}
@@ -1178,8 +1184,8 @@ func (s *BadgerStore) Checkpoint(ctx context.Context, size uint64) ([]byte, erro
 }
 
 // getValue returns a copy of the value at key, which stays valid after txn
-// ends, or badger.ErrKeyNotFound.
-func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
+// ends, or badgerdb.ErrKeyNotFound.
+func getValue(txn *badgerdb.Txn, key []byte) ([]byte, error) {
 	item, err := txn.Get(key)
 	if err != nil {
 		return nil, err
@@ -1188,9 +1194,9 @@ func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
 }
 
 // getUint64 returns the integer at key and whether it is stored.
-func getUint64(txn *badger.Txn, key []byte) (uint64, bool, error) {
+func getUint64(txn *badgerdb.Txn, key []byte) (uint64, bool, error) {
 	item, err := txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, badgerdb.ErrKeyNotFound) {
 		return 0, false, nil
 	}
 	if err != nil {
@@ -1207,7 +1213,7 @@ func getUint64(txn *badger.Txn, key []byte) (uint64, bool, error) {
 	return n, err == nil, err
 }
 
-// badgerLogger adapts slog to badger.Logger. Badger reports routine work at
+// badgerLogger adapts slog to badgerdb.Logger. Badger reports routine work at
 // Info, which is logged at Debug so that a default logger stays quiet.
 type badgerLogger struct{ log *slog.Logger }
 

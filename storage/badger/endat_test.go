@@ -1,12 +1,15 @@
-package ledger
+package badger
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // A frame that is not whole is damage when the index records it, even
@@ -16,16 +19,16 @@ import (
 // indexed frame.)
 func TestEndAtIndexedFrameIsDamage(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenBadger(t.Context(), dir, BadgerOptions{SegmentSize: 1 << 20, Logger: discardLogger()})
+	s, err := Open(t.Context(), dir, Options{SegmentSize: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for start := uint64(0); start < 300; start += 100 {
-		b := Batch{Start: start}
+		b := ledger.Batch{Start: start}
 		for i := range uint64(100) {
 			e := []byte(strings.Repeat("x", 600) + string(rune('a'+i%26)))
 			b.Entries = append(b.Entries, e)
-			b.LeafHashes = append(b.LeafHashes, [HashSize]byte{byte(start + i)})
+			b.LeafHashes = append(b.LeafHashes, [ledger.HashSize]byte{byte(start + i)})
 		}
 		if err := s.Commit(t.Context(), b); err != nil {
 			t.Fatal(err)
@@ -78,22 +81,22 @@ func TestEndAtIndexedFrameIsDamage(t *testing.T) {
 	}
 }
 
-// The same through OpenBadger: the index records the damaged last frame,
+// The same through Open: the index records the damaged last frame,
 // and open reads that frame because the tiles mark is behind it (as after
 // a crash between the frame's index and the next tile flush). Open refuses
 // and changes nothing.
 func TestOpenRefusesDamagedIndexedFrame(t *testing.T) {
 	dir := t.TempDir()
-	opts := BadgerOptions{SegmentSize: 1 << 20, Logger: discardLogger()}
-	s, err := OpenBadger(t.Context(), dir, opts)
+	opts := Options{SegmentSize: 1 << 20, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(t.Context(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for start := uint64(0); start < 300; start += 100 {
-		b := Batch{Start: start}
+		b := ledger.Batch{Start: start}
 		for i := range uint64(100) {
 			b.Entries = append(b.Entries, []byte(strings.Repeat("y", 600)+string(rune('a'+i%26))))
-			b.LeafHashes = append(b.LeafHashes, [HashSize]byte{byte(start + i)})
+			b.LeafHashes = append(b.LeafHashes, [ledger.HashSize]byte{byte(start + i)})
 		}
 		if err := s.Commit(t.Context(), b); err != nil {
 			t.Fatal(err)
@@ -103,11 +106,11 @@ func TestOpenRefusesDamagedIndexedFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The tiles mark back at the start: open reads every frame.
-	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, indexDir)).WithLogger(nil))
+	db, err := badgerdb.Open(badgerdb.DefaultOptions(filepath.Join(dir, indexDir)).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(keyTilesEnd) }); err != nil {
+	if err := db.Update(func(txn *badgerdb.Txn) error { return txn.Delete(keyTilesEnd) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -123,7 +126,7 @@ func TestOpenRefusesDamagedIndexedFrame(t *testing.T) {
 	if err := os.WriteFile(seg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenBadger(t.Context(), dir, opts)
+	_, err = Open(t.Context(), dir, opts)
 	if err == nil || !strings.Contains(err.Error(), "the index records frames up to log position") || !strings.Contains(err.Error(), "nothing was truncated") {
 		t.Fatalf("open = %v; want damage the index records", err)
 	}

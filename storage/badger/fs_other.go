@@ -1,6 +1,6 @@
 //go:build !unix
 
-package ledger
+package badger
 
 import (
 	"fmt"
@@ -11,5 +11,5 @@ import (
 // lockDir refuses: this system has no flock, and a store that cannot be
 // locked could be opened twice, which loses acknowledged entries.
 func lockDir(dir string) (*os.File, error) {
-	return nil, fmt.Errorf("ledger: cannot lock the store directory %s: BadgerStore locks its directory with flock, which %s lacks", dir, runtime.GOOS)
+	return nil, fmt.Errorf("ledger: cannot lock the store directory %s: the badger store locks its directory with flock, which %s lacks", dir, runtime.GOOS)
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package ledger
+package badger
 
 import "os"
 

@@ -1,4 +1,4 @@
-package ledger
+package badger
 
 import (
 	"encoding/binary"
@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
-// The checkpoint file keeps the latest signed checkpoint of a BadgerStore
+// The checkpoint file keeps the latest signed checkpoint of a Store
 // beside its frame log, where rebuilding the index cannot lose it: the
 // frames hold every entry, but which tree sizes were signed is known only
 // to this file and to badger. On open the store refuses a tree smaller
@@ -82,14 +84,14 @@ func readCheckpointFile(dir string) (size uint64, signed []byte, err error) {
 		return 0, nil, fmt.Errorf("ledger: reading the checkpoint file: %w", err)
 	}
 	if info.Size() <= cpFileHeader || info.Size() > maxCheckpointFile {
-		return 0, nil, fmt.Errorf("%w: the checkpoint file %s is %d bytes", errCorrupt, path, info.Size())
+		return 0, nil, fmt.Errorf("%w: the checkpoint file %s is %d bytes", ledger.ErrCorrupt, path, info.Size())
 	}
 	b := make([]byte, info.Size())
 	if _, err := f.ReadAt(b, 0); err != nil {
 		return 0, nil, fmt.Errorf("ledger: reading the checkpoint file: %w", err)
 	}
 	if checkpointFileCRC(b) != binary.BigEndian.Uint32(b[8:]) {
-		return 0, nil, fmt.Errorf("%w: the checkpoint file %s fails its checksum", errCorrupt, path)
+		return 0, nil, fmt.Errorf("%w: the checkpoint file %s fails its checksum", ledger.ErrCorrupt, path)
 	}
 	return binary.BigEndian.Uint64(b), b[cpFileHeader:], nil
 }

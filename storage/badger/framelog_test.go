@@ -1,4 +1,4 @@
-package ledger_test
+package badger_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // The frame log is what makes a BadgerStore's commits durable; badger's
@@ -24,7 +25,7 @@ import (
 type frameStore struct {
 	t       *testing.T
 	dir     string
-	opts    ledger.BadgerOptions
+	opts    badger.Options
 	batches []ledger.Batch
 	// checkpointAt, if set, is the tree size at which commit adds a
 	// checkpoint, once the store holds that many entries.
@@ -38,11 +39,11 @@ func testCheckpoint(size uint64) []byte {
 }
 
 func newFrameStore(t *testing.T) *frameStore {
-	return &frameStore{t: t, dir: t.TempDir(), opts: ledger.BadgerOptions{SegmentSize: 1 << 20, Logger: testLogger(t)}}
+	return &frameStore{t: t, dir: t.TempDir(), opts: badger.Options{SegmentSize: 1 << 20, Logger: testLogger(t)}}
 }
 
-func (f *frameStore) open() (*ledger.BadgerStore, error) {
-	return ledger.OpenBadger(f.t.Context(), f.dir, f.opts)
+func (f *frameStore) open() (*badger.Store, error) {
+	return badger.Open(f.t.Context(), f.dir, f.opts)
 }
 
 // commit opens the store, commits n more batches and closes it.
@@ -423,7 +424,7 @@ func TestBadgerDamagedFrames(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := ledger.OpenBadger(context.Background(), dir, ledger.BadgerOptions{})
+		_, err := badger.Open(context.Background(), dir, badger.Options{})
 		if err == nil || !strings.Contains(err.Error(), "layout") {
 			t.Fatalf("OpenBadger = %v, want a refusal naming the layout", err)
 		}
@@ -435,8 +436,8 @@ func TestBadgerDamagedFrames(t *testing.T) {
 func TestBadgerPartialTilesAfterCrash(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	opts := ledger.BadgerOptions{Logger: testLogger(t)}
-	s, err := ledger.OpenBadger(ctx, dir, opts)
+	opts := badger.Options{Logger: testLogger(t)}
+	s, err := badger.Open(ctx, dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func TestBadgerPartialTilesAfterCrash(t *testing.T) {
 	// The files as a crash would leave them, the store still open.
 	crashed := filepath.Join(t.TempDir(), "store")
 	copyDir(t, dir, crashed)
-	c, err := ledger.OpenBadger(ctx, crashed, opts)
+	c, err := badger.Open(ctx, crashed, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
 //go:build !(linux || darwin)
 
-package ledger
+package badger
 
 import "math"
 
 // freeBytes is not measured on this system: the reserve
-// (BadgerOptions.ReserveBytes) is not enforced here.
+// (badger.Options.ReserveBytes) is not enforced here.
 func freeBytes(string) (uint64, error) { return math.MaxUint64, nil }

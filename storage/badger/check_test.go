@@ -1,4 +1,4 @@
-package ledger_test
+package badger_test
 
 import (
 	"bytes"

@@ -1,11 +1,13 @@
-package ledger
+package badger
 
 import (
 	"context"
 	"crypto/sha256"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // Check reads the whole store and returns an error wrapping errCorrupt at
@@ -27,9 +29,9 @@ import (
 // Check reads the frames durable when it starts; it does not hold back
 // commits. Whether the entries are signed and the tiles are the tree of
 // the entries is the ledger's to check (ledger.Check).
-func (s *BadgerStore) Check(ctx context.Context) error {
+func (s *Store) Check(ctx context.Context) error {
 	if err := s.verifyTables(); err != nil {
-		return fmt.Errorf("%w: the index: %w", errCorrupt, err)
+		return fmt.Errorf("%w: the index: %w", ledger.ErrCorrupt, err)
 	}
 	size := s.ov.durableSize()
 	s.log.mu.RLock()
@@ -54,14 +56,14 @@ func (s *BadgerStore) Check(ctx context.Context) error {
 			}
 			if !whole {
 				return fmt.Errorf("%w: no whole frame at log position %d (segment %s, offset %d), where the frame for entry %d begins",
-					errCorrupt, pos, segmentName(seg.first), off, next)
+					ledger.ErrCorrupt, pos, segmentName(seg.first), off, next)
 			}
 			b, locs, err := decodeFrame(payload)
 			if err != nil {
-				return fmt.Errorf("%w: frame at log position %d: %w", errCorrupt, pos, err)
+				return fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
 			}
 			if b.Start != next {
-				return fmt.Errorf("%w: frame at log position %d starts at entry %d, not %d", errCorrupt, pos, b.Start, next)
+				return fmt.Errorf("%w: frame at log position %d starts at entry %d, not %d", ledger.ErrCorrupt, pos, b.Start, next)
 			}
 			for i := range locs {
 				locs[i].pos += pos
@@ -77,16 +79,16 @@ func (s *BadgerStore) Check(ctx context.Context) error {
 		}
 	}
 	if next != size {
-		return fmt.Errorf("%w: the frames hold %d entries, the store %d", errCorrupt, next, size)
+		return fmt.Errorf("%w: the frames hold %d entries, the store %d", ledger.ErrCorrupt, next, size)
 	}
 	for id, v := range tiles {
 		stored, err := s.Tile(ctx, id.level, id.index)
 		if err != nil {
-			return fmt.Errorf("%w: tile %d/%d, written by the frame at log position %d: %w", errCorrupt, id.level, id.index, v.pos, err)
+			return fmt.Errorf("%w: tile %d/%d, written by the frame at log position %d: %w", ledger.ErrCorrupt, id.level, id.index, v.pos, err)
 		}
 		if sha256.Sum256(stored) != v.sum {
 			return fmt.Errorf("%w: tile %d/%d: the stored tile is not the version the frame at log position %d wrote, the last to write it",
-				errCorrupt, id.level, id.index, v.pos)
+				ledger.ErrCorrupt, id.level, id.index, v.pos)
 		}
 	}
 	return nil
@@ -100,7 +102,7 @@ type tileVersion struct {
 // verifyTables checks every badger table's block checksums. Badger
 // v4.9.6's DB.VerifyChecksum dereferences a nil block when a block fails
 // its checksum under OnBlockRead; that panic is the finding.
-func (s *BadgerStore) verifyTables() (err error) {
+func (s *Store) verifyTables() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("a table block fails its checksum (badger panicked reporting it: %v)", r)
@@ -111,14 +113,14 @@ func (s *BadgerStore) verifyTables() (err error) {
 
 // checkFrame checks what the index and the tiles say of the frame at pos
 // against the frame: its batch b, with its entries' locations.
-func (s *BadgerStore) checkFrame(ctx context.Context, pos int64, b Batch, locs []entryLocation) error {
+func (s *Store) checkFrame(ctx context.Context, pos int64, b ledger.Batch, locs []entryLocation) error {
 	for i, e := range b.Entries {
 		index := b.Start + uint64(i)
 		if leaf := sha256.Sum256(append([]byte{0}, e...)); leaf != b.LeafHashes[i] {
-			return fmt.Errorf("%w: frame at log position %d: entry %d's leaf hash is not the hash of its bytes", errCorrupt, pos, index)
+			return fmt.Errorf("%w: frame at log position %d: entry %d's leaf hash is not the hash of its bytes", ledger.ErrCorrupt, pos, index)
 		}
 		if got, err := s.IndexOf(ctx, b.LeafHashes[i]); err != nil || got != index {
-			return fmt.Errorf("%w: entry %d: the leaf-hash index gives %d (%v)", errCorrupt, index, got, err)
+			return fmt.Errorf("%w: entry %d: the leaf-hash index gives %d (%v)", ledger.ErrCorrupt, index, got, err)
 		}
 		loc, err := s.location(index)
 		if err != nil {
@@ -126,11 +128,11 @@ func (s *BadgerStore) checkFrame(ctx context.Context, pos int64, b Batch, locs [
 		}
 		if loc != locs[i] {
 			return fmt.Errorf("%w: entry %d: the index locates it at log position %d (%d bytes, CRC %08x), its frame at %d (%d bytes, CRC %08x)",
-				errCorrupt, index, loc.pos, loc.length, loc.crc, locs[i].pos, locs[i].length, locs[i].crc)
+				ledger.ErrCorrupt, index, loc.pos, loc.length, loc.crc, locs[i].pos, locs[i].length, locs[i].crc)
 		}
 		if len(b.Keys) > 0 && len(b.Keys[i]) > 0 {
 			if got, err := s.IndexOfKey(ctx, b.Keys[i]); err != nil || got != index {
-				return fmt.Errorf("%w: entry %d: the idempotency-key index gives %d (%v)", errCorrupt, index, got, err)
+				return fmt.Errorf("%w: entry %d: the idempotency-key index gives %d (%v)", ledger.ErrCorrupt, index, got, err)
 			}
 		}
 	}
@@ -139,12 +141,12 @@ func (s *BadgerStore) checkFrame(ctx context.Context, pos int64, b Batch, locs [
 
 // location returns where the index (the overlay's, or badger's) says the
 // entry at index is.
-func (s *BadgerStore) location(index uint64) (entryLocation, error) {
+func (s *Store) location(index uint64) (entryLocation, error) {
 	if loc, pending := s.ov.location(index); pending {
 		return loc, nil
 	}
 	var loc entryLocation
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		start, locs, err := frameOf(txn, index)
 		if err == nil {
 			loc = locs[index-start]

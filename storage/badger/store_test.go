@@ -1,4 +1,4 @@
-package ledger_test
+package badger_test
 
 import (
 	"bytes"
@@ -13,45 +13,19 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/storetest"
 )
-
-func TestMemStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) (ledger.Store, func() ledger.Store) {
-		s := ledger.NewMemStore()
-		return s, func() ledger.Store {
-			s.Close()
-			s = s.Reopen()
-			return s
-		}
-	})
-}
-
-func TestMemStoreClosed(t *testing.T) {
-	s := ledger.NewMemStore()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
-	if _, err := s.State(t.Context()); err == nil {
-		t.Errorf("State after Close succeeded")
-	}
-	if err := s.Commit(t.Context(), testBatch(0, 1)); err == nil {
-		t.Errorf("Commit after Close succeeded")
-	}
-}
 
 func TestBadgerStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) (ledger.Store, func() ledger.Store) {
 		dir := t.TempDir()
 		// Small segments, so that reads and reopens cross segment files.
-		opts := ledger.BadgerOptions{SegmentSize: 1 << 20, Logger: testLogger(t)}
+		opts := badger.Options{SegmentSize: 1 << 20, Logger: testLogger(t)}
 		s := openBadger(t, dir, opts)
 		return s, func() ledger.Store {
 			if err := s.Close(); err != nil {
@@ -69,7 +43,7 @@ func TestBadgerStore(t *testing.T) {
 func TestBadgerReopen(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	s := openBadger(t, dir, ledger.BadgerOptions{MemTableSize: 1 << 20, Logger: testLogger(t)})
+	s := openBadger(t, dir, badger.Options{MemTableSize: 1 << 20, Logger: testLogger(t)})
 	var entries [][]byte
 	var last ledger.Batch
 	for start := 0; start < 3000; start += 150 {
@@ -95,7 +69,7 @@ func TestBadgerReopen(t *testing.T) {
 		t.Fatalf("no table was flushed (%v); the test would only read the write-ahead log", err)
 	}
 
-	s = openBadger(t, dir, ledger.BadgerOptions{Logger: testLogger(t)})
+	s = openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	defer s.Close()
 	st, err := s.State(ctx)
 	if err != nil {
@@ -137,7 +111,7 @@ func TestBadgerLargeBatch(t *testing.T) {
 	// A 1 MiB memtable takes transactions of at most about 157 KB: far
 	// less than the index of 5,000 entries.
 	dir := t.TempDir()
-	s := openBadger(t, dir, ledger.BadgerOptions{MemTableSize: 1 << 20, Logger: testLogger(t)})
+	s := openBadger(t, dir, badger.Options{MemTableSize: 1 << 20, Logger: testLogger(t)})
 	if err := s.Commit(ctx, testBatch(0, 10)); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +119,7 @@ func TestBadgerLargeBatch(t *testing.T) {
 	if err := s.Commit(ctx, big); err != nil {
 		t.Fatalf("Commit of 5,000 entries into a 1 MiB memtable: %v", err)
 	}
-	check := func(s *ledger.BadgerStore) {
+	check := func(s *badger.Store) {
 		t.Helper()
 		st, err := s.State(ctx)
 		if err != nil || st.Size != 5010 {
@@ -164,7 +138,7 @@ func TestBadgerLargeBatch(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openBadger(t, dir, ledger.BadgerOptions{MemTableSize: 1 << 20, Logger: testLogger(t)})
+	s = openBadger(t, dir, badger.Options{MemTableSize: 1 << 20, Logger: testLogger(t)})
 	defer s.Close()
 	check(s)
 }
@@ -172,8 +146,8 @@ func TestBadgerLargeBatch(t *testing.T) {
 // TestBadgerOptionsDefaults checks the zero BadgerOptions against the
 // documented defaults, as the badger options Tune is given.
 func TestBadgerOptionsDefaults(t *testing.T) {
-	var got badger.Options
-	s := openBadger(t, t.TempDir(), ledger.BadgerOptions{Tune: func(o *badger.Options) { got = *o }})
+	var got badgerdb.Options
+	s := openBadger(t, t.TempDir(), badger.Options{Tune: func(o *badgerdb.Options) { got = *o }})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -204,9 +178,9 @@ func TestBadgerOptionsDefaults(t *testing.T) {
 	}
 
 	// Fields that are set reach badger.
-	opts := ledger.BadgerOptions{MemTableSize: 16 << 20, NumMemtables: 3, BlockCacheSize: 1 << 20,
-		NumCompactors: 3, Tune: func(o *badger.Options) { got = *o }}
-	if s, err := ledger.OpenBadger(t.Context(), t.TempDir(), opts); err != nil {
+	opts := badger.Options{MemTableSize: 16 << 20, NumMemtables: 3, BlockCacheSize: 1 << 20,
+		NumCompactors: 3, Tune: func(o *badgerdb.Options) { got = *o }}
+	if s, err := badger.Open(t.Context(), t.TempDir(), opts); err != nil {
 		t.Fatal(err)
 	} else if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -222,19 +196,19 @@ func TestBadgerOptionsDefaults(t *testing.T) {
 func TestBadgerOptionsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts ledger.BadgerOptions
+		opts badger.Options
 		want string
 	}{
-		{"Tune turns InMemory on", ledger.BadgerOptions{Tune: func(o *badger.Options) { o.InMemory = true }}, "InMemory"},
-		{"Tune drops the block cache", ledger.BadgerOptions{Tune: func(o *badger.Options) { o.Compression, o.BlockCacheSize = options.ZSTD, 0 }}, "BlockCacheSize"},
-		{"one compactor", ledger.BadgerOptions{NumCompactors: 1}, "NumCompactors"},
-		{"negative memtable", ledger.BadgerOptions{MemTableSize: -1}, "MemTableSize"},
-		{"negative block cache", ledger.BadgerOptions{BlockCacheSize: -1}, "BlockCacheSize"},
-		{"segment below 1 MiB", ledger.BadgerOptions{SegmentSize: 1000}, "SegmentSize"},
+		{"Tune turns InMemory on", badger.Options{Tune: func(o *badgerdb.Options) { o.InMemory = true }}, "InMemory"},
+		{"Tune drops the block cache", badger.Options{Tune: func(o *badgerdb.Options) { o.Compression, o.BlockCacheSize = options.ZSTD, 0 }}, "BlockCacheSize"},
+		{"one compactor", badger.Options{NumCompactors: 1}, "NumCompactors"},
+		{"negative memtable", badger.Options{MemTableSize: -1}, "MemTableSize"},
+		{"negative block cache", badger.Options{BlockCacheSize: -1}, "BlockCacheSize"},
+		{"segment below 1 MiB", badger.Options{SegmentSize: 1000}, "SegmentSize"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, err := ledger.OpenBadger(t.Context(), dir, tc.opts)
+			s, err := badger.Open(t.Context(), dir, tc.opts)
 			if err == nil {
 				s.Close()
 				t.Fatalf("OpenBadger succeeded")
@@ -254,7 +228,7 @@ func TestBadgerOptionsRefused(t *testing.T) {
 func TestBadgerLog(t *testing.T) {
 	logs := &recordLog{}
 	ctx := t.Context()
-	s, err := ledger.OpenBadger(ctx, t.TempDir(), ledger.BadgerOptions{
+	s, err := badger.Open(ctx, t.TempDir(), badger.Options{
 		Logger: slog.New(&recordingHandler{log: logs}),
 	})
 	if err != nil {
@@ -284,9 +258,9 @@ func TestBadgerLog(t *testing.T) {
 	}
 }
 
-func openBadger(t *testing.T, dir string, opts ledger.BadgerOptions) *ledger.BadgerStore {
+func openBadger(t *testing.T, dir string, opts badger.Options) *badger.Store {
 	t.Helper()
-	s, err := ledger.OpenBadger(t.Context(), dir, opts)
+	s, err := badger.Open(t.Context(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ledger
+package badger
 
 import (
 	"encoding/binary"
@@ -13,9 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
-// The frame log is where a BadgerStore makes a batch durable: one frame
+// The frame log is where a Store makes a batch durable: one frame
 // per Commit, appended to segment files with one write and one fdatasync.
 // Badger then indexes the frame (entry positions, leaf hashes, idempotency
 // keys, tiles, tree size) without a sync of its own, and a reopen replays
@@ -74,7 +76,7 @@ func appendFrameIndex(b []byte, locs []entryLocation) []byte {
 // parseFrameIndex reads a value appendFrameIndex wrote.
 func parseFrameIndex(b []byte) ([]entryLocation, error) {
 	if len(b) < 16 || (len(b)-8)%8 != 0 {
-		return nil, fmt.Errorf("%w: a frame index of %d bytes", errCorrupt, len(b))
+		return nil, fmt.Errorf("%w: a frame index of %d bytes", ledger.ErrCorrupt, len(b))
 	}
 	pos := int64(binary.BigEndian.Uint64(b))
 	locs := make([]entryLocation, 0, (len(b)-8)/8)
@@ -88,7 +90,7 @@ func parseFrameIndex(b []byte) ([]entryLocation, error) {
 
 // encodeFrame appends the frame of b to buf and returns it, with the
 // location of each entry relative to the frame's first byte.
-func encodeFrame(buf []byte, b Batch, locs []entryLocation) ([]byte, []entryLocation, error) {
+func encodeFrame(buf []byte, b ledger.Batch, locs []entryLocation) ([]byte, []entryLocation, error) {
 	buf = append(buf, make([]byte, frameHeaderSize)...)
 	frame := len(buf) - frameHeaderSize
 	buf = binary.BigEndian.AppendUint64(buf, b.Start)
@@ -101,7 +103,7 @@ func encodeFrame(buf []byte, b Batch, locs []entryLocation) ([]byte, []entryLoca
 			key = b.Keys[i]
 		}
 		if len(key) > 0xFFFF {
-			return nil, nil, fmt.Errorf("ledger: batch at %d: an idempotency key of %d bytes: %w", b.Start, len(key), ErrConflict)
+			return nil, nil, fmt.Errorf("ledger: batch at %d: an idempotency key of %d bytes: %w", b.Start, len(key), ledger.ErrConflict)
 		}
 		sum := crc32.Checksum(e, castagnoli)
 		locs = append(locs, entryLocation{length: uint32(len(e)), crc: sum})
@@ -114,7 +116,7 @@ func encodeFrame(buf []byte, b Batch, locs []entryLocation) ([]byte, []entryLoca
 	for _, t := range b.Tiles {
 		buf = append(buf, t.Level)
 		buf = binary.BigEndian.AppendUint64(buf, t.Index)
-		buf = binary.BigEndian.AppendUint16(buf, uint16(len(t.Hashes)/HashSize))
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(t.Hashes)/ledger.HashSize))
 		buf = append(buf, t.Hashes...)
 	}
 	for i, e := range b.Entries {
@@ -123,7 +125,7 @@ func encodeFrame(buf []byte, b Batch, locs []entryLocation) ([]byte, []entryLoca
 	}
 	payload := buf[frame+frameHeaderSize:]
 	if len(payload) > maxFramePayload {
-		return nil, nil, fmt.Errorf("ledger: batch at %d is %d bytes, over the %d a frame holds: %w", b.Start, len(payload), maxFramePayload, ErrConflict)
+		return nil, nil, fmt.Errorf("ledger: batch at %d is %d bytes, over the %d a frame holds: %w", b.Start, len(payload), maxFramePayload, ledger.ErrConflict)
 	}
 	binary.BigEndian.PutUint32(buf[frame:], uint32(len(payload)))
 	binary.BigEndian.PutUint32(buf[frame+4:], crc32.Checksum(payload, castagnoli))
@@ -133,21 +135,21 @@ func encodeFrame(buf []byte, b Batch, locs []entryLocation) ([]byte, []entryLoca
 // decodeFrame parses a frame's payload (its checksum already checked)
 // into a batch whose slices alias payload, and the entries' locations
 // relative to the frame's first byte.
-func decodeFrame(payload []byte) (Batch, []entryLocation, error) {
+func decodeFrame(payload []byte) (ledger.Batch, []entryLocation, error) {
 	r := frameReader{b: payload}
-	var b Batch
+	var b ledger.Batch
 	b.Start = r.u64()
 	n, t := r.u32(), r.u32()
 	if r.err != nil || n == 0 || uint64(n) > uint64(len(payload)) || uint64(t) > uint64(len(payload)) {
-		return Batch{}, nil, errors.New("malformed frame header")
+		return ledger.Batch{}, nil, errors.New("malformed frame header")
 	}
 	b.Entries = make([][]byte, n)
-	b.LeafHashes = make([][HashSize]byte, n)
+	b.LeafHashes = make([][ledger.HashSize]byte, n)
 	locs := make([]entryLocation, n)
 	var keys [][]byte
 	for i := range n {
 		locs[i].length, locs[i].crc = r.u32(), r.u32()
-		copy(b.LeafHashes[i][:], r.bytes(HashSize))
+		copy(b.LeafHashes[i][:], r.bytes(ledger.HashSize))
 		if key := r.bytes(int(r.u16())); len(key) > 0 {
 			if keys == nil {
 				keys = make([][]byte, n)
@@ -156,11 +158,11 @@ func decodeFrame(payload []byte) (Batch, []entryLocation, error) {
 		}
 	}
 	b.Keys = keys
-	b.Tiles = make([]Tile, t)
+	b.Tiles = make([]ledger.Tile, t)
 	for i := range t {
 		b.Tiles[i].Level = r.u8()
 		b.Tiles[i].Index = r.u64()
-		b.Tiles[i].Hashes = r.bytes(int(r.u16()) * HashSize)
+		b.Tiles[i].Hashes = r.bytes(int(r.u16()) * ledger.HashSize)
 	}
 	for i := range n {
 		locs[i].pos = int64(frameHeaderSize + r.off)
@@ -168,13 +170,13 @@ func decodeFrame(payload []byte) (Batch, []entryLocation, error) {
 	}
 	switch {
 	case r.err != nil:
-		return Batch{}, nil, r.err
+		return ledger.Batch{}, nil, r.err
 	case r.off != len(payload):
-		return Batch{}, nil, fmt.Errorf("%d bytes after the last entry", len(payload)-r.off)
+		return ledger.Batch{}, nil, fmt.Errorf("%d bytes after the last entry", len(payload)-r.off)
 	}
 	for i, e := range b.Entries {
 		if crc32.Checksum(e, castagnoli) != locs[i].crc {
-			return Batch{}, nil, fmt.Errorf("entry %d fails its checksum", b.Start+uint64(i))
+			return ledger.Batch{}, nil, fmt.Errorf("entry %d fails its checksum", b.Start+uint64(i))
 		}
 	}
 	return b, locs, b.Check()
@@ -291,7 +293,7 @@ func openFrameLog(dir string, maxSegment int64, spareFits func() bool) (*frameLo
 		first, err := strconv.ParseInt(strings.TrimSuffix(name, segmentSuffix), 10, 64)
 		if err != nil || first < 0 || segmentName(first) != name {
 			l.close()
-			return nil, fmt.Errorf("%w: %s is not a segment name", errCorrupt, filepath.Join(dir, name))
+			return nil, fmt.Errorf("%w: %s is not a segment name", ledger.ErrCorrupt, filepath.Join(dir, name))
 		}
 		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR, 0)
 		if err != nil {
@@ -310,7 +312,7 @@ func openFrameLog(dir string, maxSegment int64, spareFits func() bool) (*frameLo
 	for i := 1; i < len(l.segments); i++ {
 		if prev := l.segments[i-1]; prev.end() != l.segments[i].first {
 			err := fmt.Errorf("%w: segment %s ends at log position %d but the next one starts at %d",
-				errCorrupt, segmentName(prev.first), prev.end(), l.segments[i].first)
+				ledger.ErrCorrupt, segmentName(prev.first), prev.end(), l.segments[i].first)
 			l.close()
 			return nil, err
 		}
@@ -515,7 +517,7 @@ func (l *frameLog) segmentAt(pos int64) (*segment, error) {
 		return 0
 	})
 	if !found {
-		return nil, fmt.Errorf("%w: log position %d is in no segment", errCorrupt, pos)
+		return nil, fmt.Errorf("%w: log position %d is in no segment", ledger.ErrCorrupt, pos)
 	}
 	return l.segments[i], nil
 }
@@ -532,7 +534,7 @@ func (l *frameLog) readAt(buf []byte, pos int64, need int) ([]byte, error) {
 	avail := s.end() - pos
 	l.mu.RUnlock()
 	if avail < int64(need) {
-		return nil, fmt.Errorf("%w: %d bytes at log position %d run past the end of segment %s", errCorrupt, need, pos, segmentName(s.first))
+		return nil, fmt.Errorf("%w: %d bytes at log position %d run past the end of segment %s", ledger.ErrCorrupt, need, pos, segmentName(s.first))
 	}
 	buf = buf[:min(int64(len(buf)), avail)]
 	if _, err := s.f.ReadAt(buf, pos-s.first); err != nil {
@@ -562,12 +564,12 @@ func (l *frameLog) recover(from int64, next uint64, ack acknowledged, apply func
 	defer l.mu.Unlock()
 	if len(l.segments) == 0 {
 		if from != 0 {
-			return 0, fmt.Errorf("%w: the index records frames up to log position %d but the frame log is empty", errCorrupt, from)
+			return 0, fmt.Errorf("%w: the index records frames up to log position %d but the frame log is empty", ledger.ErrCorrupt, from)
 		}
 		return 0, nil
 	}
 	if end := l.segments[len(l.segments)-1].end(); from > end {
-		return 0, fmt.Errorf("%w: the index records frames up to log position %d but the frame log ends at %d", errCorrupt, from, end)
+		return 0, fmt.Errorf("%w: the index records frames up to log position %d but the frame log ends at %d", ledger.ErrCorrupt, from, end)
 	}
 	for i, s := range l.segments {
 		if s.end() <= from && i < len(l.segments)-1 {
@@ -665,7 +667,7 @@ func (l *frameLog) endAt(i int, pos int64, next uint64, ack acknowledged) (int64
 	}
 	damage := func(format string, args ...any) (int64, error) {
 		return 0, fmt.Errorf("%w: no whole frame at log position %d (segment %s, offset %d), where the frame for entry %d begins, and it is damage, not a write a crash cut short: %s; nothing was truncated",
-			errCorrupt, pos, segmentName(s.first), off, next, fmt.Sprintf(format, args...))
+			ledger.ErrCorrupt, pos, segmentName(s.first), off, next, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case !last:

@@ -1,0 +1,113 @@
+package ledger
+
+import (
+	"context"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+)
+
+// The tests of this package are external (package ledger_test) because they
+// run the ledger on the stores in storage/, which import this package. This
+// file lends them the few internals they check directly, and nothing else.
+
+// StopSequencer stops l's sequencer without the final Publish of Close,
+// as a crash would: entries made durable after the latest checkpoint stay
+// uncovered. l must not be used afterwards.
+func (l *Ledger) StopSequencer() {
+	close(l.stop)
+	l.done.Wait()
+}
+
+// ParseCheckpoint is parseCheckpoint: signed opened with key alone, as
+// Open opens the latest checkpoint.
+func ParseCheckpoint(signed []byte, key *Key) error {
+	_, err := parseCheckpoint(signed, key)
+	return err
+}
+
+// PolicySetOf is policySetOf: the policy set an entry's bytes name, read
+// without parsing the entry.
+func PolicySetOf(b []byte) (commit.Digest, bool, error) { return policySetOf(b) }
+
+// Approvals is the approval lifecycle state (approval.go).
+type Approvals = approvals
+
+// NewApprovals returns an empty state with the TTLs of an approval_config.
+func NewApprovals(pendingTTL, executionTTL time.Duration) *Approvals {
+	s := newApprovals()
+	s.configured, s.pendingTTL, s.executionTTL = true, pendingTTL, executionTTL
+	return s
+}
+
+// RebuildApprovals is rebuildApprovals: the state Open rebuilds from the
+// first size entries of store, and the number of entries it refused.
+func RebuildApprovals(ctx context.Context, store Store, size uint64) (*Approvals, uint64, error) {
+	return rebuildApprovals(ctx, store, size)
+}
+
+// Admit is admit: e checked against the state, and the change to make
+// once its entry hash is known.
+func (s *approvals) Admit(e *entry.Entry, rebuild bool) (func(hash commit.Digest), error) {
+	return s.admit(e, rebuild)
+}
+
+// Len is the number of approvals in the state.
+func (s *approvals) Len() int { return len(s.byID) }
+
+// Status returns the verdict and the consumption index (0: none) of the
+// approval id, and whether the state holds it.
+func (s *approvals) Status(id commit.Digest) (verdict entry.Verdict, consumption uint64, ok bool) {
+	a := s.byID[id]
+	if a == nil {
+		return "", 0, false
+	}
+	return a.verdict, a.consumption, true
+}
+
+// Edge is the right edge of a tree (tree.go), for building tiles without
+// a ledger.
+type Edge = edge
+
+// NewEdge returns the edge of the empty tree.
+func NewEdge() *Edge { return newEdge() }
+
+// AppendLeaves is appendLeaves: e extended by leaf hashes, and every tile
+// they changed.
+func (e *edge) AppendLeaves(leafHashes [][HashSize]byte) ([]Tile, error) {
+	return e.appendLeaves(leafHashes)
+}
+
+// Root is the root hash of e's tree.
+func (e *edge) Root() []byte { return e.root() }
+
+// RootFromTiles is the root of the tree of size entries, read from
+// store's tiles as proofs are.
+func RootFromTiles(ctx context.Context, store Store, size uint64) ([]byte, error) {
+	return newTileReader(ctx, store).rootAt(size)
+}
+
+// InclusionProofFromTiles is the inclusion proof of index in the tree of
+// size entries, read from store's tiles with a fresh reader.
+func InclusionProofFromTiles(ctx context.Context, store Store, index, size uint64) ([][]byte, error) {
+	return newTileReader(ctx, store).inclusionProof(index, size)
+}
+
+// CountedBytes chains and signs rec alone, as the sequencer does, and
+// returns the length of its entry's bytes and what the batch counted for
+// it against MaxBatchBytes.
+func (l *Ledger) CountedBytes(rec Record) (entryBytes, counted int, err error) {
+	e, err := l.prepare(rec)
+	if err != nil {
+		return 0, 0, err
+	}
+	r := &request{entry: e}
+	var p pendingBatch
+	if err := p.add(r, &chainState{}, time.Now); err != nil {
+		return 0, 0, err
+	}
+	p.signing.Add(1)
+	signJob{r: r, done: &p.signing}.run(l.key)
+	return len(r.leaf), p.bytes, r.err
+}
