@@ -1,6 +1,7 @@
-// Package ledger sequences, signs and stores decision entries in an
-// RFC 6962 Merkle log, publishes signed checkpoints and serves proofs.
-// docs/log.md is the specification of what it writes; this is its summary.
+// Package ledger sequences and signs decision entries in an RFC 6962
+// Merkle log, keeps the tree's tiles, publishes signed checkpoints and
+// serves proofs, over a Store that keeps the bytes. docs/log.md is the
+// specification of what it writes; this is its summary.
 //
 // # Appending
 //
@@ -50,11 +51,20 @@
 // # Storage
 //
 // Store is the one storage interface; its contract is written in MUST
-// words, and storetest.Run is the conformance suite every implementation
-// passes. OpenBadger is the default, durable store: each batch is one
-// checksummed frame written and fdatasync'd to a segment file, indexed by
-// a badger database that a reopen brings up to date with the frames (see
-// framelog.go and docs/log.md). NewMemStore is for tests.
+// words (store.go), and storage/storetest.Run is the conformance suite
+// every implementation passes. This package holds no store: the stores are
+// plug-ins in their own packages, which import this one for the contract,
+// and any of them is passed to Open, Check and Rotate:
+//
+//   - storage/badger (badger.Open), the default, durable store of one
+//     machine: each batch is one checksummed frame written and
+//     fdatasync'd to a segment file, indexed by a badger database that a
+//     reopen brings up to date with the frames (docs/log.md §5);
+//   - storage/postgres (postgres.Open), the log in a PostgreSQL database;
+//   - storage/memory (memory.New), for tests.
+//
+// A Store reports damage it finds in its own records as ErrCorrupt, as
+// Open does for a stored tree that contradicts itself or a checkpoint.
 //
 // # Keys
 //

@@ -16,7 +16,7 @@ import (
 	"github.com/decisionledger/ledger/storage/badger"
 )
 
-// The frame log is what makes a BadgerStore's commits durable; badger's
+// The frame log is what makes a badger Store's commits durable; badger's
 // index of it may lag after a crash. These tests put the files in the
 // states a crash or damage leaves and reopen.
 
@@ -426,7 +426,7 @@ func TestBadgerDamagedFrames(t *testing.T) {
 		}
 		_, err := badger.Open(context.Background(), dir, badger.Options{})
 		if err == nil || !strings.Contains(err.Error(), "layout") {
-			t.Fatalf("OpenBadger = %v, want a refusal naming the layout", err)
+			t.Fatalf("Open = %v, want a refusal naming the layout", err)
 		}
 	})
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 )
 
-// Store is a Store in one directory: a frame log (framelog.go) in
+// Store is a ledger.Store in one directory: a frame log (framelog.go) in
 // frames/ that makes each batch durable with one write and one fdatasync,
 // a badger database in index/ that indexes the frames, and the checkpoint
 // file (cpfile.go) with the latest signed checkpoint. The directory is

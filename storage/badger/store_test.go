@@ -143,7 +143,7 @@ func TestBadgerLargeBatch(t *testing.T) {
 	check(s)
 }
 
-// TestBadgerOptionsDefaults checks the zero BadgerOptions against the
+// TestBadgerOptionsDefaults checks the zero Options against the
 // documented defaults, as the badger options Tune is given.
 func TestBadgerOptionsDefaults(t *testing.T) {
 	var got badgerdb.Options
@@ -191,7 +191,7 @@ func TestBadgerOptionsDefaults(t *testing.T) {
 	}
 }
 
-// TestBadgerOptionsRefused checks that OpenBadger refuses, before creating
+// TestBadgerOptionsRefused checks that Open refuses, before creating
 // anything, options out of range and a Tune that gives up durability.
 func TestBadgerOptionsRefused(t *testing.T) {
 	for _, tc := range []struct {
@@ -211,13 +211,13 @@ func TestBadgerOptionsRefused(t *testing.T) {
 			s, err := badger.Open(t.Context(), dir, tc.opts)
 			if err == nil {
 				s.Close()
-				t.Fatalf("OpenBadger succeeded")
+				t.Fatalf("Open succeeded")
 			}
 			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("OpenBadger: %v; want an error naming %s", err, tc.want)
+				t.Errorf("Open: %v; want an error naming %s", err, tc.want)
 			}
 			if files, _ := os.ReadDir(dir); len(files) != 0 {
-				t.Errorf("OpenBadger created %d files before refusing", len(files))
+				t.Errorf("Open created %d files before refusing", len(files))
 			}
 		})
 	}

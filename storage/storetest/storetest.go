@@ -1,5 +1,6 @@
 // Package storetest is the conformance suite for implementations of
-// ledger.Store. Every Store runs it from its own test:
+// ledger.Store: storage/badger, storage/postgres and storage/memory pass
+// it, and so must any other. Every Store runs it from its own test:
 //
 //	func TestMyStore(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) (ledger.Store, func() ledger.Store) {

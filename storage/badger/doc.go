@@ -1,0 +1,43 @@
+// Package badger is the default ledger.Store: a log kept in one
+// directory of one machine, durable when Commit returns, and the store
+// ledgerd opens in its store_dir. docs/log.md §5 specifies what it
+// writes; this is its summary.
+//
+// # Layout
+//
+// A store's directory holds:
+//
+//   - frames/, the frame log: one checksummed frame per Commit (the
+//     batch's entries, leaf hashes, idempotency keys and tiles), appended
+//     to segment files with one write and one fdatasync. It is the
+//     durable copy of the log; its byte layout is in framelog.go.
+//   - index/, a badger database indexing the frames (entry positions and
+//     checksums, leaf hashes, idempotency keys, tiles, checkpoints), written
+//     behind the frames without a sync of its own; its key layout is on
+//     Store.
+//   - checkpoint, the latest signed checkpoint with its tree size and a
+//     CRC-32C, replaced whole and synced before the index records it
+//     (cpfile.go), so that no loss of the index loses a signed checkpoint.
+//
+// # Guarantees
+//
+// Open takes an exclusive flock on the directory, refusing at once, and
+// changing nothing, while another Store holds it. It re-indexes every
+// frame the index lost in a crash, erases a frame whose write a crash cut
+// short (never acknowledged), and refuses, wrapping ledger.ErrCorrupt, a
+// frame log that is damaged, does not continue the index, or holds fewer
+// entries than the latest signed checkpoint. Store.Check (ledgerd check)
+// reads every frame, entry, index record, tile and badger table against
+// its checksum and against each other.
+//
+// Commit refuses a batch, writing nothing and wrapping ErrNoSpace, while
+// the file system has less than Options.ReserveBytes free: badger writes
+// through memory-mapped files, and a write into a mapping on a full disk
+// kills the process instead of failing. Directories are made 0700 and
+// files 0600.
+//
+// The store passes storage/storetest, the Store conformance suite; this
+// package's tests cut frames short and damage them as crashes and disks
+// do, and package ledger's TestCrash kills a process appending to it with
+// SIGKILL and checks that every acknowledged entry survives.
+package badger
