@@ -28,12 +28,16 @@
 // Start to its end ("UPDATE tree_head SET size = end WHERE size = start";
 // no row updated means the batch does not continue the log, ErrConflict),
 // which also locks the row, so commits through any number of connections
-// or processes take turns; then it copies the entries with their leaf
-// hashes and keys into entries (COPY), and upserts the batch's tiles in one
-// multi-row INSERT ... ON CONFLICT DO UPDATE. An idempotency key already
-// stored breaks the UNIQUE constraint, and the transaction, so the batch
-// is refused (ErrConflict) with nothing written. Readers see a batch whole
-// or not at all: they read committed rows only.
+// or processes take turns; then it inserts the entries with their leaf
+// hashes and keys in one multi-row INSERT (from arrays, unnest), and
+// upserts the batch's tiles in another, INSERT ... ON CONFLICT DO UPDATE.
+// BEGIN and these statements go to the server as one pipeline, one round
+// trip, and COMMIT follows once every result was read: two round trips a
+// batch, whatever it holds. A batch that does not continue the log is
+// rolled back whatever its later statements did. An idempotency key
+// already stored breaks the UNIQUE constraint, and the transaction, so the
+// batch is refused (ErrConflict) with nothing written. Readers see a batch
+// whole or not at all: they read committed rows only.
 //
 // AddCheckpoint is another transaction, on checkpoints alone (it reads
 // tree_head without locking it, and the tree only grows), so that a
@@ -378,29 +382,70 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 		return fmt.Errorf("postgres: batch at %d: %w", b.Start, err)
 	}
 
-	tx, err := s.pool.Begin(ctx)
+	// Checked before anything is sent: a tile index beyond the largest.
+	levels, tileIdxs, hashes, err := latestTiles(b)
 	if err != nil {
-		return fmt.Errorf("postgres: batch at %d: beginning its transaction: %w", b.Start, err)
+		return err
 	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: batch at %d: acquiring a connection: %w", b.Start, err)
+	}
+	// Release closes a connection left broken or inside a transaction.
+	defer conn.Release()
 	committed := false
 	defer func() {
 		if !committed {
 			// Rollback even if ctx is done; a broken connection is closed
 			// by pgx, and the server then aborts the transaction.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			tx.Rollback(rctx)
+			conn.Exec(rctx, "ROLLBACK")
 			cancel()
 		}
 	}()
 
-	epoch := s.epoch.Load()
-	tag, err := tx.Exec(ctx, "UPDATE tree_head SET size = $1 WHERE size = $2 AND epoch = $3", int64(end), int64(b.Start), epoch)
-	if err != nil {
-		return fmt.Errorf("postgres: batch at %d: updating the tree size: %w", b.Start, err)
+	// Everything before COMMIT is one round trip (a pipeline): BEGIN, the
+	// tree size's move, the entries, the tiles. A round trip costs a
+	// wake-up of the server and of this goroutine, which on a busy machine
+	// is more than the statement; COMMIT stays separate, so that no batch
+	// is committed before all its results were read.
+	idxs := make([]int64, len(b.Entries))
+	leaves := make([][]byte, len(b.Entries))
+	keys := make([][]byte, len(b.Entries)) // nil (NULL) where the entry has none
+	for i := range b.Entries {
+		idxs[i], leaves[i] = int64(b.Start)+int64(i), b.LeafHashes[i][:]
+		if len(b.Keys) > 0 && len(b.Keys[i]) > 0 {
+			keys[i] = b.Keys[i]
+		}
 	}
-	if tag.RowsAffected() != 1 {
+	var batch pgx.Batch
+	batch.Queue("BEGIN")
+	epoch := s.epoch.Load()
+	batch.Queue("UPDATE tree_head SET size = $1 WHERE size = $2 AND epoch = $3", int64(end), int64(b.Start), epoch)
+	batch.Queue(`INSERT INTO entries (idx, leaf_hash, idem_key, data)
+		SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::bytea[])`, idxs, leaves, keys, b.Entries)
+	if len(levels) > 0 {
+		batch.Queue(`INSERT INTO tiles (level, idx, hashes)
+			SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])
+			ON CONFLICT (level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`, levels, tileIdxs, hashes)
+	}
+	moved, err := sendBatch(ctx, conn.Conn(), &batch, b.Start)
+	if err != nil {
+		return err
+	}
+	if !moved {
+		// Rolled back first: the pipeline's later statements may have
+		// failed and aborted the transaction. The size and epoch read
+		// afterwards explain the refusal; the epoch only grows, so one
+		// still ours now was ours at the UPDATE.
+		// Through the pool: a ROLLBACK that fails closes conn, and the
+		// server aborts the transaction all the same.
+		committed = true // no ROLLBACK twice
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		conn.Exec(rctx, "ROLLBACK")
+		cancel()
 		var size, current int64
-		if err := tx.QueryRow(ctx, "SELECT size, epoch FROM tree_head").Scan(&size, &current); err != nil {
+		if err := s.pool.QueryRow(ctx, "SELECT size, epoch FROM tree_head").Scan(&size, &current); err != nil {
 			return fmt.Errorf("postgres: batch at %d: reading the tree size: %w", b.Start, err)
 		}
 		if current != epoch {
@@ -411,50 +456,6 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	}
 	s.at("commit")
 
-	rows := make([][]any, len(b.Entries))
-	for i, e := range b.Entries {
-		var key []byte
-		if len(b.Keys) > 0 && len(b.Keys[i]) > 0 {
-			key = b.Keys[i]
-		}
-		rows[i] = []any{int64(b.Start) + int64(i), b.LeafHashes[i][:], key, e}
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"entries"}, []string{"idx", "leaf_hash", "idem_key", "data"}, pgx.CopyFromRows(rows)); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "entries_idem_key_unique" {
-			// Not pgErr itself: its detail repeats the key.
-			return fmt.Errorf("postgres: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
-		}
-		return fmt.Errorf("postgres: batch at %d: writing its entries: %w", b.Start, err)
-	}
-
-	if len(b.Tiles) > 0 {
-		// A later tile for the same (level, index) replaces an earlier one
-		// in the batch too; one INSERT may not update a row twice.
-		last := make(map[[2]uint64]int, len(b.Tiles))
-		for i, t := range b.Tiles {
-			last[[2]uint64{uint64(t.Level), t.Index}] = i
-		}
-		levels := make([]int16, 0, len(last))
-		idxs := make([]int64, 0, len(last))
-		hashes := make([][]byte, 0, len(last))
-		for i, t := range b.Tiles {
-			if last[[2]uint64{uint64(t.Level), t.Index}] != i {
-				continue
-			}
-			if t.Index > math.MaxInt64 {
-				return fmt.Errorf("postgres: batch at %d: tile %d/%d: index beyond the largest: %w", b.Start, t.Level, t.Index, ledger.ErrConflict)
-			}
-			levels, idxs, hashes = append(levels, int16(t.Level)), append(idxs, int64(t.Index)), append(hashes, t.Hashes)
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO tiles (level, idx, hashes)
-			SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])
-			ON CONFLICT (level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`, levels, idxs, hashes)
-		if err != nil {
-			return fmt.Errorf("postgres: batch at %d: writing its tiles: %w", b.Start, err)
-		}
-	}
-
 	// Everything is written; a cancellation now would only make the
 	// outcome unknown.
 	if err := ctx.Err(); err != nil {
@@ -463,7 +464,13 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	committed = true
-	if err := tx.Commit(cctx); err != nil {
+	tag, err := conn.Exec(cctx, "COMMIT")
+	if err == nil && tag.String() != "COMMIT" {
+		// The server ended the transaction without committing it (it
+		// answers ROLLBACK to the COMMIT of an aborted transaction).
+		return fmt.Errorf("postgres: batch at %d: the server rolled back its transaction (%s)", b.Start, tag)
+	}
+	if err != nil {
 		// The server may or may not have committed.
 		err = fmt.Errorf("postgres: batch at %d: COMMIT failed, the batch may or may not be stored: %w", b.Start, err)
 		s.mu.Lock()
@@ -472,6 +479,63 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 		return err
 	}
 	return nil
+}
+
+// sendBatch sends a Commit's pipeline (BEGIN, the tree_head update, the
+// entries, the tiles if any) and reads its results; moved reports whether
+// the update moved the tree size. The transaction stays open.
+func sendBatch(ctx context.Context, conn *pgx.Conn, batch *pgx.Batch, start uint64) (moved bool, err error) {
+	results := conn.SendBatch(ctx, batch)
+	defer results.Close()
+	if _, err := results.Exec(); err != nil {
+		return false, fmt.Errorf("postgres: batch at %d: beginning its transaction: %w", start, err)
+	}
+	tag, err := results.Exec()
+	if err != nil {
+		return false, fmt.Errorf("postgres: batch at %d: updating the tree size: %w", start, err)
+	}
+	if tag.RowsAffected() != 1 {
+		// Before the entries' result: a batch that does not continue
+		// the log may also collide with stored entries.
+		return false, nil
+	}
+	if _, err := results.Exec(); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "entries_idem_key_unique" {
+			// Not pgErr itself: its detail repeats the key.
+			return false, fmt.Errorf("postgres: batch at %d: an idempotency key is already stored: %w", start, ledger.ErrConflict)
+		}
+		return false, fmt.Errorf("postgres: batch at %d: writing its entries: %w", start, err)
+	}
+	if batch.Len() > 3 {
+		if _, err := results.Exec(); err != nil {
+			return false, fmt.Errorf("postgres: batch at %d: writing its tiles: %w", start, err)
+		}
+	}
+	if err := results.Close(); err != nil {
+		return false, fmt.Errorf("postgres: batch at %d: %w", start, err)
+	}
+	return true, nil
+}
+
+// latestTiles returns b's tiles as columns, keeping only the last of each
+// (level, index): a later tile replaces an earlier one in the batch too,
+// and one INSERT may not update a row twice.
+func latestTiles(b ledger.Batch) (levels []int16, idxs []int64, hashes [][]byte, err error) {
+	last := make(map[[2]uint64]int, len(b.Tiles))
+	for i, t := range b.Tiles {
+		last[[2]uint64{uint64(t.Level), t.Index}] = i
+	}
+	for i, t := range b.Tiles {
+		if last[[2]uint64{uint64(t.Level), t.Index}] != i {
+			continue
+		}
+		if t.Index > math.MaxInt64 {
+			return nil, nil, nil, fmt.Errorf("postgres: batch at %d: tile %d/%d: index beyond the largest: %w", b.Start, t.Level, t.Index, ledger.ErrConflict)
+		}
+		levels, idxs, hashes = append(levels, int16(t.Level)), append(idxs, int64(t.Index)), append(hashes, t.Hashes)
+	}
+	return levels, idxs, hashes, nil
 }
 
 // Entry implements ledger.Store.
