@@ -26,9 +26,13 @@ import (
 // durable before its receipts), on a badger store in a temporary
 // directory and on a PostgreSQL store (a fresh database on internal/pgtest's
 // server). The two are sub-benchmarks of one run, so that benchstat puts
-// them side by side; run them alternating with
+// them side by side (-col /store). -count runs all of one before the
+// other; to alternate, run the test binary several times:
 //
-//	LEDGER_CI=1 go test -run '^$' -bench AppendStores -benchtime 20000x -count 6 ./storage/postgres/
+//	go test -c -o stores.test ./storage/postgres/
+//	for i in 1 2 3 4 5 6; do
+//	  LEDGER_CI=1 ./stores.test -test.run '^$' -test.bench AppendStores -test.benchtime 50000x
+//	done
 //
 // Without PostgreSQL the postgres half skips (fails with LEDGER_CI=1).
 // Each reports appends/s, the append latency median and p99, entries per
