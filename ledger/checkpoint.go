@@ -82,6 +82,11 @@ func (l *Ledger) CheckpointTime() time.Time {
 
 // CheckpointAt returns the signed checkpoint published for exactly size.
 func (l *Ledger) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
+	if l.follow != nil {
+		if _, latest := l.Checkpoint(); size > latest {
+			return nil, fmt.Errorf("checkpoint for tree size %d is beyond the follower's view (latest %d): %w", size, latest, ErrNotFound)
+		}
+	}
 	return l.store.Checkpoint(ctx, size)
 }
 
@@ -91,6 +96,9 @@ func (l *Ledger) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) 
 // consistent with the latest signed one: a ledger never signs two
 // inconsistent checkpoints, across restarts too.
 func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
+	if l.follow != nil {
+		return nil, l.errReadOnly("publish")
+	}
 	l.cpMu.Lock()
 	defer l.cpMu.Unlock()
 	l.mu.Lock()

@@ -89,6 +89,14 @@ type Options struct {
 	// checkpoint are accepted. Every one has the key's name. Optional;
 	// default none: the configured key must be the log's only key.
 	PreviousKeys []string
+	// FollowInterval is how often a follower (see Follow) refreshes its
+	// view of the log. Optional; default 200 ms. Negative disables the
+	// timer (Refresh still catches up on demand).
+	FollowInterval time.Duration
+
+	// following is set by Follow: another process may grow the store
+	// while it is being checked.
+	following bool
 }
 
 func (o Options) withDefaults() Options {
@@ -112,6 +120,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.FollowInterval == 0 {
+		o.FollowInterval = 200 * time.Millisecond
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -201,6 +212,9 @@ type Ledger struct {
 	stop      chan struct{}
 	done      sync.WaitGroup
 	closed    sync.Once
+
+	// follow is set on a read-only follower (follow.go).
+	follow *follower
 
 	// mu guards the state below, which the sequencer changes after each
 	// durable batch.
@@ -387,7 +401,7 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 // at the latest checkpoint.
 func (l *Ledger) openQuick(ctx context.Context, size uint64) error {
 	r := newTileReader(ctx, l.store)
-	e, err := r.edgeAt(size)
+	e, err := r.edgeAt(size, l.opts.following)
 	if err != nil {
 		return fmt.Errorf("ledger: rebuilding the tree edge: %w", err)
 	}
@@ -460,6 +474,9 @@ func (l *Ledger) openFull(ctx context.Context, size uint64) error {
 // groups. When the queue is full it returns ErrQueueFull at once. If ctx
 // ends first, the entry may still be appended.
 func (l *Ledger) Append(ctx context.Context, rec Record) (Receipt, error) {
+	if l.follow != nil {
+		return Receipt{}, l.errReadOnly("append")
+	}
 	e, err := l.prepare(rec)
 	if err != nil {
 		return Receipt{}, err
@@ -842,7 +859,8 @@ func answerAll(batch []*request, err error) {
 	}
 }
 
-// Failure returns the storage failure that stopped appends, or nil.
+// Failure returns the storage failure that stopped appends, or nil; on a
+// follower, the *FollowError that stopped its view from moving.
 func (l *Ledger) Failure() error { return l.failure() }
 
 func (l *Ledger) failure() error {
@@ -993,6 +1011,9 @@ func (l *Ledger) Close() error {
 	l.closed.Do(func() {
 		close(l.stop)
 		l.done.Wait()
+		if l.follow != nil {
+			return
+		}
 		_, err = l.Publish(context.Background())
 		if errors.Is(err, ErrClosed) {
 			err = nil
@@ -1013,6 +1034,10 @@ func (l *Ledger) VerifierKey() string { return l.key.VerifierKey() }
 
 // Entry returns the stored bytes of the entry at index.
 func (l *Ledger) Entry(ctx context.Context, index uint64) ([]byte, error) {
+	if l.follow != nil && index >= l.Size() {
+		// Beyond the view: stored, perhaps, but not checked yet.
+		return nil, fmt.Errorf("entry %d is beyond the follower's view (size %d): %w", index, l.Size(), ErrNotFound)
+	}
 	return l.store.Entry(ctx, index)
 }
 

@@ -180,8 +180,11 @@ func (r *tileReader) nodes(ids []compact.NodeID) ([][]byte, error) {
 }
 
 // edgeAt rebuilds the right edge of the tree of the given size from stored
-// tiles.
-func (r *tileReader) edgeAt(size uint64) (*edge, error) {
+// tiles. grown says the store may have grown since it held size entries
+// (another process sequences: see Follow), so a partial tile may hold more
+// hashes than that tree has; its first ones are the tree's, since a tile
+// only grows. Otherwise a longer tile is refused.
+func (r *tileReader) edgeAt(size uint64, grown bool) (*edge, error) {
 	rng, err := r.rangeAt(size)
 	if err != nil {
 		return nil, err
@@ -197,10 +200,10 @@ func (r *tileReader) edgeAt(size uint64) (*edge, error) {
 		if err != nil {
 			return nil, err
 		}
-		if uint64(len(t)) != width*HashSize {
+		if have := uint64(len(t)); have < width*HashSize || have > width*HashSize && !grown {
 			return nil, fmt.Errorf("%w: tile %d/%d holds %d hashes, tree size %d needs %d", ErrCorrupt, level, n/TileWidth, len(t)/HashSize, size, width)
 		}
-		e.tiles[level] = bytes.Clone(t)
+		e.tiles[level] = bytes.Clone(t[:width*HashSize])
 	}
 	return e, nil
 }
