@@ -120,6 +120,10 @@ type swapStore struct {
 	ledger.Store
 	cur   atomic.Pointer[ledger.Store]
 	state func(ledger.State) ledger.State // if set, rewrites State
+	// tile, if set, rewrites a tile read.
+	tile func(level uint8, index uint64, hashes []byte) []byte
+	// down makes tile reads fail, as a lost connection would.
+	down atomic.Bool
 }
 
 func newSwapStore(s ledger.Store) *swapStore {
@@ -149,7 +153,14 @@ func (w *swapStore) IndexOfKey(ctx context.Context, k []byte) (uint64, error) {
 	return w.s().IndexOfKey(ctx, k)
 }
 func (w *swapStore) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
-	return w.s().Tile(ctx, level, index)
+	if w.down.Load() {
+		return nil, errors.New("swapStore: connection reset")
+	}
+	t, err := w.s().Tile(ctx, level, index)
+	if err == nil && w.tile != nil {
+		t = w.tile(level, index, t)
+	}
+	return t, err
 }
 func (w *swapStore) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 	return w.s().Checkpoint(ctx, size)
@@ -436,6 +447,67 @@ func TestFollowRefusesDivergence(t *testing.T) {
 			}
 		})
 	}
+	t.Run("first checkpoint whose root the tiles do not give", func(t *testing.T) {
+		// A follower of an empty log has no root to be consistent with:
+		// only the tiles vouch for the checkpoint's root.
+		mem := memory.New()
+		w := newSwapStore(mem)
+		f := follow(t, w, k, ledger.Options{})
+		grow(t, sequencer(t, mem, k), "agent-a", 5)
+		w.tile = func(level uint8, index uint64, t []byte) []byte {
+			t[3] ^= 1 // leaf 0
+			return t
+		}
+		if err := f.Refresh(t.Context()); !errors.Is(err, ledger.ErrDiverged) || !strings.Contains(err.Error(), "stored tiles give root") {
+			t.Errorf("Refresh: %v, want the tiles' root refused", err)
+		}
+		if cp, size := f.Checkpoint(); cp != nil || size != 0 || f.Size() != 0 {
+			t.Errorf("the view moved to %d", size)
+		}
+	})
+	t.Run("signed tree not consistent with the view", func(t *testing.T) {
+		// The view is at 300 entries; the store's checkpoint for 512,
+		// signed by the log's key, has the root its tiles give, and the
+		// tiles give the view's root at 300 too: but the level-1 tile's
+		// second hash is not the root of entries 256 to 511, so the tree of
+		// 512 does not extend the tree of 300 (an inclusion proof of entry
+		// 299 in it would not verify). Only the consistency proof sees it.
+		ctx := t.Context()
+		mem := memory.New()
+		seq := sequencer(t, mem, k)
+		grow(t, seq, "agent-a", 300)
+		w := newSwapStore(mem)
+		f := follow(t, w, k, ledger.Options{})
+		grow(t, seq, "agent-a", 212)
+		up, err := mem.Tile(ctx, 1, 0)
+		if err != nil || len(up) != 2*ledger.HashSize {
+			t.Fatalf("tile 1/0: %d bytes, %v", len(up), err)
+		}
+		forged := bytes.Clone(up)
+		forged[ledger.HashSize] ^= 1
+		w.tile = func(level uint8, index uint64, t []byte) []byte {
+			if level == 1 && index == 0 {
+				return bytes.Clone(forged)
+			}
+			return t
+		}
+		h := rfc6962.DefaultHasher
+		text := log.Checkpoint{Origin: followOrigin, Size: 512, Hash: h.HashChildren(forged[:ledger.HashSize], forged[ledger.HashSize:])}.Marshal()
+		signed, err := note.Sign(&note.Note{Text: string(text)}, k.Signer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.state = func(st ledger.State) ledger.State {
+			st.Checkpoint = signed
+			return st
+		}
+		if err := f.Refresh(ctx); !errors.Is(err, ledger.ErrDiverged) || !strings.Contains(err.Error(), "not consistent with the checkpoint served") {
+			t.Errorf("Refresh: %v, want the consistency proof refused", err)
+		}
+		if _, size := f.Checkpoint(); size != 300 {
+			t.Errorf("the view moved to %d", size)
+		}
+	})
 	t.Run("checkpoint signed by another key is ErrRotation", func(t *testing.T) {
 		mem := memory.New()
 		seq := sequencer(t, mem, k)
@@ -453,7 +525,8 @@ func TestFollowRefusesDivergence(t *testing.T) {
 	})
 }
 
-// TestFollowTransientError: a store that cannot be read is no divergence:
+// TestFollowTransientError: a store that cannot be read (its state, or
+// its tiles) is no divergence:
 // the refresh fails, the view stays, and the next refresh moves it.
 func TestFollowTransientError(t *testing.T) {
 	ctx := t.Context()
@@ -472,6 +545,11 @@ func TestFollowTransientError(t *testing.T) {
 		t.Fatalf("Refresh on a closed store: %v (Failure %v), want a plain error", err, f.Failure())
 	}
 	w.set(mem.Reopen())
+	w.down.Store(true)
+	if err := f.Refresh(ctx); err == nil || errors.Is(err, ledger.ErrDiverged) || f.Failure() != nil || f.Size() != 5 {
+		t.Fatalf("Refresh with tiles unreadable: %v (Failure %v, size %d), want a plain error", err, f.Failure(), f.Size())
+	}
+	w.down.Store(false)
 	if err := f.Refresh(ctx); err != nil || f.Size() != 10 {
 		t.Fatalf("Refresh after the store returned: %v, size %d", err, f.Size())
 	}
@@ -573,8 +651,9 @@ func TestFollowConcurrentReaders(t *testing.T) {
 // store that lost its server would.
 type blockingStore struct {
 	ledger.Store
-	armed   atomic.Bool
-	blocked chan struct{}
+	armed    atomic.Bool
+	blocked  chan struct{}
+	returned atomic.Bool
 }
 
 func (s *blockingStore) State(ctx context.Context) (ledger.State, error) {
@@ -586,6 +665,7 @@ func (s *blockingStore) State(ctx context.Context) (ledger.State, error) {
 	default:
 	}
 	<-ctx.Done()
+	s.returned.Store(true)
 	return ledger.State{}, ctx.Err()
 }
 
@@ -604,6 +684,9 @@ func TestFollowCloseStopsRefreshing(t *testing.T) {
 	<-s.blocked // the loop is refreshing, stuck in State
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if !s.returned.Load() {
+		t.Error("Close returned before the refresh under way ended")
 	}
 	buf := make([]byte, 1<<20)
 	stacks := string(buf[:runtime.Stack(buf, true)])
