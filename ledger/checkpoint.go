@@ -52,8 +52,8 @@ func (l *Ledger) Checkpoint() ([]byte, uint64) {
 }
 
 // WaitCheckpoint waits until a signed checkpoint covers the first size
-// entries (the next periodic one, or a Publish), and returns it and its
-// size.
+// entries (the next periodic one, or a Publish; on a follower, the first
+// refresh that finds one), and returns it and its size.
 func (l *Ledger) WaitCheckpoint(ctx context.Context, size uint64) ([]byte, uint64, error) {
 	for {
 		l.cpMu.Lock()

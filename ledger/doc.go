@@ -48,6 +48,29 @@
 // anything differs. QuickOpen checks only the right edge and the root.
 // Entries made durable after the latest checkpoint are kept.
 //
+// # Following
+//
+// Follow opens a read-only Ledger over a log that another process
+// sequences on the same Store (several ledgerd instances on one database):
+// it checks the store as Open with QuickOpen does, starts no sequencer,
+// signs nothing and never writes. It serves a view of the log (a durable
+// size, the tree's right edge, the latest checkpoint): Size, Checkpoint,
+// CheckpointAt, Entry, the proofs, Tile, EntryBundle, TlogProof, Export and
+// WaitCheckpoint answer for the view. Append and Publish return an error
+// wrapping ErrReadOnly; the approval state is the sequencer's, and a
+// follower reports none. Refresh, and a goroutine every FollowInterval
+// (200 ms) until Close, move the view to the store's state, all at once
+// (a reader sees the old view or the new one), and only after checking
+// it: the new latest checkpoint signed by the log's key, its root the one
+// the stored tiles give, the stored tree at the view's checkpoint size
+// still with the view's root, and a consistency proof from the tiles
+// between the two checkpoints verified. A partial tile may have grown since
+// the state was read (the sequencer does not wait for followers); its first
+// hashes are the tree's. A store that fails a check is not followed: the
+// view is kept, and a *FollowError (errors.Is ErrDiverged) naming both
+// states is logged, returned by that Refresh and every later one, and
+// reported by Failure. A store that cannot be read changes nothing.
+//
 // # Storage
 //
 // Store is the one storage interface; its contract is written in MUST

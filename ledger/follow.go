@@ -95,6 +95,7 @@ func Follow(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, 
 		return nil, err
 	}
 	l.follow = &follower{ring: ring}
+	l.log.InfoContext(ctx, "ledger following", "size", l.edge.size(), "checkpoint_size", l.cpSize, "interval", opts.FollowInterval)
 	if opts.FollowInterval > 0 {
 		l.done.Add(1)
 		go l.followLoop()
