@@ -83,6 +83,10 @@ type follower struct {
 // follower Approval finds none, PendingApprovals is empty and
 // ApprovalConfig reports none (ledgerd forwards those to the sequencer).
 // Of opts, only Logger, Now, PreviousKeys and FollowInterval apply.
+//
+// After a key rotation, the checkpoints signed by the new key alone are
+// refused (ErrRotation) by a follower that was given the old key: restart
+// it with the new key, the old one in PreviousKeys, as the sequencer.
 func Follow(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, error) {
 	opts = opts.withDefaults()
 	opts.QuickOpen, opts.following = true, true
