@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/ledger"
-	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // check is "ledgerd check": the whole store read and checked, with
 // ledgerd stopped (the store's lock refuses a check beside a running
-// ledgerd). It opens the store as serve does, which may re-index frames
+// ledgerd; on PostgreSQL, the sequencer's lease, which the check holds
+// while it reads: exclusive). It opens the store as serve does, which may re-index frames
 // and erase a write a crash cut short, then reads everything: every frame
 // and entry checksum, the index against the frames, badger's table
 // checksums (badger.Store.Check), and every entry rehashed into the tree,
@@ -45,27 +45,39 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, err := badger.Open(ctx, cfg.StoreDir, badger.Options{Logger: log})
+	store, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
 	defer store.Close()
-	if err := store.Check(ctx); err != nil {
-		return fail(stderr, "%v", err)
+	release, err := store.exclusive(ctx, cfg, "ledgerd-check")
+	if err != nil {
+		return fail(stderr, "check: %v", err)
+	}
+	if store.badger != nil {
+		if err := store.badger.Check(ctx); err != nil {
+			release()
+			return fail(stderr, "%v", err)
+		}
 	}
 	if err := ledger.Check(ctx, store, key, cfg.PreviousKeys...); err != nil {
+		release()
 		code := fail(stderr, "%v", err)
 		rotationHints(stderr, err)
 		return code
 	}
 	st, err := store.State(ctx)
 	if err != nil {
+		release()
 		return fail(stderr, "%v", err)
+	}
+	if err := release(); err != nil {
+		return fail(stderr, "check: %v", err)
 	}
 	if err := store.Close(); err != nil {
 		return fail(stderr, "%v", err)
 	}
 	fmt.Fprintf(stdout, "ledgerd: check: %s holds %d entries, the latest signed checkpoint is for %d; no damage found (%v)\n",
-		cfg.StoreDir, st.Size, st.CheckpointSize, time.Since(start).Round(time.Millisecond))
+		store.where, st.Size, st.CheckpointSize, time.Since(start).Round(time.Millisecond))
 	return 0
 }

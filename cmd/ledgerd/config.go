@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
@@ -16,13 +17,17 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/storage/postgres"
 	"github.com/decisionledger/ledger/verify"
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -56,8 +61,25 @@ type Config struct {
 	// was rotated does not open without its previous keys listed.
 	PreviousKeys []string `json:"previous_keys"`
 	// StoreDir is the store's directory. Required; it must exist
-	// ("ledgerd init" creates one, with a key and a config).
+	// ("ledgerd init" creates one, with a key and a config). With Store
+	// set, the log is in PostgreSQL and this directory holds only the
+	// instance's own files: the policy archive, approval previews and
+	// witness cosignatures.
 	StoreDir string `json:"store_dir"`
+	// Store, if set, is the URL of a PostgreSQL database that holds the
+	// log (docs/postgres.md): postgres://user[:password]@host[:port]/db,
+	// or postgresql://, with libpq's query parameters (sslmode, host=
+	// a Unix socket directory, search_path). Several ledgerd instances
+	// may share one database: exactly one sequences at a time, the others
+	// serve reads and forward the rest to it (Cluster; docs/operations.md
+	// "Several instances on PostgreSQL"). ledgerd never logs or prints
+	// the URL's password. Optional; default none: a badger store in
+	// StoreDir, for one instance.
+	Store string `json:"store"`
+	// Cluster names this instance among those sharing the Store's
+	// database, and sets the sequencer's lease. Only with Store.
+	// Optional; default every member's default.
+	Cluster *ClusterConfig `json:"cluster"`
 	// Mediators are the clients allowed to append. Required, at least one.
 	Mediators []Mediator `json:"mediators"`
 	// CheckpointInterval is how often a checkpoint is signed while the log
@@ -247,6 +269,158 @@ func (a *ApprovalsConfig) check() error {
 	return nil
 }
 
+// ClusterConfig is this instance's part among the ledgerd instances that
+// share one PostgreSQL database.
+type ClusterConfig struct {
+	// Instance names this instance in the lease, logs, metrics and the
+	// Ledger-Forwarded-By header of the requests it forwards: 1 to 64
+	// letters, digits, '.', '_' or '-', unique among the instances.
+	// Optional; default the host name (its characters outside that set
+	// replaced by '-') and a random suffix, new at every start.
+	Instance string `json:"instance"`
+	// AdvertiseURL is where the other instances reach this one to
+	// forward requests while it sequences: http://host:port, or https://
+	// with TLS, with no path. Optional; default the scheme and the listen
+	// address (with the port really bound when listen's is 0), refused
+	// when listen's host is empty, 0.0.0.0 or :: (name a host the other
+	// instances can reach).
+	AdvertiseURL string `json:"advertise_url"`
+	// LeaseTTL is how long the sequencer's lease lasts unless renewed, as
+	// a Go duration from "300ms" to "10m". The sequencer renews it every
+	// third of it and steps down when it cannot; the other instances try
+	// to take an expired lease every sixth of it, so that one replaces a
+	// dead sequencer within about 1.2 times it. Optional; default "3s".
+	LeaseTTL string `json:"lease_ttl"`
+}
+
+// The lease's default and bounds.
+const (
+	defaultLeaseTTL = 3 * time.Second
+	minLeaseTTL     = 300 * time.Millisecond
+	maxLeaseTTL     = 10 * time.Minute
+)
+
+// instanceName is the form of cluster.instance: it travels in a header.
+var instanceName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// leaseTTL is cluster.lease_ttl, or its default.
+func (c *ClusterConfig) leaseTTL() (time.Duration, error) {
+	if c == nil || c.LeaseTTL == "" {
+		return defaultLeaseTTL, nil
+	}
+	d, err := time.ParseDuration(c.LeaseTTL)
+	if err != nil || d < minLeaseTTL || d > maxLeaseTTL {
+		return 0, fmt.Errorf("cluster.lease_ttl %q is not a duration from %v to %v", c.LeaseTTL, minLeaseTTL, maxLeaseTTL)
+	}
+	return d, nil
+}
+
+// checkStore refuses a store that is not a PostgreSQL URL pgx accepts,
+// and cluster settings out of range or without such a store. Its
+// messages show the URL only redacted (postgres.RedactURL).
+func (c *Config) checkStore() error {
+	if c.Store == "" {
+		if c.Cluster != nil {
+			return errors.New("cluster needs store, a postgres:// URL: a badger store in store_dir serves one instance")
+		}
+		return nil
+	}
+	u, err := url.Parse(c.Store)
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ue):
+		// url.Error's own message repeats the URL: give its cause alone.
+		return fmt.Errorf("store %s is not a URL: %v", postgres.RedactURL(c.Store), ue.Err)
+	case err != nil:
+		return fmt.Errorf("store %s is not a URL", postgres.RedactURL(c.Store))
+	case u.Scheme != "postgres" && u.Scheme != "postgresql":
+		return fmt.Errorf("store: the scheme %q is not postgres or postgresql (a badger store in store_dir needs no store member)", u.Scheme)
+	}
+	if _, err := pgx.ParseConfig(c.Store); err != nil {
+		// pgx's message may repeat the URL: give only the innermost cause.
+		why := "malformed"
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			why = ue.Err.Error()
+		} else if inner := errors.Unwrap(err); inner != nil {
+			why = inner.Error()
+		}
+		return fmt.Errorf("store %s is not a PostgreSQL URL pgx accepts: %s", postgres.RedactURL(c.Store), why)
+	}
+	cl := c.Cluster
+	if cl == nil {
+		return nil
+	}
+	if cl.Instance != "" && !instanceName.MatchString(cl.Instance) {
+		return fmt.Errorf("cluster.instance %q is not 1 to 64 letters, digits, '.', '_' or '-'", cl.Instance)
+	}
+	if cl.AdvertiseURL != "" {
+		if err := c.checkAdvertise(cl.AdvertiseURL); err != nil {
+			return err
+		}
+	}
+	_, err = cl.leaseTTL()
+	return err
+}
+
+// checkAdvertise refuses an advertise URL that is not scheme://host:port
+// with the scheme ledgerd serves (https with tls, else http).
+func (c *Config) checkAdvertise(text string) error {
+	want := "http"
+	if c.TLS != nil {
+		want = "https"
+	}
+	u, err := url.Parse(text)
+	if err != nil || u.Scheme != want || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("cluster.advertise_url %q is not %s://host:port (where the other instances reach this one, with no path)", text, want)
+	}
+	return nil
+}
+
+// advertiseURL is cluster.advertise_url, or its default from the address
+// ledgerd listens on (bound: the listener's, whose port is the real one
+// when listen's is 0).
+func (c *Config) advertiseURL(bound net.Addr) (string, error) {
+	if c.Cluster != nil && c.Cluster.AdvertiseURL != "" {
+		return strings.TrimSuffix(c.Cluster.AdvertiseURL, "/"), nil
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return "", fmt.Errorf("cluster.advertise_url is required: listen %q names no host the other instances could reach", c.Listen)
+	}
+	if tcp, ok := bound.(*net.TCPAddr); ok && port == "0" {
+		port = strconv.Itoa(tcp.Port)
+	}
+	scheme := "http"
+	if c.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port), nil
+}
+
+// instance is cluster.instance, or its default: the host name and a
+// random suffix.
+func (c *Config) instance() string {
+	if c.Cluster != nil && c.Cluster.Instance != "" {
+		return c.Cluster.Instance
+	}
+	host, _ := os.Hostname()
+	host = regexp.MustCompile(`[^A-Za-z0-9._-]`).ReplaceAllString(host, "-")
+	if len(host) > 50 {
+		host = host[:50]
+	}
+	if host == "" {
+		host = "ledgerd"
+	}
+	var suffix [4]byte
+	rand.Read(suffix[:])
+	return host + "-" + hex.EncodeToString(suffix[:])
+}
+
 // WitnessConfig is one C2SP tlog-witness witness.
 type WitnessConfig struct {
 	// Name names the witness in metrics and logs: an identifier, unique
@@ -329,7 +503,11 @@ func (c Config) LogValue() slog.Value {
 	for i, w := range c.Witnesses {
 		witnesses[i] = w.Name
 	}
-	return slog.GroupValue(slog.String("listen", c.Listen), slog.String("store_dir", c.StoreDir),
+	store := "badger in store_dir"
+	if c.Store != "" {
+		store = postgres.RedactURL(c.Store)
+	}
+	return slog.GroupValue(slog.String("listen", c.Listen), slog.String("store_dir", c.StoreDir), slog.String("store", store),
 		slog.String("mediators", strings.Join(names, ",")), slog.Int("max_connections", maxConns),
 		slog.String("witnesses", strings.Join(witnesses, ",")), slog.Int("witnesses_needed", c.witnessesNeeded()))
 }
@@ -586,6 +764,9 @@ func (c *Config) check() error {
 		}
 	}
 	if err := c.checkWitnesses(); err != nil {
+		return err
+	}
+	if err := c.checkStore(); err != nil {
 		return err
 	}
 	_, err := c.minCommitInterval()

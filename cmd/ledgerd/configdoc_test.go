@@ -82,6 +82,7 @@ var configStructs = []struct {
 	{"Mediator", "mediators[].", "Each element of `mediators`", reflect.TypeFor[Mediator]()},
 	{"ApprovalsConfig", "approvals.", "The `approvals` object", reflect.TypeFor[ApprovalsConfig]()},
 	{"WitnessConfig", "witnesses[].", "Each element of `witnesses`", reflect.TypeFor[WitnessConfig]()},
+	{"ClusterConfig", "cluster.", "The `cluster` object", reflect.TypeFor[ClusterConfig]()},
 }
 
 // jsonTypes names the JSON type of each Go type in the config.
@@ -95,6 +96,7 @@ var jsonTypes = map[string]string{
 	"[]Mediator":          "array of objects (`mediators[].*`)",
 	"*ApprovalsConfig":    "object (`approvals.*`)",
 	"[]WitnessConfig":     "array of objects (`witnesses[].*`)",
+	"*ClusterConfig":      "object (`cluster.*`)",
 	"[]approver.Approver": "array of objects (docs/approvals.md §Approvers)",
 }
 

@@ -40,15 +40,26 @@ import (
 // newHTTPServer returns ledgerd's http.Server for s and the listener it
 // must serve: ln with the connection cap of the config.
 func newHTTPServer(s *server, ln net.Listener) (*http.Server, net.Listener, error) {
-	maxConns, err := s.cfg.maxConnections()
+	if _, err := s.cfg.maxConnections(); err != nil {
+		return nil, nil, err
+	}
+	h := s.routes()
+	return newHTTPServerFor(s.cfg, s.log, s.m, h, ln)
+}
+
+// newHTTPServerFor returns the http.Server serving h as the config says,
+// counting connections in m, and the listener it must serve.
+func newHTTPServerFor(cfg *Config, log *slog.Logger, m *metrics, h http.Handler, ln net.Listener) (*http.Server, net.Listener, error) {
+	maxConns, err := cfg.maxConnections()
 	if err != nil {
 		return nil, nil, err
 	}
-	idle, _ := s.cfg.idleTimeout()
-	write, _ := s.cfg.writeTimeout()
+	idle, _ := cfg.idleTimeout()
+	write, _ := cfg.writeTimeout()
 	cl := newConnLimiter(ln, maxConns)
-	h := s.routes()
-	s.m.connections = cl.stats
+	m.mu.Lock()
+	m.connections = cl.stats
+	m.mu.Unlock()
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: headerTimeout,
@@ -58,7 +69,7 @@ func newHTTPServer(s *server, ln net.Listener) (*http.Server, net.Listener, erro
 		// running when it expires.
 		WriteTimeout: write,
 		ConnState:    cl.connState,
-		ErrorLog:     serverErrorLog(s.log),
+		ErrorLog:     serverErrorLog(log),
 	}
 	return srv, cl, nil
 }

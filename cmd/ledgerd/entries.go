@@ -235,6 +235,11 @@ func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 		return
 	case err != nil:
 		s.appendFailed(r, mediator, err)
+		if s.cluster != nil {
+			// Another instance sequences, or will once this one steps
+			// down: a retry soon may succeed.
+			w.Header().Set("Retry-After", "1")
+		}
 		s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the entry was not appended")
 		return
 	}

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"github.com/decisionledger/ledger/internal/pgtest"
+
 	"fmt"
 	"os"
 	"strconv"
@@ -23,7 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "ledgerd wrapper: %v\n", execWrapped(bin))
 		os.Exit(3)
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m) // stops the PostgreSQL server the tests started, if any
 }
 
 func execWrapped(bin string) error {

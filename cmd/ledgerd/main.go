@@ -44,7 +44,6 @@ import (
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
-	"github.com/decisionledger/ledger/storage/badger"
 )
 
 const usage = `Usage:
@@ -71,7 +70,10 @@ Commands:
               issues no token: the next one makes it. With policy_dir in
               the config ledgerd decides (POST /v1/decide); SIGHUP reloads
               that directory (an invalid set is refused and logged with
-              file:line:col; the set in force stays).
+              file:line:col; the set in force stays). With store a
+              postgres:// URL, several instances serve one log: one
+              sequences, the others forward to it (docs/operations.md
+              "Several instances on PostgreSQL").
     init      Create a data directory for production: a signing key for
               ORIGIN (mode 0600), an empty store, a config (FILE, or
               DIR/ledgerd.json; the key and store go beside it) naming one
@@ -93,8 +95,10 @@ Commands:
               frame and entry checksum, the index, every entry rehashed into
               the tree and the tiles, the latest checkpoint's root and
               signature. It opens the store as serve does (a crash's torn
-              write is erased then) and signs nothing. Exit 0 if no damage
-              is found, 1 naming the first damage.
+              write is erased then) and signs nothing. On PostgreSQL it
+              takes the sequencer's lease, refused while an instance holds
+              it: stop every instance first. Exit 0 if no damage is found,
+              1 naming the first damage.
     keygen    Write a new signing key to FILE (mode 0600) and print its
               verifier key.
     key       rotate: make the key in FILE (made by keygen with the log's
@@ -104,7 +108,9 @@ Commands:
               FILE and adds the old verifier key to previous_keys. Entries
               appended afterwards carry the new key's id. Give auditors the
               new verifier key, and destroy the old private key: it must
-              never sign again (docs/operations.md).
+              never sign again (docs/operations.md). On PostgreSQL it takes
+              the sequencer's lease, as check does; give every instance the
+              new key and config afterwards.
     version   Print ledgerd's module version and VCS revision (also
               ledgerd --version).
 
@@ -438,7 +444,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, err := badger.Open(ctx, cfg.StoreDir, badger.Options{Logger: log})
+	if cfg.Store != "" {
+		return serveCluster(ctx, stop, cfg, key, cat, set, ln, log, configPath, stdout, failStart)
+	}
+	store, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return failStart("%v", err)
 	}

@@ -31,6 +31,7 @@ type metrics struct {
 	reloadsFailed  uint64
 	policySet      string          // the digest of the set in force; "" if none
 	witnesses      func(io.Writer) // the witnesses' series; nil without witnesses
+	cluster        func(io.Writer) // the cluster's series (cluster.go); nil for a single ledgerd
 }
 
 type histogram struct {
@@ -154,6 +155,9 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if m.witnesses != nil {
 		m.witnesses(w)
+	}
+	if m.cluster != nil {
+		m.cluster(w)
 	}
 	if m.checkpointTime != nil {
 		if t := m.checkpointTime(); !t.IsZero() {

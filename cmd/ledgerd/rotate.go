@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/ledger"
-	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // keyCommand is "ledgerd key rotate --new-key FILE": the log's signing key
@@ -26,7 +25,8 @@ import (
 // over the whole tree it hands over, and no entry may be appended between
 // that signature and the switch (entries after the rotation checkpoint
 // carry the new key's id). A stopped ledgerd (the store's lock refuses the
-// command beside a running one) makes both certain; a config naming the
+// command beside a running one; on PostgreSQL, the sequencer's lease,
+// which the command holds while it rotates) makes both certain; a config naming the
 // old key for a first start would keep the old private key configured,
 // and so on the server, longer than the one command needs it.
 func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -73,20 +73,31 @@ func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 0
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, err := badger.Open(ctx, cfg.StoreDir, badger.Options{Logger: log})
+	store, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
 	defer store.Close()
+	release, err := store.exclusive(ctx, cfg, "ledgerd-key-rotate")
+	if err != nil {
+		return fail(stderr, "key rotate: %v", err)
+	}
 	signed, err := ledger.Rotate(ctx, store, old, newKey, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys})
 	if err != nil {
+		release()
 		code := fail(stderr, "key rotate: %v", err)
 		rotationHints(stderr, err)
 		return code
 	}
 	st, err := store.State(ctx)
 	if err != nil {
+		release()
 		return fail(stderr, "%v", err)
+	}
+	if err := release(); err != nil {
+		// The rotation checkpoint was stored under the lease: fenced
+		// writes are refused, so a stored one stands.
+		log.Warn("key rotate: releasing the lease", "error", err)
 	}
 	if err := store.Close(); err != nil {
 		return fail(stderr, "%v", err)

@@ -53,10 +53,14 @@ func (s *server) routes() http.Handler {
 	if s.m == nil {
 		s.m = newMetrics()
 	}
-	s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
+	s.m.mu.Lock()
+	if s.cluster == nil { // a cluster's metrics follow the instance's role
+		s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
+	}
 	if s.wit != nil {
 		s.m.witnesses = s.wit.writeMetrics
 	}
+	s.m.mu.Unlock()
 	s.rl = newLimiter(s.cfg)
 	if s.pol == nil { // ledgerd does not decide; the archive may hold sets
 		s.pol = &policies{archive: filepath.Join(s.cfg.StoreDir, archiveDirName), log: s.log, m: s.m}

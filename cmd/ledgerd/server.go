@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,11 @@ type server struct {
 	// wit gathers witness cosignatures (witnesses.go); nil when the
 	// config lists no witness.
 	wit *witnesses
+	// cluster is the instance's part among several on one PostgreSQL
+	// database (cluster.go); nil for a single ledgerd.
+	cluster *node
+	// handler is routes' result, kept by a cluster's term (cluster.go).
+	handler http.Handler
 
 	bodyTimeout, writeTimeout time.Duration // from cfg, set by routes
 	// failureLogged is set once a refusal after a storage failure was

@@ -1,0 +1,787 @@
+// Several ledgerd instances on one PostgreSQL database (docs/operations.md
+// "Several instances on PostgreSQL"): exactly one, the holder of the
+// database's lease, sequences; the others follow.
+//
+// Each instance runs one loop (node.run), every sixth of the lease's TTL:
+//
+//   - Following, it reads who holds the lease (CurrentLease) and tries to
+//     take it (AcquireLease, which refuses a lease another holds and has
+//     not let expire by the database's clock). Meanwhile it serves the
+//     log's reads from a ledger.Follow view over its own store, and
+//     forwards every other request (appends, decisions, approvals, the
+//     approver's page, the policy archive) to the holder's advertise URL,
+//     adding "Ledger-Forwarded-By: <instance>".
+//   - On taking the lease it opens a fresh store for its term (every
+//     Commit and AddCheckpoint through it is conditional on the new
+//     epoch), opens the ledger on it with QuickOpen (the follower view
+//     checked the log already), makes a single ledgerd's start-time
+//     publications (the policy set, the approval deadlines), starts the
+//     witnesses, and only then switches the HTTP handler to the
+//     sequencing routes.
+//   - Sequencing, it renews the lease every third of the TTL. When the
+//     renewal says the lease is lost, when it has not succeeded for a
+//     whole TTL (the database is unreachable, and another instance may
+//     take over once it returns), or when the ledger reports a storage
+//     failure (a fenced commit, the database gone), it steps down: the
+//     handler goes back to following first (new requests are forwarded,
+//     or answered 503), then the ledger is closed (queued appends are
+//     refused with errors, never acknowledged; a batch in the store's
+//     hands is committed or fenced, and answered so), the lease released
+//     if it is still ours, and the term's store closed. The loop then
+//     follows again, and takes the lease again when it can: the instance
+//     recovers by itself when the database returns.
+//
+// An append is acknowledged only by the sequencer's ledger, once durable;
+// a follower relays the sequencer's answer, and when it gets none it
+// answers 503 (the append may have been made: a retry with the same
+// Idempotency-Key learns its receipt, as the keys are unique in the
+// database). A request that arrives forwarded at an instance that does not
+// sequence is answered 503 and never forwarded again.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/decisionledger/ledger/internal/buildinfo"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/storage/postgres"
+)
+
+// forwardedByHeader names the instance that forwarded a request.
+const forwardedByHeader = "Ledger-Forwarded-By"
+
+// The roles, as /readyz and the metrics name them.
+const (
+	roleSequencer = "sequencer"
+	roleFollower  = "follower"
+)
+
+// Step-down reasons, in the log and the metrics' reason label.
+const (
+	reasonLeaseLost      = "lease_lost"        // another instance took the lease
+	reasonNotRenewed     = "lease_not_renewed" // no renewal for a whole TTL
+	reasonStorageFailure = "storage_failure"   // the ledger stopped appends
+)
+
+// node is one instance of a cluster.
+type node struct {
+	cfg       *Config
+	key       *ledger.Key
+	cat       catalog
+	set       *policy.Set // loaded at start; a takeover loads policy_dir again
+	log       *slog.Logger
+	m         *metrics
+	instance  string
+	advertise string
+	ttl       time.Duration
+
+	// handler serves every request now: the follower's or the term's.
+	handler atomic.Pointer[http.Handler]
+	// follower is the read-only view of the log and its routes.
+	followStore *postgres.Store
+	followL     *ledger.Ledger
+	followAPI   *server
+	followH     http.Handler
+	proxy       *httputil.ReverseProxy
+
+	// term is the sequencing term, nil while following. Only the loop
+	// (and, after it, shutdown) changes it.
+	term atomic.Pointer[term]
+	// candidate is the store the next term would use, opened while
+	// following; only the loop touches it.
+	candidate *postgres.Store
+	// dbLogged is when the loop last logged a database error (logDB).
+	dbLogged time.Time
+	// closing counts the closes of former terms still running.
+	closing sync.WaitGroup
+	// stopping is set at shutdown: the instance takes no lease then.
+	stopping atomic.Bool
+
+	mu   sync.Mutex
+	view leaseView
+
+	takeovers, forwarded, forwardFailures atomic.Uint64
+	stepdowns                             sync.Map // reason → *atomic.Uint64
+}
+
+// leaseView is what a follower knows of the lease, from CurrentLease.
+type leaseView struct {
+	lease postgres.Lease
+	read  time.Time // when lease was read
+	live  bool      // held, by an instance with an address
+	dbErr error     // the last CurrentLease's error, nil once it succeeds
+}
+
+// term is one period of sequencing.
+type term struct {
+	store   *postgres.Store
+	l       *ledger.Ledger
+	api     *server
+	epoch   uint64
+	renewed time.Time // the start of the last successful renewal
+	cancel  context.CancelFunc
+	done    sync.WaitGroup // witnesses and preview sweeps
+}
+
+// serveCluster serves as one instance among several on cfg.Store's
+// database, from the listener ln, until ctx ends. It fails the start
+// only when the database cannot be reached or read at all, or the log
+// does not open with the config's keys: once it serves, it rides out the
+// database's outages.
+func serveCluster(ctx context.Context, stop func(), cfg *Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener,
+	log *slog.Logger, configPath string, stdout io.Writer, failStart func(string, ...any) int) int {
+	n, err := newNode(ctx, cfg, key, cat, set, ln, log)
+	if err != nil {
+		return failStart("%v", err)
+	}
+	defer n.followStore.Close()
+	defer n.followL.Close()
+	if set != nil {
+		// The follower's archive holds the set it would put in force,
+		// so that its exports carry the bundle.
+		if err := n.followAPI.pol.store(set); err != nil {
+			return failStart("%v", err)
+		}
+	}
+	srv, limited, err := newHTTPServerFor(cfg, log, n.m, n.followAPI.bodyDeadline(http.HandlerFunc(n.serveHTTP)), ln)
+	if err == nil && cfg.TLS != nil {
+		srv.TLSConfig, err = cfg.TLS.tlsConfig()
+	}
+	if err != nil {
+		return failStart("%v", err)
+	}
+	ln = limited
+	fmt.Fprintf(stdout, "using %s (mediator tokens are stored there as hashes only; \"ledgerd token rotate NAME\" makes a new one)\n", configPath)
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "ledgerd: serving %s on %s://%s\nverifier key: %s\n", key.Name(), scheme, ln.Addr(), key.VerifierKey())
+	fmt.Fprintf(stdout, "ledgerd: instance %s of the instances on %s, reached by them at %s\n", n.instance, postgres.RedactURL(cfg.Store), n.advertise)
+	fmt.Fprintf(stdout, "paste this line into a second terminal:\nexport VKEY=%s\n", shellQuote(key.VerifierKey()))
+	log.Info("ledgerd started", "config", cfg, "catalog", catalogValue(cfg.CatalogDir, cat), "instance", n.instance,
+		"advertise_url", n.advertise, "lease_ttl", n.ttl.String(), "size", n.followL.Size(),
+		"version", buildinfo.Read().String(), "go_memory_limit", debug.SetMemoryLimit(-1))
+	errc := make(chan error, 1)
+	if cfg.TLS != nil {
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	// The loop outlives the signal: a sequencer renews its lease while
+	// the requests in flight finish.
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	defer stopLoop()
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		n.run(loopCtx)
+	}()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reloads := make(chan struct{})
+	go func() {
+		defer close(reloads)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				n.reload(ctx)
+			}
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		log.Error("serving stopped", "error", err)
+		stop()
+	}
+	<-reloads
+	// Stop taking requests and finish those in flight (their entries
+	// become durable and are acknowledged, or are refused), then close
+	// the term: the ledger signs a final checkpoint, and the lease is
+	// released so that another instance takes over at once.
+	n.stopping.Store(true)
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdown)
+	stopLoop()
+	<-loopDone
+	code := 0
+	if t := n.term.Load(); t != nil {
+		if err := n.endTerm(shutdown, t, true); err != nil {
+			log.Error("ledgerd stopped", "error", err, "size", t.l.Size())
+			code = 1
+		} else {
+			_, cpSize := t.l.Checkpoint()
+			log.Info("ledgerd stopped", "instance", n.instance, "role", roleSequencer, "size", t.l.Size(), "checkpoint_size", cpSize)
+		}
+	} else {
+		log.Info("ledgerd stopped", "instance", n.instance, "role", roleFollower, "size", n.followL.Size())
+	}
+	if n.candidate != nil {
+		n.candidate.Close()
+	}
+	// A former term's close may wait on a database that does not answer:
+	// it gets what is left of the shutdown's time.
+	closed := make(chan struct{})
+	go func() {
+		n.closing.Wait()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-shutdown.Done():
+		log.Warn("a former term's ledger did not close in time (a commit waits for the database); exiting", "instance", n.instance)
+	}
+	return code
+}
+
+// newNode opens the follower's store and view, and makes the instance's
+// handlers; the instance follows until its loop takes the lease.
+func newNode(ctx context.Context, cfg *Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener, log *slog.Logger) (*node, error) {
+	ttl, err := cfg.Cluster.leaseTTL()
+	if err != nil {
+		return nil, err
+	}
+	advertise, err := cfg.advertiseURL(ln.Addr())
+	if err != nil {
+		return nil, err
+	}
+	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: newMetrics(),
+		instance: cfg.instance(), advertise: advertise, ttl: ttl}
+	n.m.treeSize, n.m.checkpointTime, n.m.cluster = n.size, n.checkpointTime, n.writeMetrics
+	if n.followStore, err = openPostgres(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if n.followL, err = ledger.Follow(ctx, n.followStore, key, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys}); err != nil {
+		n.followStore.Close()
+		return nil, fmt.Errorf("following the log on %s: %w", postgres.RedactURL(cfg.Store), err)
+	}
+	n.proxy, err = n.newProxy()
+	if err != nil {
+		n.followL.Close()
+		n.followStore.Close()
+		return nil, err
+	}
+	n.followAPI = &server{cfg: cfg, l: n.followL, log: log, m: n.m, cat: cat, cluster: n}
+	n.followH = n.followAPI.followerRoutes()
+	n.handler.Store(&n.followH)
+	n.observe(ctx)
+	return n, nil
+}
+
+// serveHTTP serves r with the handler of the instance's role now.
+func (n *node) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	(*n.handler.Load()).ServeHTTP(w, r)
+}
+
+// size and checkpointTime are the metrics' view of the log: the
+// sequencer's ledger, or the follower's.
+func (n *node) size() uint64 {
+	if t := n.term.Load(); t != nil {
+		return t.l.Size()
+	}
+	return n.followL.Size()
+}
+
+func (n *node) checkpointTime() time.Time {
+	if t := n.term.Load(); t != nil {
+		return t.l.CheckpointTime()
+	}
+	return n.followL.CheckpointTime()
+}
+
+// run is the instance's loop, until ctx ends (the term, if any, is then
+// left to serveCluster's shutdown).
+func (n *node) run(ctx context.Context) {
+	tick := time.NewTicker(n.ttl / 6)
+	defer tick.Stop()
+	for {
+		if n.term.Load() == nil {
+			n.observe(ctx)
+			n.tryTakeOver(ctx)
+		} else {
+			n.sequence(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// observe reads who holds the lease, for forwarding and /readyz: a
+// holder is live while its lease is held by the database's clock
+// (Lease.Held), and it has an address (a command's lease, check or key
+// rotate, has none).
+func (n *node) observe(ctx context.Context) {
+	qctx, cancel := context.WithTimeout(ctx, n.ttl/2)
+	defer cancel()
+	lease, err := n.followStore.CurrentLease(qctx)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v := &n.view
+	if err != nil {
+		if v.dbErr == nil && ctx.Err() == nil {
+			n.log.Warn("reading the lease failed; retrying", "instance", n.instance, "error", err)
+		}
+		// What was read last stands for at most a TTL.
+		v.dbErr = err
+		v.live = v.live && time.Since(v.read) < n.ttl
+		return
+	}
+	if v.dbErr != nil {
+		n.log.Info("reading the lease again", "instance", n.instance)
+	}
+	v.dbErr, v.lease, v.read = nil, lease, time.Now()
+	// This instance's own name while it follows is a lease from before
+	// a restart, held until it expires: nobody to forward to.
+	v.live = lease.Held && lease.Address != "" && !(lease.Holder == n.instance && n.term.Load() == nil)
+}
+
+// tryTakeOver takes the lease if it is free or expired, and then starts
+// a term.
+func (n *node) tryTakeOver(ctx context.Context) {
+	if ctx.Err() != nil || n.stopping.Load() {
+		return
+	}
+	if n.candidate == nil {
+		s, err := openPostgres(ctx, n.cfg)
+		if err != nil {
+			n.logDB("opening the store failed; retrying", err)
+			return
+		}
+		n.candidate = s
+	}
+	actx, cancel := context.WithTimeout(ctx, n.ttl/2)
+	lease, err := n.candidate.AcquireLease(actx, n.instance, n.advertise, n.ttl)
+	cancel()
+	start := time.Now()
+	switch {
+	case errors.Is(err, postgres.ErrLeaseHeld):
+		return
+	case err != nil:
+		n.logDB("taking the lease failed; retrying", err)
+		// The store may be broken: the next attempt opens a fresh one.
+		n.candidate.Close()
+		n.candidate = nil
+		return
+	}
+	store := n.candidate
+	n.candidate = nil
+	t, err := n.startTerm(ctx, store, lease)
+	if err != nil {
+		n.log.Error("taking over failed; following", "instance", n.instance, "epoch", lease.Epoch, "error", err)
+		rctx, cancel := context.WithTimeout(context.Background(), n.ttl/2)
+		store.ReleaseLease(rctx)
+		cancel()
+		store.Close()
+		return
+	}
+	t.renewed = start
+	n.takeovers.Add(1)
+	n.term.Store(t)
+	n.handler.Store(&t.api.handler)
+	n.log.Info("became the sequencer", "instance", n.instance, "epoch", lease.Epoch, "advertise_url", n.advertise,
+		"size", t.l.Size())
+}
+
+// logDB logs a database error of the loop, at most every 10 s.
+func (n *node) logDB(msg string, err error) {
+	if now := time.Now(); now.Sub(n.dbLogged) >= 10*time.Second {
+		n.dbLogged = now
+		n.log.Warn(msg, "instance", n.instance, "error", err)
+	}
+}
+
+// startTerm opens the ledger on store, whose lease this instance holds,
+// and makes the start-time publications of a single ledgerd.
+func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postgres.Lease) (*term, error) {
+	cfg, log := n.cfg, n.log
+	interval, _ := cfg.checkpointInterval()
+	commitInterval, _ := cfg.minCommitInterval()
+	l, err := ledger.Open(ctx, store, n.key, ledger.Options{
+		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: n.m.observeBatch,
+		PreviousKeys: cfg.PreviousKeys, QuickOpen: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	tctx, cancel := context.WithCancel(context.Background())
+	t := &term{store: store, l: l, epoch: lease.Epoch, cancel: cancel}
+	fail := func(err error) (*term, error) {
+		cancel()
+		t.done.Wait()
+		l.Close()
+		return nil, err
+	}
+	pol := newPolicies(cfg, n.cat, l, log, n.m)
+	if set := n.policySet(ctx); set != nil {
+		if err := pol.start(ctx, set); err != nil {
+			return fail(err)
+		}
+	}
+	api := &server{cfg: cfg, l: l, log: log, m: n.m, cat: n.cat, pol: pol, cluster: n}
+	if cfg.Approvals != nil {
+		if api.appr, err = newApprovalsState(cfg); err != nil {
+			return fail(err)
+		}
+		if err := api.appr.publishConfig(ctx, l, log); err != nil {
+			return fail(err)
+		}
+		t.done.Add(1)
+		go func() {
+			defer t.done.Done()
+			api.sweepPreviewsEvery(tctx, previewSweepInterval)
+		}()
+	}
+	if len(cfg.Witnesses) > 0 {
+		if api.wit, err = newWitnesses(cfg, l, log); err != nil {
+			return fail(err)
+		}
+		t.done.Add(1)
+		go func() {
+			defer t.done.Done()
+			api.wit.run(tctx)
+		}()
+	}
+	api.handler = api.routes()
+	t.api = api
+	return t, nil
+}
+
+// policySet is the set a new term puts in force: policy_dir as it is now,
+// or, if it does not load, the set loaded at start.
+func (n *node) policySet(ctx context.Context) *policy.Set {
+	if n.cfg.PolicyDir == "" {
+		return nil
+	}
+	set, err := policy.Load(n.cfg.PolicyDir, n.cat.declarations())
+	if err != nil {
+		n.log.ErrorContext(ctx, "policy_dir does not load; the set loaded at start goes in force", "error", err)
+		return n.set
+	}
+	return set
+}
+
+// sequence is the loop's step while this instance sequences: step down
+// after a storage failure, renew the lease every third of its TTL, and
+// step down when it is lost or has not been renewed for a whole TTL.
+func (n *node) sequence(ctx context.Context) {
+	t := n.term.Load()
+	if err := t.l.Failure(); err != nil {
+		n.stepDown(t, reasonStorageFailure, err)
+		return
+	}
+	if ctx.Err() != nil || time.Since(t.renewed) < n.ttl/3-n.ttl/12 {
+		return
+	}
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, n.ttl/3)
+	lease, err := t.store.RenewLease(rctx, n.ttl)
+	cancel()
+	switch {
+	case err == nil:
+		t.renewed = start
+		n.mu.Lock()
+		n.view = leaseView{lease: lease, read: start, live: true}
+		n.mu.Unlock()
+	case errors.Is(err, postgres.ErrLeaseLost):
+		n.stepDown(t, reasonLeaseLost, err)
+	case ctx.Err() != nil:
+	case time.Since(t.renewed) >= n.ttl:
+		n.stepDown(t, reasonNotRenewed, err)
+	default:
+		n.log.Warn("renewing the lease failed; retrying", "instance", n.instance, "epoch", t.epoch, "error", err)
+	}
+}
+
+// stepDown ends term t: the handler follows first, so that no new
+// request reaches t's ledger; then the term is closed in the background
+// (a commit in the store's hands may wait for an unreachable database)
+// while the loop follows again.
+func (n *node) stepDown(t *term, reason string, cause error) {
+	n.handler.Store(&n.followH)
+	n.term.Store(nil)
+	n.mu.Lock()
+	n.view.live = false
+	n.mu.Unlock()
+	c, _ := n.stepdowns.LoadOrStore(reason, new(atomic.Uint64))
+	c.(*atomic.Uint64).Add(1)
+	n.log.Warn("stepped down; following", "instance", n.instance, "epoch", t.epoch, "reason", reason, "error", cause)
+	n.closing.Add(1)
+	go func() {
+		defer n.closing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), n.ttl)
+		defer cancel()
+		if err := n.endTerm(ctx, t, reason != reasonLeaseLost); err != nil {
+			n.log.Info("the former term's ledger closed", "instance", n.instance, "epoch", t.epoch, "error", err)
+		}
+	}()
+}
+
+// endTerm closes term t: its witnesses and sweeps, its ledger (queued
+// appends refused, the batch being stored finished, a final checkpoint
+// signed if the store still takes it), the lease if release, and its
+// store.
+func (n *node) endTerm(ctx context.Context, t *term, release bool) error {
+	t.cancel()
+	t.done.Wait()
+	err := t.l.Close()
+	if release {
+		if rerr := t.store.ReleaseLease(ctx); rerr != nil && !errors.Is(rerr, postgres.ErrLeaseLost) {
+			n.log.Warn("releasing the lease failed; it expires by itself", "instance", n.instance, "epoch", t.epoch, "error", rerr)
+		}
+	}
+	t.store.Close()
+	return err
+}
+
+// reload is SIGHUP: the sequencer reloads, archives and publishes
+// policy_dir; a follower only checks it (a set that does not load is
+// logged), and puts it in force when it takes over.
+func (n *node) reload(ctx context.Context) {
+	if t := n.term.Load(); t != nil {
+		t.api.pol.reload(ctx)
+		return
+	}
+	if n.cfg.PolicyDir == "" {
+		n.log.WarnContext(ctx, "policy reload: no policy_dir in the config; nothing to reload")
+		return
+	}
+	set, err := policy.Load(n.cfg.PolicyDir, n.cat.declarations())
+	if err != nil {
+		n.m.policyReload(false)
+		n.log.ErrorContext(ctx, "policy reload refused", "error", err)
+		return
+	}
+	if err := n.followAPI.pol.store(set); err != nil {
+		n.m.policyReload(false)
+		n.log.ErrorContext(ctx, "policy reload: archiving failed", "error", err)
+		return
+	}
+	n.m.policyReload(true)
+	n.log.InfoContext(ctx, "policy reload: this instance follows; the set goes in force when it sequences",
+		"instance", n.instance, "policy_set", set.Digest().String())
+}
+
+// followerLocal reports whether a follower serves the route of pattern
+// itself: the log's reads, which its view answers from the database, and
+// health, readiness and metrics. With witnesses, the reads that carry
+// cosignatures (gathered by the sequencer) are forwarded, as is
+// everything else.
+func (s *server) followerLocal(pattern string) bool {
+	tiles := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
+	switch pattern {
+	case "GET /v1/entries/{index}", "GET /v1/inclusion", "GET /v1/consistency",
+		"GET /v1/actions", "GET /v1/actions/{action}",
+		"GET /healthz", "GET /readyz", "GET /metrics", "GET " + tiles + "/tile/{path...}":
+		return true
+	case "GET /v1/checkpoint", "GET /v1/checkpoints/{size}", "GET /v1/export", "GET /v1/proofs/{index}", "GET " + tiles + "/checkpoint":
+		return len(s.cfg.Witnesses) == 0
+	}
+	return false
+}
+
+// followerRoutes is the route table of a follower: followerLocal's routes
+// served from its view, every other forwarded.
+func (s *server) followerRoutes() http.Handler {
+	s.rl = newLimiter(s.cfg)
+	s.pol = &policies{archive: filepath.Join(s.cfg.StoreDir, archiveDirName), log: s.log, m: s.m, l: s.l}
+	s.bodyTimeout, _ = s.cfg.bodyTimeout()
+	s.writeTimeout, _ = s.cfg.writeTimeout()
+	mux := http.NewServeMux()
+	table := s.routeTable()
+	forward := http.HandlerFunc(s.cluster.forward)
+	for _, rt := range table {
+		if s.followerLocal(rt.pattern) {
+			mux.Handle(rt.pattern, rt.handler)
+		} else {
+			mux.Handle(rt.pattern, forward)
+		}
+	}
+	mux.Handle("/", newUnrouted(mux, table))
+	return mux
+}
+
+// newProxy makes the forwarding proxy: to the sequencer's advertise URL,
+// keeping the client's Host (so that the approver's page checks origins
+// as behind any proxy), with forwardedByHeader set.
+func (n *node) newProxy() (*httputil.ReverseProxy, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	tr.MaxIdleConnsPerHost = 64
+	if n.cfg.TLS != nil {
+		// The sequencer's certificate is checked against the system's
+		// roots; with mutual TLS this instance presents its own.
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if n.cfg.TLS.ClientCAFile != "" {
+			cert, err := tls.LoadX509KeyPair(n.cfg.TLS.CertFile, n.cfg.TLS.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("tls: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		tr.TLSClientConfig = tc
+	}
+	return &httputil.ReverseProxy{
+		Transport: tr,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			target := pr.In.Context().Value(forwardTarget{}).(*url.URL)
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+			pr.Out.Header.Set(forwardedByHeader, n.instance)
+		},
+		ErrorHandler: n.forwardFailed,
+		ErrorLog:     serverErrorLog(n.log),
+	}, nil
+}
+
+type forwardTarget struct{}
+
+// forward sends r to the sequencer and relays its answer, or answers 503
+// with Retry-After when there is none to send it to.
+func (n *node) forward(w http.ResponseWriter, r *http.Request) {
+	if by := r.Header.Get(forwardedByHeader); by != "" {
+		n.forwardFailures.Add(1)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "no_sequencer", "this instance does not sequence the log now; a forwarded request is never forwarded again: retry")
+		return
+	}
+	n.mu.Lock()
+	v := n.view
+	n.mu.Unlock()
+	if !v.live {
+		n.forwardFailures.Add(1)
+		if v.dbErr != nil {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the database is unreachable: no instance is known to sequence the log; retry")
+		} else {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "no_sequencer", "no instance sequences the log now; retry")
+		}
+		return
+	}
+	target, err := url.Parse(v.lease.Address)
+	if err != nil {
+		n.forwardFailures.Add(1)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "no_sequencer", "the sequencer's address is not a URL; retry")
+		return
+	}
+	n.forwarded.Add(1)
+	n.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardTarget{}, target)))
+}
+
+// forwardFailed answers a request the sequencer did not answer: 503
+// no_sequencer when it could not be reached (nothing was sent), else 503
+// unavailable (the request may have been carried out).
+func (n *node) forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
+	n.forwardFailures.Add(1)
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "no_sequencer", "the sequencer could not be reached; retry")
+		return
+	}
+	n.log.WarnContext(r.Context(), "forwarding to the sequencer failed", "instance", n.instance, "error", err)
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "unavailable", "the sequencer did not answer; the request may have been carried out: retry (an append with the same Idempotency-Key learns its receipt)")
+}
+
+// readiness is the body of GET /readyz on an instance of a cluster.
+type readiness struct {
+	Ready     bool   `json:"ready"`
+	Role      string `json:"role"`
+	Instance  string `json:"instance"`
+	Sequencer string `json:"sequencer"` // its advertise URL; "" when none is known
+	Epoch     uint64 `json:"epoch"`
+}
+
+// ready answers GET /readyz: 200 when this instance can take appends now
+// (it sequences and its ledger has not failed, or it follows a live
+// sequencer), 503 otherwise; with ?role=sequencer, 200 only on the
+// sequencer.
+func (n *node) ready(w http.ResponseWriter, r *http.Request) {
+	n.mu.Lock()
+	v := n.view
+	n.mu.Unlock()
+	rd := readiness{Role: roleFollower, Instance: n.instance, Epoch: v.lease.Epoch}
+	if v.live {
+		rd.Sequencer = v.lease.Address
+	}
+	if t := n.term.Load(); t != nil {
+		rd.Role, rd.Sequencer, rd.Epoch = roleSequencer, n.advertise, t.epoch
+		rd.Ready = t.l.Failure() == nil
+	} else {
+		// A view the store no longer extends (ledger.FollowError) serves
+		// stale reads: not ready.
+		rd.Ready = v.live && r.URL.Query().Get("role") != roleSequencer && n.followL.Failure() == nil
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !rd.Ready {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	json.NewEncoder(w).Encode(rd)
+}
+
+// writeMetrics writes the cluster's series.
+func (n *node) writeMetrics(w io.Writer) {
+	role, epoch := roleFollower, uint64(0)
+	if t := n.term.Load(); t != nil {
+		role, epoch = roleSequencer, t.epoch
+	} else {
+		n.mu.Lock()
+		epoch = n.view.lease.Epoch
+		n.mu.Unlock()
+	}
+	fmt.Fprintf(w, "# HELP ledgerd_cluster_role This instance's role: 1 for the role it has.\n# TYPE ledgerd_cluster_role gauge\n")
+	for _, r := range []string{roleSequencer, roleFollower} {
+		v := 0
+		if r == role {
+			v = 1
+		}
+		fmt.Fprintf(w, "ledgerd_cluster_role{instance=%q,role=%q} %d\n", n.instance, r, v)
+	}
+	fmt.Fprintf(w, "# HELP ledgerd_lease_epoch The lease's epoch: this instance's term while it sequences, else the latest it saw.\n# TYPE ledgerd_lease_epoch gauge\nledgerd_lease_epoch %d\n", epoch)
+	fmt.Fprintf(w, "# HELP ledgerd_takeovers_total Times this instance took the lease and began to sequence.\n# TYPE ledgerd_takeovers_total counter\nledgerd_takeovers_total %d\n", n.takeovers.Load())
+	fmt.Fprintf(w, "# HELP ledgerd_stepdowns_total Times this instance stopped sequencing, by reason.\n# TYPE ledgerd_stepdowns_total counter\n")
+	for _, r := range []string{reasonLeaseLost, reasonNotRenewed, reasonStorageFailure} {
+		var c uint64
+		if v, ok := n.stepdowns.Load(r); ok {
+			c = v.(*atomic.Uint64).Load()
+		}
+		fmt.Fprintf(w, "ledgerd_stepdowns_total{reason=%q} %d\n", r, c)
+	}
+	fmt.Fprintf(w, "# HELP ledgerd_forwarded_requests_total Requests this instance forwarded to the sequencer.\n# TYPE ledgerd_forwarded_requests_total counter\nledgerd_forwarded_requests_total %d\n", n.forwarded.Load())
+	fmt.Fprintf(w, "# HELP ledgerd_forwarding_failures_total Requests to forward answered 503: no sequencer known, none reached, no answer, or forwarded to this instance.\n# TYPE ledgerd_forwarding_failures_total counter\nledgerd_forwarding_failures_total %d\n", n.forwardFailures.Load())
+}

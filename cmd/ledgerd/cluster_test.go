@@ -1,0 +1,678 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/internal/pgtest"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/postgres"
+)
+
+// The store and cluster members are checked at load, naming the member;
+// the URL appears only redacted.
+func TestClusterConfig(t *testing.T) {
+	refused := map[string]string{
+		`"store": "mysql://db.example.org/ledger"`:                                                            `store: the scheme "mysql" is not postgres or postgresql`,
+		`"store": "postgres://ledger:s3cret@db.example.org:notaport/ledger"`:                                  `store postgres://(unparsable URL) is not a URL: invalid port ":notaport" after host`,
+		`"store": "postgres://db.example.org/ledger?password=s3cret&connect_timeout=x"`:                       "store postgres://db.example.org/ledger?connect_timeout=x&password=xxxxx is not a PostgreSQL URL pgx accepts",
+		`"cluster": {"instance": "a"}`:                                                                        "cluster needs store, a postgres:// URL",
+		`"store": "postgres://db.example.org/l", "cluster": {"instance": "a b"}`:                              `cluster.instance "a b" is not 1 to 64 letters`,
+		`"store": "postgres://db.example.org/l", "cluster": {"instance": "` + strings.Repeat("a", 65) + `"}`:  "is not 1 to 64 letters",
+		`"store": "postgres://db.example.org/l", "cluster": {"lease_ttl": "100ms"}`:                           `cluster.lease_ttl "100ms" is not a duration from 300ms to 10m0s`,
+		`"store": "postgres://db.example.org/l", "cluster": {"lease_ttl": "3"}`:                               `cluster.lease_ttl "3" is not a duration`,
+		`"store": "postgres://db.example.org/l", "cluster": {"advertise_url": "https://a.example.org:8443"}`:  `cluster.advertise_url "https://a.example.org:8443" is not http://host:port`,
+		`"store": "postgres://db.example.org/l", "cluster": {"advertise_url": "http://a.example.org"}`:        "is not http://host:port",
+		`"store": "postgres://db.example.org/l", "cluster": {"advertise_url": "http://a.example.org:80/x"}`:   "is not http://host:port",
+		`"store": "postgres://db.example.org/l", "cluster": {"advertise_url": "http://u:p@a.example.org:80"}`: "is not http://host:port",
+		`"store": "postgres://db.example.org/l", "cluster": {"unknown": 1}`:                                   `unknown field "unknown"`,
+	}
+	for change, want := range refused {
+		_, err := configWith(t, change)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", change, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: the error shows the password: %v", change, err)
+		}
+	}
+	cfg, err := configWith(t, `"store": "postgres://ledger:s3cret@db.example.org/ledger", "listen": "127.0.0.1:8081"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := cfg.Cluster.leaseTTL(); ttl != 3*time.Second || err != nil {
+		t.Errorf("default lease_ttl %v %v", ttl, err)
+	}
+	if a, err := cfg.advertiseURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8081}); a != "http://127.0.0.1:8081" || err != nil {
+		t.Errorf("default advertise_url %q %v", a, err)
+	}
+	if a, _ := cfg.advertiseURL(nil); a != "http://127.0.0.1:8081" {
+		t.Errorf("default advertise_url %q", a)
+	}
+	if i1, i2 := cfg.instance(), cfg.instance(); !instanceName.MatchString(i1) || i1 == i2 {
+		t.Errorf("default instances %q, %q: want valid and distinct", i1, i2)
+	}
+	if v := cfg.LogValue().String(); strings.Contains(v, "s3cret") || !strings.Contains(v, "xxxxx@db.example.org") {
+		t.Errorf("the config's log value: %s, want the store redacted", v)
+	}
+	// With listen on every address, the others cannot know where to
+	// reach the instance: advertise_url is required then.
+	for _, listen := range []string{":8081", "0.0.0.0:8081", "[::]:8081"} {
+		cfg.Listen = listen
+		if _, err := cfg.advertiseURL(nil); err == nil || !strings.Contains(err.Error(), "cluster.advertise_url is required") {
+			t.Errorf("listen %s: %v", listen, err)
+		}
+	}
+	cfg.Listen = ":0"
+	cfg.Cluster = &ClusterConfig{AdvertiseURL: "http://a.example.org:8081/"}
+	if a, err := cfg.advertiseURL(nil); a != "http://a.example.org:8081" || err != nil {
+		t.Errorf("advertise_url %q %v", a, err)
+	}
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Cluster = nil
+	if a, _ := cfg.advertiseURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4321}); a != "http://127.0.0.1:4321" {
+		t.Errorf("advertise_url for port 0: %q, want the bound port", a)
+	}
+}
+
+// dbPassword is the password in the fixture's database URL.
+const dbPassword = "s3cret-pw"
+
+// clusterFixture is one log in a fresh PostgreSQL database, its key and
+// one mediator token, shared by the instances a test starts.
+type clusterFixture struct {
+	pg    *pgtest.Server
+	db    string // the database's URL
+	dir   string
+	base  map[string]any // the config members every instance has
+	token string
+}
+
+func newClusterFixture(t *testing.T) *clusterFixture {
+	t.Helper()
+	pg := pgtest.Shared(t)
+	f := &clusterFixture{pg: pg, db: pg.NewDatabase(t), dir: t.TempDir()}
+	path, token, err := initDataDir(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.token = token
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &f.base); err != nil {
+		t.Fatal(err)
+	}
+	f.base["key_file"] = filepath.Join(f.dir, f.base["key_file"].(string))
+	// The server trusts local connections: the password is there to be
+	// kept out of every message.
+	u, err := url.Parse(f.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), dbPassword)
+	f.db = u.String()
+	f.base["store"] = f.db
+	f.base["checkpoint_interval"] = "50ms"
+	return f
+}
+
+// config writes the config of instance name, with its own store_dir,
+// listening on a free port, and returns its path.
+func (f *clusterFixture) config(t *testing.T, name, ttl string) string {
+	t.Helper()
+	dir := filepath.Join(f.dir, name)
+	if err := os.MkdirAll(filepath.Join(dir, "store"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := map[string]any{}
+	for k, v := range f.base {
+		c[k] = v
+	}
+	c["store_dir"] = "store"
+	c["listen"] = "127.0.0.1:0"
+	c["cluster"] = map[string]any{"instance": name, "lease_ttl": ttl}
+	b, _ := json.MarshalIndent(c, "", "  ")
+	path := filepath.Join(dir, configName)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// thief is another holder of the lease, through a store of its own.
+func (f *clusterFixture) store(t *testing.T) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), f.db, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// post sends an append to url with the fixture's token and extra
+// headers, and returns the answer's status, headers and body.
+func (f *clusterFixture) post(t *testing.T, url string, i int, headers map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// readyz returns GET url/readyz's status and body.
+func readyz(t *testing.T, url string) (int, readiness) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rd readiness
+	if err := json.NewDecoder(resp.Body).Decode(&rd); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	if resp.StatusCode != 200 && resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("GET %s: %d without Retry-After: 1", url, resp.StatusCode)
+	}
+	return resp.StatusCode, rd
+}
+
+// wantUnavailable checks a 503 with Retry-After: 1 and the JSON error
+// code.
+func wantUnavailable(t *testing.T, what string, status int, h http.Header, body, code string) {
+	t.Helper()
+	var e map[string]apiError
+	json.Unmarshal([]byte(body), &e)
+	if status != http.StatusServiceUnavailable || h.Get("Retry-After") != "1" || e["error"].Code != code ||
+		h.Get("Content-Type") != "application/json" {
+		t.Errorf("%s: %d Retry-After %q %s, want 503, Retry-After: 1 and code %s", what, status, h.Get("Retry-After"), body, code)
+	}
+}
+
+// Two instances: the first sequences; the second serves reads, forwards
+// appends (with the mediator's token) and relays the answers, honours
+// idempotency keys across instances, refuses a request forwarded to it,
+// and takes over at once when the first stops.
+func TestClusterForwarding(t *testing.T) {
+	f := newClusterFixture(t)
+	a := startServing(t, "--config", f.config(t, "a", "1s"))
+	waitFor(t, "a to sequence", func() bool { code, _ := readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
+	b := startServing(t, "--config", f.config(t, "b", "1s"))
+	waitFor(t, "b to follow a", func() bool { code, _ := readyz(t, b.url+"/readyz"); return code == 200 })
+	code, rd := readyz(t, b.url+"/readyz")
+	if rd != (readiness{Ready: true, Role: roleFollower, Instance: "b", Sequencer: a.url, Epoch: rd.Epoch}) || rd.Epoch == 0 {
+		t.Errorf("b's /readyz %d %+v", code, rd)
+	}
+	if code, rd := readyz(t, b.url+"/readyz?role=sequencer"); code != 503 || rd.Ready || rd.Role != roleFollower {
+		t.Errorf("b's /readyz?role=sequencer %d %+v, want 503", code, rd)
+	}
+	if code, rd := readyz(t, a.url+"/readyz"); code != 200 || rd.Role != roleSequencer || rd.Instance != "a" || rd.Sequencer != a.url {
+		t.Errorf("a's /readyz %d %+v", code, rd)
+	}
+
+	status, _, body := f.post(t, b.url, 1, map[string]string{"Idempotency-Key": "k-1"})
+	if status != http.StatusCreated {
+		t.Fatalf("append through b: %d %s", status, body)
+	}
+	var receipt struct {
+		Index uint64          `json:"index"`
+		Entry json.RawMessage `json:"entry"`
+	}
+	json.Unmarshal([]byte(body), &receipt)
+	// a authenticated the mediator from the token b relayed.
+	if !strings.Contains(string(receipt.Entry), `"mediator":"local"`) {
+		t.Errorf("the entry appended through b: %s", receipt.Entry)
+	}
+	status, h, body2 := f.post(t, a.url, 1, map[string]string{"Idempotency-Key": "k-1"})
+	if status != http.StatusOK || h.Get("Idempotent-Replayed") != "true" || !strings.Contains(body2, fmt.Sprintf(`"index":%d`, receipt.Index)) {
+		t.Errorf("the same key at a: %d %s, want 200 replaying index %d", status, body2, receipt.Index)
+	}
+	// b serves the entry from the database once its view has it.
+	waitFor(t, "b to read the entry", func() bool {
+		resp, err := http.Get(fmt.Sprintf("%s/v1/entries/%d", b.url, receipt.Index))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+
+	status, h, body = f.post(t, b.url, 2, map[string]string{forwardedByHeader: "c"})
+	wantUnavailable(t, "a request forwarded to a follower", status, h, body, "no_sequencer")
+
+	metrics := func(s *serving) string {
+		resp, err := http.Get(s.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		m, _ := io.ReadAll(resp.Body)
+		return string(m)
+	}
+	for _, want := range []string{`ledgerd_cluster_role{instance="b",role="follower"} 1`, "ledgerd_forwarded_requests_total 1", "ledgerd_forwarding_failures_total 1"} {
+		if m := metrics(b); !strings.Contains(m, want) {
+			t.Errorf("b's metrics lack %q:\n%s", want, m)
+		}
+	}
+	for _, want := range []string{`ledgerd_cluster_role{instance="a",role="sequencer"} 1`, "ledgerd_takeovers_total 1"} {
+		if m := metrics(a); !strings.Contains(m, want) {
+			t.Errorf("a's metrics lack %q", want)
+		}
+	}
+
+	// a stops, releasing the lease: b takes over.
+	if code := a.stop(); code != 0 {
+		t.Fatalf("a exited %d: %s", code, a.stderr)
+	}
+	waitFor(t, "b to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
+	rec := logRecord(t, b.stderr.String(), "became the sequencer")
+	if rec["instance"] != "b" || rec["epoch"].(float64) <= float64(rd.Epoch) {
+		t.Errorf("b's log: %v", rec)
+	}
+	if status, _, body := f.post(t, b.url, 3, nil); status != http.StatusCreated {
+		t.Errorf("append at b, sequencing: %d %s", status, body)
+	}
+	if out := strings.Join(a.stdout, "\n") + a.stderr.String() + b.stderr.String(); strings.Contains(out, dbPassword) {
+		t.Errorf("the output shows the database's password:\n%s", out)
+	}
+}
+
+// With no sequencer (the lease held by a command, which has no address),
+// a follower answers appends 503 no_sequencer with Retry-After, serves
+// reads, and is not ready; once the lease is free it takes over.
+func TestClusterNoSequencer(t *testing.T) {
+	f := newClusterFixture(t)
+	holder := f.store(t)
+	// A log with a checkpoint (a follower of an empty one answers 404
+	// no_checkpoint until a sequencer signs the empty tree's).
+	key, err := ledger.LoadKey(f.base["key_file"].(string), ledger.KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(t.Context(), holder, key, ledger.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.AcquireLease(t.Context(), "ledgerd-check", "", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	b := startServing(t, "--config", f.config(t, "b", "600ms"))
+	for _, q := range []string{"", "?role=sequencer"} {
+		if code, rd := readyz(t, b.url+"/readyz"+q); code != 503 || rd.Ready || rd.Role != roleFollower || rd.Sequencer != "" {
+			t.Errorf("/readyz%s with no sequencer: %d %+v", q, code, rd)
+		}
+	}
+	status, h, body := f.post(t, b.url, 1, nil)
+	wantUnavailable(t, "an append with no sequencer", status, h, body, "no_sequencer")
+	if resp, err := http.Get(b.url + "/v1/checkpoint"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("a read with no sequencer: %v %v", resp, err)
+	}
+	// The answers are as docs/openapi.json describes them.
+	mux := http.NewServeMux()
+	for _, rt := range (&server{cfg: &Config{}, m: newMetrics()}).routeTable() {
+		mux.Handle(rt.pattern, rt.handler)
+	}
+	a := &answerChecker{t: t, d: loadOpenAPI(t), mux: mux, seen: map[string]bool{}}
+	bs := &testServer{url: b.url, token: f.token}
+	a.do(bs, 503, "GET", "/readyz", "")
+	a.do(bs, 503, "POST", "/v1/entries", appendBody(1), "Authorization", "Bearer "+f.token)
+	a.do(bs, 503, "GET", "/v1/policies", "")
+	a.do(bs, 503, "GET", "/v1/approvals/"+strings.Repeat("0", 64), "", "Authorization", "Bearer "+f.token)
+	a.do(bs, 200, "GET", "/v1/checkpoint", "")
+	if err := holder.ReleaseLease(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
+	a.do(bs, 200, "GET", "/readyz", "")
+	if status, _, body := f.post(t, b.url, 3, nil); status != http.StatusCreated {
+		t.Errorf("append at b, sequencing: %d %s", status, body)
+	}
+}
+
+// A sequencer that renews its lease but cannot be reached: a follower
+// answers appends 503 no_sequencer with Retry-After.
+func TestClusterUnreachableSequencer(t *testing.T) {
+	f := newClusterFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	holder := f.store(t)
+	if _, err := holder.AcquireLease(t.Context(), "gone", dead, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for ctx.Err() == nil {
+			holder.RenewLease(ctx, time.Minute)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	defer func() { cancel(); <-renewed }()
+	b := startServing(t, "--config", f.config(t, "b", "600ms"))
+	waitFor(t, "b to see the holder", func() bool { code, _ := readyz(t, b.url+"/readyz"); return code == 200 })
+	status, h, body := f.post(t, b.url, 1, nil)
+	wantUnavailable(t, "an append with an unreachable sequencer", status, h, body, "no_sequencer")
+}
+
+// testNode is an instance run by the test step by step: its loop does not
+// run, so that the test decides when it takes the lease and renews.
+func (f *clusterFixture) testNode(t *testing.T, name, ttl string) (*node, string, *lockedWriter) {
+	t.Helper()
+	cfg, err := loadConfig(f.config(t, name, ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = ln.Addr().String()
+	logs := &lockedWriter{}
+	n, err := newNode(t.Context(), cfg, key, nil, nil, ln, slog.New(slog.NewJSONHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(n.serveHTTP))
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	t.Cleanup(func() {
+		ts.Close()
+		if tm := n.term.Load(); tm != nil {
+			n.endTerm(context.Background(), tm, true)
+		}
+		n.closing.Wait()
+		if n.candidate != nil {
+			n.candidate.Close()
+		}
+		n.followL.Close()
+		n.followStore.Close()
+	})
+	return n, ts.URL, logs
+}
+
+// forwardRecorder is a stand-in sequencer that records what reaches it.
+type forwardRecorder struct {
+	mu  sync.Mutex
+	got []http.Header
+	url string
+}
+
+func newForwardRecorder(t *testing.T) *forwardRecorder {
+	fr := &forwardRecorder{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fr.mu.Lock()
+		fr.got = append(fr.got, r.Header.Clone())
+		fr.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"recorded":true}`)
+	}))
+	t.Cleanup(ts.Close)
+	fr.url = ts.URL
+	return fr
+}
+
+// takeWhenExpired takes the lease as holder once it has expired (the
+// instance holding it does not renew: its loop does not run).
+func takeWhenExpired(t *testing.T, s *postgres.Store, holder, address string) postgres.Lease {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		lease, err := s.AcquireLease(t.Context(), holder, address, time.Minute)
+		if err == nil {
+			return lease
+		}
+		if !errors.Is(err, postgres.ErrLeaseHeld) || time.Now().After(deadline) {
+			t.Fatalf("taking the lease: %v", err)
+		}
+	}
+}
+
+// A sequencer whose lease another instance took is fenced: an append it
+// takes then is answered with an error, never 201, and is not in the
+// log; the instance then steps down (its ledger reports the failure)
+// and forwards the next append, with the mediator's token and its name in
+// Ledger-Forwarded-By, to the new holder, relaying its answer.
+func TestClusterStepDownWhenFenced(t *testing.T) {
+	f := newClusterFixture(t)
+	n, url, logs := f.testNode(t, "a", "300ms")
+	n.tryTakeOver(t.Context())
+	if n.term.Load() == nil {
+		t.Fatalf("a did not take the free lease: %s", logs)
+	}
+	if status, _, body := f.post(t, url, 1, nil); status != http.StatusCreated {
+		t.Fatalf("append at the sequencer: %d %s", status, body)
+	}
+	thief := f.store(t)
+	rec := newForwardRecorder(t)
+	lease := takeWhenExpired(t, thief, "b", rec.url)
+	before, err := thief.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	status, h, body := f.post(t, url, 2, nil)
+	if status/100 != 5 {
+		t.Errorf("append at a fenced sequencer: %d %s, want 5xx", status, body)
+	}
+	wantUnavailable(t, "append at a fenced sequencer", status, h, body, "unavailable")
+	after, err := thief.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Size != before.Size {
+		t.Errorf("the fenced sequencer's append reached the log: size %d, then %d", before.Size, after.Size)
+	}
+
+	n.sequence(t.Context())
+	if n.term.Load() != nil {
+		t.Fatalf("a still sequences after its ledger failed: %s", logs)
+	}
+	if r := logRecord(t, logs.String(), "stepped down; following"); r["reason"] != reasonStorageFailure || r["instance"] != "a" {
+		t.Errorf("the step-down's log line: %v", r)
+	}
+	n.observe(t.Context())
+	status, _, body = f.post(t, url, 3, nil)
+	if status != http.StatusCreated || body != `{"recorded":true}` {
+		t.Errorf("append at a, following %d: %d %s, want the holder's answer relayed", lease.Epoch, status, body)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.got) != 1 || rec.got[0].Get(forwardedByHeader) != "a" || rec.got[0].Get("Authorization") != "Bearer "+f.token {
+		t.Errorf("the holder got %v, want one request with %s: a and the mediator's token", rec.got, forwardedByHeader)
+	}
+	if code, rd := readyz(t, url+"/readyz"); code != 200 || rd.Role != roleFollower || rd.Sequencer != rec.url || rd.Epoch != lease.Epoch {
+		t.Errorf("/readyz after stepping down: %d %+v", code, rd)
+	}
+}
+
+// A sequencer that finds at its renewal that its lease was taken steps
+// down with the reason lease_lost, and answers appends by forwarding.
+func TestClusterStepDownOnLeaseLoss(t *testing.T) {
+	f := newClusterFixture(t)
+	n, url, logs := f.testNode(t, "a", "300ms")
+	n.tryTakeOver(t.Context())
+	t0 := n.term.Load()
+	if t0 == nil {
+		t.Fatalf("a did not take the free lease: %s", logs)
+	}
+	takeWhenExpired(t, f.store(t), "b", "")
+	t0.renewed = time.Time{} // the renewal is due
+	n.sequence(t.Context())
+	if n.term.Load() != nil {
+		t.Fatalf("a still sequences after losing its lease: %s", logs)
+	}
+	if r := logRecord(t, logs.String(), "stepped down; following"); r["reason"] != reasonLeaseLost {
+		t.Errorf("the step-down's log line: %v", r)
+	}
+	n.observe(t.Context())
+	status, h, body := f.post(t, url, 1, nil)
+	wantUnavailable(t, "append with the lease held by a command", status, h, body, "no_sequencer")
+	if code, rd := readyz(t, url+"/readyz?role=sequencer"); code != 503 || rd.Role != roleFollower {
+		t.Errorf("/readyz?role=sequencer after stepping down: %d %+v", code, rd)
+	}
+}
+
+// ledgerd check on PostgreSQL takes the lease: refused while an instance
+// sequences, and checks the log when none does.
+func TestClusterCheck(t *testing.T) {
+	f := newClusterFixture(t)
+	path := f.config(t, "a", "300ms")
+	a := startServing(t, "--config", path)
+	waitFor(t, "a to sequence", func() bool { code, _ := readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
+	for i := range 3 {
+		if status, _, body := f.post(t, a.url, i, nil); status != http.StatusCreated {
+			t.Fatalf("append: %d %s", status, body)
+		}
+	}
+	var stdout, stderr strings.Builder
+	if code := run(t.Context(), []string{"check", "--config", path}, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), `instance "a"`) || !strings.Contains(stderr.String(), "stop every ledgerd instance") {
+		t.Errorf("check beside a sequencer: exit %d, %s", code, stderr.String())
+	}
+	a.stop()
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(t.Context(), []string{"check", "--config", path}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "holds 3 entries") {
+		t.Errorf("check: exit %d, %s %s", code, stdout.String(), stderr.String())
+	}
+	if strings.Contains(stdout.String()+stderr.String(), dbPassword) {
+		t.Errorf("check printed the database's password")
+	}
+
+	// The key rotates under the lease too, and the rotated log serves.
+	newKey := filepath.Join(f.dir, "new.key")
+	if _, err := writeKey(newKey, localOrigin); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(t.Context(), []string{"key", "rotate", "--new-key", newKey, "--config", path}, &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "rotated the key of "+localOrigin+" at tree size 3") {
+		t.Fatalf("key rotate: exit %d, %s %s", code, stdout.String(), stderr.String())
+	}
+	b := startServing(t, "--config", path)
+	waitFor(t, "the rotated log to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
+	if status, _, body := f.post(t, b.url, 4, nil); status != http.StatusCreated || !strings.Contains(body, `"index":3`) {
+		t.Errorf("append after the rotation: %d %s", status, body)
+	}
+}
+
+// A sequencer whose renewals fail (the database unreachable: here its
+// store is closed) steps down once a whole TTL passed since the last one,
+// not before; a follower that cannot read the lease for a TTL answers
+// forwarded requests 503 unavailable.
+func TestClusterDatabaseUnreachable(t *testing.T) {
+	f := newClusterFixture(t)
+	n, url, logs := f.testNode(t, "a", "300ms")
+	n.tryTakeOver(t.Context())
+	tm := n.term.Load()
+	if tm == nil {
+		t.Fatalf("a did not take the free lease: %s", logs)
+	}
+	tm.store.Close()
+	tm.renewed = time.Now().Add(-n.ttl / 2) // due, but within the TTL
+	n.sequence(t.Context())
+	if n.term.Load() == nil {
+		t.Fatalf("a stepped down before its lease could have expired: %s", logs)
+	}
+	tm.renewed = time.Now().Add(-n.ttl)
+	n.sequence(t.Context())
+	if n.term.Load() != nil {
+		t.Fatalf("a still sequences after a TTL without renewal: %s", logs)
+	}
+	if r := logRecord(t, logs.String(), "stepped down; following"); r["reason"] != reasonNotRenewed {
+		t.Errorf("the step-down's log line: %v", r)
+	}
+
+	// Following: the lease is read once, then the database goes away.
+	rec := newForwardRecorder(t)
+	takeWhenExpired(t, f.store(t), "b", rec.url)
+	n.observe(t.Context())
+	if status, _, body := f.post(t, url, 1, nil); status != http.StatusCreated {
+		t.Fatalf("append forwarded to b: %d %s", status, body)
+	}
+	n.followStore.Close()
+	n.observe(t.Context())
+	if status, _, body := f.post(t, url, 2, nil); status != http.StatusCreated {
+		t.Errorf("append within a TTL of the last reading of the lease: %d %s, want it forwarded", status, body)
+	}
+	n.mu.Lock()
+	n.view.read = time.Now().Add(-n.ttl)
+	n.mu.Unlock()
+	n.observe(t.Context())
+	status, h, body := f.post(t, url, 3, nil)
+	wantUnavailable(t, "append with the database unreachable", status, h, body, "unavailable")
+	if code, rd := readyz(t, url+"/readyz"); code != 503 || rd.Ready {
+		t.Errorf("/readyz with the database unreachable: %d %+v", code, rd)
+	}
+}
+
+// A follower serves the log's reads itself and forwards the rest; with
+// witnesses, the reads that carry cosignatures are forwarded too.
+func TestFollowerRoutes(t *testing.T) {
+	local := map[string]bool{}
+	for _, rt := range (&server{cfg: &Config{}, m: newMetrics()}).routeTable() {
+		if (&server{cfg: &Config{}}).followerLocal(rt.pattern) {
+			local[rt.pattern] = true
+		}
+	}
+	want := []string{"GET /v1/checkpoint", "GET /v1/checkpoints/{size}", "GET /v1/entries/{index}", "GET /v1/export",
+		"GET /v1/proofs/{index}", "GET /v1/inclusion", "GET /v1/consistency", "GET /v1/actions", "GET /v1/actions/{action}",
+		"GET /healthz", "GET /readyz", "GET /metrics", "GET /checkpoint", "GET /tile/{path...}"}
+	for _, p := range want {
+		if !local[p] {
+			t.Errorf("a follower forwards %s", p)
+		}
+		delete(local, p)
+	}
+	for p := range local {
+		t.Errorf("a follower serves %s itself", p)
+	}
+	witnessed := &server{cfg: &Config{Witnesses: []WitnessConfig{{Name: "w"}}}}
+	for _, p := range []string{"GET /v1/checkpoint", "GET /v1/checkpoints/{size}", "GET /v1/export", "GET /v1/proofs/{index}", "GET /checkpoint"} {
+		if witnessed.followerLocal(p) {
+			t.Errorf("with witnesses, a follower serves %s itself, without the cosignatures", p)
+		}
+	}
+	if !witnessed.followerLocal("GET /tile/{path...}") {
+		t.Errorf("with witnesses, a follower forwards tiles")
+	}
+}
