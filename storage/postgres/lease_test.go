@@ -69,8 +69,6 @@ func TestLeaseTakeover(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
 	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
 
 	if l, err := b.CurrentLease(ctx); err != nil || l != (postgres.Lease{}) {
 		t.Fatalf("CurrentLease before any acquisition = %+v, %v; want the zero Lease", l, err)
@@ -150,8 +148,6 @@ func TestLeaseExpiresByDatabaseClock(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
 	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
 
 	const ttl = 300 * time.Millisecond
 	before := query[time.Time](t, url, "SELECT now()")
@@ -191,8 +187,6 @@ func TestRenewLease(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
 	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
 
 	if _, err := a.RenewLease(ctx, hour); !errors.Is(err, postgres.ErrLeaseLost) {
 		t.Errorf("RenewLease without a lease: %v, want ErrLeaseLost", err)
@@ -236,8 +230,6 @@ func TestReleaseLease(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
 	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
 
 	if err := b.ReleaseLease(ctx); err != nil {
 		t.Errorf("ReleaseLease without a lease: %v", err)
@@ -268,10 +260,8 @@ func TestStaleStoreFenced(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
 	stale := open(t, url)
-	defer stale.Close()
 	commit(t, stale, batch(0, 2)) // no lease ever taken: epoch 0 writes
 	a := open(t, url)
-	defer a.Close()
 	acquire(t, a, "a")
 	b := batch(2, 2)
 	wantFenced(t, "Commit of a store opened before the takeover", stale.Commit(ctx, b))
@@ -281,6 +271,12 @@ func TestStaleStoreFenced(t *testing.T) {
 		t.Errorf("the fenced checkpoint is stored: %v", err)
 	}
 	commit(t, a, b)
+	// A store opened after the takeover writes at the epoch it read, until
+	// the next takeover.
+	late := open(t, url)
+	commit(t, late, batch(4, 1))
+	acquire(t, a, "a")
+	wantFenced(t, "Commit of a store opened between takeovers", late.Commit(ctx, batch(5, 1)))
 }
 
 // TestConcurrentAcquire: stores racing for an expired lease: exactly one
@@ -390,8 +386,6 @@ func TestCommitInFlightDuringTakeover(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
 	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
 	acquire(t, a, "a")
 	commit(t, a, batch(0, 2))
 
@@ -431,8 +425,6 @@ func TestTakeoverBeforeCommit(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
 	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
 	acquire(t, a, "a")
 	commit(t, a, batch(0, 2))
 	expireLease(t, url)
@@ -464,8 +456,6 @@ func TestCheckpointInFlightDuringTakeover(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
 	a, b := open(t, url), open(t, url)
-	defer a.Close()
-	defer b.Close()
 	acquire(t, a, "a")
 	commit(t, a, batch(0, 4))
 
@@ -496,7 +486,6 @@ func TestCheckpointInFlightDuringTakeover(t *testing.T) {
 	// The other way round: C's takeover holds tree_head's lock when B
 	// adds a checkpoint.
 	c := open(t, url)
-	defer c.Close()
 	expireLease(t, url)
 	entered, release = hold(t, c, "acquire")
 	acquireDone = result(func() error {
@@ -553,7 +542,6 @@ func TestMigrateFromVersion1(t *testing.T) {
 	exec(t, url, "UPDATE tree_head SET size = 2")
 
 	s := open(t, url)
-	defer s.Close()
 	if v := query[int32](t, url, "SELECT max(version) FROM schema_migrations"); v != 2 {
 		t.Errorf("schema version %d after Open, want 2", v)
 	}

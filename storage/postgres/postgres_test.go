@@ -26,6 +26,10 @@ func open(t *testing.T, url string) *postgres.Store {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
+	// A cleanup, not a defer: it runs after the cleanups registered later
+	// (such as hold's release), so a failing test never waits forever
+	// for a connection a held transaction keeps.
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
