@@ -22,11 +22,16 @@
 //	tiles       (level, idx, hashes)               the latest version of each tile
 //	checkpoints (size, signed)                     every signed checkpoint; the latest is the largest size
 //
+// Version 2 (migrations/0002_lease.sql) adds the lease: see "Several
+// writers" below.
+//
 // # Writes
 //
 // Commit is one transaction: it first moves tree_head from the batch's
-// Start to its end ("UPDATE tree_head SET size = end WHERE size = start";
-// no row updated means the batch does not continue the log, ErrConflict),
+// Start to its end ("UPDATE tree_head SET size = end WHERE size = start
+// AND epoch = <the store's epoch>"; no row updated means the batch does
+// not continue the log, ErrConflict, or that the store is fenced,
+// ErrFenced: see "Several writers"),
 // which also locks the row, so commits through any number of connections
 // or processes take turns; then it inserts the entries with their leaf
 // hashes and keys in one multi-row INSERT (from arrays, unnest), and
@@ -39,9 +44,10 @@
 // batch is refused (ErrConflict) with nothing written. Readers see a batch
 // whole or not at all: they read committed rows only.
 //
-// AddCheckpoint is another transaction, on checkpoints alone (it reads
-// tree_head without locking it, and the tree only grows), so that a
-// Commit and an AddCheckpoint run at once without waiting for each other.
+// AddCheckpoint is another transaction, writing checkpoints alone (it
+// reads tree_head FOR KEY SHARE, which a Commit's UPDATE does not wait
+// for, and the tree only grows), so that a Commit and an AddCheckpoint
+// run at once without waiting for each other.
 // It locks checkpoints against other writers (SHARE ROW EXCLUSIVE, which
 // readers do not wait for) to check the latest and add the new one as one
 // step.
@@ -65,17 +71,64 @@
 // cancellation, which would make its outcome unknown for no reason;
 // before it, a cancelled Commit rolls back and writes nothing.
 //
-// # Several writers (not yet)
+// # Several writers: the sequencer lease and fencing
 //
-// This store assumes the one writer of the Store contract. Fencing a
-// deposed sequencer will be a later migration: a lease table (holder,
-// epoch, expiry) and an epoch column on tree_head and checkpoints; Commit's
-// first statement becomes "UPDATE tree_head SET size = end WHERE size =
-// start AND epoch = <the writer's epoch>", and a new sequencer bumps
-// tree_head's epoch when it takes the lease, so that, as the row lock
-// orders every commit after the bump, one from the former sequencer
-// updates no row and is refused. Because every write already starts with
-// that one conditional statement, nothing else in a commit changes.
+// Any number of stores (in as many processes) may open one database, and
+// exactly one at a time may grow the log: the holder of the sequencer
+// lease. Version 2 (migrations/0002_lease.sql) adds:
+//
+//	lease       (singleton, holder, address, epoch, expires_at)   one row;
+//	            epoch 0 with an empty holder: never taken
+//	tree_head   gains epoch, the epoch under which the log may grow
+//
+// A version-1 database migrates with its data, at epoch 0, the lease never
+// taken.
+//
+// AcquireLease is one transaction: it locks the lease row (FOR UPDATE, so
+// acquisitions take turns and a waiting one then sees the winner's lease),
+// refuses a lease that has not expired and is not this store's own
+// (ErrLeaseHeld), locks tree_head's row FOR UPDATE, and sets the lease to
+// (holder, address, epoch + 1, now() + TTL) and tree_head's epoch to the
+// same new epoch. From then on the store writes at that epoch.
+//
+// Every store writes at the epoch it last saw: the one it read at Open, or
+// the one its AcquireLease set. Commit's first statement is
+//
+//	UPDATE tree_head SET size = end WHERE size = start AND epoch = <the store's epoch>
+//
+// When it updates no row, the store reads tree_head: another epoch means
+// another store took the lease since, and the batch is refused with
+// ErrFenced, nothing written; the same epoch and another size is
+// ErrConflict, as before. ErrFenced does not wrap ErrConflict: a fenced
+// writer must stop, not reread and retry. AddCheckpoint reads tree_head's
+// epoch FOR KEY SHARE, a lock Commit's UPDATE does not wait for but
+// AcquireLease's FOR UPDATE does, and is refused with ErrFenced the same
+// way. A store's epoch changes only through its own AcquireLease, so once
+// fenced it stays fenced (a store opened before a takeover too).
+//
+// Why this is safe whatever the clocks and delays: a takeover and a write
+// both take tree_head's row lock, so each write is ordered wholly before
+// or wholly after each takeover. One before is in the log the new
+// holder reads after its takeover, and continues. One after sees the
+// bumped epoch (PostgreSQL re-evaluates the UPDATE's condition on the
+// row version the takeover committed) and is refused. A deposed holder
+// paused for any length of time, or cut off from the database and
+// reconnected, can therefore never write after a takeover; the lease's
+// expiry plays no part in this. It gives liveness only: a holder that
+// dies stops renewing, its lease expires, and another store takes it.
+//
+// Expiry is set (now() + TTL) and judged (expires_at > now()) by the
+// database's clock alone, never an instance's; CurrentLease reports it as
+// Lease.Held. RenewLease moves expires_at of this store's lease (matched
+// by epoch and holder), an expired one too if nobody took it, and
+// otherwise fails with ErrLeaseLost. ReleaseLease sets it to now(), so
+// that another store takes the lease at once; it does not move the epoch,
+// so the releasing store stops sequencing first.
+//
+// A sequencer therefore acquires the lease, then reads the state
+// (ledger.Open), then sequences, renewing well within the TTL; on
+// ErrLeaseLost or ErrFenced it stops sequencing, and should it take the
+// lease again, reopens the ledger (what it cached may be stale).
 package postgres
 
 import (
