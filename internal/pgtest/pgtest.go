@@ -18,9 +18,12 @@
 //
 // A test that needs a server calls Shared, which starts one server per
 // test binary on first use; the package's TestMain calls Main, which stops
-// it after the tests. Without PostgreSQL installed, Shared skips the test
-// with a message saying how to run it, or fails it when LEDGER_CI=1 (as
-// .ci/run sets), so that CI never skips these tests silently.
+// it after the tests. A test that stops the database under a running
+// store calls NewServer instead, for a server of its own that it may shut
+// down (fast, or immediate as in a crash) and restart on the same data
+// and socket. Without PostgreSQL installed, Shared and NewServer skip the
+// test with a message saying how to run it, or fail it when LEDGER_CI=1
+// (as .ci/run sets), so that CI never skips these tests silently.
 package pgtest
 
 import (
@@ -59,6 +62,7 @@ type Server struct {
 	User string
 
 	root    string // holds data/ and sock/
+	cred    *syscall.Credential
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	exitErr error
@@ -135,26 +139,39 @@ func Start() (s *Server, err error) {
 		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
 	}
 
-	logFile, err := os.Create(filepath.Join(root, "postgres.log"))
+	s = &Server{BinDir: bin, SocketDir: sock, User: owner, root: root, cred: cred}
+	if err := s.launch(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts postgres on the server's data directory and socket, and
+// returns once it accepts connections. Its output is appended to
+// postgres.log, which a failed start returns.
+func (s *Server) launch() error {
+	logPath := filepath.Join(s.root, "postgres.log")
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return fmt.Errorf("pgtest: %w", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", sock,
+	cmd := exec.Command(filepath.Join(s.BinDir, "postgres"), "-D", filepath.Join(s.root, "data"), "-k", s.SocketDir,
 		"-c", "listen_addresses=",
 		"-c", "fsync=on", "-c", "full_page_writes=on",
 		"-c", "synchronous_commit=off", // the store must set it on its connections
 		"-c", "max_connections=200",
 		"-c", "shared_buffers=32MB",
 		"-c", "logging_collector=off")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Dir = root
+	cmd.Dir = s.root
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("pgtest: starting postgres: %w", err)
+		return fmt.Errorf("pgtest: starting postgres: %w", err)
 	}
-	s = &Server{BinDir: bin, SocketDir: sock, User: owner, root: root, cmd: cmd, exited: make(chan struct{})}
-	go func() { s.exitErr = cmd.Wait(); close(s.exited) }()
+	exited := make(chan struct{})
+	s.cmd, s.exited = cmd, exited
+	go func() { s.exitErr = cmd.Wait(); close(exited) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -162,15 +179,16 @@ func Start() (s *Server, err error) {
 		conn, err := pgx.Connect(ctx, s.URL("postgres"))
 		if err == nil {
 			conn.Close(ctx)
-			return s, nil
+			return nil
 		}
 		select {
-		case <-s.exited:
-			log, _ := os.ReadFile(filepath.Join(root, "postgres.log"))
-			return nil, fmt.Errorf("pgtest: postgres exited at start: %v\n%s", s.exitErr, log)
+		case <-exited:
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("pgtest: postgres exited at start: %v\n%s", s.exitErr, log)
 		case <-ctx.Done():
-			s.Stop()
-			return nil, fmt.Errorf("pgtest: postgres not accepting connections after 60 s: %w", err)
+			cmd.Process.Signal(syscall.SIGQUIT)
+			<-exited
+			return fmt.Errorf("pgtest: postgres not accepting connections after 60 s: %w", err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -236,7 +254,8 @@ func (s *Server) Exec(ctx context.Context, sql string) error {
 }
 
 // Stop shuts the server down (fast shutdown: SIGINT, then SIGQUIT after
-// 20 s) and removes its directories. Stopping twice is safe.
+// 20 s) and removes its directories. Stopping twice, or after Shutdown,
+// is safe.
 func (s *Server) Stop() error {
 	if s == nil || s.cmd == nil {
 		return nil
@@ -255,6 +274,74 @@ func (s *Server) Stop() error {
 	return os.RemoveAll(s.root)
 }
 
+// ShutdownMode is how Shutdown stops a server, as pg_ctl stop -m names it.
+type ShutdownMode int
+
+const (
+	// Fast (SIGINT): the server disconnects its clients, aborting their
+	// transactions, writes a checkpoint and exits.
+	Fast ShutdownMode = iota
+	// Immediate (SIGQUIT): the server's processes exit at once, without a
+	// checkpoint; the next start recovers from the write-ahead log, as
+	// after a crash.
+	Immediate
+)
+
+// Shutdown stops the server in mode and returns once postgres has
+// exited, keeping its data directory and socket directory for Restart.
+// It is not safe to call concurrently with Restart or Stop.
+func (s *Server) Shutdown(mode ShutdownMode) error {
+	sig := syscall.SIGINT
+	if mode == Immediate {
+		sig = syscall.SIGQUIT
+	}
+	select {
+	case <-s.exited:
+		return errors.New("pgtest: Shutdown: the server is not running")
+	default:
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("pgtest: Shutdown: %w", err)
+	}
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(60 * time.Second):
+		return errors.New("pgtest: Shutdown: postgres still running 60 s after the signal")
+	}
+}
+
+// Restart starts a server that Shutdown stopped again, on the same data
+// directory and socket (so its URLs stay valid), and returns once it
+// accepts connections.
+func (s *Server) Restart() error {
+	select {
+	case <-s.exited:
+	default:
+		return errors.New("pgtest: Restart: the server is running")
+	}
+	return s.launch()
+}
+
+// NewServer starts a server of t's own, which t may stop and start again
+// (Shutdown, Restart) without disturbing other tests; it is stopped and
+// removed when t ends. Like Shared, it skips t when PostgreSQL is not
+// installed, or fails it when LEDGER_CI=1.
+func NewServer(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		skipOrFail(t, err)
+		return nil
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return s
+}
+
 var shared struct {
 	once sync.Once
 	s    *Server
@@ -266,27 +353,40 @@ var shared struct {
 func Shared(t testing.TB) *Server {
 	t.Helper()
 	shared.once.Do(func() { shared.s, shared.err = Start() })
-	switch {
-	case shared.err == nil:
-		return shared.s
-	case errors.Is(shared.err, ErrNotInstalled) && os.Getenv("LEDGER_CI") != "1":
-		t.Skipf("%v; to run the PostgreSQL tests: %s", shared.err, HowToRun)
-	case errors.Is(shared.err, ErrNotInstalled):
-		t.Fatalf("%v, and LEDGER_CI=1 requires the PostgreSQL tests: %s", shared.err, HowToRun)
-	default:
-		t.Fatal(shared.err)
+	if shared.err != nil {
+		skipOrFail(t, shared.err)
 	}
-	return nil
+	return shared.s
+}
+
+// skipOrFail ends t after a failed start: skipped when PostgreSQL is not
+// installed (failed when LEDGER_CI=1), failed on any other error.
+func skipOrFail(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case errors.Is(err, ErrNotInstalled) && os.Getenv("LEDGER_CI") != "1":
+		t.Skipf("%v; to run the PostgreSQL tests: %s", err, HowToRun)
+	case errors.Is(err, ErrNotInstalled):
+		t.Fatalf("%v, and LEDGER_CI=1 requires the PostgreSQL tests: %s", err, HowToRun)
+	default:
+		t.Fatal(err)
+	}
 }
 
 // Main runs the tests and then stops the shared server, if one started.
 // Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main returning the tests' exit code instead of exiting, for a
+// TestMain with more to do after the tests.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if shared.s != nil {
 		if err := shared.s.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}
-	os.Exit(code)
+	return code
 }
