@@ -3,14 +3,14 @@
 package main
 
 import (
-	"github.com/decisionledger/ledger/internal/pgtest"
-
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/decisionledger/ledger/internal/pgtest"
 )
 
 // The test binary doubles as a wrapper that starts ledgerd with a given
@@ -25,8 +25,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "ledgerd wrapper: %v\n", execWrapped(bin))
 		os.Exit(3)
 	}
-	pgtest.Main(m) // stops the PostgreSQL server the tests started, if any
+	code := pgtest.Run(m) // stops the PostgreSQL server the tests started, if any
+	for _, f := range afterTests {
+		f()
+	}
+	os.Exit(code)
 }
+
+// afterTests are run by TestMain after the tests: the cleanups of what
+// several tests share (clusterLedgerd's binary).
+var afterTests []func()
 
 func execWrapped(bin string) error {
 	if v := os.Getenv("LEDGERD_TEST_NOFILE"); v != "" {
