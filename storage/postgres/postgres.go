@@ -117,6 +117,15 @@
 // expiry plays no part in this. It gives liveness only: a holder that
 // dies stops renewing, its lease expires, and another store takes it.
 //
+// A holder stopped in the middle of a write (its process frozen, its
+// network cut) keeps its transaction open, and with it tree_head's row
+// lock, which a takeover waits for: as long as the holder is stopped, no
+// other store could take over. With Options.StallTimeout the server
+// aborts a transaction whose client sends nothing for that long
+// (idle_in_transaction_session_timeout) and closes its connection, which
+// releases the lock: the stopped write is lost, unacknowledged, and the
+// takeover goes ahead. A sequencer sets it to about its lease's TTL.
+//
 // Expiry is set (now() + TTL) and judged (expires_at > now()) by the
 // database's clock alone, never an instance's; CurrentLease reports it as
 // Lease.Held. RenewLease moves expires_at of this store's lease (matched
@@ -184,6 +193,14 @@ type Options struct {
 	// MaxConns bounds the store's connections. Optional; 0 means pgxpool's
 	// default (4, or the number of CPUs if more).
 	MaxConns int32
+	// StallTimeout, if positive, is how long the server waits for the
+	// next statement of a transaction in progress before it aborts the
+	// transaction and closes the connection
+	// (idle_in_transaction_session_timeout, in whole milliseconds), so
+	// that a writer stopped mid-transaction cannot hold off a takeover
+	// for longer (see the package doc). Optional; 0 leaves the server's
+	// setting (by default, no limit).
+	StallTimeout time.Duration
 }
 
 // Store is a ledger.Store on PostgreSQL. It is safe for concurrent use.
@@ -226,6 +243,9 @@ func Open(ctx context.Context, connURL string, opts Options) (*Store, error) {
 	}
 	// Set at connection startup, before any statement: see the package doc.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if opts.StallTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(1, opts.StallTimeout.Milliseconds()), 10)
+	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
