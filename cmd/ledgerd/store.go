@@ -44,9 +44,14 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*openedStore
 }
 
 // openPostgres opens the PostgreSQL store of cfg (whose Store is set).
-// Its errors show the URL redacted.
+// Its errors show the URL redacted. A transaction of this process that
+// stops half-way (the process frozen, its network cut) is aborted by the
+// server after the lease's TTL (postgres.Options.StallTimeout): it would
+// otherwise hold tree_head's lock, and with it every takeover, for as
+// long as the process is stopped.
 func openPostgres(ctx context.Context, cfg *Config) (*postgres.Store, error) {
-	return postgres.Open(ctx, cfg.Store, postgres.Options{})
+	ttl, _ := cfg.Cluster.leaseTTL()
+	return postgres.Open(ctx, cfg.Store, postgres.Options{StallTimeout: ttl})
 }
 
 // exclusive makes the caller, a command that writes or reads the whole
