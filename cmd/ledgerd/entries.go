@@ -231,6 +231,10 @@ func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 		// The request ended (the client went away, or the server is
 		// stopping) while the entry was queued: it may still be appended.
 		s.log.InfoContext(r.Context(), "append not answered: the request ended while the entry was queued; it may still be appended", "mediator", mediator)
+		if s.cluster != nil {
+			// As below: in a cluster every 503 says when to retry.
+			w.Header().Set("Retry-After", "1")
+		}
 		s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the request ended before the append was answered; the entry may have been appended: retry with the same Idempotency-Key to learn its receipt")
 		return
 	case err != nil:
