@@ -107,10 +107,11 @@ func (n *proc) url() string { return "http://" + n.addr }
 // newCluster makes the config of instances named names on database
 // dbURL: one "ledgerd init" for the key and the token, then each
 // instance's config, the same apart from listen, store_dir and cluster's
-// instance and advertise_url, with extra cluster members (lease_ttl, say)
-// added. Nothing is started. On failure, the cleanup prints the seed and
-// the tail of each instance's log.
-func newCluster(t *testing.T, dbURL string, seed uint64, clusterExtra map[string]any, names ...string) *testCluster {
+// instance and advertise_url, with extra members added at the top
+// (configExtra) and in cluster (clusterExtra: lease_ttl, say). Nothing is
+// started. On failure, the cleanup prints the seed and the end of each
+// instance's log.
+func newCluster(t *testing.T, dbURL string, seed uint64, configExtra, clusterExtra map[string]any, names ...string) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, bin: clusterLedgerd(t), dir: t.TempDir(), seed: seed,
 		hc:      &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
@@ -154,6 +155,9 @@ func newCluster(t *testing.T, dbURL string, seed uint64, clusterExtra map[string
 	}
 	base["key_file"] = filepath.Join(initDir, keyName)
 	base["store"] = dbURL
+	for k, v := range configExtra {
+		base[k] = v
+	}
 	for _, name := range names {
 		n := &proc{name: name, addr: stableAddr(t), logPath: filepath.Join(c.dir, name+".log")}
 		storeDir := filepath.Join(c.dir, name)
