@@ -51,14 +51,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/decisionledger/ledger/internal/buildinfo"
@@ -197,21 +194,8 @@ func serveCluster(ctx context.Context, stop func(), cfg *Config, key *ledger.Key
 		defer close(loopDone)
 		n.run(loopCtx)
 	}()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	reloads := make(chan struct{})
-	go func() {
-		defer close(reloads)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				n.reload(ctx)
-			}
-		}
-	}()
+	reloads, stopHUP := onSIGHUP(ctx, n.reload)
+	defer stopHUP()
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

@@ -531,21 +531,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		go func() { errc <- srv.Serve(ln) }()
 	}
 	// SIGHUP reloads the policy set, one reload at a time.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	reloads := make(chan struct{})
-	go func() {
-		defer close(reloads)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				pol.reload(ctx)
-			}
-		}
-	}()
+	// A refused set is logged by reload; the set in force stays.
+	reloads, stopHUP := onSIGHUP(ctx, func(ctx context.Context) { pol.reload(ctx) })
+	defer stopHUP()
 	// The previews of closed and expired approvals are removed at start
 	// and every minute.
 	sweeps := make(chan struct{})
@@ -619,4 +607,26 @@ func subcommand(args []string, cmd string, ops []string, stdout, stderr io.Write
 		return "", usageError(stderr, cmd, "unknown command %q: %s", op, list), false
 	}
 	return op, 0, true
+}
+
+// onSIGHUP calls reload for each SIGHUP, one at a time, until ctx ends;
+// done is closed once it stopped. SIGHUP stays caught until stop is
+// called (at the caller's return), so that one arriving during shutdown
+// does not end the process.
+func onSIGHUP(ctx context.Context, reload func(context.Context)) (done <-chan struct{}, stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	c := make(chan struct{})
+	go func() {
+		defer close(c)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload(ctx)
+			}
+		}
+	}()
+	return c, func() { signal.Stop(hup) }
 }
