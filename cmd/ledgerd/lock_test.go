@@ -74,11 +74,12 @@ func TestSecondDaemonRefused(t *testing.T) {
 	defer func() { first.cmd.Process.Kill(); first.cmd.Wait() }()
 	store := filepath.Join(dir, "data", "store")
 
-	// The spare segment, ready: the file a second process used to
-	// delete and recreate under the first one.
+	// The spare segment, ready (a new log's first segment is 1 MiB): the
+	// file a second process used to delete and recreate under the first
+	// one.
 	spare := filepath.Join(store, "frames", "spare.frames.tmp")
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if info, err := os.Stat(spare); err == nil && info.Size() == 64<<20 {
+		if info, err := os.Stat(spare); err == nil && info.Size() == 1<<20 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -118,7 +119,8 @@ func TestSecondDaemonRefused(t *testing.T) {
 		t.Fatalf("the refused ledgerd left %d paths where there were %d", len(after), len(before))
 	}
 
-	// Load the first past two segment boundaries (64 MiB each).
+	// Load the first past segment boundaries, up to segments of 64 MiB
+	// (they start at 1 MiB and grow with the log).
 	token, _ := os.ReadFile(filepath.Join(dir, "token"))
 	url := "http://" + first.addr
 	const n = 4800

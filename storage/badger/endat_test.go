@@ -58,7 +58,7 @@ func TestEndAtIndexedFrameIsDamage(t *testing.T) {
 		{acknowledged{signed: lastFrame}, "a signed checkpoint covers 300 entries"},
 		{acknowledged{}, ""}, // nothing acknowledged: torn, erased
 	} {
-		l, err := openFrameLog(filepath.Join(dir, framesDir), 1<<20, func() bool { return false })
+		l, err := openFrameLog(filepath.Join(dir, framesDir), 1<<20, func(int64) bool { return false })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -229,20 +229,29 @@ func (r *frameReader) u64() uint64 {
 // frameLog is the set of segment files in one directory. Appends come from
 // one goroutine at a time (the store's single writer); reads from any.
 //
-// A new segment starts as a file of maxSegment zero bytes, written and
-// synced ahead of need (the spare): appending into bytes the file already
-// has lets fdatasync skip the file-size update in the file system's
-// journal, which halves its latency on the reference machine (20 KB
-// write+fdatasync, median of 500: 250 µs against 480 µs). So the last
-// segment's file is longer than its frames; its end is where the frames
-// stop (recover finds it). A segment that is complete is cut to its
-// frames before the next one starts.
+// A new segment starts as a file of zero bytes written and synced ahead of
+// need (the spare): appending into bytes the file already has lets
+// fdatasync skip the file-size update in the file system's journal, which
+// halves its latency on the reference machine (20 KB write+fdatasync,
+// median of 500: 250 µs against 480 µs). So the last segment's file is
+// longer than its frames; its end is where the frames stop (recover finds
+// it). A segment that is complete is cut to its frames before the next
+// one starts.
+//
+// The zeros are reserved as the log grows: a segment starting at log
+// position p holds segmentReserve(p) bytes, which is p itself between
+// minSegment and maxSegment. So a new log's first segment is 1 MiB, and
+// each next one as large as the log before it (about 1, 1, 2, 4, 8 MiB)
+// until they reach maxSegment. The zeros written ahead of the frames (the
+// rest of the segment in use and the spare) are 2 MiB for a new log, at
+// most about three times the frames written while segments grow, and at most
+// two segments of maxSegment after that.
 type frameLog struct {
 	dir        string
 	maxSegment int64
-	// spareFits reports whether a spare of maxSegment bytes may be
-	// written now; it is asked before each step of the writing.
-	spareFits func() bool
+	// spareFits reports whether a spare of size bytes may be written
+	// now; it is asked before each step of the writing.
+	spareFits func(size int64) bool
 
 	mu       sync.RWMutex
 	segments []*segment // by first position; the last one takes appends
@@ -263,6 +272,19 @@ type segment struct {
 	f     *os.File
 }
 
+// minSegment is the size of a new log's first segment, and the least
+// Options.SegmentSize.
+const minSegment = 1 << 20
+
+// segmentReserve returns the size of a segment that starts at log position
+// first: the log's size so far, at least minSegment and at most
+// maxSegment, so that segments double until they reach maxSegment. A
+// segment takes frames up to this size; a frame larger than that still
+// goes into an empty segment, alone.
+func (l *frameLog) segmentReserve(first int64) int64 {
+	return min(l.maxSegment, max(minSegment, first))
+}
+
 func (s *segment) end() int64 { return s.first + s.size }
 
 func segmentName(first int64) string {
@@ -271,8 +293,9 @@ func segmentName(first int64) string {
 
 // openFrameLog opens the segments in dir, creating dir if it is missing.
 // It checks that the segments follow each other without gaps; their last
-// frames are checked by recover.
-func openFrameLog(dir string, maxSegment int64, spareFits func() bool) (*frameLog, error) {
+// frames are checked by recover, after which the caller has the spare
+// prepared (prepareSpare), sized from where the frames end.
+func openFrameLog(dir string, maxSegment int64, spareFits func(size int64) bool) (*frameLog, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: creating the frame log directory: %w", err)
 	}
@@ -317,23 +340,33 @@ func openFrameLog(dir string, maxSegment int64, spareFits func() bool) (*frameLo
 			return nil, err
 		}
 	}
-	l.prepareSpare()
 	return l, nil
 }
 
-// prepareSpare writes a spare segment file of maxSegment zero bytes in the
-// background, unless one is ready or on its way.
+// prepareSpare writes, in the background, a spare segment file of zero
+// bytes for the segment after the last one, unless a spare is ready or on
+// its way. Its size is segmentReserve of where the last segment ends when
+// full (or of its end, if it holds more): the next segment starts there or
+// before, so the spare holds it.
 func (l *frameLog) prepareSpare() {
+	l.mu.RLock()
+	next := int64(0)
+	if n := len(l.segments); n > 0 {
+		last := l.segments[n-1]
+		next = max(last.first+l.segmentReserve(last.first), last.end())
+	}
+	l.mu.RUnlock()
+	size := l.segmentReserve(next)
 	l.spareMu.Lock()
 	defer l.spareMu.Unlock()
-	if l.spare != nil || l.preparing || l.closing || !l.spareFits() {
+	if l.spare != nil || l.preparing || l.closing || !l.spareFits(size) {
 		return
 	}
 	l.preparing = true
 	l.prepared.Add(1)
 	go func() {
 		defer l.prepared.Done()
-		f, err := l.writeSpare()
+		f, err := l.writeSpare(size)
 		l.spareMu.Lock()
 		defer l.spareMu.Unlock()
 		l.preparing = false
@@ -350,23 +383,23 @@ func (l *frameLog) prepareSpare() {
 	}()
 }
 
-func (l *frameLog) writeSpare() (*os.File, error) {
+func (l *frameLog) writeSpare(size int64) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(l.dir, spareName), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	zeros := make([]byte, 256<<10)
-	for off := int64(0); off < l.maxSegment; off += int64(len(zeros)) {
+	for off := int64(0); off < size; off += int64(len(zeros)) {
 		l.spareMu.Lock()
 		closing := l.closing
 		l.spareMu.Unlock()
 		if closing {
 			return f, errors.New("closing")
 		}
-		if !l.spareFits() {
+		if !l.spareFits(size) {
 			return f, errors.New("too little free space")
 		}
-		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), l.maxSegment-off)], off); err != nil {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off); err != nil {
 			return f, err
 		}
 		// Sync as it goes: a long queue of zeros would make every
@@ -417,7 +450,7 @@ func (l *frameLog) append(frame []byte) (int64, error) {
 		last = l.segments[n-1]
 	}
 	l.mu.RUnlock()
-	if last == nil || (last.size > 0 && last.size+int64(len(frame)) > l.maxSegment) {
+	if last == nil || (last.size > 0 && last.size+int64(len(frame)) > l.segmentReserve(last.first)) {
 		first := int64(0)
 		if last != nil {
 			first = last.end()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -467,4 +468,44 @@ func TestBadgerPartialTilesAfterCrash(t *testing.T) {
 	if st, err := c.State(ctx); err != nil || st.Size != 300 {
 		t.Fatalf("State after the crash = %+v, %v", st, err)
 	}
+}
+
+// Segments start small and grow with the log: a segment starting at log
+// position p is cut at about min(SegmentSize, max(1 MiB, p)) bytes, across
+// a reopen too.
+func TestBadgerSegmentsGrow(t *testing.T) {
+	f := newFrameStore(t)
+	f.opts.SegmentSize = 0 // the default, 64 MiB
+	f.commit(60)           // about 4 MiB: segments at 0, 1, 2 MiB
+	f.commit(70)           // past 8 MiB
+	f.check()
+	segs := f.segments()
+	if len(segs) < 5 {
+		t.Fatalf("%d segments for about 8 MiB of frames; want them to start at 1 MiB and double", len(segs))
+	}
+	const frame = 80 << 10 // a frame of testBatch(_, 100), rounded up
+	for i, path := range segs {
+		first := segmentFirst(t, path)
+		want := min(64<<20, max(1<<20, first))
+		if i == len(segs)-1 {
+			// Its file is the spare, written for where the segment before
+			// would have ended if full: within a frame of here.
+			if info, err := os.Stat(path); err != nil || info.Size() > want+frame {
+				t.Errorf("the last segment, at %d, is a file of %d bytes (%v); want at most %d", first, info.Size(), err, want+frame)
+			}
+			continue
+		}
+		if n := segmentFirst(t, segs[i+1]) - first; n > want || n <= want-frame {
+			t.Errorf("segment at log position %d holds %d bytes; want the last frame to end within %d bytes of %d", first, n, frame, want)
+		}
+	}
+}
+
+func segmentFirst(t *testing.T, path string) int64 {
+	t.Helper()
+	first, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(path), ".frames"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return first
 }

@@ -162,16 +162,20 @@ type Options struct {
 	// accepts (other than 0, which stops compaction).
 	NumCompactors int
 
-	// SegmentSize is the size from which the frame log starts a new
-	// segment file. Optional, default 64 MiB; at least 1 MiB. A batch
-	// larger than a segment gets a segment of its own. Each new segment
-	// is first written as SegmentSize zero bytes, in the background.
+	// SegmentSize is the largest size from which the frame log starts a
+	// new segment file. Optional, default 64 MiB; at least 1 MiB. A new
+	// log's segments start at 1 MiB and grow with it, each about as large
+	// as the log before it, up to SegmentSize; a batch larger than a
+	// segment gets a segment of its own. Each new segment is first
+	// written as zero bytes of its size, in the background: a new store's
+	// frame log takes 2 MiB of disk, the first segment and its spare.
 	SegmentSize int64
 
 	// ReserveBytes is the free space the store leaves on its file system.
 	// Commit refuses a batch, writing nothing, while less than this is
-	// free, and the spare segment is written only while a segment more
-	// than this is free. Optional, default 128 MiB. It keeps room for the
+	// free, and the spare segment is written only while this and the
+	// spare's size are free. Optional, default 128 MiB. It is a threshold
+	// of free space, not space the store takes. It keeps room for the
 	// index: badger writes through memory-mapped files, and a write into a
 	// mapping on a full disk kills the process (SIGBUS) instead of
 	// returning an error. It also keeps the spare from taking the space
@@ -227,7 +231,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("ledger: badger.Options.BlockCacheSize %d is negative", o.BlockCacheSize)
 	case o.NumCompactors < 2:
 		return o, fmt.Errorf("ledger: badger.Options.NumCompactors %d: badger needs at least 2", o.NumCompactors)
-	case o.SegmentSize < 1<<20:
+	case o.SegmentSize < minSegment:
 		return o, fmt.Errorf("ledger: badger.Options.SegmentSize %d is below 1 MiB", o.SegmentSize)
 	case o.ReserveBytes < 0:
 		return o, fmt.Errorf("ledger: badger.Options.ReserveBytes %d is negative", o.ReserveBytes)
@@ -356,8 +360,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := os.Remove(filepath.Join(dir, checkpointTmpFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(fmt.Errorf("ledger: removing an unfinished checkpoint file: %w", err))
 	}
-	if s.log, err = openFrameLog(filepath.Join(dir, framesDir), opts.SegmentSize, func() bool {
-		return s.freeAbove(uint64(opts.SegmentSize))
+	if s.log, err = openFrameLog(filepath.Join(dir, framesDir), opts.SegmentSize, func(size int64) bool {
+		return s.freeAbove(uint64(size))
 	}); err != nil {
 		return fail(err)
 	}
@@ -371,6 +375,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
+	s.log.prepareSpare()
 	s.ov = newOverlay(size)
 	go s.runIndexer()
 	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
