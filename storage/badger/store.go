@@ -138,7 +138,8 @@ func checkpointKey(size uint64) []byte {
 // and compaction, takes a buffer of about twice the table's size, of
 // which it keeps up to 8 for reuse: hence small memtables and tables. The
 // Go heap also grows to twice what is live unless the process sets a
-// memory limit (GOMEMLIMIT); Open warns when none is set.
+// memory limit: MemoryLimit goes with this profile (SetMemoryLimit), and
+// Open warns when no limit is set.
 type Options struct {
 	// MemTableSize is the size of one memtable, and of a table flushed to
 	// level 0. Optional, default 4 MiB. Each memtable costs about 1.3
