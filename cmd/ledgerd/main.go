@@ -44,6 +44,7 @@ import (
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 const usage = `Usage:
@@ -130,11 +131,12 @@ Options:
                       approver may approve. Default: any.
 
 Environment:
-    GOMEMLIMIT        The Go memory limit. When it is unset ledgerd sets
-                      160MiB: without a limit badger's buffers let the heap
-                      grow well past what is live (ledgerd's peak RSS under
-                      load measured 94-124 MiB with it, up to 202 MiB
-                      without). GOMEMLIMIT=off sets none.
+    GOMEMLIMIT        The Go memory limit, as the Go runtime reads it (such
+                      as 256MiB; off for none). Default when unset: 64MiB,
+                      the limit ledgerd's memory was measured with (peak
+                      RSS at most 96 MiB under load, docs/performance.md).
+                      The start's log line reports it as go_memory_limit.
+                      Set it higher for a large store or many connections.
 
 Exit status:
     0 success, 1 failure (check: damage found), 2 bad usage.
@@ -151,32 +153,14 @@ Examples:
     $ ledgerd key rotate --new-key ledger-2027.key --data /var/lib/ledgerd
 `
 
-// defaultMemoryLimit is the Go memory limit ledgerd sets when GOMEMLIMIT is
-// unset. Without one the heap grows to twice what is live before a
-// collection, and badger keeps up to 8 table buffers of twice a table's
-// size for reuse: ledgerd's peak RSS under load measured 178-202 MiB
-// without a limit and 94-124 MiB with this one (docs/performance.md),
-// against a target of 256 MiB. It is a soft limit: near it the collector
-// runs more often; no allocation fails. A larger deployment sets
-// GOMEMLIMIT itself (deploy/ledgerd.service does).
-const defaultMemoryLimit = 160 << 20
-
 func main() {
 	// Before anything is created: the store's files must be owner-only
 	// whatever the umask (restrictUmask says why).
 	restrictUmask()
-	setMemoryLimit(os.Getenv)
+	// Before the store is opened: the default memory limit
+	// (badger.MemoryLimit) unless GOMEMLIMIT sets one.
+	badger.SetMemoryLimit()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// setMemoryLimit sets defaultMemoryLimit unless GOMEMLIMIT is set (the Go
-// runtime has then applied it, or none for "off"), and returns the limit
-// in force.
-func setMemoryLimit(getenv func(string) string) int64 {
-	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(defaultMemoryLimit)
-	}
-	return debug.SetMemoryLimit(-1)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,12 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // lockedWriter collects output written from several goroutines.
@@ -223,22 +225,18 @@ func TestFirstStartOutput(t *testing.T) {
 	}
 }
 
-// setMemoryLimit sets 160 MiB unless GOMEMLIMIT is set.
-func TestSetMemoryLimit(t *testing.T) {
-	prev := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
-	debug.SetMemoryLimit(1 << 40)
-	if got := setMemoryLimit(func(string) string { return "1TiB" }); got != 1<<40 {
-		t.Errorf("with GOMEMLIMIT set: limit %d, want the runtime's", got)
-	}
-	if got := setMemoryLimit(func(string) string { return "" }); got != defaultMemoryLimit {
-		t.Errorf("without GOMEMLIMIT: limit %d, want %d", got, defaultMemoryLimit)
+// The usage states the default memory limit that main sets.
+func TestUsageMemoryLimit(t *testing.T) {
+	if want := fmt.Sprintf("Default when unset: %dMiB", badger.MemoryLimit>>20); !strings.Contains(usage, want) {
+		t.Errorf("the usage does not say %q", want)
 	}
 }
 
-// The README's first command, as a built binary without GOMEMLIMIT: no
-// warning that no memory limit is set, and the limit in the start's log.
-// With GOMEMLIMIT=off the store warns, as it should.
+// The README's first command, as a built binary without GOMEMLIMIT: the
+// default limit (badger.MemoryLimit, 64 MiB) in the start's log and no
+// warning that no memory limit is set. With GOMEMLIMIT set the user's
+// limit is in force instead; with GOMEMLIMIT=off the store warns, as it
+// should.
 func TestFirstCommandMemoryLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ledgerd")
@@ -250,11 +248,26 @@ func TestFirstCommandMemoryLimit(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	// --help names the default and how to override it.
+	help, err := exec.Command(bin, "--help").Output()
+	if err != nil {
+		t.Fatalf("ledgerd --help: %v", err)
+	}
+	for _, want := range []string{"GOMEMLIMIT", "Default when unset: 64MiB"} {
+		if !strings.Contains(string(help), want) {
+			t.Errorf("ledgerd --help does not say %q:\n%s", want, help)
+		}
+	}
 	for _, tc := range []struct {
 		env   string
 		limit float64
 		warns bool
-	}{{"", defaultMemoryLimit, false}, {"GOMEMLIMIT=off", 1<<63 - 1, true}} {
+	}{
+		{"", 64 << 20, false},
+		{"GOMEMLIMIT=", 64 << 20, false},
+		{"GOMEMLIMIT=200MiB", 200 << 20, false},
+		{"GOMEMLIMIT=off", 1<<63 - 1, true},
+	} {
 		cmd := exec.Command(bin, "--data", filepath.Join(t.TempDir(), "data"), "--listen", "127.0.0.1:0")
 		for _, kv := range os.Environ() {
 			if !strings.HasPrefix(kv, "GOMEMLIMIT=") {
