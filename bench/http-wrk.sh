@@ -6,10 +6,11 @@
 #
 # Needs wrk (Debian: apt-get install wrk). Builds ledgerd and ledger-verify,
 # starts ledgerd on a fresh data directory under $TMPDIR with its default
-# configuration (GOMEMLIMIT=160MiB), runs `wrk -t2 -c<connections>
-# -d<seconds>s --latency` with bench/append.lua, and prints wrk's report,
-# ledgerd's peak RSS and CPU time per request, and the verification of the
-# export.
+# configuration (and its default memory limit, unless GOMEMLIMIT is set in
+# the environment), runs `wrk -t2 -c<connections> -d<seconds>s --latency`
+# with bench/append.lua, and prints wrk's report, ledgerd's peak RSS (and
+# its resident anonymous and file pages after the run) and CPU time per
+# request, and the verification of the export.
 set -euo pipefail
 secs=${1:-20}
 conns=${2:-64}
@@ -18,7 +19,7 @@ work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$here" && go build -o "$work/ledgerd" ./cmd/ledgerd && go build -o "$work/ledger-verify" ./cmd/ledger-verify)
 port=$((20000 + RANDOM % 20000))
-GOMEMLIMIT=${GOMEMLIMIT:-160MiB} "$work/ledgerd" --data "$work/data" --listen "127.0.0.1:$port" >"$work/out" 2>&1 &
+"$work/ledgerd" --data "$work/data" --listen "127.0.0.1:$port" >"$work/out" 2>&1 &
 pid=$!
 for _ in $(seq 100); do grep -q '^verifier key:' "$work/out" && break; sleep 0.1; done
 token=$(sed -n 's/^mediator "local" token[^:]*: //p' "$work/out")
@@ -27,7 +28,9 @@ cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; } # utime + stime, in clock t
 cpu0=$(cpu)
 LEDGERD_TOKEN=$token wrk -t2 -c"$conns" -d"${secs}s" --latency -s "$here/bench/append.lua" "http://127.0.0.1:$port" | tee "$work/wrk"
 cpu1=$(cpu)
-echo "ledgerd peak RSS: $(grep VmHWM /proc/$pid/status | awk '{print $2/1024 " MiB"}')"
+echo "ledgerd peak RSS: $(awk '/^VmHWM/ {print $2/1024 " MiB"}' /proc/$pid/status)" \
+  "(after the run: anonymous $(awk '/^RssAnon/ {print $2/1024 " MiB"}' /proc/$pid/status)," \
+  "file $(awk '/^RssFile/ {print $2/1024 " MiB"}' /proc/$pid/status))"
 # CPU time per request is steadier than throughput on a shared machine.
 awk -v d=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" '/^ *[0-9]+ requests in/ {printf "ledgerd CPU per request: %.1f µs\n", d / hz / $1 * 1e6}' "$work/wrk"
 size=$(curl -s "http://127.0.0.1:$port/v1/checkpoint" | sed -n 2p)

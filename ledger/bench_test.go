@@ -22,8 +22,10 @@ import (
 // BenchmarkAppend measures durable appends to a badger store on disk from
 // 64 concurrent appenders, each in a closed loop (append, wait for the
 // receipt, append again) with one (depth=1) or four (depth=4) appends in
-// flight, with ~300-byte attributes and default options. Run it over
-// 200,000 entries with
+// flight, with ~300-byte attributes and default options. Like ledgerd, it
+// sets the memory limit that goes with the store's default options
+// (badger.MemoryLimit) unless GOMEMLIMIT is set. Run it over 200,000
+// entries with
 //
 //	go test -run '^$' -bench 'Append/' -benchtime 200000x ./ledger/
 //
@@ -39,6 +41,7 @@ func BenchmarkAppend(b *testing.B) {
 // benchmarkAppend runs appenders that each keep depth appends in flight
 // (depth goroutines in closed loops).
 func benchmarkAppend(b *testing.B, appenders, depth int) {
+	badger.SetMemoryLimit()
 	ctx := context.Background()
 	s, err := badger.Open(ctx, b.TempDir(), badger.Options{Logger: discardLogger()})
 	if err != nil {

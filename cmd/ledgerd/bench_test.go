@@ -9,15 +9,20 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // BenchmarkHTTPAppend appends over loopback HTTP from 64 concurrent
 // clients, each in a closed loop, to a server on a badger store with
 // default settings, and reports appends/s and the latency median and p99
-// (request sent to durable receipt received). Run it with
+// (request sent to durable receipt received). Like ledgerd, it sets the
+// default memory limit (badger.MemoryLimit) unless GOMEMLIMIT is set. Run
+// it with
 //
-//	GOMEMLIMIT=160MiB go test -run '^$' -bench HTTPAppend -benchtime 100000x ./cmd/ledgerd/
+//	go test -run '^$' -bench HTTPAppend -benchtime 100000x ./cmd/ledgerd/
 func BenchmarkHTTPAppend(b *testing.B) {
+	badger.SetMemoryLimit()
 	s := startServerWith(b, nil)
 	bodies := make([]string, 1000)
 	for i := range bodies {

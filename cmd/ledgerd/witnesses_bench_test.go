@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // BenchmarkHTTPAppendWitnesses is BenchmarkHTTPAppend's load with a
@@ -15,13 +16,16 @@ import (
 // must not slow down when checkpoints go to witnesses (docs/performance.md
 // "Witnesses"). The witnesses are two litewitness processes when
 // litewitness, witnessctl and ssh-agent are installed, else two
-// in-process fake witnesses. -count alternates the two:
+// in-process fake witnesses. Like ledgerd, it sets the default memory
+// limit (badger.MemoryLimit) unless GOMEMLIMIT is set. -count alternates
+// the two:
 //
-//	GOMEMLIMIT=160MiB go test -run '^$' -bench HTTPAppendWitnesses -benchtime 20000x -count 6 ./cmd/ledgerd/
+//	go test -run '^$' -bench HTTPAppendWitnesses -benchtime 20000x -count 6 ./cmd/ledgerd/
 //
 // cosigned/op is the checkpoints both witnesses cosigned during the run,
 // to show they were at work.
 func BenchmarkHTTPAppendWitnesses(b *testing.B) {
+	badger.SetMemoryLimit()
 	real := findTool("LEDGER_LITEWITNESS", "litewitness") != "" && findTool("LEDGER_WITNESSCTL", "witnessctl") != "" &&
 		findTool("LEDGER_SSH_AGENT", "ssh-agent") != ""
 	for _, n := range []int{0, 2} {
