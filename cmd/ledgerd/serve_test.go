@@ -233,7 +233,7 @@ func TestUsageMemoryLimit(t *testing.T) {
 }
 
 // The README's first command, as a built binary without GOMEMLIMIT: the
-// default limit (badger.MemoryLimit, 64 MiB) in the start's log and no
+// default limit (badger.MemoryLimit) in the start's log and no
 // warning that no memory limit is set. With GOMEMLIMIT set the user's
 // limit is in force instead; with GOMEMLIMIT=off the store warns, as it
 // should.
@@ -253,7 +253,7 @@ func TestFirstCommandMemoryLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ledgerd --help: %v", err)
 	}
-	for _, want := range []string{"GOMEMLIMIT", "Default when unset: 64MiB"} {
+	for _, want := range []string{"GOMEMLIMIT", fmt.Sprintf("Default when unset: %dMiB", badger.MemoryLimit>>20)} {
 		if !strings.Contains(string(help), want) {
 			t.Errorf("ledgerd --help does not say %q:\n%s", want, help)
 		}
@@ -263,8 +263,8 @@ func TestFirstCommandMemoryLimit(t *testing.T) {
 		limit float64
 		warns bool
 	}{
-		{"", 64 << 20, false},
-		{"GOMEMLIMIT=", 64 << 20, false},
+		{"", badger.MemoryLimit, false},
+		{"GOMEMLIMIT=", badger.MemoryLimit, false},
 		{"GOMEMLIMIT=200MiB", 200 << 20, false},
 		{"GOMEMLIMIT=off", 1<<63 - 1, true},
 	} {
