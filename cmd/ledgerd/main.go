@@ -132,7 +132,7 @@ Options:
 
 Environment:
     GOMEMLIMIT        The Go memory limit, as the Go runtime reads it (such
-                      as 256MiB; off for none). Default when unset: 64MiB,
+                      as 256MiB; off for none). Default when unset: 48MiB,
                       the limit ledgerd's memory was measured with (peak
                       RSS at most 96 MiB under load, docs/performance.md).
                       The start's log line reports it as go_memory_limit.

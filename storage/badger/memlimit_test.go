@@ -7,11 +7,11 @@ import (
 	"github.com/decisionledger/ledger/storage/badger"
 )
 
-// SetMemoryLimit sets 64 MiB when GOMEMLIMIT is unset or empty, and leaves
+// SetMemoryLimit sets 48 MiB when GOMEMLIMIT is unset or empty, and leaves
 // the runtime's limit alone when it is set.
 func TestSetMemoryLimit(t *testing.T) {
-	if badger.MemoryLimit != 64<<20 {
-		t.Errorf("MemoryLimit is %d; the measurements in docs/performance.md are for 64 MiB", badger.MemoryLimit)
+	if badger.MemoryLimit != 48<<20 {
+		t.Errorf("MemoryLimit is %d; the measurements in docs/performance.md are for 48 MiB", badger.MemoryLimit)
 	}
 	prev := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
@@ -22,7 +22,7 @@ func TestSetMemoryLimit(t *testing.T) {
 		// The runtime read GOMEMLIMIT at start; 1 TiB stands for its value.
 		{"1TiB", 1 << 40},
 		{"off", 1 << 40},
-		{"", 64 << 20},
+		{"", 48 << 20},
 	} {
 		debug.SetMemoryLimit(1 << 40)
 		t.Setenv("GOMEMLIMIT", tc.env)

@@ -126,8 +126,8 @@ func checkpointKey(size uint64) []byte {
 }
 
 // Options configures Open. The zero value is a profile for a
-// small machine: a ledger process of 2 cores that should stay under
-// 256 MiB of RSS. Badger's own defaults assume a large server (64 MiB
+// small machine: a ledger process of 2 cores that stays under 96 MiB of
+// RSS with MemoryLimit (docs/performance.md, "Memory"). Badger's own defaults assume a large server (64 MiB
 // memtables, five of them, a 256 MiB block cache, 4 compactors).
 //
 // Entries live in the frame log, which is read and written with plain
@@ -142,7 +142,7 @@ func checkpointKey(size uint64) []byte {
 // Open warns when no limit is set.
 type Options struct {
 	// MemTableSize is the size of one memtable, and of a table flushed to
-	// level 0. Optional, default 4 MiB. Each memtable costs about 1.3
+	// level 0. Optional, default 2 MiB. Each memtable costs about 1.3
 	// times this in heap plus its write-ahead file, and each flush
 	// another buffer of twice this. A batch whose index does not fit in
 	// one badger transaction (15% of this) is indexed in several, and
@@ -198,7 +198,7 @@ type Options struct {
 
 // Defaults of Options, documented on its fields.
 const (
-	defaultMemTableSize   = 4 << 20
+	defaultMemTableSize   = 2 << 20
 	defaultNumMemtables   = 2
 	defaultBlockCacheSize = 8 << 20
 	defaultNumCompactors  = 2
