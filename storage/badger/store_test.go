@@ -157,7 +157,7 @@ func TestBadgerOptionsDefaults(t *testing.T) {
 	}{
 		{"SyncWrites", got.SyncWrites, false}, // the frame log syncs commits; checkpoints call DB.Sync
 		{"DetectConflicts", got.DetectConflicts, false},
-		{"MemTableSize", got.MemTableSize, int64(4 << 20)},
+		{"MemTableSize", got.MemTableSize, int64(2 << 20)},
 		{"NumMemtables", got.NumMemtables, 2},
 		{"BlockCacheSize", got.BlockCacheSize, int64(8 << 20)},
 		{"IndexCacheSize", got.IndexCacheSize, int64(0)},
