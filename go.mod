@@ -3,6 +3,7 @@ module github.com/decisionledger/ledger
 go 1.26.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	filippo.io/torchwood v0.6.1
 	github.com/cedar-policy/cedar-go v1.9.1
 	github.com/chromedp/chromedp v0.23.0
