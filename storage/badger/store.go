@@ -39,13 +39,17 @@ import (
 //	                            contiguous in the frame)
 //	'h' [32]byte leaf hash,     (empty); the lowest index under a leaf hash is
 //	    u64 index               the first key with its prefix
-//	't' u8 level, u64 index     tile hashes, the last version committed
+//	't' u8 level, u64 index     a partial tile's hashes, the last version
+//	                            committed (full tiles are in tiles/,
+//	                            tilefile.go)
 //	'c' u64 size                signed checkpoint for that tree size
 //	'k' idempotency key         u64 index of the entry committed with it
 //	'm' "size"                  u64 tree size (number of entries indexed)
 //	'm' "end"                   u64 log position after the last frame indexed
-//	'm' "tiles"                 u64 log position up to which badger holds
-//	                            the frames' partial tiles too (absent: 0)
+//	'm' "tiles"                 u64 log position up to which the store
+//	                            holds every frame's tiles, partial ones
+//	                            here and full ones in synced tile files
+//	                            (absent: 0)
 //	'm' "checkpoint"            u64 tree size of the latest checkpoint
 //
 // Commit writes the frame and syncs it, then returns: the frame is the
@@ -63,7 +67,8 @@ type Store struct {
 	lock    *os.File // holds the directory's flock until Close
 	db      *badgerdb.DB
 	log     *frameLog
-	reserve uint64 // Options.ReserveBytes
+	tiles   *tileFiles // the full tiles (tilefile.go)
+	reserve uint64     // Options.ReserveBytes
 	logger  *slog.Logger
 
 	// ov holds the durable frames the indexer has not yet written to
@@ -351,6 +356,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		if s.log != nil {
 			s.log.close()
 		}
+		if s.tiles != nil {
+			s.tiles.close()
+		}
 		lock.Close()
 		return nil, err
 	}
@@ -370,6 +378,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return fail(fmt.Errorf("ledger: opening badger index in %s: %w", dir, err))
 	}
 	if err := ownerOnly(filepath.Join(dir, indexDir)); err != nil {
+		return fail(err)
+	}
+	if s.tiles, err = openTileFiles(filepath.Join(dir, tilesDir)); err != nil {
+		return fail(err)
+	}
+	if err := s.migrateTiles(ctx, opts.Logger); err != nil {
 		return fail(err)
 	}
 	size, err := s.recover(ctx, opts.Logger)
@@ -502,7 +516,9 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 		for i := range locs {
 			locs[i].pos += pos
 		}
-		if err := s.index(b, locs, frameEnd, b.Tiles, true); err != nil {
+		// The tiles mark is set once, at the end, after the tile
+		// files are synced.
+		if err := s.index(b, locs, frameEnd, b.Tiles, false); err != nil {
 			return 0, err
 		}
 		replayed++
@@ -517,7 +533,8 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 			"acknowledged entries are missing, and serving on would give their indices to other entries", ledger.ErrCorrupt, size, signed)
 	}
 	// From here on, tiles not yet flushed are replayed from this point:
-	// record it even for a new store, whose index has no tiles mark yet.
+	// record it even for a new store, whose index has no tiles mark yet
+	// (indexTiles syncs the tile files first).
 	if err := s.indexTiles(nil, int64(complete)); err != nil {
 		return 0, err
 	}
@@ -640,15 +657,14 @@ func fullTiles(ts []ledger.Tile) []ledger.Tile {
 	return full
 }
 
-// indexTiles writes tiles to badger and records that the tiles of the
-// frames up to log position end are there.
+// indexTiles writes tiles (writeTiles) and records that the tiles of the
+// frames up to log position end are stored, once the tile files are
+// synced.
 func (s *Store) indexTiles(tiles []ledger.Tile, end int64) error {
 	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
-	for _, t := range tiles {
-		w.set(tileKey(t.Level, t.Index), t.Hashes)
-	}
-	w.set(keyTilesEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
+	s.writeTiles(&w, tiles)
+	s.tilesDone(&w, end)
 	if w.err == nil {
 		w.err = w.txn.Commit()
 	}
@@ -675,6 +691,9 @@ func (s *Store) Close() error {
 		}
 		if err := s.log.close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: closing the frame log: %w", err))
+		}
+		if err := s.tiles.close(); err != nil {
+			errs = append(errs, fmt.Errorf("ledger: closing the tile files: %w", err))
 		}
 		// Last: until here this process may still write.
 		if err := s.lock.Close(); err != nil {
@@ -824,13 +843,11 @@ func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []l
 			w.set(idempotencyKey(k), binary.BigEndian.AppendUint64(nil, b.Start+uint64(i)))
 		}
 	}
-	for _, t := range tiles {
-		w.set(tileKey(t.Level, t.Index), t.Hashes)
-	}
+	s.writeTiles(&w, tiles)
 	w.set(keySize, binary.BigEndian.AppendUint64(nil, b.Start+uint64(len(locs))))
 	w.set(keyLogEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
 	if tilesDone {
-		w.set(keyTilesEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
+		s.tilesDone(&w, end)
 	}
 	if w.err == nil {
 		w.err = w.txn.Commit()
@@ -841,8 +858,93 @@ func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []l
 	return nil
 }
 
-// indexWriter sets keys in a transaction, committing it and starting
-// another when it is full.
+// writeTiles writes tiles: a full one to the tile files (tilefile.go),
+// deleting from badger the partial version a flush may have written; a
+// partial one to badger, removing a full version of it from the files.
+func (s *Store) writeTiles(w *indexWriter, tiles []ledger.Tile) {
+	for _, t := range tiles {
+		if w.err != nil {
+			return
+		}
+		if len(t.Hashes) == tileBytes {
+			if w.err = s.tiles.write(t.Level, t.Index, t.Hashes); w.err == nil {
+				w.delete(tileKey(t.Level, t.Index))
+			}
+			continue
+		}
+		if w.err = s.tiles.clear(t.Level, t.Index); w.err == nil {
+			w.set(tileKey(t.Level, t.Index), t.Hashes)
+		}
+	}
+}
+
+// tilesDone records in w's transaction that the tiles of the frames up to
+// log position end are stored, after syncing the tile files: badger may
+// make the record durable at any time (its memtable is a mapped file), so
+// the files must be durable first.
+func (s *Store) tilesDone(w *indexWriter, end int64) {
+	if w.err != nil {
+		return
+	}
+	if w.err = s.tiles.sync(); w.err == nil {
+		w.set(keyTilesEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
+	}
+}
+
+// migrateTiles moves the full tiles that a store written before the tile
+// files kept in badger into the files: it writes them, syncs the files,
+// and then deletes them from badger. A crash between the two leaves them
+// in both places, and the next Open moves them again; after it badger's
+// tiles are the few partial ones, so the scan costs little.
+func (s *Store) migrateTiles(ctx context.Context, log *slog.Logger) error {
+	var moved [][]byte
+	err := s.db.View(func(txn *badgerdb.Txn) error {
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte{prefixTile}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			key := item.KeyCopy(nil)
+			if len(key) != 10 {
+				return fmt.Errorf("%w: a tile key of %d bytes", ledger.ErrCorrupt, len(key))
+			}
+			if item.ValueSize() != tileBytes {
+				continue
+			}
+			if err := item.Value(func(v []byte) error {
+				return s.tiles.write(key[1], binary.BigEndian.Uint64(key[2:]), v)
+			}); err != nil {
+				return err
+			}
+			moved = append(moved, key)
+		}
+		return nil
+	})
+	if err == nil && len(moved) > 0 {
+		err = s.tiles.sync()
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: moving the full tiles from the index to %s: %w", tilesDir, err)
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
+	defer func() { w.txn.Discard() }()
+	for _, key := range moved {
+		w.delete(key)
+	}
+	if w.err == nil {
+		w.err = w.txn.Commit()
+	}
+	if w.err != nil {
+		return fmt.Errorf("ledger: deleting the full tiles moved to %s from the index: %w", tilesDir, w.err)
+	}
+	log.InfoContext(ctx, "ledger: moved the full tiles from the index to their files", slog.Int("tiles", len(moved)), slog.String("dir", tilesDir))
+	return nil
+}
+
+// indexWriter sets and deletes keys in a transaction, committing it and
+// starting another when it is full.
 type indexWriter struct {
 	db  *badgerdb.DB
 	txn *badgerdb.Txn
@@ -850,17 +952,25 @@ type indexWriter struct {
 }
 
 func (w *indexWriter) set(key, value []byte) {
+	w.do(func(txn *badgerdb.Txn) error { return txn.Set(key, value) })
+}
+
+func (w *indexWriter) delete(key []byte) {
+	w.do(func(txn *badgerdb.Txn) error { return txn.Delete(key) })
+}
+
+func (w *indexWriter) do(op func(*badgerdb.Txn) error) {
 	if w.err != nil {
 		return
 	}
-	err := w.txn.Set(key, value)
+	err := op(w.txn)
 	if errors.Is(err, badgerdb.ErrTxnTooBig) {
 		if err = w.txn.Commit(); err != nil {
 			w.err = err
 			return
 		}
 		w.txn = w.db.NewTransaction(true)
-		err = w.txn.Set(key, value)
+		err = op(w.txn)
 	}
 	w.err = err
 }
@@ -1076,13 +1186,16 @@ func (s *Store) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 }
 
 // Tile implements Store: the overlay's version if a pending frame wrote
-// one, else badger's.
+// one, else the full tile in the tile files, else badger's partial one.
 func (s *Store) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
 	if t, ok := s.ov.tile(level, index); ok {
 		return t, nil
 	}
-	var t []byte
-	err := s.db.View(func(txn *badgerdb.Txn) error {
+	t, ok, err := s.tiles.read(level, index)
+	if err != nil || ok {
+		return t, err
+	}
+	err = s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
 		t, err = getValue(txn, tileKey(level, index))
 		return err
