@@ -108,6 +108,6 @@ func (l *Ledger) CountedBytes(rec Record) (entryBytes, counted int, err error) {
 		return 0, 0, err
 	}
 	p.signing.Add(1)
-	signJob{r: r, done: &p.signing}.run(l.key)
+	signJobs(l.key, []signJob{{r: r, done: &p.signing}})
 	return len(r.leaf), p.bytes, r.err
 }

@@ -211,6 +211,12 @@ func TestKeySignatures(t *testing.T) {
 			if ed25519.Verify(k.Public(), []byte("other"), sig) {
 				t.Error("Sign: signature verifies another message")
 			}
+			msgs := [][]byte{msg, {}, []byte("ledger/v1/entry\n{\"index\":1}"), msg}
+			for i, s := range k.SignBatch(msgs) {
+				if !bytes.Equal(s, ed25519.Sign(priv, msgs[i])) {
+					t.Errorf("SignBatch: signature %d is not crypto/ed25519's", i)
+				}
+			}
 
 			// A checkpoint in the C2SP tlog-checkpoint shape, signed as a
 			// note and opened by note with only the verifier key.
