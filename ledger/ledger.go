@@ -416,58 +416,6 @@ func (l *Ledger) openQuick(ctx context.Context, size uint64) error {
 	return nil
 }
 
-// openFull rehashes every stored entry, rebuilds every tile, and checks
-// them against the stored tiles and the latest checkpoint's root.
-func (l *Ledger) openFull(ctx context.Context, size uint64) error {
-	e := newEdge()
-	const chunk = 4096
-	var leafHashes [][HashSize]byte
-	feed := func(end uint64) error {
-		for e.size() < end {
-			n := min(end, e.size()+chunk)
-			leafHashes = leafHashes[:0]
-			err := l.store.ReadEntries(ctx, e.size(), n, func(_ uint64, b []byte) error {
-				leafHashes = append(leafHashes, entry.LeafHash(b))
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("ledger: reading entries: %w", err)
-			}
-			start := e.size()
-			tiles, err := e.appendLeaves(leafHashes)
-			if err != nil {
-				return err
-			}
-			for _, t := range tiles {
-				stored, err := l.store.Tile(ctx, t.Level, t.Index)
-				if err != nil {
-					return fmt.Errorf("%w: tile %d/%d: %w", ErrCorrupt, t.Level, t.Index, err)
-				}
-				if !bytes.HasPrefix(stored, t.Hashes) {
-					return fmt.Errorf("%w: stored tile %d/%d does not match entries %d to %d", ErrCorrupt, t.Level, t.Index, start, n-1)
-				}
-				if n == size && len(stored) != len(t.Hashes) {
-					return fmt.Errorf("%w: stored tile %d/%d is longer than the tree", ErrCorrupt, t.Level, t.Index)
-				}
-			}
-		}
-		return nil
-	}
-	if err := feed(l.cpSize); err != nil {
-		return err
-	}
-	if l.cp != nil {
-		if root := e.root(); !bytes.Equal(root, l.cpRoot) {
-			return fmt.Errorf("%w: stored entries give root %x at size %d, the signed checkpoint says %x", ErrCorrupt, root, l.cpSize, l.cpRoot)
-		}
-	}
-	if err := feed(size); err != nil {
-		return err
-	}
-	l.edge = e
-	return nil
-}
-
 // Append submits a decision and returns its receipt once the entry is
 // durable. Many goroutines may call it at once; their records are
 // sequenced in the order the sequencer receives them and committed in

@@ -1,0 +1,159 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
+)
+
+// BenchmarkFsck measures ledger.Fsck over a badger store on disk of
+// $LEDGER_BENCH_FSCK_ENTRIES entries (default 200,000), without entry
+// signatures (the default) and with them, on every core. The store is
+// built once, by appending through a ledger as ledgerd does (~300-byte
+// attributes, as BenchmarkAppend), and kept under $LEDGER_BENCH_DIR
+// (default: the system's temp directory) for the next run. Run it with
+//
+//	go test -run '^$' -bench Fsck -benchtime 3x ./ledger/
+//
+// It reports entries/s and the process's CPU per entry (user and system,
+// from getrusage), which is steadier than a rate on a shared machine.
+func BenchmarkFsck(b *testing.B) {
+	n := 200_000
+	if v := os.Getenv("LEDGER_BENCH_FSCK_ENTRIES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("LEDGER_BENCH_FSCK_ENTRIES=%q: not a number of entries", v)
+		}
+	}
+	dir, key := fsckBenchStore(b, n)
+	ctx := context.Background()
+	s, err := badger.Open(ctx, dir, badger.Options{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, signatures := range []bool{false, true} {
+		b.Run(fmt.Sprintf("entries=%d/signatures=%v", n, signatures), func(b *testing.B) {
+			var elapsed time.Duration
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				rep, err := ledger.Fsck(ctx, s, key, ledger.FsckOptions{Signatures: signatures})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Checked != uint64(n) {
+					b.Fatalf("checked %d entries, want %d", rep.Checked, n)
+				}
+				elapsed += rep.Elapsed
+			}
+			cpu := cpuTime(b) - cpu0
+			b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "entries/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(n)/float64(b.N), "µs-cpu/entry")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// fsckBenchStore returns the directory of a closed badger store of n
+// entries and its key, building it if it is not cached.
+func fsckBenchStore(b *testing.B, n int) (string, *ledger.Key) {
+	b.Helper()
+	root := os.Getenv("LEDGER_BENCH_DIR")
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "ledger-bench-fsck")
+	}
+	dir := filepath.Join(root, "fsck-store-"+strconv.Itoa(n))
+	keyFile := filepath.Join(root, "fsck-key")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	skey, err := os.ReadFile(keyFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		var s string
+		if s, _, err = ledger.GenerateKey("ledger.example.com/bench"); err == nil {
+			skey = []byte(s)
+			err = os.WriteFile(keyFile, skey, 0o600)
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := ledger.ParseKey(skey, ledger.KeyOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		return dir, key
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		b.Fatal(err)
+	}
+	started := time.Now()
+	ctx := context.Background()
+	s, err := badger.Open(ctx, dir, badger.Options{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := ledger.Open(ctx, s, key, ledger.Options{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	records := make([]ledger.Record, 1000)
+	for i := range records {
+		records[i] = testRecord(b, i)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 256 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if _, err := l.Append(ctx, records[i%len(records)]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if b.Failed() {
+		b.FailNow()
+	}
+	if err := os.WriteFile(filepath.Join(dir, "complete"), nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built a store of %d entries in %s, in %s", n, dir, time.Since(started).Round(time.Second))
+	return dir, key
+}
