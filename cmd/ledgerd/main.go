@@ -9,7 +9,8 @@
 //	ledgerd token rotate NAME [--config FILE | --data DIR]
 //	ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
 //	ledgerd approver remove NAME [--config FILE | --data DIR]
-//	ledgerd check [--config FILE | --data DIR]
+//	ledgerd fsck [--config FILE | --data DIR] [--signatures] [--max-damage N]
+//	ledgerd check [--config FILE | --data DIR]   (fsck's older name)
 //	ledgerd keygen --name ORIGIN --out FILE
 //	ledgerd key rotate --new-key FILE [--config FILE | --data DIR]
 //	ledgerd version
@@ -54,7 +55,8 @@ const usage = `Usage:
     ledgerd token rotate NAME [--config FILE | --data DIR]
     ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
     ledgerd approver remove NAME [--config FILE | --data DIR]
-    ledgerd check [--config FILE | --data DIR]
+    ledgerd fsck [--config FILE | --data DIR] [--signatures] [--max-damage N]
+    ledgerd check [--config FILE | --data DIR]   (fsck's older name)
     ledgerd keygen --name ORIGIN --out FILE
     ledgerd key rotate --new-key FILE [--config FILE | --data DIR]
     ledgerd version
@@ -92,14 +94,25 @@ Commands:
               config's approvals member if there is none; refuses a name
               that exists. remove: removes approver NAME. Rewrites the
               config atomically; restart ledgerd to use the change.
-    check     Read the whole store and check it, with ledgerd stopped: every
-              frame and entry checksum, the index, every entry rehashed into
-              the tree and the tiles, the latest checkpoint's root and
-              signature. It opens the store as serve does (a crash's torn
-              write is erased then) and signs nothing. On PostgreSQL it
-              takes the sequencer's lease, refused while an instance holds
-              it: stop every instance first. Exit 0 if no damage is found,
-              1 naming the first damage.
+    fsck      Read the whole store and check it, with ledgerd stopped: every
+              frame and entry checksum, the index and badger's tables; every
+              entry rehashed into the tree and the tiles, each tile compared
+              with the stored one; every entry's chain (its index, its prev
+              the hash of the entry before, its time not before that
+              entry's, its key id the key signing there); the latest
+              checkpoint's root and signature, and the key rotations. With
+              --signatures every entry is also parsed strictly and its
+              signature verified (about 15,000 entries/s on two cores
+              instead of hundreds of thousands). A progress line goes to
+              stderr (rewritten in place on a terminal, one every 5 s
+              otherwise), then each damage found, naming the entry, tile or
+              checkpoint and what differs (at most --max-damage, default
+              100), and a summary with the rate. It opens the store as
+              serve does (a crash's torn write is erased then) and signs
+              nothing. On PostgreSQL it takes the sequencer's lease,
+              refused while an instance holds it: stop every instance
+              first. Exit 0 if no damage is found, 1 if any is.
+    check     The older name of fsck, kept for scripts: the same command.
     keygen    Write a new signing key to FILE (mode 0600) and print its
               verifier key.
     key       rotate: make the key in FILE (made by keygen with the log's
@@ -129,6 +142,8 @@ Options:
     --actions A,B     approver add: the actions the approver may approve.
     --principals P,Q  approver add: the only principals whose requests the
                       approver may approve. Default: any.
+    --signatures      fsck: also verify every entry's signature.
+    --max-damage N    fsck: report at most N problems (default 100).
 
 Environment:
     GOMEMLIMIT        The Go memory limit, as the Go runtime reads it (such
@@ -139,7 +154,7 @@ Environment:
                       Set it higher for a large store or many connections.
 
 Exit status:
-    0 success, 1 failure (check: damage found), 2 bad usage.
+    0 success, 1 failure (fsck: damage found), 2 bad usage.
 
 Examples:
     $ ledgerd
@@ -147,7 +162,7 @@ Examples:
     $ ledgerd token add billing --data /var/lib/ledgerd > billing.token
     $ ledgerd approver add alice --actions send_email,refund --data /var/lib/ledgerd < alice.password
     $ ledgerd serve --config /var/lib/ledgerd/ledgerd.json
-    $ ledgerd check --config /var/lib/ledgerd/ledgerd.json
+    $ ledgerd fsck --config /var/lib/ledgerd/ledgerd.json
     $ ledgerd keygen --name ledger.example.com/log --out ledger.key
     $ ledgerd keygen --name ledger.example.com/log --out ledger-2027.key
     $ ledgerd key rotate --new-key ledger-2027.key --data /var/lib/ledgerd
@@ -176,8 +191,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return token(rest, stdout, stderr)
 	case "approver":
 		return approverCommand(rest, stdout, stderr)
-	case "check":
-		return check(ctx, rest, stdout, stderr)
+	case "fsck", "check":
+		return fsckCommand(ctx, cmd, rest, stdout, stderr)
 	case "keygen":
 		return keygen(rest, stdout, stderr)
 	case "key":

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/decisionledger/ledger/ledger"
+)
+
+// fsckCommand is "ledgerd fsck" (and "ledgerd check", its older name):
+// the whole store read and checked, with ledgerd stopped (the store's lock
+// refuses a check beside a running ledgerd; on PostgreSQL, the
+// sequencer's lease, which the check holds while it reads: exclusive). It
+// opens the store as serve does, which may re-index frames and erase a
+// write a crash cut short, then reads everything: every frame and entry
+// checksum, the index against the frames, badger's table checksums
+// (badger.Store.Check), and every entry, tile, checkpoint and key as
+// ledger.Fsck checks them. A progress line goes to stderr, the summary to
+// stdout, each damage found to stderr. It signs nothing and appends
+// nothing. Exit 0: no damage; 1: damage or an error, named.
+func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet(name, flag.ContinueOnError)
+	var df dataFlags
+	df.register(fset)
+	signatures := fset.Bool("signatures", false, "")
+	maxDamage := fset.Int("max-damage", 100, "")
+	if _, code, ok := parseArgs(fset, args, 0, stdout, stderr); !ok {
+		return code
+	}
+	if err := df.check(fset); err != nil {
+		return usageError(stderr, name, "%v", err)
+	}
+	if *maxDamage < 1 {
+		return usageError(stderr, name, "--max-damage must be at least 1")
+	}
+	configPath, err := df.existing()
+	if err != nil {
+		return fail(stderr, "%s: %v", name, err)
+	}
+	cfg, err := loadConfig(configPath)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName})
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	start := time.Now()
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	store, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	defer store.Close()
+	release, err := store.exclusive(ctx, cfg, "ledgerd-"+name)
+	if err != nil {
+		return fail(stderr, "%s: %v", name, err)
+	}
+	var storeDamage error
+	if store.badger != nil {
+		fmt.Fprintf(stderr, "ledgerd: %s: checking the frames, the index and badger's tables of %s\n", name, store.where)
+		if err := store.badger.Check(ctx); err != nil {
+			if ctx.Err() != nil || !errors.Is(err, ledger.ErrCorrupt) {
+				release()
+				return fail(stderr, "%v", err)
+			}
+			// Damage: the ledger's checks go on and say more.
+			storeDamage = err
+			fmt.Fprintf(stderr, "ledgerd: damage: %v\n", err)
+		}
+	}
+	p := newProgress(stderr, name)
+	rep, err := ledger.Fsck(ctx, store, key, ledger.FsckOptions{
+		PreviousKeys: cfg.PreviousKeys, Signatures: *signatures, MaxDamage: *maxDamage, Progress: p.update,
+	})
+	p.done()
+	if rerr := release(); rerr != nil && err == nil {
+		return fail(stderr, "%s: %v", name, rerr)
+	}
+	if cerr := store.Close(); cerr != nil && err == nil {
+		return fail(stderr, "%v", cerr)
+	}
+	return fsckSummary(stdout, stderr, name, store.where, rep, err, storeDamage, time.Since(start))
+}
+
+// fsckSummary prints what fsck found, and returns the exit status.
+func fsckSummary(stdout, stderr io.Writer, name, where string, rep *ledger.FsckReport, err, storeDamage error, took time.Duration) int {
+	for _, d := range rep.Damage {
+		fmt.Fprintf(stderr, "ledgerd: damage: %v\n", d)
+	}
+	if rep.More > 0 {
+		fmt.Fprintf(stderr, "ledgerd: damage: and %d more problems (--max-damage)\n", rep.More)
+	}
+	what := "without entry signatures (--signatures adds them)"
+	if rep.Signatures {
+		what = "with every entry's signature"
+	}
+	stats := fmt.Sprintf("%d entries and %d tiles checked %s in %v, %s entries/s",
+		rep.Checked, rep.Tiles, what, rep.Elapsed.Round(time.Millisecond), rate(rep.Checked, rep.Elapsed))
+	if err != nil || storeDamage != nil {
+		found := len(rep.Damage) + rep.More
+		if storeDamage != nil {
+			found++
+		}
+		if found == 0 { // the check did not finish
+			code := fail(stderr, "%s: %v", name, err)
+			rotationHints(stderr, err)
+			return code
+		}
+		fmt.Fprintf(stderr, "ledgerd: error: %s: %s holds %d entries, the latest signed checkpoint is for %d; %d problems found (%s; %v in all)\n",
+			name, where, rep.StoreSize, rep.CheckpointSize, found, stats, took.Round(time.Millisecond))
+		rotationHints(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "ledgerd: %s: %s holds %d entries, the latest signed checkpoint is for %d; no damage found (%s; %v in all)\n",
+		name, where, rep.StoreSize, rep.CheckpointSize, stats, took.Round(time.Millisecond))
+	if n := rep.StoreSize - rep.CheckpointSize; n > 0 && rep.StoreSize > rep.CheckpointSize {
+		// Not damage: a ledgerd that stopped before signing (a crash)
+		// leaves them, and signs a checkpoint for them when it starts.
+		fmt.Fprintf(stdout, "ledgerd: %s: the last %d entries are durable and checked but not yet covered by a signed checkpoint: ledgerd signs one when it starts\n", name, n)
+	}
+	return 0
+}
+
+// rate formats n per d, a whole number.
+func rate(n uint64, d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(n)/d.Seconds(), 'f', 0, 64)
+}
+
+// progress prints fsck's progress line on w: on a terminal one line,
+// rewritten in place at most five times a second; otherwise a line every
+// progressEvery, so that a log keeps a few.
+type progress struct {
+	w        io.Writer
+	name     string
+	terminal bool
+	every    time.Duration
+	last     time.Time
+	shown    bool
+}
+
+var progressEvery = 5 * time.Second
+
+func newProgress(w io.Writer, name string) *progress {
+	p := &progress{w: w, name: name, terminal: isTerminal(w), every: progressEvery, last: time.Now()}
+	if p.terminal {
+		p.every = 200 * time.Millisecond
+	}
+	return p
+}
+
+func (p *progress) update(f ledger.FsckProgress) {
+	if time.Since(p.last) < p.every {
+		return
+	}
+	p.last = time.Now()
+	p.shown = true
+	line := fmt.Sprintf("ledgerd: %s: %d of %d entries (%d%%), %s entries/s, %s left", p.name, f.Checked, f.Total,
+		percent(f.Checked, f.Total), rate(f.Checked, f.Elapsed), eta(f).Round(time.Second))
+	if p.terminal {
+		fmt.Fprintf(p.w, "\r%s\x1b[K", line)
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+// done ends a terminal's progress line.
+func (p *progress) done() {
+	if p.terminal && p.shown {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func percent(n, total uint64) uint64 {
+	if total == 0 {
+		return 100
+	}
+	return n * 100 / total
+}
+
+// eta is the time left at the rate so far.
+func eta(f ledger.FsckProgress) time.Duration {
+	if f.Checked == 0 || f.Total <= f.Checked {
+		return 0
+	}
+	return time.Duration(float64(f.Elapsed) * float64(f.Total-f.Checked) / float64(f.Checked))
+}
+
+// isTerminal reports whether w is a terminal, for the progress line.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

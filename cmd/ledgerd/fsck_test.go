@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fsckStore serves a new data directory, appends n entries over HTTP and
+// stops ledgerd (which signs a final checkpoint), and returns the
+// directory.
+func fsckStore(t *testing.T, n int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	url, token, stop := runServe(t, dir)
+	for i := range n {
+		req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("append %d: HTTP %d", i, resp.StatusCode)
+		}
+	}
+	stop()
+	return dir
+}
+
+func runFsck(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), append([]string{"fsck"}, args...), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// ledgerd fsck: the progress lines and the summary of an undamaged store,
+// with and without signatures; damage deep in the log, the frames cut
+// short and the checkpoint file gone, each named with exit 1; bad usage.
+func TestFsckCommand(t *testing.T) {
+	dir := fsckStore(t, 600)
+	defer func(every time.Duration) { progressEvery = every }(progressEvery)
+	progressEvery = 0 // a line after every chunk
+	code, stdout, stderr := runFsck(t, "--data", dir)
+	if code != 0 || !regexp.MustCompile(`^ledgerd: fsck: \S+ holds 600 entries, the latest signed checkpoint is for 600; no damage found `+
+		`\(600 entries and \d+ tiles checked without entry signatures \(--signatures adds them\) in \S+, \d+ entries/s; \S+ in all\)\n$`).MatchString(stdout) {
+		t.Fatalf("fsck of an undamaged store: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "ledgerd: fsck: checking the frames, the index and badger's tables of ") ||
+		!regexp.MustCompile(`(?m)^ledgerd: fsck: 600 of 600 entries \(100%\), \d+ entries/s, 0s left$`).MatchString(stderr) {
+		t.Fatalf("no progress lines: %q", stderr)
+	}
+	code, stdout, stderr = runFsck(t, "--data", dir, "--signatures")
+	if code != 0 || !strings.Contains(stdout, "600 entries and") || !strings.Contains(stdout, "checked with every entry's signature") {
+		t.Fatalf("fsck --signatures: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	for _, args := range [][]string{{"--data", dir, "extra"}, {"--data", dir, "--max-damage", "0"}, {"--data", dir, "--online-nope"}} {
+		if code, _, stderr := runFsck(t, args...); code != 2 || !strings.Contains(stderr, "Usage:") {
+			t.Errorf("fsck %q: exit %d, %q; want 2 and the usage", args, code, stderr)
+		}
+	}
+
+	damage := func(name string, change func(t *testing.T, dir string), want ...string) {
+		t.Run(name, func(t *testing.T) {
+			d := filepath.Join(t.TempDir(), "data")
+			if err := os.CopyFS(d, os.DirFS(dir)); err != nil {
+				t.Fatal(err)
+			}
+			// CopyFS makes files 0644; ledgerd refuses a key others can read.
+			if err := os.Chmod(filepath.Join(d, "ledger.key"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			change(t, d)
+			code, stdout, stderr := runFsck(t, "--data", d)
+			if code != 1 || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 1", code, stdout, stderr)
+			}
+			for _, w := range want {
+				if !strings.Contains(stderr, w) {
+					t.Fatalf("stderr does not say %q: %s", w, stderr)
+				}
+			}
+		})
+	}
+	frames := func(t *testing.T, d string) string {
+		segments, _ := filepath.Glob(filepath.Join(d, "store", "frames", "0*.frames"))
+		if len(segments) == 0 {
+			t.Fatal("no frame segment")
+		}
+		return segments[0]
+	}
+	// Two entries changed: fsck goes on after the first.
+	damage("entries", func(t *testing.T, d string) {
+		segments, _ := filepath.Glob(filepath.Join(d, "store", "frames", "0*.frames"))
+		for _, index := range []string{`"index":150,`, `"index":420,`} {
+			found := false
+			for _, seg := range segments {
+				b, _ := os.ReadFile(seg)
+				if at := bytes.Index(b, []byte(index)); at >= 0 {
+					b[at+20] ^= 1
+					os.WriteFile(seg, b, 0o600)
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("%s is in no segment", index)
+			}
+		}
+	}, "ledgerd: damage: ", "entry 150", "entry 420", "problems found")
+	damage("truncated", func(t *testing.T, d string) {
+		seg := frames(t, d)
+		st, _ := os.Stat(seg)
+		if err := os.Truncate(seg, st.Size()/2); err != nil {
+			t.Fatal(err)
+		}
+	}, "ledgerd: error: ")
+	// The checkpoint file is the index's copy of the latest checkpoint:
+	// without it the index still has it, and nothing is lost.
+	d := filepath.Join(t.TempDir(), "data")
+	if err := os.CopyFS(d, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(d, "ledger.key"), 0o600)
+	if err := os.Remove(filepath.Join(d, "store", "checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runFsck(t, "--data", d); code != 0 || !strings.Contains(stdout, "the latest signed checkpoint is for 600; no damage found") {
+		t.Fatalf("fsck without the checkpoint file: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
