@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"runtime"
+	"sync"
 
 	badgerdb "github.com/dgraph-io/badger/v4"
 
@@ -43,40 +45,59 @@ func (s *Store) Check(ctx context.Context) error {
 	s.log.mu.RUnlock()
 	var next uint64
 	tiles := map[tileID]tileVersion{} // each tile's last version in the frames
-	for i, seg := range segments {
-		for off := int64(0); off < ends[i] && next < size; {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			pos := seg.first + off
-			view := segment{first: seg.first, size: ends[i], f: seg.f}
-			payload, whole, err := readFrame(&view, pos)
-			if err != nil {
-				return err
-			}
-			if !whole {
-				return fmt.Errorf("%w: no whole frame at log position %d (segment %s, offset %d), where the frame for entry %d begins",
-					ledger.ErrCorrupt, pos, segmentName(seg.first), off, next)
-			}
-			b, locs, err := decodeFrame(payload)
-			if err != nil {
-				return fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
-			}
-			if b.Start != next {
-				return fmt.Errorf("%w: frame at log position %d starts at entry %d, not %d", ledger.ErrCorrupt, pos, b.Start, next)
-			}
-			for i := range locs {
-				locs[i].pos += pos
-			}
-			if err := s.checkFrame(ctx, pos, b, locs); err != nil {
-				return err
-			}
-			for _, t := range b.Tiles {
-				tiles[tileID{t.Level, t.Index}] = tileVersion{sha256.Sum256(t.Hashes), pos}
-			}
-			next += uint64(len(b.Entries))
-			off += frameHeaderSize + int64(len(payload))
+	// The frames are read in order here; what the index says of each is
+	// checked on every core (checkFrame, a few lookups per entry, is most
+	// of the cost).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		pos  int64
+		b    ledger.Batch
+		locs []entryLocation
+	}
+	jobs := make(chan job, 4*runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	var failMu sync.Mutex
+	var failed error
+	fail := func(err error) {
+		failMu.Lock()
+		if failed == nil {
+			failed = err
+			cancel()
 		}
+		failMu.Unlock()
+	}
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := s.checkFrame(ctx, j.pos, j.b, j.locs); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	err := func() error {
+		defer func() {
+			close(jobs)
+			wg.Wait()
+		}()
+		return s.readFrames(ctx, segments, ends, size, &next, tiles, func(pos int64, b ledger.Batch, locs []entryLocation) {
+			select {
+			case jobs <- job{pos, b, locs}:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	if failed != nil {
+		return failed
+	}
+	if err != nil {
+		return err
 	}
 	if next != size {
 		return fmt.Errorf("%w: the frames hold %d entries, the store %d", ledger.ErrCorrupt, next, size)
@@ -89,6 +110,47 @@ func (s *Store) Check(ctx context.Context) error {
 		if sha256.Sum256(stored) != v.sum {
 			return fmt.Errorf("%w: tile %d/%d: the stored tile is not the version the frame at log position %d wrote, the last to write it",
 				ledger.ErrCorrupt, id.level, id.index, v.pos)
+		}
+	}
+	return nil
+}
+
+// readFrames reads the frames of segments (up to ends) in order, entry
+// next on, up to size entries, checks that they follow each other, records
+// the last version of each tile in tiles, and gives each frame to check.
+func (s *Store) readFrames(ctx context.Context, segments []*segment, ends []int64, size uint64, next *uint64, tiles map[tileID]tileVersion,
+	check func(pos int64, b ledger.Batch, locs []entryLocation)) error {
+	for i, seg := range segments {
+		for off := int64(0); off < ends[i] && *next < size; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			pos := seg.first + off
+			view := segment{first: seg.first, size: ends[i], f: seg.f}
+			payload, whole, err := readFrame(&view, pos)
+			if err != nil {
+				return err
+			}
+			if !whole {
+				return fmt.Errorf("%w: no whole frame at log position %d (segment %s, offset %d), where the frame for entry %d begins",
+					ledger.ErrCorrupt, pos, segmentName(seg.first), off, *next)
+			}
+			b, locs, err := decodeFrame(payload)
+			if err != nil {
+				return fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
+			}
+			if b.Start != *next {
+				return fmt.Errorf("%w: frame at log position %d starts at entry %d, not %d", ledger.ErrCorrupt, pos, b.Start, *next)
+			}
+			for i := range locs {
+				locs[i].pos += pos
+			}
+			check(pos, b, locs)
+			for _, t := range b.Tiles {
+				tiles[tileID{t.Level, t.Index}] = tileVersion{sha256.Sum256(t.Hashes), pos}
+			}
+			*next += uint64(len(b.Entries))
+			off += frameHeaderSize + int64(len(payload))
 		}
 	}
 	return nil
@@ -114,6 +176,10 @@ func (s *Store) verifyTables() (err error) {
 // checkFrame checks what the index and the tiles say of the frame at pos
 // against the frame: its batch b, with its entries' locations.
 func (s *Store) checkFrame(ctx context.Context, pos int64, b ledger.Batch, locs []entryLocation) error {
+	indexed, err := s.frameLocations(b.Start, len(b.Entries))
+	if err != nil {
+		return err
+	}
 	for i, e := range b.Entries {
 		index := b.Start + uint64(i)
 		if leaf := sha256.Sum256(append([]byte{0}, e...)); leaf != b.LeafHashes[i] {
@@ -122,11 +188,7 @@ func (s *Store) checkFrame(ctx context.Context, pos int64, b ledger.Batch, locs 
 		if got, err := s.IndexOf(ctx, b.LeafHashes[i]); err != nil || got != index {
 			return fmt.Errorf("%w: entry %d: the leaf-hash index gives %d (%v)", ledger.ErrCorrupt, index, got, err)
 		}
-		loc, err := s.location(index)
-		if err != nil {
-			return err
-		}
-		if loc != locs[i] {
+		if loc := indexed[i]; loc != locs[i] {
 			return fmt.Errorf("%w: entry %d: the index locates it at log position %d (%d bytes, CRC %08x), its frame at %d (%d bytes, CRC %08x)",
 				ledger.ErrCorrupt, index, loc.pos, loc.length, loc.crc, locs[i].pos, locs[i].length, locs[i].crc)
 		}
@@ -137,6 +199,36 @@ func (s *Store) checkFrame(ctx context.Context, pos int64, b ledger.Batch, locs 
 		}
 	}
 	return nil
+}
+
+// frameLocations returns where the index (the overlay's, or badger's) says
+// the n entries from start, a frame's, are: from badger, the frame's
+// record, read once for all its entries.
+func (s *Store) frameLocations(start uint64, n int) ([]entryLocation, error) {
+	if _, pending := s.ov.location(start); pending {
+		locs := make([]entryLocation, n)
+		for i := range locs {
+			var err error
+			if locs[i], err = s.location(start + uint64(i)); err != nil {
+				return nil, err
+			}
+		}
+		return locs, nil
+	}
+	var locs []entryLocation
+	err := s.db.View(func(txn *badgerdb.Txn) error {
+		first, l, err := frameOf(txn, start)
+		if err == nil && (first != start || len(l) != n) {
+			err = fmt.Errorf("%w: the index records the frame of entry %d as entries %d to %d, the frame log as %d to %d",
+				ledger.ErrCorrupt, start, first, first+uint64(len(l))-1, start, start+uint64(n)-1)
+		}
+		locs = l
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: locating entry %d: %w", start, err)
+	}
+	return locs, nil
 }
 
 // location returns where the index (the overlay's, or badger's) says the
