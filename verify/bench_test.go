@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,8 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +41,15 @@ func writeExport(tb testing.TB, w io.Writer, n int) string {
 // each entry's signed message before the entry is signed and chained, so
 // that a test can sign entries the entry package refuses to build.
 func writeExportEdited(tb testing.TB, w io.Writer, n int, edit func(index int, message []byte) []byte) string {
+	tb.Helper()
+	return writeExportKeeping(tb, w, n, edit, nil)
+}
+
+// writeExportKeeping is writeExportEdited, but if keep is not nil it is
+// given each entry's signed message and signature (from several
+// goroutines at once), so that a benchmark can verify exactly the
+// signatures of the export.
+func writeExportKeeping(tb testing.TB, w io.Writer, n int, edit func(index int, message []byte) []byte, keep func(index int, message, sig []byte)) string {
 	tb.Helper()
 	const name = "ledger.example.com/bench"
 	skey, vkey, err := note.GenerateKey(rand.Reader, name)
@@ -82,6 +95,9 @@ func writeExportEdited(tb testing.TB, w io.Writer, n int, edit func(index int, m
 			defer wg.Done()
 			for i := w; i < n; i += workers {
 				es[i].Signature = ed25519.Sign(priv, messages[i])
+				if keep != nil {
+					keep(i, messages[i], es[i].Signature)
+				}
 				if edit != nil {
 					entries[i], _ = entry.SignedEntry(messages[i], es[i].Signature)
 				} else {
@@ -167,4 +183,114 @@ func BenchmarkVerifyExport(b *testing.B) {
 		b.Fatalf("verified %d entries", report.End)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "entries/s")
+}
+
+// BenchmarkVerifyRatio measures, in one run, VerifyExport against the
+// limit two cores can verify at: an export of b.N entries is verified
+// whole, alternately with crypto/ed25519.Verify of the very messages and
+// signatures of its entries on GOMAXPROCS goroutines (the same signature
+// work, without reading, decoding, hashing or ordering anything). It
+// alternates the two LEDGER_VERIFY_ROUNDS times (default 3), so that both
+// see the same machine, and reports the medians: entries/s of VerifyExport,
+// limit-entries/s, pct-of-verify-limit (the median of each round's ratio)
+// and cpu-µs/entry (VerifyExport's process CPU time per entry, where the
+// platform reports it). Issue 17's floor is 85 %:
+//
+//	go test -run '^$' -bench VerifyRatio -benchtime 50000x ./verify/
+func BenchmarkVerifyRatio(b *testing.B) {
+	rounds := 3
+	if s := os.Getenv("LEDGER_VERIFY_ROUNDS"); s != "" {
+		var err error
+		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
+			b.Fatalf("LEDGER_VERIFY_ROUNDS=%q: want a positive integer", s)
+		}
+	}
+	n := b.N
+	messages, sigs := make([][]byte, n), make([][]byte, n)
+	var file bytes.Buffer
+	vkey := writeExportKeeping(b, &file, n, nil, func(i int, m, sig []byte) {
+		messages[i], sigs[i] = m, sig
+	})
+	key, err := verify.ParseKey(vkey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.SplitN(vkey, "+", 3)[2])
+	if err != nil || len(raw) != 1+ed25519.PublicKeySize {
+		b.Fatalf("verifier key %q", vkey)
+	}
+	public := ed25519.PublicKey(raw[1:])
+
+	limit := func() float64 {
+		workers := runtime.GOMAXPROCS(0)
+		var wg sync.WaitGroup
+		var failed atomic.Bool
+		start := time.Now()
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < n; i += workers {
+					if !ed25519.Verify(public, messages[i], sigs[i]) {
+						failed.Store(true)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() {
+			b.Fatal("a signature of the export does not verify")
+		}
+		return float64(n) / time.Since(start).Seconds()
+	}
+	export := func() (rate, cpu float64) {
+		cpu0 := processCPU()
+		start := time.Now()
+		report, err := verify.VerifyExport(bytes.NewReader(file.Bytes()), key, verify.ExportOptions{})
+		elapsed := time.Since(start)
+		cpu1 := processCPU()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if report.End != uint64(n) {
+			b.Fatalf("verified %d entries", report.End)
+		}
+		return float64(n) / elapsed.Seconds(), float64((cpu1 - cpu0).Microseconds()) / float64(n)
+	}
+
+	var limits, rates, ratios, cpus []float64
+	b.ResetTimer()
+	for r := range rounds {
+		// Alternate which goes first, so that neither always follows the
+		// other's garbage or warms the caches for it.
+		var l, x, c float64
+		if r%2 == 0 {
+			l = limit()
+			runtime.GC()
+			x, c = export()
+		} else {
+			x, c = export()
+			runtime.GC()
+			l = limit()
+		}
+		runtime.GC()
+		limits, rates, ratios, cpus = append(limits, l), append(rates, x), append(ratios, 100*x/l), append(cpus, c)
+		b.Logf("round %d: VerifyExport %.0f entries/s (%.1f µs CPU/entry), ed25519.Verify limit %.0f entries/s: %.1f %%", r+1, x, c, l, 100*x/l)
+	}
+	b.StopTimer()
+	b.ReportMetric(median(rates), "entries/s")
+	b.ReportMetric(median(limits), "limit-entries/s")
+	b.ReportMetric(median(ratios), "pct-of-verify-limit")
+	if cpus[0] > 0 {
+		b.ReportMetric(median(cpus), "cpu-µs/entry")
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
