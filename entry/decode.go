@@ -44,6 +44,37 @@ var (
 // types, values outside their rules, and anything that would not re-encode
 // to exactly the same bytes. It does not check the signature (Verify does).
 func Parse(b []byte) (*Entry, error) {
+	// The message is shorter than the entry (it has no "sig" member)
+	// apart from its separator.
+	e, _, err := ParseMessage(b, make([]byte, 0, len(b)+len(SignedDomainSeparator)))
+	return e, err
+}
+
+// ParseMessage is Parse, and also appends to buf the entry's signed
+// message (as AppendSignedMessage does), which a verifier needs next: it
+// comes at no cost from the check that the entry re-encodes to b. It
+// returns buf unchanged with an error.
+func ParseMessage(b, buf []byte) (*Entry, []byte, error) {
+	if e, m := parseFast(b, buf); e != nil {
+		return e, m, nil
+	}
+	e, err := parseStrict(b)
+	if err != nil {
+		return nil, buf, err
+	}
+	m, err := e.AppendSignedMessage(buf)
+	if err != nil { // unreachable: parseStrict has encoded e already
+		return nil, buf, err
+	}
+	return e, m, nil
+}
+
+// parseStrict is Parse's reference decoding: every check is made on its
+// own, with the JSON parsers of package commit and encoding/json, and
+// each refusal names what failed. parseFast accepts a subset of what it
+// accepts, with the same result, and Parse asks parseStrict about the
+// rest, so that errors stay those of parseStrict.
+func parseStrict(b []byte) (*Entry, error) {
 	if len(b) > MaxEntryBytes {
 		return nil, fieldError("", "longer than %d bytes", MaxEntryBytes)
 	}
