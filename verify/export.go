@@ -443,25 +443,42 @@ func verifyTrailer(fr *frameReader, f *frame, named *namedSets, report *ExportRe
 // job is one frame after the header part: an entry to check, or a
 // framing failure to report in file order.
 type job struct {
-	seq     uint64
 	index   uint64
 	payload []byte
 	err     error
-	c       *checked
+	c       checked
 }
+
+// A batch is a run of consecutive jobs, handed between goroutines as one:
+// a channel operation and a goroutine switch cost about as much as
+// parsing a small entry, so handing entries over one by one took a
+// noticeable part of the CPU (docs/performance.md, issue 17).
+type batch struct {
+	seq  uint64
+	jobs []job
+}
+
+// Bounds on a batch: batchEntries entries, and the payloads of all but
+// the last at most batchBytes, so that the entries in flight stay bounded
+// in bytes whatever their size.
+const (
+	batchEntries = 64
+	batchBytes   = 256 << 10
+)
 
 // verifyEntries reads the entry frames and the end frame. The checks of
 // each entry that need no other entry (encoding, signature, hashes) run on
-// every core; the rest run in file order in one goroutine, so failures are
-// reported in the order of the file. Entries in flight are bounded, so
-// memory does not grow with the export. It returns the first frame after
-// the entries (nil if the file cannot be framed that far) and the failure
+// every core, on batches of consecutive entries; the rest run in file
+// order in one goroutine, so failures are reported in the order of the
+// file. Entries in flight are bounded (a few batches per core), so memory
+// does not grow with the export. It returns the first frame after the
+// entries (nil if the file cannot be framed that far) and the failure
 // that stops verification, if any; others go to record. The policy sets
 // the entries name go to named.
 func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opts ExportOptions, named *namedSets, record func(error) error) (*frame, error) {
 	workers := runtime.GOMAXPROCS(0)
-	jobs := make(chan *job, 4*workers)
-	results := make(chan *job, 4*workers)
+	batches := make(chan *batch, 2*workers)
+	results := make(chan *batch, 2*workers)
 	stop := make(chan struct{})
 
 	var wg sync.WaitGroup
@@ -469,11 +486,14 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range jobs {
-				if j.err == nil {
-					j.c = checkEntry(key, j.index, j.payload, !opts.rereading)
+			var scratch []byte // the signed message, reused
+			for b := range batches {
+				for i := range b.jobs {
+					if j := &b.jobs[i]; j.err == nil {
+						scratch = j.c.check(key, j.index, j.payload, !opts.rereading, scratch)
+					}
 				}
-				results <- j
+				results <- b
 			}
 		}()
 	}
@@ -482,46 +502,63 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 	collected := make(chan struct{})
 	go func() {
 		defer close(collected)
-		pending := map[uint64]*job{}
+		pending := map[uint64]*batch{}
 		var next uint64
-		for j := range results {
-			pending[j.seq] = j
-			for j := pending[next]; j != nil; j = pending[next] {
+		for b := range results {
+			pending[b.seq] = b
+			for b := pending[next]; b != nil; b = pending[next] {
 				delete(pending, next)
 				next++
-				if fatal != nil {
-					continue // drain
-				}
-				var err error
-				if j.err != nil {
-					err = record(j.err)
-				} else if err = rng.accept(j.c); err == nil {
-					named.add(j.c.entry)
-					if opts.OnEntry != nil {
-						opts.OnEntry(j.index, j.payload)
+				for i := range b.jobs {
+					if fatal != nil {
+						break // drain
 					}
-					if opts.Progress != nil {
-						opts.Progress(j.index-start+1, end-start)
+					j := &b.jobs[i]
+					var err error
+					if j.err != nil {
+						err = record(j.err)
+					} else if err = rng.accept(&j.c); err == nil {
+						named.add(j.c.entry)
+						if opts.OnEntry != nil {
+							opts.OnEntry(j.index, j.payload)
+						}
+						if opts.Progress != nil {
+							opts.Progress(j.index-start+1, end-start)
+						}
 					}
-				}
-				if err != nil {
-					fatal = err
-					close(stop)
+					if err != nil {
+						fatal = err
+						close(stop)
+					}
 				}
 			}
 		}
 	}()
 
 	var seq uint64
-	send := func(j *job) bool {
-		j.seq = seq
+	current, size := &batch{jobs: make([]job, 0, batchEntries)}, 0
+	send := func() bool {
+		if len(current.jobs) == 0 {
+			return true
+		}
+		b := current
+		b.seq = seq
 		seq++
+		current, size = &batch{jobs: make([]job, 0, batchEntries)}, 0
 		select {
-		case jobs <- j:
+		case batches <- b:
 			return true
 		case <-stop:
 			return false
 		}
+	}
+	add := func(j job) bool {
+		current.jobs = append(current.jobs, j)
+		size += len(j.payload)
+		if len(current.jobs) == batchEntries || size >= batchBytes {
+			return send()
+		}
+		return true
 	}
 	var trailer *frame
 	for i := start; ; i++ {
@@ -531,7 +568,7 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 			if errors.As(err, &f) {
 				f.Index, f.Part = int64(i), ""
 			}
-			send(&job{err: err})
+			add(job{err: err})
 			break // the rest of the file cannot be framed
 		}
 		if tag == "end" || tag == "policy-set" {
@@ -539,14 +576,15 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 			break
 		}
 		if tag != "entry" {
-			send(&job{err: formatFailure("frame %d is %q, want an entry, a policy set or the end", fr.frames, tag)})
+			add(job{err: formatFailure("frame %d is %q, want an entry, a policy set or the end", fr.frames, tag)})
 			break
 		}
-		if !send(&job{index: i, payload: payload}) {
+		if !add(job{index: i, payload: payload}) {
 			break
 		}
 	}
-	close(jobs)
+	send()
+	close(batches)
 	wg.Wait()
 	close(results)
 	<-collected

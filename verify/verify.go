@@ -239,42 +239,40 @@ func (r *Range) fail(f *Failure) error {
 
 // Add verifies the next entry of the range.
 func (r *Range) Add(b []byte) error {
-	return r.accept(checkEntry(r.key, r.next, b, true))
+	c := new(checked)
+	c.check(r.key, r.next, b, true, nil)
+	return r.accept(c)
 }
 
 // checked is the part of an entry's verification that needs no other
 // entry: it runs on any goroutine (VerifyExport runs it on every core).
 type checked struct {
 	index    uint64
-	leaf     []byte
+	leaf     []byte       // kept by the range's tree: never reused
 	entry    *entry.Entry // nil if the bytes are not a valid entry
 	hash     commit.Digest
 	failures []*Failure // in the order the checks are reported
 	bytes    []byte
 }
 
-// checkEntry checks entry bytes expected at index: encoding, index,
-// origin, key and signature; and computes the leaf and entry hashes.
-func checkEntry(key *Key, index uint64, b []byte, checkSignature bool) *checked {
-	c := &checked{index: index, leaf: hasher.HashLeaf(b), bytes: b}
+// check checks entry bytes expected at index: encoding, index, origin,
+// key and signature; and computes the leaf and entry hashes. It builds the
+// signed message in scratch, and returns it for the next entry to reuse.
+func (c *checked) check(key *Key, index uint64, b []byte, checkSignature bool, scratch []byte) []byte {
+	*c = checked{index: index, leaf: hasher.HashLeaf(b), bytes: b}
 	fail := func(check Check, err error) {
 		c.failures = append(c.failures, &Failure{Index: int64(index), Check: check, Err: err})
 	}
-	e, err := entry.Parse(b)
+	e, m, err := entry.ParseMessage(b, scratch[:0])
 	if err != nil {
 		fail(CheckEntryEncoding, err)
-		return c
+		return m
 	}
 	if e.Index != index {
 		fail(CheckIndex, fmt.Errorf("entry says index %d", e.Index))
 	}
 	if e.Origin != key.origin {
 		fail(CheckEntryKey, errors.New("entry names another log origin"))
-	}
-	m, err := e.SignedMessage()
-	if err != nil {
-		fail(CheckEntryEncoding, err)
-		return c
 	}
 	switch signer, err := key.signer(e.KeyID); {
 	case err != nil:
@@ -283,7 +281,7 @@ func checkEntry(key *Key, index uint64, b []byte, checkSignature bool) *checked 
 		fail(CheckEntrySignature, entry.ErrSignature)
 	}
 	c.entry, c.hash = e, sha256.Sum256(m)
-	return c
+	return m
 }
 
 // accept applies the checks that need the entries before: position in the
