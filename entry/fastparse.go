@@ -352,12 +352,30 @@ func fastTTL(v []byte) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
+// fastTime reads the digits of a time at the places TimeLayout puts them;
+// whether they make a valid time written canonically is left to the
+// comparison (time.Date normalizes February 30 to March 2, which the
+// encoder then writes differently).
 func fastTime(v []byte) (time.Time, bool) {
-	if len(v) != len(TimeLayout)+2 || v[0] != '"' {
+	// "2006-01-02T15:04:05.000000Z", quoted.
+	if len(v) != len(TimeLayout)+2 || v[0] != '"' || v[5] != '-' || v[8] != '-' || v[11] != 'T' ||
+		v[14] != ':' || v[17] != ':' || v[20] != '.' || v[27] != 'Z' || v[28] != '"' {
 		return time.Time{}, false
 	}
-	t, err := time.Parse(TimeLayout, string(v[1:len(v)-1]))
-	return t, err == nil
+	ok := true
+	num := func(from, to int) int {
+		n := 0
+		for _, c := range v[from:to] {
+			if c < '0' || c > '9' {
+				ok = false
+			}
+			n = 10*n + int(c-'0')
+		}
+		return n
+	}
+	t := time.Date(num(1, 5), time.Month(num(6, 8)), num(9, 11), num(12, 14), num(15, 17), num(18, 20),
+		1000*num(21, 27), time.UTC)
+	return t, ok
 }
 
 // fastSignature decodes the base64 of a signature, and requires the text
