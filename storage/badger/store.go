@@ -37,8 +37,9 @@ import (
 //	                            of the first entry's bytes, then per entry
 //	                            u32 length and u32 CRC-32C (the entries are
 //	                            contiguous in the frame)
-//	'h' [32]byte leaf hash,     (empty); the lowest index under a leaf hash is
-//	    u64 index               the first key with its prefix
+//	'h' [32]byte leaf hash,     (empty), for the entries after the leaf-hash
+//	    u64 index               runs (leafindex.go); the lowest index under
+//	                            a leaf hash is the first key with its prefix
 //	't' u8 level, u64 index     a partial tile's hashes, the last version
 //	                            committed (full tiles are in tiles/,
 //	                            tilefile.go)
@@ -51,6 +52,9 @@ import (
 //	                            here and full ones in synced tile files
 //	                            (absent: 0)
 //	'm' "checkpoint"            u64 tree size of the latest checkpoint
+//	'm' "leaves"                u64 entry up to which leaf-hash runs were
+//	                            written (absent: 0); 'h' keys hold the
+//	                            leaf hashes of the entries after the runs
 //
 // Commit writes the frame and syncs it, then returns: the frame is the
 // durable copy. An indexer goroutine indexes it in badger afterwards,
@@ -68,6 +72,7 @@ type Store struct {
 	db      *badgerdb.DB
 	log     *frameLog
 	tiles   *tileFiles // the full tiles (tilefile.go)
+	leaves  *leafIndex // the leaf-hash index (leafindex.go)
 	reserve uint64     // Options.ReserveBytes
 	logger  *slog.Logger
 
@@ -107,6 +112,7 @@ var (
 	keySize             = []byte{prefixMeta, 's', 'i', 'z', 'e'}
 	keyLogEnd           = []byte{prefixMeta, 'e', 'n', 'd'}
 	keyTilesEnd         = []byte{prefixMeta, 't', 'i', 'l', 'e', 's'}
+	keyLeavesEnd        = []byte{prefixMeta, 'l', 'e', 'a', 'v', 'e', 's'}
 	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'}
 )
 
@@ -359,6 +365,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		if s.tiles != nil {
 			s.tiles.close()
 		}
+		if s.leaves != nil {
+			s.leaves.close()
+		}
 		lock.Close()
 		return nil, err
 	}
@@ -384,6 +393,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	if err := s.migrateTiles(ctx, opts.Logger); err != nil {
+		return fail(err)
+	}
+	if s.leaves, err = openLeafIndex(filepath.Join(dir, leavesDir), opts.Logger); err != nil {
+		return fail(err)
+	}
+	if err := s.migrateLeaves(ctx, opts.Logger); err != nil {
 		return fail(err)
 	}
 	size, err := s.recover(ctx, opts.Logger)
@@ -507,8 +522,9 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 		}
 		known, next, complete = true, b.Start+uint64(len(b.Entries)), uint64(frameEnd)
 		if uint64(frameEnd) <= end {
-			// Indexed already; only its tiles may be missing.
-			return next, s.indexTiles(b.Tiles, frameEnd)
+			// Indexed already; only its tiles may be missing. The tiles
+			// mark is set once, at the end.
+			return next, s.indexTiles(b.Tiles, -1)
 		}
 		if b.Start != size {
 			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, the index holds %d entries", ledger.ErrCorrupt, pos, b.Start, size)
@@ -637,6 +653,10 @@ func (s *Store) runIndexer() {
 			fail(err)
 			return
 		}
+		if err := s.leaves.indexed(s.db, f.batch.Start+uint64(len(f.locs))); err != nil {
+			fail(err)
+			return
+		}
 		if flush {
 			lastFlush, pendingTilesEnd = time.Now(), -1
 		} else {
@@ -657,14 +677,16 @@ func fullTiles(ts []ledger.Tile) []ledger.Tile {
 	return full
 }
 
-// indexTiles writes tiles (writeTiles) and records that the tiles of the
-// frames up to log position end are stored, once the tile files are
-// synced.
+// indexTiles writes tiles (writeTiles) and, unless end is negative,
+// records that the tiles of the frames up to log position end are stored,
+// once the tile files are synced.
 func (s *Store) indexTiles(tiles []ledger.Tile, end int64) error {
 	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
 	s.writeTiles(&w, tiles)
-	s.tilesDone(&w, end)
+	if end >= 0 {
+		s.tilesDone(&w, end)
+	}
 	if w.err == nil {
 		w.err = w.txn.Commit()
 	}
@@ -686,6 +708,9 @@ func (s *Store) Close() error {
 			s.ov.mu.Unlock()
 		}
 		<-s.indexerDone // it indexes what is pending first
+		if err := s.leaves.close(); err != nil {
+			errs = append(errs, fmt.Errorf("ledger: closing the leaf-hash index: %w", err))
+		}
 		if err := s.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: closing badger index: %w", err))
 		}
@@ -835,6 +860,7 @@ func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []l
 	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
 	w.set(frameKey(b.Start), appendFrameIndex(nil, locs))
+	// The leaf hashes after the last leaf-hash run (leafindex.go).
 	for i := range locs {
 		w.set(leafHashKey(b.LeafHashes[i], b.Start+uint64(i)), nil)
 	}
@@ -940,6 +966,38 @@ func (s *Store) migrateTiles(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("ledger: deleting the full tiles moved to %s from the index: %w", tilesDir, w.err)
 	}
 	log.InfoContext(ctx, "ledger: moved the full tiles from the index to their files", slog.Int("tiles", len(moved)), slog.String("dir", tilesDir))
+	return nil
+}
+
+// migrateLeaves moves the leaf-hash index of a store written before the
+// leaf-hash runs, all of it in badger, into one run of the entries badger
+// indexed, if they are more than a run holds, and then drops the keys; a
+// crash before the drop leaves the run, and the keys, harmless, until the
+// next run is written.
+func (s *Store) migrateLeaves(ctx context.Context, log *slog.Logger) error {
+	var indexed, runsEnd uint64
+	err := s.db.View(func(txn *badgerdb.Txn) error {
+		var err error
+		if runsEnd, _, err = getUint64(txn, keyLeavesEnd); err != nil {
+			return err
+		}
+		indexed, _, err = getUint64(txn, keySize)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: reading the index: %w", err)
+	}
+	// The merger starts after the first flush: the runs can be read here.
+	if end := s.leaves.end(); end < runsEnd {
+		return fmt.Errorf("%w: the leaf-hash runs in %s reach entry %d, but runs up to %d were written", ledger.ErrCorrupt, leavesDir, end, runsEnd)
+	}
+	if s.leaves.end() > 0 || indexed < leafRunSize {
+		return nil
+	}
+	if err := s.leaves.flush(s.db, indexed); err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "ledger: moved the leaf-hash index from badger to a leaf-hash run", slog.Uint64("entries", indexed), slog.String("dir", leavesDir))
 	return nil
 }
 
@@ -1133,29 +1191,18 @@ func frameOf(txn *badgerdb.Txn, index uint64) (uint64, []entryLocation, error) {
 }
 
 // IndexOf implements Store: the overlay first (a frame leaves it only once
-// badger has it), then one seek in badger, whose keys of a leaf hash sort
-// by index; the lower of the two.
+// badger has it), then the leaf-hash index (leafindex.go), whose runs hold
+// the older leaf hashes and badger the others; the lower of the two.
 func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (uint64, error) {
 	index, found := s.ov.leafIndex(leafHash)
-	err := s.db.View(func(txn *badgerdb.Txn) error {
-		prefix := leafHashKey(leafHash, 0)[:1+ledger.HashSize]
-		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		if it.Seek(prefix); it.Valid() {
-			key := it.Item().Key()
-			if len(key) != len(prefix)+8 {
-				return fmt.Errorf("%w: a leaf-hash key of %d bytes", ledger.ErrCorrupt, len(key))
-			}
-			if i := binary.BigEndian.Uint64(key[len(prefix):]); !found || i < index {
-				index, found = i, true
-			}
-		}
-		return nil
-	})
+	i, ok, err := s.leaves.lookup(s.db, leafHash)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("ledger: looking up leaf hash %x: %w", leafHash, err)
-	case !found:
+	case ok && (!found || i < index):
+		index, found = i, true
+	}
+	if !found {
 		return 0, fmt.Errorf("ledger: leaf hash %x: %w", leafHash, ledger.ErrNotFound)
 	}
 	return index, nil
