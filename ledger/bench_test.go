@@ -30,7 +30,10 @@ import (
 //	go test -run '^$' -bench 'Append/' -benchtime 200000x ./ledger/
 //
 // It reports appends/s, the append latency median and p99, the latency
-// from append to the first signed checkpoint covering the entry (p99), and
+// from append to the first signed checkpoint covering the entry (p99), the
+// process's CPU time per append (user + system, getrusage over the timed
+// part, every goroutine: appenders, ledger, badger, GC) and its CPU use in
+// per cent of one core (200 is both cores of a 2-core machine busy), and
 // the process's peak RSS.
 func BenchmarkAppend(b *testing.B) {
 	for _, depth := range []int{1, 4} {
@@ -109,6 +112,7 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 
 	b.ResetTimer()
 	start := time.Now()
+	cpu0 := cpuTime(b)
 	var wg sync.WaitGroup
 	for range appenders * depth {
 		wg.Add(1)
@@ -136,6 +140,7 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime(b) - cpu0
 	b.StopTimer()
 	// Wait for a checkpoint to cover everything, then stop the watcher.
 	for waited := time.Duration(0); ; waited += 5 * time.Millisecond {
@@ -153,6 +158,8 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 
 	slices.Sort(latencies)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "µs-CPU/append")
+	b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "%CPU")
 	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "ms-p50")
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "ms-p99")
 	if len(covered) > 0 {
