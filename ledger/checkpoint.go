@@ -96,8 +96,14 @@ func (l *Ledger) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) 
 // consistent with the latest signed one: a ledger never signs two
 // inconsistent checkpoints, across restarts too.
 func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
+	cp, _, err := l.publish(ctx)
+	return cp, err
+}
+
+// publish is Publish, and reports whether it signed a checkpoint.
+func (l *Ledger) publish(ctx context.Context) ([]byte, bool, error) {
 	if l.follow != nil {
-		return nil, l.errReadOnly("publish")
+		return nil, false, l.errReadOnly("publish")
 	}
 	l.cpMu.Lock()
 	defer l.cpMu.Unlock()
@@ -105,11 +111,11 @@ func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
 	e, failed := l.edge, l.failed
 	l.mu.Unlock()
 	if failed != nil {
-		return nil, fmt.Errorf("%w: %w", ErrClosed, failed)
+		return nil, false, fmt.Errorf("%w: %w", ErrClosed, failed)
 	}
 	size := e.size()
 	if size == l.cpSize && l.cp != nil {
-		return bytes.Clone(l.cp), nil
+		return bytes.Clone(l.cp), false, nil
 	}
 	root := e.root()
 	if err := l.verifyConsistency(ctx, l.cpSize, l.cpRoot, size, root); err != nil {
@@ -118,38 +124,63 @@ func (l *Ledger) Publish(ctx context.Context) ([]byte, error) {
 		err = l.failed
 		l.mu.Unlock()
 		l.log.ErrorContext(ctx, "ledger: refusing to sign an inconsistent checkpoint; appends stopped", "size", size, "checkpoint_size", l.cpSize, "error", err)
-		return nil, err
+		return nil, false, err
 	}
 	text := log.Checkpoint{Origin: l.key.Name(), Size: size, Hash: root}.Marshal()
 	signed, err := note.Sign(&note.Note{Text: string(text)}, l.key.Signer())
 	if err != nil {
-		return nil, fmt.Errorf("ledger: signing checkpoint: %w", err)
+		return nil, false, fmt.Errorf("ledger: signing checkpoint: %w", err)
 	}
 	// cpMu serializes AddCheckpoint; Commit may run beside it, so that
 	// the store's sync of the checkpoint does not hold up appends.
 	if err := l.store.AddCheckpoint(ctx, size, signed); err != nil {
-		return nil, fmt.Errorf("ledger: storing checkpoint of size %d: %w", size, err)
+		return nil, false, fmt.Errorf("ledger: storing checkpoint of size %d: %w", size, err)
 	}
 	l.cp, l.cpSize, l.cpRoot, l.cpTime = signed, size, root, l.opts.Now()
 	close(l.cpSigned)
 	l.cpSigned = make(chan struct{})
-	return bytes.Clone(signed), nil
+	return bytes.Clone(signed), true, nil
 }
 
-// publishLoop signs a checkpoint every CheckpointInterval while the tree
-// grows.
+// publishLoop signs a checkpoint when the tree has grown (each durable
+// batch wakes it), but no sooner than CheckpointInterval after the start
+// of the previous one it signed. Rather than a ticker: an idle log wakes
+// nothing and signs nothing, a lone append is covered at once rather than
+// at the next tick, and under load checkpoints come every
+// CheckpointInterval, so that an entry waits at most that long plus one
+// signing and storing.
 func (l *Ledger) publishLoop() {
 	defer l.done.Done()
-	t := time.NewTicker(l.opts.CheckpointInterval)
-	defer t.Stop()
+	var last time.Time // when the latest signing by this loop began
+	spacing := time.NewTimer(time.Hour)
+	spacing.Stop()
+	defer spacing.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
-		case <-t.C:
-			if _, err := l.Publish(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
-				l.log.Error("ledger: publishing checkpoint", "error", err)
+		case <-l.grown:
+		}
+		if wait := l.opts.CheckpointInterval - time.Since(last); wait > 0 {
+			spacing.Reset(wait)
+			select {
+			case <-l.stop:
+				return
+			case <-spacing.C:
 			}
+		}
+		started := time.Now()
+		_, signed, err := l.publish(context.Background())
+		if err != nil && !errors.Is(err, ErrClosed) {
+			l.log.Error("ledger: publishing checkpoint", "error", err)
+		}
+		// A wake-up for a batch this checkpoint covered may be
+		// pending: it finds the tree as signed and signs nothing,
+		// which does not count as the latest signing. A failure does,
+		// so that it is retried (and logged) once an interval, not at
+		// every batch.
+		if signed || err != nil {
+			last = started
 		}
 	}
 }

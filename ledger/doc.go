@@ -33,8 +33,9 @@
 //
 // A checkpoint is a C2SP tlog-checkpoint (origin, tree size, base64 root
 // hash), signed as a C2SP signed note by the ledger's key, whose name is
-// the origin. Checkpoints are signed every CheckpointInterval (1 s) while
-// the tree grows, and on demand (Publish). Before signing, Publish checks
+// the origin. A checkpoint is signed as soon as the tree has grown, but
+// no sooner than CheckpointInterval (100 ms) after the previous one, and
+// on demand (Publish): an idle log signs none. Before signing, Publish checks
 // with a consistency proof read from the stored tiles that the new tree
 // extends the latest signed one, so the ledger never signs two
 // inconsistent checkpoints, across restarts too. Every checkpoint is kept.
