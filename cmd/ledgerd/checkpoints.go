@@ -61,7 +61,7 @@ func (s *server) writeCheckpoint(w http.ResponseWriter, cp []byte, size uint64, 
 }
 
 // errNotSigned: the log signed no checkpoint for a size (it signs about
-// one a second while the tree grows, not one per entry).
+// one per checkpoint_interval while the tree grows, not one per entry).
 var errNotSigned = errors.New("no checkpoint signed for this size")
 
 // signedAt returns the checkpoint the log signed for exactly size:
@@ -84,7 +84,7 @@ func (s *server) writeSignedAtError(w http.ResponseWriter, err error, what strin
 	if errors.Is(err, errNotSigned) {
 		_, latest := s.l.Checkpoint()
 		writeError(w, http.StatusNotFound, "not_found",
-			"the log signed no checkpoint for %s: it signs one about every second while the tree grows, not one per entry; the latest is of size %d (GET /v1/checkpoint)", what, latest)
+			"the log signed no checkpoint for %s: it signs one when the tree has grown, at most one per checkpoint_interval, not one per entry; the latest is of size %d (GET /v1/checkpoint)", what, latest)
 		return
 	}
 	writeError(w, http.StatusInternalServerError, "internal", "the checkpoint could not be read")

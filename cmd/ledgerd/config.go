@@ -25,6 +25,7 @@ import (
 
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/postgres"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/jackc/pgx/v5"
@@ -82,8 +83,13 @@ type Config struct {
 	Cluster *ClusterConfig `json:"cluster"`
 	// Mediators are the clients allowed to append. Required, at least one.
 	Mediators []Mediator `json:"mediators"`
-	// CheckpointInterval is how often a checkpoint is signed while the log
-	// grows, as a Go duration ("1s"). Optional; default 1s.
+	// CheckpointInterval is the least time between the starts of two
+	// checkpoint signings, as a Go duration. A checkpoint is signed as
+	// soon as the log has grown and this much has passed since the
+	// previous one: an idle log signs none, and under load an entry waits
+	// about this much for a checkpoint covering it, and one checkpoint is
+	// signed and kept per interval (ledger.Options.CheckpointInterval).
+	// Optional; default "100ms".
 	CheckpointInterval string `json:"checkpoint_interval"`
 	// MinCommitInterval is the least time between the starts of two group
 	// commits unless a batch is full, as a Go duration. Under load it
@@ -192,6 +198,14 @@ type Config struct {
 	// ledgerd_witnesses_needed). Optional; default (0 or absent) every
 	// listed witness; at most the number of witnesses.
 	WitnessesNeeded int `json:"witnesses_needed"`
+	// WitnessInterval is the least time between the starts of two
+	// submissions to one witness, as a Go duration: each submission
+	// takes the latest checkpoint, so that a witness sees at most one
+	// checkpoint per interval however often the log signs, and the
+	// checkpoints signed meanwhile are never submitted (nor cosigned).
+	// Public witnesses ask a log to declare its submission rate and may
+	// refuse a log that exceeds it. Optional; default "1s".
+	WitnessInterval string `json:"witness_interval"`
 }
 
 // ApprovalsConfig configures the approval lifecycle and the people who
@@ -607,7 +621,7 @@ func (c *Config) minCommitInterval() (time.Duration, error) {
 
 func (c *Config) checkpointInterval() (time.Duration, error) {
 	if c.CheckpointInterval == "" {
-		return time.Second, nil
+		return ledger.DefaultCheckpointInterval, nil
 	}
 	d, err := time.ParseDuration(c.CheckpointInterval)
 	if err != nil || d <= 0 {
@@ -804,7 +818,25 @@ func (c *Config) checkWitnesses() error {
 	if _, err := verify.NewWitnessPolicy(keys, c.witnessesNeeded()); err != nil {
 		return fmt.Errorf("witnesses: %w", err)
 	}
-	return nil
+	_, err := c.witnessInterval()
+	return err
+}
+
+// defaultWitnessInterval is witness_interval's default: the rate of
+// submissions when the log signed a checkpoint a second, so that a rate
+// declared to a witness's operator then still holds.
+const defaultWitnessInterval = time.Second
+
+// witnessInterval is WitnessInterval, or its default.
+func (c *Config) witnessInterval() (time.Duration, error) {
+	if c.WitnessInterval == "" {
+		return defaultWitnessInterval, nil
+	}
+	d, err := time.ParseDuration(c.WitnessInterval)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("witness_interval %q is not a positive duration", c.WitnessInterval)
+	}
+	return d, nil
 }
 
 // witnessesNeeded is WitnessesNeeded, or its default: every witness.

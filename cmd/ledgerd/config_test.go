@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // configWith writes, beside a key and a store, a valid config with the
@@ -101,5 +105,65 @@ func TestConfigTrailingText(t *testing.T) {
 	}
 	if _, err := loadConfig(path); err == nil || !strings.Contains(err.Error(), "text after the config's JSON object") {
 		t.Errorf("config with trailing text: %v", err)
+	}
+}
+
+// Without checkpoint_interval, ledgerd signs at the ledger's default
+// interval, the one docs/config.md states; a duration given is used as
+// it is, and zero or a negative one is refused.
+func TestCheckpointIntervalDefault(t *testing.T) {
+	c, err := configWith(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.checkpointInterval(); err != nil || d != ledger.DefaultCheckpointInterval {
+		t.Fatalf("default checkpoint interval %v, %v; want %v", d, err, ledger.DefaultCheckpointInterval)
+	}
+	doc, err := os.ReadFile(configDocPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "### `checkpoint_interval`")
+	section, _, _ = strings.Cut(section, "\n### ")
+	if want := fmt.Sprintf("default %q", ledger.DefaultCheckpointInterval.String()); !strings.Contains(section, want) {
+		t.Errorf("docs/config.md's checkpoint_interval section does not say %s:\n%s", want, section)
+	}
+	c, err = configWith(t, `"checkpoint_interval": "250ms"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.checkpointInterval(); err != nil || d != 250*time.Millisecond {
+		t.Fatalf("checkpoint_interval 250ms gives %v, %v", d, err)
+	}
+	for _, bad := range []string{`"0s"`, `"-1s"`, `"soon"`} {
+		if c, err := configWith(t, `"checkpoint_interval": `+bad); err == nil {
+			if _, err := c.checkpointInterval(); err == nil {
+				t.Errorf("checkpoint_interval %s accepted", bad)
+			}
+		}
+	}
+}
+
+// witness_interval defaults to 1s; a duration given is used, and zero, a
+// negative one or no duration is refused when the config is checked.
+func TestWitnessIntervalConfig(t *testing.T) {
+	c, err := configWith(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.witnessInterval(); err != nil || d != time.Second {
+		t.Fatalf("default witness interval %v, %v; want 1s", d, err)
+	}
+	c, err = configWith(t, `"witness_interval": "10s"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.witnessInterval(); err != nil || d != 10*time.Second {
+		t.Fatalf("witness_interval 10s gives %v, %v", d, err)
+	}
+	for _, bad := range []string{`"0s"`, `"-1s"`, `"often"`} {
+		if _, err := configWith(t, `"witness_interval": `+bad); err == nil || !strings.Contains(err.Error(), "witness_interval") {
+			t.Errorf("witness_interval %s: %v; want it refused", bad, err)
+		}
 	}
 }

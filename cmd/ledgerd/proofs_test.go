@@ -29,7 +29,7 @@ func TestParameterErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	zeros := strings.Repeat("00", 32)
-	notSigned := "the log signed no checkpoint for tree_size: it signs one about every second while the tree grows, not one per entry; the latest is of size 3 (GET /v1/checkpoint)"
+	notSigned := "the log signed no checkpoint for tree_size: it signs one when the tree has grown, at most one per checkpoint_interval, not one per entry; the latest is of size 3 (GET /v1/checkpoint)"
 	for _, c := range []struct {
 		method, path string
 		status       int
@@ -63,8 +63,8 @@ func TestParameterErrors(t *testing.T) {
 		{"GET", "/v1/export?start=0&end=0&tree_size=0", 404, "no_checkpoint", "the checkpoint of tree_size is for the empty log: there is nothing to export"},
 		{"GET", "/v1/proofs/1?tree_size=1", 404, "not_found", notSigned},
 		{"GET", "/v1/proofs/2?tree_size=2", 404, "not_found", "no entry at this index under the checkpoint of tree_size"},
-		{"GET", "/v1/checkpoints/1", 404, "not_found", "the log signed no checkpoint for the size: it signs one about every second while the tree grows, not one per entry; the latest is of size 3 (GET /v1/checkpoint)"},
-		{"GET", "/v1/checkpoints/12345", 404, "not_found", "the log signed no checkpoint for the size: it signs one about every second while the tree grows, not one per entry; the latest is of size 3 (GET /v1/checkpoint)"},
+		{"GET", "/v1/checkpoints/1", 404, "not_found", "the log signed no checkpoint for the size: it signs one when the tree has grown, at most one per checkpoint_interval, not one per entry; the latest is of size 3 (GET /v1/checkpoint)"},
+		{"GET", "/v1/checkpoints/12345", 404, "not_found", "the log signed no checkpoint for the size: it signs one when the tree has grown, at most one per checkpoint_interval, not one per entry; the latest is of size 3 (GET /v1/checkpoint)"},
 		{"GET", "/v1/checkpoints/01", 400, "invalid_request", "the size is not a decimal integer"},
 		{"GET", "/v1/entries/7SECRET", 400, "invalid_request", "the index is not a decimal integer"},
 		{"GET", "/v1/entries/12345", 404, "not_found", "no entry at this index"},

@@ -116,6 +116,9 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 			t.Fatal(err)
 		}
 		srv.wit.backoffMin, srv.wit.backoffMax = 20*time.Millisecond, 200*time.Millisecond
+		if cfg.WitnessInterval == "" {
+			srv.wit.interval = 20 * time.Millisecond
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {

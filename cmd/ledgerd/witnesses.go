@@ -19,6 +19,12 @@
 // retried after a backoff. The first submission after a start says
 // "old 0": the witness's answer teaches the size it knows. Appends never
 // wait for a witness: only these goroutines do.
+//
+// A goroutine has one submission in flight, always of the latest
+// checkpoint, and starts a cosigned one at most every witness_interval
+// (1 s by default): the log signs up to ten checkpoints a second, and a
+// witness sees only the latest of them when its turn comes, so the
+// checkpoints signed meanwhile never queue and are never cosigned.
 
 package main
 
@@ -83,7 +89,10 @@ type witnesses struct {
 	// backoffMin and backoffMax are the witness constants; tests shorten
 	// them.
 	backoffMin, backoffMax time.Duration
-	ws                     []*witnessState
+	// interval is witness_interval: the least time between the starts of
+	// two cosigned submissions to one witness.
+	interval time.Duration
+	ws       []*witnessState
 
 	// persistMu serializes writes of the kept file, each of which
 	// reads the cosignatures under it: the last write has them all.
@@ -107,10 +116,15 @@ type witnessState struct {
 // newWitnesses sets up the config's witnesses (Config.check checked
 // them) and loads the cosignatures kept in store_dir.
 func newWitnesses(cfg *Config, l *ledger.Ledger, log *slog.Logger) (*witnesses, error) {
+	interval, err := cfg.witnessInterval()
+	if err != nil {
+		return nil, err
+	}
 	ws := &witnesses{
 		l: l, log: log, client: &http.Client{Timeout: witnessTimeout},
 		needed: cfg.witnessesNeeded(), backoffMin: witnessBackoffMin, backoffMax: witnessBackoffMax,
-		cosigs: map[uint64][][]byte{},
+		interval: interval,
+		cosigs:   map[uint64][][]byte{},
 	}
 	if cfg.StoreDir != "" {
 		ws.path = filepath.Join(cfg.StoreDir, cosignedFile)
@@ -160,8 +174,9 @@ func (ws *witnesses) run(ctx context.Context) {
 
 func (ws *witnesses) loop(ctx context.Context, w *witnessState) {
 	backoff := time.Duration(0)
+	var last time.Time // when the latest cosigned submission started
 	for ctx.Err() == nil {
-		cp, size := ws.l.Checkpoint()
+		_, size := ws.l.Checkpoint()
 		if ws.has(size, w.i) {
 			// Cosigned: wait for a larger checkpoint.
 			if _, _, err := ws.l.WaitCheckpoint(ctx, size+1); err != nil {
@@ -169,9 +184,20 @@ func (ws *witnesses) loop(ctx context.Context, w *witnessState) {
 			}
 			continue
 		}
+		if wait := ws.interval - time.Since(last); wait > 0 {
+			// Then submit the latest checkpoint, not this one.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			continue
+		}
+		cp, size := ws.l.Checkpoint()
+		started := time.Now()
 		kind, err := ws.submit(ctx, w, cp, size)
 		if err == nil {
-			backoff = 0
+			backoff, last = 0, started
 			continue
 		}
 		if ctx.Err() != nil {

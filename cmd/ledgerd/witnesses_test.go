@@ -44,6 +44,7 @@ type fakeWitness struct {
 	// flip, if set, changes a byte of the signature it returns.
 	flip     bool
 	requests int
+	accepted int // checkpoints cosigned
 }
 
 func newFakeWitness(t testing.TB, name, logVKey string) *fakeWitness {
@@ -132,6 +133,7 @@ func (w *fakeWitness) addCheckpoint(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.size, w.root = cp.Size, cp.Hash
+	w.accepted++
 	line := cosigned[len(n.Text)+1:]
 	if w.flip {
 		name, b64, _ := strings.Cut(strings.TrimSuffix(string(line), "\n"), " "+w.signer.Name()+" ")
@@ -277,4 +279,49 @@ func TestConfigWitnesses(t *testing.T) {
 			t.Errorf("witnesses %v, needed %d: got %v, want %q", tc.ws, tc.needed, err, tc.want)
 		}
 	}
+}
+
+// TestWitnessInterval: however often the log signs, a witness is sent at
+// most one checkpoint per witness_interval, the latest, and it is
+// cosigned in the end. Every cosigned submission started after start and
+// before the count is read, at least the interval apart, so there are at
+// most (that time / interval) + 1 of them, on a machine however loaded.
+func TestWitnessInterval(t *testing.T) {
+	const interval = 300 * time.Millisecond
+	start := time.Now()
+	var w *fakeWitness
+	s := startServerWith(t, func(c *Config) {
+		key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w = newFakeWitness(t, "witness-0.example.org", key.VerifierKey())
+		c.Witnesses = []WitnessConfig{{Name: "w0", URL: w.srv.URL, Key: w.vkey}}
+		c.WitnessInterval = interval.String()
+		if err := c.check(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Sign a checkpoint after every append, for at least a second and
+	// three times as many checkpoints as the witness may cosign.
+	var size uint64
+	for i := 0; ; i++ {
+		size = appendN(t, s, i, 1)
+		elapsed := time.Since(start)
+		if elapsed >= time.Second && size >= 3*uint64(elapsed/interval+1) {
+			break
+		}
+		if elapsed > 20*time.Second {
+			t.Fatalf("only %d checkpoints signed in %v", size, elapsed)
+		}
+	}
+	w.mu.Lock()
+	accepted := w.accepted
+	w.mu.Unlock()
+	elapsed := time.Since(start)
+	if most := int(elapsed/interval) + 1; accepted > most {
+		t.Errorf("the witness cosigned %d of %d checkpoints in %v; at most %d with witness_interval %v", accepted, size+1, elapsed, most, interval)
+	}
+	waitCosignatures(t, s, size, 1)
+	t.Logf("%d checkpoints, %d cosigned in %v", size+1, accepted, elapsed)
 }
