@@ -562,7 +562,16 @@ func TestClusterCheck(t *testing.T) {
 			t.Fatalf("append: %d %s", status, body)
 		}
 	}
+	// fsck --online reads the store beside the sequencer, without the
+	// lease, up to the latest checkpoint.
 	var stdout, stderr strings.Builder
+	if code := run(t.Context(), []string{"fsck", "--online", "--config", path}, &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "checked online up to the signed checkpoint for") || !strings.Contains(stdout.String(), "no damage found") ||
+		strings.Contains(stdout.String()+stderr.String(), dbPassword) {
+		t.Errorf("fsck --online beside a sequencer: exit %d, %s %s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
 	if code := run(t.Context(), []string{"check", "--config", path}, &stdout, &stderr); code != 1 ||
 		!strings.Contains(stderr.String(), `instance "a"`) || !strings.Contains(stderr.String(), "stop every ledgerd instance") {
 		t.Errorf("check beside a sequencer: exit %d, %s", code, stderr.String())

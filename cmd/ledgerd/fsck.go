@@ -31,6 +31,7 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	df.register(fset)
 	signatures := fset.Bool("signatures", false, "")
 	maxDamage := fset.Int("max-damage", 100, "")
+	online := fset.Bool("online", false, "")
 	if _, code, ok := parseArgs(fset, args, 0, stdout, stderr); !ok {
 		return code
 	}
@@ -51,6 +52,9 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName})
 	if err != nil {
 		return fail(stderr, "%v", err)
+	}
+	if *online {
+		return fsckOnline(ctx, name, cfg, key, fsckRequest{Signatures: *signatures, MaxDamage: *maxDamage}, stdout, stderr)
 	}
 	start := time.Now()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
@@ -87,11 +91,16 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	if cerr := store.Close(); cerr != nil && err == nil {
 		return fail(stderr, "%v", cerr)
 	}
-	return fsckSummary(stdout, stderr, name, store.where, rep, err, storeDamage, time.Since(start))
+	return fsckSummary(stdout, stderr, name, store.where, rep, err, storeDamage, time.Since(start), false)
 }
 
-// fsckSummary prints what fsck found, and returns the exit status.
-func fsckSummary(stdout, stderr io.Writer, name, where string, rep *ledger.FsckReport, err, storeDamage error, took time.Duration) int {
+// fsckSummary prints what fsck found, and returns the exit status. online
+// says the check was of the tree at a checkpoint while ledgerd appended.
+func fsckSummary(stdout, stderr io.Writer, name, where string, rep *ledger.FsckReport, err, storeDamage error, took time.Duration, online bool) int {
+	state := fmt.Sprintf("%s holds %d entries, the latest signed checkpoint is for %d", where, rep.StoreSize, rep.CheckpointSize)
+	if online {
+		state = fmt.Sprintf("%s held %d entries, checked online up to the signed checkpoint for %d", where, rep.StoreSize, rep.CheckpointSize)
+	}
 	for _, d := range rep.Damage {
 		fmt.Fprintf(stderr, "ledgerd: damage: %v\n", d)
 	}
@@ -114,14 +123,14 @@ func fsckSummary(stdout, stderr io.Writer, name, where string, rep *ledger.FsckR
 			rotationHints(stderr, err)
 			return code
 		}
-		fmt.Fprintf(stderr, "ledgerd: error: %s: %s holds %d entries, the latest signed checkpoint is for %d; %d problems found (%s; %v in all)\n",
-			name, where, rep.StoreSize, rep.CheckpointSize, found, stats, took.Round(time.Millisecond))
+		fmt.Fprintf(stderr, "ledgerd: error: %s: %s; %d problems found (%s; %v in all)\n",
+			name, state, found, stats, took.Round(time.Millisecond))
 		rotationHints(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "ledgerd: %s: %s holds %d entries, the latest signed checkpoint is for %d; no damage found (%s; %v in all)\n",
-		name, where, rep.StoreSize, rep.CheckpointSize, stats, took.Round(time.Millisecond))
-	if n := rep.StoreSize - rep.CheckpointSize; n > 0 && rep.StoreSize > rep.CheckpointSize {
+	fmt.Fprintf(stdout, "ledgerd: %s: %s; no damage found (%s; %v in all)\n",
+		name, state, stats, took.Round(time.Millisecond))
+	if n := rep.StoreSize - rep.CheckpointSize; !online && rep.StoreSize > rep.CheckpointSize {
 		// Not damage: a ledgerd that stopped before signing (a crash)
 		// leaves them, and signs a checkpoint for them when it starts.
 		fmt.Fprintf(stdout, "ledgerd: %s: the last %d entries are durable and checked but not yet covered by a signed checkpoint: ledgerd signs one when it starts\n", name, n)

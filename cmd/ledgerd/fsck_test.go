@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -133,5 +134,72 @@ func TestFsckCommand(t *testing.T) {
 	}
 	if code, stdout, stderr := runFsck(t, "--data", d); code != 0 || !strings.Contains(stdout, "the latest signed checkpoint is for 600; no damage found") {
 		t.Fatalf("fsck without the checkpoint file: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// ledgerd fsck --online asks the ledgerd serving the data directory,
+// which checks the log up to its latest checkpoint while appends go on;
+// without a ledgerd it says so.
+func TestFsckOnlineCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if code, _, stderr := runFsck(t, "--online", "--data", fsckStore(t, 1)); code != 1 || !strings.Contains(stderr, "no ledgerd serves") {
+		t.Fatalf("fsck --online without ledgerd: exit %d, %q", code, stderr)
+	}
+	url, token, _ := runServe(t, dir)
+	st, err := os.Stat(filepath.Join(dir, "store", "fsck.sock"))
+	if err != nil || st.Mode()&os.ModeSocket == 0 || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the fsck socket: %v, mode %v; want a socket of mode 0600", err, st.Mode())
+	}
+	stop := make(chan struct{})
+	appended := make(chan int)
+	go func() {
+		n := 0
+		defer func() { appended <- n }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Errorf("append %d: HTTP %d", i, resp.StatusCode)
+				return
+			}
+			n++
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond) // a checkpoint of some entries
+	for round := range 3 {
+		code, stdout, stderr := runFsck(t, "--online", "--data", dir, "--signatures")
+		if code != 0 || !regexp.MustCompile(`^ledgerd: fsck: \S+ held \d+ entries, checked online up to the signed checkpoint for [1-9]\d*; no damage found \(\d+ entries and \d+ tiles checked with every entry's signature in`).MatchString(stdout) {
+			t.Fatalf("round %d: fsck --online during appends: exit %d, stdout %q, stderr %q", round, code, stdout, stderr)
+		}
+	}
+	// One at a time: while a client holds the check (this one sends no
+	// request), another is refused.
+	c, err := net.Dial("unix", filepath.Join(dir, "store", "fsck.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a second online fsck to be refused", func() bool {
+		code, _, stderr := runFsck(t, "--online", "--data", dir)
+		return code == 1 && strings.Contains(stderr, "an online fsck is running already: one at a time")
+	})
+	c.Close()
+	waitFor(t, "an online fsck after the first client left", func() bool {
+		code, _, _ := runFsck(t, "--online", "--data", dir)
+		return code == 0
+	})
+	close(stop)
+	if n := <-appended; n == 0 {
+		t.Fatal("nothing was appended")
 	}
 }

@@ -9,7 +9,7 @@
 //	ledgerd token rotate NAME [--config FILE | --data DIR]
 //	ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
 //	ledgerd approver remove NAME [--config FILE | --data DIR]
-//	ledgerd fsck [--config FILE | --data DIR] [--signatures] [--max-damage N]
+//	ledgerd fsck [--config FILE | --data DIR] [--online] [--signatures] [--max-damage N]
 //	ledgerd check [--config FILE | --data DIR]   (fsck's older name)
 //	ledgerd keygen --name ORIGIN --out FILE
 //	ledgerd key rotate --new-key FILE [--config FILE | --data DIR]
@@ -55,7 +55,7 @@ const usage = `Usage:
     ledgerd token rotate NAME [--config FILE | --data DIR]
     ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
     ledgerd approver remove NAME [--config FILE | --data DIR]
-    ledgerd fsck [--config FILE | --data DIR] [--signatures] [--max-damage N]
+    ledgerd fsck [--config FILE | --data DIR] [--online] [--signatures] [--max-damage N]
     ledgerd check [--config FILE | --data DIR]   (fsck's older name)
     ledgerd keygen --name ORIGIN --out FILE
     ledgerd key rotate --new-key FILE [--config FILE | --data DIR]
@@ -111,7 +111,15 @@ Commands:
               serve does (a crash's torn write is erased then) and signs
               nothing. On PostgreSQL it takes the sequencer's lease,
               refused while an instance holds it: stop every instance
-              first. Exit 0 if no damage is found, 1 if any is.
+              first. With --online, ledgerd keeps running: the ledgerd
+              serving the data directory checks the log up to its latest
+              signed checkpoint, on one core, while it appends, and
+              streams the progress back (through the unix socket
+              fsck.sock in the store directory, mode 0600: the operator's,
+              as the files are); one at a time. On PostgreSQL, --online
+              checks from this process, without the lease, up to the
+              latest checkpoint. Exit 0 if no damage is found, 1 if any
+              is.
     check     The older name of fsck, kept for scripts: the same command.
     keygen    Write a new signing key to FILE (mode 0600) and print its
               verifier key.
@@ -142,6 +150,8 @@ Options:
     --actions A,B     approver add: the actions the approver may approve.
     --principals P,Q  approver add: the only principals whose requests the
                       approver may approve. Default: any.
+    --online          fsck: check while ledgerd runs, up to its latest
+                      signed checkpoint.
     --signatures      fsck: also verify every entry's signature.
     --max-damage N    fsck: report at most N problems (default 100).
 
@@ -163,6 +173,7 @@ Examples:
     $ ledgerd approver add alice --actions send_email,refund --data /var/lib/ledgerd < alice.password
     $ ledgerd serve --config /var/lib/ledgerd/ledgerd.json
     $ ledgerd fsck --config /var/lib/ledgerd/ledgerd.json
+    $ ledgerd fsck --online --data /var/lib/ledgerd
     $ ledgerd keygen --name ledger.example.com/log --out ledger.key
     $ ledgerd keygen --name ledger.example.com/log --out ledger-2027.key
     $ ledgerd key rotate --new-key ledger-2027.key --data /var/lib/ledgerd
@@ -483,6 +494,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	api := &server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol, appr: appr}
+	// ledgerd fsck --online asks this process to check the log
+	// (fsck_online.go); without the socket the rest works.
+	if stopFsck, err := serveFsck(ctx, cfg.StoreDir, l, log); err != nil {
+		log.Warn("online fsck unavailable", "error", err)
+	} else {
+		defer stopFsck()
+	}
 	witnessed := make(chan struct{})
 	if len(cfg.Witnesses) > 0 {
 		if api.wit, err = newWitnesses(cfg, l, log); err != nil {
