@@ -340,7 +340,10 @@ func (e *Entry) SetAttributes(attrs []byte) error {
 // appendJSON appends the canonical JSON of e, with or without its
 // signature. Members are written in RFC 8785 order (all names are ASCII, so
 // byte order is UTF-16 order).
-func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
+//
+// If at is not nil, it is set to where the values of index, prev and time
+// begin in b (for a Template); a version 4 entry leaves it unset.
+func (e *Entry) appendJSON(b []byte, withSignature bool, at *chainAt) ([]byte, error) {
 	if e.Kind.isVersion4() {
 		return e.appendJSONv4(b, withSignature)
 	}
@@ -404,7 +407,13 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 	} else {
 		b = append(b, `{"index":`...)
 	}
+	if at != nil {
+		at.index = len(b)
+	}
 	b = strconv.AppendUint(b, e.Index, 10)
+	if at != nil {
+		at.indexEnd = len(b)
+	}
 	b = append(b, `,"key_id":`...)
 	str("key_id", e.KeyID, true)
 	if e.Kind != "" {
@@ -430,6 +439,9 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 	if e.Kind != "" {
 		digest("policy_set", e.PolicySet)
 	}
+	if at != nil {
+		at.prev = len(b) + len(`,"prev":"`)
+	}
 	digest("prev", e.Prev)
 	if decision {
 		b = append(b, `,"principal":`...)
@@ -447,6 +459,9 @@ func (e *Entry) appendJSON(b []byte, withSignature bool) ([]byte, error) {
 		digest("tiers_digest", e.Tiers)
 	}
 	b = append(b, `,"time":"`...)
+	if at != nil {
+		at.time = len(b)
+	}
 	b = e.Time.UTC().AppendFormat(b, TimeLayout)
 	b = append(b, `","version":`...)
 	b = strconv.AppendInt(b, int64(e.Version()), 10)
@@ -502,7 +517,7 @@ func (e *Entry) AppendSignedMessage(b []byte) ([]byte, error) {
 	sep := e.separator()
 	start := len(b)
 	b = append(b, sep...)
-	b, err := e.appendJSON(b, false)
+	b, err := e.appendJSON(b, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -581,7 +596,7 @@ func (e *Entry) Marshal() ([]byte, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	b, err := e.appendJSON(make([]byte, 0, 600+len(e.Attributes)), true)
+	b, err := e.appendJSON(make([]byte, 0, 600+len(e.Attributes)), true, nil)
 	if err != nil {
 		return nil, err
 	}

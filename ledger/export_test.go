@@ -98,11 +98,10 @@ func InclusionProofFromTiles(ctx context.Context, store Store, index, size uint6
 // returns the length of its entry's bytes and what the batch counted for
 // it against MaxBatchBytes.
 func (l *Ledger) CountedBytes(rec Record) (entryBytes, counted int, err error) {
-	e, err := l.prepare(rec)
+	r, err := l.prepare(rec)
 	if err != nil {
 		return 0, 0, err
 	}
-	r := &request{entry: e}
 	var p pendingBatch
 	if err := p.add(r, &chainState{}, time.Now); err != nil {
 		return 0, 0, err
