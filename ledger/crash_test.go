@@ -56,7 +56,7 @@ func crashChild(dir string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	l, err := ledger.Open(ctx, s, key, ledger.Options{CheckpointInterval: 20 * time.Millisecond, QuickOpen: true, Logger: discardLogger()})
+	l, err := ledger.Open(ctx, s, key, ledger.Options{CheckpointInterval: 20 * time.Millisecond, Logger: discardLogger()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)

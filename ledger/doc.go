@@ -43,17 +43,25 @@
 // # Opening
 //
 // Open verifies the latest stored checkpoint's signature (by the key, or
-// after a rotation by the keys, see Keys), then by default
-// rehashes every stored entry, rebuilds every tile and compares both with
-// the stored tiles and with the checkpoint's root; it refuses to start if
-// anything differs. QuickOpen checks only the right edge and the root.
-// Entries made durable after the latest checkpoint are kept.
+// after a rotation by the keys, see Keys) and the root the stored tiles
+// give at its size, then rehashes the entries made durable after it (none
+// after a clean Close, which signs a final checkpoint; at most about one
+// CheckpointInterval of appends after a crash), compares every tile they
+// change with the stored one, and requires the stored right edge of the
+// tree to be the one so rebuilt. Its cost does not grow with the log; it
+// refuses to start if anything differs. The entries and full tiles the
+// latest checkpoint covers are vouched for by its signature through the
+// tiles above them, and are not read: Options.FullCheck (and ledgerd fsck)
+// rehashes every stored entry and rebuilds every tile. Entries made
+// durable after the latest checkpoint are kept, and a checkpoint is signed
+// for them at once.
 //
 // # Following
 //
 // Follow opens a read-only Ledger over a log that another process
 // sequences on the same Store (several ledgerd instances on one database):
-// it checks the store as Open with QuickOpen does, starts no sequencer,
+// it checks the store as Open does, less the rehashing of the entries
+// after the latest checkpoint, starts no sequencer,
 // signs nothing and never writes. It serves a view of the log (a durable
 // size, the tree's right edge, the latest checkpoint): Size, Checkpoint,
 // CheckpointAt, Entry, the proofs, Tile, EntryBundle, TlogProof, Export and

@@ -70,10 +70,11 @@ type follower struct {
 
 // Follow returns a read-only Ledger over a log that another process
 // sequences on store, signed by key (after a rotation, with the earlier
-// keys in opts.PreviousKeys). It checks the store as Open with QuickOpen
-// does: the latest checkpoint's signature, the keys' rotations, and the
-// checkpoint's root against the stored tiles. It starts no sequencer,
-// signs nothing and never writes to the store.
+// keys in opts.PreviousKeys). It checks the store as Open does, less the
+// rehashing of the entries after the latest checkpoint (the sequencer may
+// be appending them): the latest checkpoint's signature, the keys'
+// rotations, and the checkpoint's root against the stored tiles. It
+// starts no sequencer, signs nothing and never writes to the store.
 //
 // The follower serves the reads (Size, Checkpoint, CheckpointAt, Entry,
 // proofs, Tile, EntryBundle, TlogProof, Export, WaitCheckpoint) for its
@@ -89,7 +90,7 @@ type follower struct {
 // it with the new key, the old one in PreviousKeys, as the sequencer.
 func Follow(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, error) {
 	opts = opts.withDefaults()
-	opts.QuickOpen, opts.following = true, true
+	opts.FullCheck, opts.following = false, true
 	ring, err := newKeyring(key, opts.PreviousKeys)
 	if err != nil {
 		return nil, err

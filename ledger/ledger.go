@@ -74,12 +74,15 @@ type Options struct {
 	// SignWorkers is how many goroutines sign entries in parallel.
 	// Optional; default GOMAXPROCS.
 	SignWorkers int
-	// QuickOpen skips rehashing every stored entry at Open. By default
-	// Open recomputes every leaf hash and tile from the stored entries and
-	// checks them against the stored tiles and the latest checkpoint; with
-	// QuickOpen it checks only the tiles on the tree's right edge and the
-	// root at the latest checkpoint. Optional; default false.
-	QuickOpen bool
+	// FullCheck makes Open rehash every stored entry and rebuild every
+	// tile, checking them against the stored tiles and the latest
+	// checkpoint's root, as fsck does: O(size). By default Open checks the
+	// latest checkpoint's signature, the root the stored tiles give at its
+	// size and the tiles on the tree's right edge, and rehashes only the
+	// entries after the latest checkpoint (those no signature covers yet,
+	// bounded by CheckpointInterval), against their stored tiles: its cost
+	// does not grow with the log. Optional; default false.
+	FullCheck bool
 	// OnBatch, if set, is called after each durable batch with its number
 	// of entries (for metrics). It must return quickly. Optional.
 	OnBatch func(entries int)
@@ -328,10 +331,15 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 		}
 		l.cp, l.cpSize, l.cpRoot, l.cpTime = st.Checkpoint, cp.Size, cp.Hash, opts.Now()
 	}
-	if opts.QuickOpen {
-		err = l.openQuick(ctx, st.Size)
-	} else {
+	switch {
+	case opts.FullCheck:
 		err = l.openFull(ctx, st.Size)
+	case opts.following:
+		// Another process grows the store: its tail is not ours to
+		// rehash, and Refresh checks every state it moves to.
+		err = l.openQuick(ctx, st.Size)
+	default:
+		err = l.openRecent(ctx, st.Size)
 	}
 	if err != nil {
 		return nil, err
@@ -360,14 +368,14 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 	return l, nil
 }
 
-// Check makes every check Open makes without QuickOpen, and starts
+// Check makes every check Open makes with FullCheck, and starts
 // nothing: the latest checkpoint's signature by key, every stored entry
 // rehashed, every tile rebuilt and compared with the stored one, and the
 // root at the latest checkpoint. It writes nothing to the store.
 //
 // previousKeys are the log's earlier keys, as Options.PreviousKeys.
 func Check(ctx context.Context, store Store, key *Key, previousKeys ...string) error {
-	_, err := check(ctx, store, key, Options{Logger: slog.New(slog.DiscardHandler), PreviousKeys: previousKeys}.withDefaults())
+	_, err := check(ctx, store, key, Options{Logger: slog.New(slog.DiscardHandler), PreviousKeys: previousKeys, FullCheck: true}.withDefaults())
 	return err
 }
 
@@ -376,9 +384,10 @@ func Check(ctx context.Context, store Store, key *Key, previousKeys ...string) e
 // cause, if the stored tree does not match the latest signed checkpoint,
 // if that checkpoint was not signed by key (or, with Options.PreviousKeys,
 // the log's keys do not follow each other through rotation checkpoints:
-// see Rotate; then the error is errors.Is ErrRotation), or (unless QuickOpen) if any
-// stored entry or tile was changed. Entries made durable after the latest
-// checkpoint are kept.
+// see Rotate; then the error is errors.Is ErrRotation), if a tile on the
+// tree's right edge or an entry after the latest checkpoint was changed,
+// or, with FullCheck, if any stored entry or tile was changed. Entries made
+// durable after the latest checkpoint are kept.
 func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, error) {
 	opts = opts.withDefaults()
 	l, err := check(ctx, store, key, opts)

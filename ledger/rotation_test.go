@@ -338,8 +338,8 @@ func (s *noCheckpoints) AddCheckpoint(ctx context.Context, size uint64, signed [
 }
 
 // entryStore serves entry bytes of its own for some indices: a store
-// edited by whoever holds a key (opened with QuickOpen, which does not
-// rehash entries, only the key checks see it).
+// edited by whoever holds a key (opened by default, which does not rehash
+// the entries a checkpoint covers: only the key checks see it).
 type entryStore struct {
 	ledger.Store
 	entries map[uint64][]byte
@@ -375,7 +375,7 @@ func TestOpenRefusesKeysOutOfOrder(t *testing.T) {
 		for _, p := range previous {
 			vkeys = append(vkeys, p.VerifierKey())
 		}
-		l, err := ledger.Open(ctx, s, k, ledger.Options{CheckpointInterval: -1, QuickOpen: true, Logger: discardLogger(), PreviousKeys: vkeys})
+		l, err := ledger.Open(ctx, s, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger(), PreviousKeys: vkeys})
 		if err == nil {
 			l.Close()
 		}

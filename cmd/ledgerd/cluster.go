@@ -13,8 +13,9 @@
 //     adding "Ledger-Forwarded-By: <instance>".
 //   - On taking the lease it opens a fresh store for its term (every
 //     Commit and AddCheckpoint through it is conditional on the new
-//     epoch), opens the ledger on it with QuickOpen (the follower view
-//     checked the log already), makes a single ledgerd's start-time
+//     epoch), opens the ledger on it (the default open, whose cost does
+//     not grow with the log: the follower view checked the log already),
+//     makes a single ledgerd's start-time
 //     publications (the policy set, the approval deadlines), starts the
 //     witnesses, and only then switches the HTTP handler to the
 //     sequencing routes.
@@ -410,7 +411,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 	commitInterval, _ := cfg.minCommitInterval()
 	l, err := ledger.Open(ctx, store, n.key, ledger.Options{
 		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: n.m.observeBatch,
-		PreviousKeys: cfg.PreviousKeys, QuickOpen: true,
+		PreviousKeys: cfg.PreviousKeys,
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,249 @@
+package ledger_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
+)
+
+// BenchmarkOpen measures opening a badger store of 100,000 and of
+// 1,000,000 entries: badger.Open plus ledger.Open, to the ready ledger
+// (sequencer started), with default options. Each store is built once and
+// kept under $LEDGER_BENCH_DIR (default: a directory in the system's temp
+// directory, left there for the next run), as about 8% approval entries
+// among decisions like BenchmarkAppend's, committed through the Store
+// directly and closed with a signed checkpoint and a clean Close. Run it
+// with
+//
+//	go test -run '^$' -bench Open -benchtime 10x ./ledger/
+//
+// The first build of the 1M store takes about a minute (signing). With
+// LEDGER_BENCH_COLD=1 the page cache is dropped before each open (root
+// only: /proc/sys/vm/drop_caches), which every other process on the
+// machine feels too.
+func BenchmarkOpen(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) { benchmarkOpen(b, n) })
+	}
+}
+
+func benchmarkOpen(b *testing.B, n int) {
+	ctx := context.Background()
+	dir, key := openBenchStore(b, n)
+	cold := os.Getenv("LEDGER_BENCH_COLD") == "1"
+	var total time.Duration
+	for b.Loop() {
+		if cold {
+			b.StopTimer()
+			dropCaches(b)
+			b.StartTimer()
+		}
+		start := time.Now()
+		s, err := badger.Open(ctx, dir, badger.Options{Logger: discardLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := ledger.Open(ctx, s, key, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		b.StopTimer()
+		if got := l.Size(); got != uint64(n) {
+			b.Fatalf("opened %d entries, want %d", got, n)
+		}
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/open")
+	b.ReportMetric(0, "ns/op")
+}
+
+func dropCaches(b *testing.B) {
+	// Written pages are not dropped: write them out first.
+	if err := exec.Command("sync").Run(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0); err != nil {
+		b.Fatalf("dropping the page cache (LEDGER_BENCH_COLD=1 needs root): %v", err)
+	}
+}
+
+// openBenchStore returns the directory of a closed badger store of n
+// entries and the key that signed it, building it if it is not cached.
+func openBenchStore(b *testing.B, n int) (string, *ledger.Key) {
+	b.Helper()
+	root := os.Getenv("LEDGER_BENCH_DIR")
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "ledger-bench-open")
+	}
+	dir := filepath.Join(root, "store-"+strconv.Itoa(n))
+	keyFile := filepath.Join(root, "key")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	skey, err := os.ReadFile(keyFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		var s string
+		if s, _, err = ledger.GenerateKey("ledger.example.com/bench"); err == nil {
+			skey = []byte(s)
+			err = os.WriteFile(keyFile, skey, 0o600)
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := ledger.ParseKey(skey, ledger.KeyOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		return dir, key
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		b.Fatal(err)
+	}
+	started := time.Now()
+	if err := buildBenchStore(dir, key, n); err != nil {
+		b.Fatalf("building the store of %d entries: %v", n, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "complete"), nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built a store of %d entries in %s, in %s", n, dir, time.Since(started).Round(time.Second))
+	return dir, key
+}
+
+// buildBenchStore commits n signed entries to a new badger store in dir,
+// in batches of 512, then opens a ledger on it to sign the checkpoint.
+// Every 50th entry from 1 on is a needs_approval decision, and 3, 6 and 9
+// entries after it come its verdict, consumption and outcome: about 8% of
+// the entries are the approval lifecycle's, the rest decisions of ~600
+// bytes.
+func buildBenchStore(dir string, key *ledger.Key, n int) error {
+	ctx := context.Background()
+	s, err := badger.Open(ctx, dir, badger.Options{Logger: discardLogger()})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	edge := ledger.NewEdge()
+	var prev commit.Digest
+	requests := map[uint64]benchRequest{} // by the index of the request
+	const batchSize = 512
+	messages := make([][]byte, 0, batchSize)
+	for start := 0; start < n; start += batchSize {
+		messages = messages[:0]
+		for i := start; i < min(n, start+batchSize); i++ {
+			e, err := benchEntry(i, requests)
+			if err != nil {
+				return err
+			}
+			e.Origin, e.KeyID, e.Index, e.Prev = key.Name(), key.ID(), uint64(i), prev
+			e.Time = t0.Add(time.Duration(i) * time.Millisecond)
+			m, err := e.SignedMessage()
+			if err != nil {
+				return fmt.Errorf("entry %d: %w", i, err)
+			}
+			prev = sha256.Sum256(m)
+			if e.Decision == entry.NeedsApproval {
+				requests[uint64(i)] = benchRequest{prev, uint64(i), e.Principal, e.Params}
+			}
+			messages = append(messages, m)
+		}
+		batch := ledger.Batch{Start: uint64(start), Entries: make([][]byte, len(messages)), LeafHashes: make([][ledger.HashSize]byte, len(messages))}
+		var wg sync.WaitGroup
+		errs := make([]error, len(messages))
+		workers := runtime.GOMAXPROCS(0)
+		for w := range workers {
+			wg.Go(func() {
+				for i := w; i < len(messages); i += workers {
+					batch.Entries[i], errs[i] = entry.SignedEntry(messages[i], key.Sign(messages[i]))
+					batch.LeafHashes[i] = entry.LeafHash(batch.Entries[i])
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		if batch.Tiles, err = edge.AppendLeaves(batch.LeafHashes); err != nil {
+			return err
+		}
+		if err := s.Commit(ctx, batch); err != nil {
+			return err
+		}
+	}
+	l, err := ledger.Open(ctx, s, key, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// benchRequest is an approval request of the benchmark's log.
+type benchRequest struct {
+	id        commit.Digest
+	index     uint64
+	principal string
+	params    commit.Commitment
+}
+
+// benchEntry returns entry i of the benchmark's log, its chain fields
+// unset.
+func benchEntry(i int, requests map[uint64]benchRequest) (*entry.Entry, error) {
+	if i == 0 {
+		return &entry.Entry{Kind: entry.KindApprovalConfig, PendingTTL: time.Hour, ExecutionTTL: time.Hour}, nil
+	}
+	if i > 9 {
+		at := uint64(i) - uint64(i%50)
+		if r, ok := requests[at+1]; ok && i%50 >= 4 && i%50 <= 10 {
+			switch i%50 - 1 {
+			case 3:
+				return &entry.Entry{Kind: entry.KindApproval, ApprovalID: r.id, Request: r.index, Approver: "approver-1",
+					Verdict: entry.Approve, PreviewDigest: sha256.Sum256([]byte("preview"))}, nil
+			case 6:
+				return &entry.Entry{Kind: entry.KindConsumption, ApprovalID: r.id, Request: r.index, Mediator: "mediator-1",
+					Principal: r.principal, Action: "send_email", Params: r.params}, nil
+			case 9:
+				delete(requests, r.index)
+				return &entry.Entry{Kind: entry.KindOutcome, ApprovalID: r.id, Consumption: r.index + 6, Mediator: "mediator-1",
+					Result: entry.Succeeded}, nil
+			}
+		}
+	}
+	rec, err := makeRecord(i)
+	if err != nil {
+		return nil, err
+	}
+	e := &entry.Entry{Mediator: rec.Mediator, Principal: rec.Principal, Action: rec.Action, Decision: rec.Decision,
+		Policies: entry.SortPolicies(rec.Policies), Params: rec.Params, Tiers: rec.Tiers}
+	if i%50 == 1 {
+		e.Decision = entry.NeedsApproval
+	}
+	if err := e.SetAttributes(rec.Attributes); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
