@@ -355,17 +355,28 @@ var (
 )
 
 // rebuildApprovals replays the lifecycle of the durable entries [0, size)
-// into a new state: every entry is read, and those that can matter (a
-// needs_approval decision, a version 4 entry: "version" is the last
-// member of the canonical form) are parsed and admitted as the sequencer
-// admitted them. An entry the rules refuse (a log written by something
-// else than this ledger) changes nothing and is counted.
+// into a new state, as replayApprovals.
 func rebuildApprovals(ctx context.Context, store Store, size uint64) (*approvals, uint64, error) {
 	s := newApprovals()
+	refused, err := s.replay(ctx, store, 0, size)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s, refused, nil
+}
+
+// replay moves s, the state of the entries [0, from), on over the
+// durable entries [from, to): every entry is read, and those that can
+// matter (a needs_approval decision, a version 4 entry: "version" is the
+// last member of the canonical form) are parsed and admitted as the
+// sequencer admitted them. An entry the rules refuse (a log written by
+// something else than this ledger) changes nothing and is counted: replay
+// returns how many.
+func (s *approvals) replay(ctx context.Context, store Store, from, to uint64) (uint64, error) {
 	var refused uint64
 	const chunk = 4096
-	for start := uint64(0); start < size; start += chunk {
-		end := min(size, start+chunk)
+	for start := from; start < to; start += chunk {
+		end := min(to, start+chunk)
 		err := store.ReadEntries(ctx, start, end, func(index uint64, b []byte) error {
 			if !bytes.HasSuffix(b, version4Suffix) && !bytes.Contains(b, needsApprovalMember) {
 				return nil
@@ -394,8 +405,8 @@ func rebuildApprovals(ctx context.Context, store Store, size uint64) (*approvals
 			return nil
 		})
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 	}
-	return s, refused, nil
+	return refused, nil
 }

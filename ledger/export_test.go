@@ -15,9 +15,12 @@ import (
 // StopSequencer stops l's sequencer without the final Publish of Close,
 // as a crash would: entries made durable after the latest checkpoint stay
 // uncovered. l must not be used afterwards.
+// A later Close does nothing.
 func (l *Ledger) StopSequencer() {
-	close(l.stop)
-	l.done.Wait()
+	l.closed.Do(func() {
+		close(l.stop)
+		l.done.Wait()
+	})
 }
 
 // ParseCheckpoint is parseCheckpoint: signed opened with key alone, as
@@ -110,3 +113,28 @@ func (l *Ledger) CountedBytes(rec Record) (entryBytes, counted int, err error) {
 	signJobs(l.key, []signJob{{r: r, done: &p.signing}})
 	return len(r.leaf), p.bytes, r.err
 }
+
+// WithSnapshots returns o with an approval snapshot written every every
+// entries, looked at every poll.
+func WithSnapshots(o Options, every uint64, poll time.Duration) Options {
+	o.snapshotEvery, o.snapshotPoll = every, poll
+	return o
+}
+
+// EncodeSnapshot is encodeSnapshot.
+func (s *approvals) EncodeSnapshot(size uint64, root []byte, refused uint64) []byte {
+	return s.encodeSnapshot(size, root, refused)
+}
+
+// DecodeSnapshot is decodeSnapshot.
+func DecodeSnapshot(b []byte) (size uint64, root []byte, refused uint64, s *Approvals, err error) {
+	return decodeSnapshot(b)
+}
+
+// ApprovalState is the ledger's approval state, and the entries Open
+// found refused.
+func (l *Ledger) ApprovalState() (*Approvals, uint64) { return l.approvals, l.refused }
+
+// SnapshotSize is the size of the latest approval snapshot l read or
+// wrote (0 for none).
+func (l *Ledger) SnapshotSize() uint64 { return l.snapSize.Load() }

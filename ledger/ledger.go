@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
@@ -105,6 +106,12 @@ type Options struct {
 	// following is set by Follow: another process may grow the store
 	// while it is being checked.
 	following bool
+	// snapshotEvery (default SnapshotEvery) and snapshotPoll (default
+	// 1 s): an approval snapshot is written when the durable tree has
+	// grown by snapshotEvery entries, looked at every snapshotPoll
+	// (snapshot.go). Tests make them small.
+	snapshotEvery uint64
+	snapshotPoll  time.Duration
 }
 
 // DefaultCheckpointInterval is the default CheckpointInterval: an entry
@@ -141,6 +148,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.snapshotEvery == 0 {
+		o.snapshotEvery = SnapshotEvery
+	}
+	if o.snapshotPoll <= 0 {
+		o.snapshotPoll = time.Second
 	}
 	return o
 }
@@ -240,8 +253,13 @@ type Ledger struct {
 	failed   error // set when storage failed: the ledger stops appending
 
 	// approvals is the approval lifecycle's state (approval.go), changed
-	// by the sequencer as it chains entries.
+	// by the sequencer as it chains entries. refused counts the durable
+	// entries the lifecycle's rules refused (Open found them; the
+	// sequencer appends none). snapSize is the size of the latest approval
+	// snapshot this ledger read or wrote (snapshot.go).
 	approvals *approvals
+	refused   uint64
+	snapSize  atomic.Uint64
 
 	// keyMu guards inflight: the idempotency keys of records chained but
 	// not yet durable, so that a retry arriving meanwhile joins the
@@ -394,18 +412,28 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 	if err != nil {
 		return nil, err
 	}
-	// The approval state is rebuilt from every durable entry, so that
-	// the lifecycle's rules hold across restarts.
+	// The approval state is rebuilt from the durable log (from its
+	// latest snapshot and the entries after it), so that the lifecycle's
+	// rules hold across restarts.
 	started := time.Now()
-	a, refused, err := rebuildApprovals(ctx, store, l.edge.size())
+	size := l.edge.size()
+	a, refused, at, err := l.restoreApprovals(ctx, size)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: rebuilding the approval state: %w", err)
 	}
-	l.approvals = a
-	l.log.InfoContext(ctx, "ledger approval state rebuilt", "entries", l.edge.size(), "approvals", len(a.byID),
+	l.approvals, l.refused = a, refused
+	l.snapSize.Store(at)
+	l.log.InfoContext(ctx, "ledger approval state rebuilt", "entries", size, "snapshot_size", at, "approvals", len(a.byID),
 		"refused_entries", refused, "duration", time.Since(started))
 	if refused > 0 {
 		l.log.WarnContext(ctx, "ledger: the log holds approval entries that break the lifecycle's rules; they were ignored", "count", refused)
+	}
+	ss, snapshots := store.(SnapshotStore)
+	var snap []byte
+	if snapshots && size-at >= snapshotOnOpen {
+		// The state is the durable log's until the sequencer starts:
+		// encode it now, store it in the background.
+		snap = a.encodeSnapshot(size, l.edge.root(), refused)
 	}
 	if l.cp == nil || l.cpSize < l.edge.size() {
 		// A log has a checkpoint from its start, the empty tree's for a
@@ -425,6 +453,24 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 	if opts.CheckpointInterval > 0 {
 		l.done.Add(1)
 		go l.publishLoop()
+	}
+	if snapshots {
+		l.done.Add(1)
+		go func() {
+			if snap != nil {
+				ctx, cancel := context.WithCancel(context.Background())
+				go func() {
+					select {
+					case <-l.stop:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+				l.putSnapshot(ctx, ss, size, snap)
+				cancel()
+			}
+			l.snapshotLoop(ss)
+		}()
 	}
 	return l, nil
 }
@@ -1077,6 +1123,17 @@ func (l *Ledger) Close() error {
 		_, err = l.Publish(context.Background())
 		if errors.Is(err, ErrClosed) {
 			err = nil
+		}
+		// With the sequencer stopped and no storage failure, every entry
+		// chained is durable: the live approval state is the durable
+		// log's.
+		if ss, ok := l.store.(SnapshotStore); ok && l.failure() == nil {
+			l.mu.Lock()
+			e := l.edge
+			l.mu.Unlock()
+			if size := e.size(); size != l.snapSize.Load() {
+				l.putSnapshot(context.Background(), ss, size, l.approvals.encodeSnapshot(size, e.root(), l.refused))
+			}
 		}
 	})
 	return err

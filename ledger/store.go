@@ -104,6 +104,32 @@ type Store interface {
 	Close() error
 }
 
+// SnapshotStore is a Store that also keeps the ledger's approval
+// snapshot: the approval lifecycle's state as the entries [0, size)
+// leave it, so that Open reads it and the entries after it instead of the
+// whole log (snapshot.go). It is optional: Open rebuilds the state from
+// every entry on a Store without it. Every implementation runs the
+// snapshot tests of the conformance suite in storetest.
+type SnapshotStore interface {
+	Store
+
+	// PutSnapshot stores snap, the snapshot at tree size size, replacing
+	// the one stored. It MUST refuse, wrapping ErrConflict and storing
+	// nothing, a size beyond the stored tree size. It MUST be atomic:
+	// after any crash, Snapshot returns the old snapshot whole or the new
+	// one whole. It need not be durable when it returns (a lost snapshot
+	// costs the next Open a longer scan, nothing more), but once Close has
+	// returned the store opened again MUST return it. A Store that
+	// fences writers (storage/postgres) MUST refuse it from a fenced one,
+	// as Commit.
+	PutSnapshot(ctx context.Context, size uint64, snap []byte) error
+
+	// Snapshot returns the stored snapshot and its size, or ErrNotFound
+	// if none was stored. The caller checks it (its checksum, its size
+	// against the tree, its root against the tiles).
+	Snapshot(ctx context.Context) (size uint64, snap []byte, err error)
+}
+
 // State is a Store's durable state.
 type State struct {
 	// Size is the number of entries stored.

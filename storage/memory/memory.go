@@ -48,6 +48,10 @@ type memData struct {
 	// latest is the size of the latest checkpoint, if hasCheckpoint.
 	latest        uint64
 	hasCheckpoint bool
+	// snapshot is the approval snapshot for snapshotSize entries, nil if
+	// none was stored.
+	snapshot     []byte
+	snapshotSize uint64
 }
 
 type tileKey struct {
@@ -55,7 +59,7 @@ type tileKey struct {
 	index uint64
 }
 
-var _ ledger.Store = (*Store)(nil)
+var _ ledger.SnapshotStore = (*Store)(nil)
 
 // New returns an empty Store.
 func New() *Store {
@@ -278,6 +282,40 @@ func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ledger.ErrNotFound)
 	}
 	return cloneBytes(c), nil
+}
+
+// PutSnapshot stores snap as the approval snapshot for size entries,
+// replacing the one stored; it refuses a size beyond the stored tree.
+func (s *Store) PutSnapshot(ctx context.Context, size uint64, snap []byte) error {
+	d, err := s.open()
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n := uint64(len(d.entries)); size > n {
+		return fmt.Errorf("ledger: snapshot for size %d, the tree has %d entries: %w", size, n, ledger.ErrConflict)
+	}
+	d.snapshot, d.snapshotSize = cloneBytes(snap), size
+	return nil
+}
+
+// Snapshot returns the approval snapshot stored and its size, or
+// ErrNotFound.
+func (s *Store) Snapshot(ctx context.Context) (uint64, []byte, error) {
+	d, err := s.open()
+	if err != nil {
+		return 0, nil, err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.snapshot == nil {
+		return 0, nil, fmt.Errorf("ledger: approval snapshot: %w", ledger.ErrNotFound)
+	}
+	return d.snapshotSize, cloneBytes(d.snapshot), nil
 }
 
 // cloneBytes copies b; unlike bytes.Clone it never returns nil for an empty b,

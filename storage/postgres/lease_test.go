@@ -279,6 +279,29 @@ func TestStaleStoreFenced(t *testing.T) {
 	wantFenced(t, "Commit of a store opened between takeovers", late.Commit(ctx, batch(5, 1)))
 }
 
+// TestSnapshotFenced: a fenced store's approval snapshot is refused with
+// ErrFenced and leaves the stored one as it was.
+func TestSnapshotFenced(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Shared(t).NewDatabase(t)
+	a, b := open(t, url), open(t, url)
+	acquire(t, a, "a")
+	commit(t, a, batch(0, 3))
+	if err := a.PutSnapshot(ctx, 2, []byte("a at 2")); err != nil {
+		t.Fatalf("the holder's PutSnapshot: %v", err)
+	}
+	expireLease(t, url)
+	acquire(t, b, "b")
+	commit(t, b, batch(3, 1))
+	wantFenced(t, "PutSnapshot of a fenced store", a.PutSnapshot(ctx, 3, []byte("a at 3")))
+	if n, snap, err := b.Snapshot(ctx); err != nil || n != 2 || string(snap) != "a at 2" {
+		t.Errorf("Snapshot after the fenced write = %d, %q, %v; want 2, \"a at 2\"", n, snap, err)
+	}
+	if err := b.PutSnapshot(ctx, 4, []byte("b at 4")); err != nil {
+		t.Fatalf("the new holder's PutSnapshot: %v", err)
+	}
+}
+
 // TestConcurrentAcquire: stores racing for an expired lease: exactly one
 // wins each round, the others are refused with ErrLeaseHeld, and the
 // epochs of the lease and tree_head move together, by one per round.
@@ -510,7 +533,7 @@ func TestCheckpointInFlightDuringTakeover(t *testing.T) {
 }
 
 // TestMigrateFromVersion1: a database at schema version 1, with entries,
-// tiles and a checkpoint, migrates to version 2 at Open with its data
+// tiles and a checkpoint, migrates to the latest version at Open with its data
 // intact, at epoch 0 with the lease never taken, and takes commits and
 // leases after.
 func TestMigrateFromVersion1(t *testing.T) {
@@ -542,8 +565,8 @@ func TestMigrateFromVersion1(t *testing.T) {
 	exec(t, url, "UPDATE tree_head SET size = 2")
 
 	s := open(t, url)
-	if v := query[int32](t, url, "SELECT max(version) FROM schema_migrations"); v != 2 {
-		t.Errorf("schema version %d after Open, want 2", v)
+	if v := query[int32](t, url, "SELECT max(version) FROM schema_migrations"); v != 3 {
+		t.Errorf("schema version %d after Open, want 3", v)
 	}
 	st, err := s.State(ctx)
 	if err != nil || st.Size != 2 || st.CheckpointSize != 2 || string(st.Checkpoint) != "checkpoint 2\n" {

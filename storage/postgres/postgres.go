@@ -25,6 +25,14 @@
 // Version 2 (migrations/0002_lease.sql) adds the lease: see "Several
 // writers" below.
 //
+// Version 3 (migrations/0003_approval_snapshot.sql) adds the ledger's
+// approval snapshot (ledger.SnapshotStore, snapshot.go):
+//
+//	approval_snapshot (singleton, size, data)      one row, once written
+//
+// PutSnapshot writes it only while tree_head is at the store's epoch and
+// holds at least size entries, so a fenced store writes none.
+//
 // # Writes
 //
 // Commit is one transaction: it first moves tree_head from the batch's

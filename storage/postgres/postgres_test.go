@@ -108,11 +108,11 @@ func TestMigrationsAtReopen(t *testing.T) {
 		}
 		s.Close()
 	}
-	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 2 {
-		t.Errorf("schema_migrations has %d rows after four opens, want 2 (versions 1 and 2)", n)
+	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 3 {
+		t.Errorf("schema_migrations has %d rows after four opens, want 3 (versions 1 to 3)", n)
 	}
-	if v := query[int32](t, url, "SELECT max(version) FROM schema_migrations"); v != 2 {
-		t.Errorf("schema version %d, want 2", v)
+	if v := query[int32](t, url, "SELECT max(version) FROM schema_migrations"); v != 3 {
+		t.Errorf("schema version %d, want 3", v)
 	}
 	if last := query[time.Time](t, url, "SELECT max(applied_at) FROM schema_migrations"); !last.Equal(first) {
 		t.Errorf("a reopen applied a migration again: applied_at %v, then %v", first, last)
@@ -137,8 +137,8 @@ func TestConcurrentOpens(t *testing.T) {
 			t.Errorf("concurrent Open: %v", err)
 		}
 	}
-	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 2 {
-		t.Errorf("schema_migrations has %d rows, want 2", n)
+	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 3 {
+		t.Errorf("schema_migrations has %d rows, want 3", n)
 	}
 }
 
@@ -147,21 +147,21 @@ func TestConcurrentOpens(t *testing.T) {
 func TestFutureSchemaRefused(t *testing.T) {
 	url := pgtest.Shared(t).NewDatabase(t)
 	open(t, url).Close()
-	exec(t, url, "INSERT INTO schema_migrations (version, name) VALUES (3, 'future'), (4, 'future_too')")
+	exec(t, url, "INSERT INTO schema_migrations (version, name) VALUES (4, 'future'), (5, 'future_too')")
 	s, err := postgres.Open(t.Context(), url, postgres.Options{})
 	if err == nil {
 		s.Close()
-		t.Fatal("Open of a schema at version 4 succeeded")
+		t.Fatal("Open of a schema at version 5 succeeded")
 	}
 	var sv *postgres.SchemaVersionError
-	if !errors.As(err, &sv) || sv.Found != 4 || sv.Known != 2 {
-		t.Fatalf("Open of a schema at version 4: %v; want a SchemaVersionError{4, 2}", err)
+	if !errors.As(err, &sv) || sv.Found != 5 || sv.Known != 3 {
+		t.Fatalf("Open of a schema at version 5: %v; want a SchemaVersionError{5, 3}", err)
 	}
-	if !strings.Contains(err.Error(), "version 4") || !strings.Contains(err.Error(), "up to 2") {
+	if !strings.Contains(err.Error(), "version 5") || !strings.Contains(err.Error(), "up to 3") {
 		t.Errorf("error does not name both versions: %v", err)
 	}
-	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 4 {
-		t.Errorf("schema_migrations has %d rows after the refusal, want the 4 it had", n)
+	if n := query[int64](t, url, "SELECT count(*) FROM schema_migrations"); n != 5 {
+		t.Errorf("schema_migrations has %d rows after the refusal, want the 5 it had", n)
 	}
 }
 

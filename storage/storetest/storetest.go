@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) (s ledger.Store, reopen func() le
 		{"ConcurrentReaders", testConcurrentReaders},
 		{"CommitsBesideCheckpoints", testCommitsBesideCheckpoints},
 		{"IdempotencyKeys", testIdempotencyKeys},
+		{"Snapshot", testSnapshot},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, reopen := open(t)
@@ -79,6 +80,65 @@ func Run(t *testing.T, open func(t *testing.T) (s ledger.Store, reopen func() le
 			tc.test(t, h)
 		})
 	}
+}
+
+// testSnapshot: a ledger.SnapshotStore keeps one approval snapshot,
+// refuses one beyond the tree, replaces it whole, copies its bytes both
+// ways, keeps it across a reopen, and changes nothing else.
+func testSnapshot(t *testing.T, h *harness) {
+	ss, ok := h.s.(ledger.SnapshotStore)
+	if !ok {
+		t.Skip("the store keeps no approval snapshot (ledger.SnapshotStore is optional)")
+	}
+	ctx := t.Context()
+	want := func(size uint64, snap []byte) {
+		t.Helper()
+		n, b, err := ss.Snapshot(ctx)
+		if err != nil || n != size || !bytes.Equal(b, snap) {
+			t.Fatalf("Snapshot = %d, %d bytes, %v; want %d, %d bytes", n, len(b), err, size, len(snap))
+		}
+	}
+	wantNotFound(t, "Snapshot of a new store", func() error { _, _, err := ss.Snapshot(ctx); return err })
+	wantConflict(t, "PutSnapshot beyond an empty tree", ss.PutSnapshot(ctx, 1, []byte("snapshot 1")))
+	wantNotFound(t, "Snapshot after a refused PutSnapshot", func() error { _, _, err := ss.Snapshot(ctx); return err })
+	if err := ss.PutSnapshot(ctx, 0, []byte("empty")); err != nil {
+		t.Fatalf("PutSnapshot(0): %v", err)
+	}
+	want(0, []byte("empty"))
+
+	h.grow(t, 10, 20)
+	h.addCheckpoint(t, 30)
+	// Large enough to span pages and chunks: ~40k approvals' worth.
+	big := make([]byte, 3<<20+17)
+	for i := range big {
+		big[i] = byte(i * 7 / 5)
+	}
+	put := bytes.Clone(big)
+	if err := ss.PutSnapshot(ctx, 30, put); err != nil {
+		t.Fatalf("PutSnapshot(30): %v", err)
+	}
+	put[0] ^= 1 // the store keeps its own copy
+	want(30, big)
+	if _, b, _ := ss.Snapshot(ctx); len(b) > 0 {
+		b[1] ^= 1 // and hands out copies
+	}
+	want(30, big)
+	wantConflict(t, "PutSnapshot beyond the tree", ss.PutSnapshot(ctx, 31, []byte("snapshot 31")))
+	want(30, big)
+	h.check(t)
+
+	// A smaller one replaces it too: the ledger decides what to keep.
+	if err := ss.PutSnapshot(ctx, 12, []byte("snapshot 12")); err != nil {
+		t.Fatalf("PutSnapshot(12): %v", err)
+	}
+	want(12, []byte("snapshot 12"))
+	if err := ss.PutSnapshot(ctx, 30, big); err != nil {
+		t.Fatalf("PutSnapshot(30): %v", err)
+	}
+	h.doReopen(t)
+	ss = h.s.(ledger.SnapshotStore)
+	want(30, big)
+	h.check(t)
 }
 
 // testIdempotencyKeys: keys committed with entries find them, survive a

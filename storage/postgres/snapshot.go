@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/decisionledger/ledger/ledger"
+)
+
+var _ ledger.SnapshotStore = (*Store)(nil)
+
+// PutSnapshot implements ledger.SnapshotStore: one statement that writes
+// the approval_snapshot row only if tree_head is at the store's epoch and
+// holds at least size entries. A fenced store (another took the lease)
+// writes nothing and gets ErrFenced, as its commits do. The ledger does
+// not depend on this for correctness: a snapshot names the tree's root at
+// its size, and is used only for a tree with that root (ledger/snapshot.go).
+func (s *Store) PutSnapshot(ctx context.Context, size uint64, snap []byte) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if size > math.MaxInt64 {
+		return fmt.Errorf("postgres: approval snapshot for size %d: %w", size, ledger.ErrConflict)
+	}
+	epoch := s.epoch.Load()
+	tag, err := s.pool.Exec(ctx, `INSERT INTO approval_snapshot (size, data)
+		SELECT $1, $2 FROM tree_head WHERE epoch = $3 AND size >= $1
+		ON CONFLICT (singleton) DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data`, int64(size), snap, epoch)
+	if err != nil {
+		return fmt.Errorf("postgres: writing the approval snapshot: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var stored, current int64
+	if err := s.pool.QueryRow(ctx, "SELECT size, epoch FROM tree_head").Scan(&stored, &current); err != nil {
+		return fmt.Errorf("postgres: approval snapshot for size %d: reading the tree size: %w", size, err)
+	}
+	if current != epoch {
+		return fmt.Errorf("postgres: approval snapshot for size %d: %w (the log is at epoch %d, this store writes at %d)", size, ErrFenced, current, epoch)
+	}
+	return fmt.Errorf("postgres: approval snapshot for size %d, the tree has %d entries: %w", size, stored, ledger.ErrConflict)
+}
+
+// Snapshot implements ledger.SnapshotStore.
+func (s *Store) Snapshot(ctx context.Context) (uint64, []byte, error) {
+	if err := s.check(); err != nil {
+		return 0, nil, err
+	}
+	var size int64
+	var data []byte
+	err := s.pool.QueryRow(ctx, "SELECT size, data FROM approval_snapshot").Scan(&size, &data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, fmt.Errorf("postgres: approval snapshot: %w", ledger.ErrNotFound)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("postgres: reading the approval snapshot: %w", err)
+	}
+	if size < 0 {
+		return 0, nil, fmt.Errorf("%w: the approval snapshot's size is %d", ledger.ErrCorrupt, size)
+	}
+	return uint64(size), data, nil
+}
