@@ -54,7 +54,9 @@
 // tiles above them, and are not read: Options.FullCheck (and ledgerd fsck)
 // rehashes every stored entry and rebuilds every tile. Entries made
 // durable after the latest checkpoint are kept, and a checkpoint is signed
-// for them at once.
+// for them at once. The approval state is read from the store's approval
+// snapshot (a SnapshotStore's; see snapshot.go) and the entries after it,
+// or, without a usable one, from every entry.
 //
 // # Following
 //

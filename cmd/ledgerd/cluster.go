@@ -14,8 +14,9 @@
 //   - On taking the lease it opens a fresh store for its term (every
 //     Commit and AddCheckpoint through it is conditional on the new
 //     epoch), opens the ledger on it (the default open, whose cost does
-//     not grow with the log: the follower view checked the log already),
-//     makes a single ledgerd's start-time
+//     not grow with the log: the follower view checked the log already,
+//     and the approval state starts from the database's approval
+//     snapshot), makes a single ledgerd's start-time
 //     publications (the policy set, the approval deadlines), starts the
 //     witnesses, and only then switches the HTTP handler to the
 //     sequencing routes.
