@@ -157,3 +157,98 @@ func fsckBenchStore(b *testing.B, n int) (string, *ledger.Key) {
 	b.Logf("built a store of %d entries in %s, in %s", n, dir, time.Since(started).Round(time.Second))
 	return dir, key
 }
+
+// BenchmarkAppendDuringFsck measures appends as BenchmarkAppend does (64
+// appenders, four appends in flight each) to a badger store that holds the
+// $LEDGER_BENCH_FSCK_ENTRIES entries of BenchmarkFsck's store (a copy),
+// without (fsck=false) and with (fsck=true) online checks (Ledger.Fsck
+// with one worker, as ledgerd runs them) one after another throughout.
+// Run the two alternately, with
+//
+//	go test -run '^$' -bench AppendDuringFsck -benchtime 50000x -count 6 ./ledger/
+//
+// It reports appends/s, the process's CPU per append, and the entries/s
+// of the online checks.
+func BenchmarkAppendDuringFsck(b *testing.B) {
+	n := 200_000
+	if v := os.Getenv("LEDGER_BENCH_FSCK_ENTRIES"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	src, key := fsckBenchStore(b, n)
+	dir := filepath.Join(b.TempDir(), "store")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		b.Fatal(err)
+	}
+	badger.SetMemoryLimit()
+	ctx := context.Background()
+	s, err := badger.Open(ctx, dir, badger.Options{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	l, err := ledger.Open(ctx, s, key, ledger.Options{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	records := make([]ledger.Record, 1000)
+	for i := range records {
+		records[i] = testRecord(b, i)
+	}
+	for _, withFsck := range []bool{false, true} {
+		b.Run(fmt.Sprintf("fsck=%v", withFsck), func(b *testing.B) {
+			stop := make(chan struct{})
+			fsckDone := make(chan struct{})
+			var checked atomic.Uint64
+			var fsckTime atomic.Int64
+			go func() {
+				defer close(fsckDone)
+				for withFsck {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					rep, err := l.Fsck(ctx, ledger.FsckOptions{Workers: 1})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					checked.Add(rep.Checked)
+					fsckTime.Add(int64(rep.Elapsed))
+				}
+			}()
+			cpu0 := cpuTime(b)
+			start := time.Now()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range 64 * 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1)) - 1
+						if i >= b.N {
+							return
+						}
+						if _, err := l.Append(ctx, records[i%len(records)]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			cpu := cpuTime(b) - cpu0
+			close(stop)
+			<-fsckDone
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "µs-cpu/append")
+			if withFsck && fsckTime.Load() > 0 {
+				b.ReportMetric(float64(checked.Load())/time.Duration(fsckTime.Load()).Seconds(), "fsck-entries/s")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -102,7 +102,7 @@ Commands:
               entry's, its key id the key signing there); the latest
               checkpoint's root and signature, and the key rotations. With
               --signatures every entry is also parsed strictly and its
-              signature verified (about 15,000 entries/s on two cores
+              signature verified (under 20,000 entries/s on two cores
               instead of hundreds of thousands). A progress line goes to
               stderr (rewritten in place on a terminal, one every 5 s
               otherwise), then each damage found, naming the entry, tile or
