@@ -52,7 +52,8 @@
 //
 // Parse accepts only bytes that are exactly the canonical encoding of a
 // valid entry; anything else is ErrNotCanonical or a *FieldError naming the
-// member. Verify checks the signature against a trusted key.
+// member. ParseMessage accepts the same and also returns the signed
+// message M. Verify checks the signature against a trusted key.
 //
 // # Changes
 //
