@@ -486,11 +486,11 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var scratch []byte // the signed message, reused
+			var w checker
 			for b := range batches {
 				for i := range b.jobs {
 					if j := &b.jobs[i]; j.err == nil {
-						scratch = j.c.check(key, j.index, j.payload, !opts.rereading, scratch)
+						j.c.check(key, j.index, j.payload, !opts.rereading, &w)
 					}
 				}
 				results <- b

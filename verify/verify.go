@@ -24,6 +24,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"strings"
 
 	"github.com/decisionledger/ledger/commit"
@@ -240,7 +241,7 @@ func (r *Range) fail(f *Failure) error {
 // Add verifies the next entry of the range.
 func (r *Range) Add(b []byte) error {
 	c := new(checked)
-	c.check(r.key, r.next, b, true, nil)
+	c.check(r.key, r.next, b, true, new(checker))
 	return r.accept(c)
 }
 
@@ -255,18 +256,35 @@ type checked struct {
 	bytes    []byte
 }
 
+// checker holds what one goroutine checking entries reuses from one entry
+// to the next: the buffer of the signed message and the leaf hasher.
+type checker struct {
+	message []byte
+	leaf    hash.Hash
+}
+
+// leafPrefix starts an RFC 6962 leaf hash's input.
+var leafPrefix = []byte{rfc6962.RFC6962LeafHashPrefix}
+
 // check checks entry bytes expected at index: encoding, index, origin,
-// key and signature; and computes the leaf and entry hashes. It builds the
-// signed message in scratch, and returns it for the next entry to reuse.
-func (c *checked) check(key *Key, index uint64, b []byte, checkSignature bool, scratch []byte) []byte {
-	*c = checked{index: index, leaf: hasher.HashLeaf(b), bytes: b}
+// key and signature; and computes the leaf and entry hashes (the leaf as
+// hasher.HashLeaf does, with w's hasher).
+func (c *checked) check(key *Key, index uint64, b []byte, checkSignature bool, w *checker) {
+	if w.leaf == nil {
+		w.leaf = hasher.New()
+	}
+	w.leaf.Reset()
+	w.leaf.Write(leafPrefix)
+	w.leaf.Write(b)
+	*c = checked{index: index, leaf: w.leaf.Sum(nil), bytes: b}
 	fail := func(check Check, err error) {
 		c.failures = append(c.failures, &Failure{Index: int64(index), Check: check, Err: err})
 	}
-	e, m, err := entry.ParseMessage(b, scratch[:0])
+	e, m, err := entry.ParseMessage(b, w.message[:0])
+	w.message = m
 	if err != nil {
 		fail(CheckEntryEncoding, err)
-		return m
+		return
 	}
 	if e.Index != index {
 		fail(CheckIndex, fmt.Errorf("entry says index %d", e.Index))
@@ -281,7 +299,6 @@ func (c *checked) check(key *Key, index uint64, b []byte, checkSignature bool, s
 		fail(CheckEntrySignature, entry.ErrSignature)
 	}
 	c.entry, c.hash = e, sha256.Sum256(m)
-	return m
 }
 
 // accept applies the checks that need the entries before: position in the
