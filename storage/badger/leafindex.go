@@ -351,6 +351,10 @@ func (li *leafIndex) flush(db *badgerdb.DB, size uint64) error {
 	li.mu.RUnlock()
 	var last leafRecord
 	var n int
+	// A first run over a whole older store's keys drops the prefix;
+	// otherwise the keys read are deleted, about a run's worth.
+	drop := first == 0 && size > 4*leafRunSize
+	var keys [][]byte
 	r, err := li.createRun(first, size, func(add func(leafRecord) error) error {
 		return db.View(func(txn *badgerdb.Txn) error {
 			it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte{prefixLeafHash}})
@@ -359,6 +363,9 @@ func (li *leafIndex) flush(db *badgerdb.DB, size uint64) error {
 				key := it.Item().Key()
 				if len(key) != 1+ledger.HashSize+8 {
 					return fmt.Errorf("%w: a leaf-hash key of %d bytes", ledger.ErrCorrupt, len(key))
+				}
+				if !drop {
+					keys = append(keys, it.Item().KeyCopy(nil))
 				}
 				var rec leafRecord
 				copy(rec.hash[:], key[1:])
@@ -392,7 +399,7 @@ func (li *leafIndex) flush(db *badgerdb.DB, size uint64) error {
 	}
 	li.mu.Unlock()
 	// Lookups find these entries in the run from here on.
-	if first == 0 && size > 4*leafRunSize {
+	if drop {
 		if err := db.DropPrefix([]byte{prefixLeafHash}); err != nil {
 			return fmt.Errorf("ledger: dropping the leaf hashes written to a run from badger: %w", err)
 		}
@@ -402,17 +409,10 @@ func (li *leafIndex) flush(db *badgerdb.DB, size uint64) error {
 	// The run is durable: record that the runs reach size, so that a
 	// run file lost later is found missing at Open.
 	w.set(keyLeavesEnd, binary.BigEndian.AppendUint64(nil, size))
-	err = db.View(func(txn *badgerdb.Txn) error {
-		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte{prefixLeafHash}})
-		defer it.Close()
-		for it.Rewind(); it.Valid() && w.err == nil; it.Next() {
-			w.delete(it.Item().KeyCopy(nil))
-		}
-		return nil
-	})
-	if err == nil {
-		err = w.err
+	for _, k := range keys {
+		w.delete(k)
 	}
+	err = w.err
 	if err == nil {
 		err = w.txn.Commit()
 	}
