@@ -25,7 +25,9 @@ import (
 // BenchmarkOpen measures opening a badger store of 100,000 and of
 // 1,000,000 entries: badger.Open plus ledger.Open, to the ready ledger
 // (sequencer started), with default options, and reports the median and
-// the largest of the opens' times. Each store is built once and
+// the largest of the opens' times and the process's CPU time per open
+// (getrusage, from the start of badger.Open to the return of
+// ledger.Open). Each store is built once and
 // kept under $LEDGER_BENCH_DIR (default: a directory in the system's temp
 // directory, left there for the next run), as about 8% approval entries
 // among decisions like BenchmarkAppend's, committed through the Store
@@ -48,7 +50,9 @@ func benchmarkOpen(b *testing.B, n int) {
 	ctx := context.Background()
 	dir, key := openBenchStore(b, n)
 	cold := os.Getenv("LEDGER_BENCH_COLD") == "1"
+	var cpu time.Duration
 	open := func() time.Duration {
+		cpu0 := cpuTime(b)
 		start := time.Now()
 		s, err := badger.Open(ctx, dir, badger.Options{Logger: discardLogger()})
 		if err != nil {
@@ -59,6 +63,7 @@ func benchmarkOpen(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		took := time.Since(start)
+		cpu += cpuTime(b) - cpu0
 		if got := l.Size(); got != uint64(n) {
 			b.Fatalf("opened %d entries, want %d", got, n)
 		}
@@ -73,6 +78,7 @@ func benchmarkOpen(b *testing.B, n int) {
 	// A store left by a ledger's Close holds the approval snapshot for
 	// its size; one built by an older version gets it now.
 	b.Logf("first open: %s", open().Round(time.Millisecond))
+	cpu = 0
 	var times []time.Duration
 	for b.Loop() {
 		b.StopTimer()
@@ -85,6 +91,7 @@ func benchmarkOpen(b *testing.B, n int) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms/open-median")
 	b.ReportMetric(float64(times[len(times)-1].Microseconds())/1000, "ms/open-max")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(times)), "ms-CPU/open")
 	b.ReportMetric(0, "ns/op")
 }
 
