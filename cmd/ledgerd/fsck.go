@@ -70,7 +70,13 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	var storeDamage error
 	if store.badger != nil {
 		fmt.Fprintf(stderr, "ledgerd: %s: checking the frames, the index and badger's tables of %s\n", name, store.where)
-		if err := store.badger.Check(ctx); err != nil {
+		bp := newProgress(stderr, name+": the store's records")
+		started := time.Now()
+		err := store.badger.CheckProgress(ctx, func(done, total uint64) {
+			bp.update(ledger.FsckProgress{Checked: done, Total: total, Elapsed: time.Since(started)})
+		})
+		bp.done()
+		if err != nil {
 			if ctx.Err() != nil || !errors.Is(err, ledger.ErrCorrupt) {
 				release()
 				return fail(stderr, "%v", err)
@@ -80,7 +86,7 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 			fmt.Fprintf(stderr, "ledgerd: damage: %v\n", err)
 		}
 	}
-	p := newProgress(stderr, name)
+	p := newProgress(stderr, name+": the ledger's checks")
 	rep, err := ledger.Fsck(ctx, store, key, ledger.FsckOptions{
 		PreviousKeys: cfg.PreviousKeys, Signatures: *signatures, MaxDamage: *maxDamage, Progress: p.update,
 	})

@@ -32,6 +32,13 @@ import (
 // commits. Whether the entries are signed and the tiles are the tree of
 // the entries is the ledger's to check (ledger.Check).
 func (s *Store) Check(ctx context.Context) error {
+	return s.CheckProgress(ctx, nil)
+}
+
+// CheckProgress is Check, calling progress, if not nil, from the
+// caller's goroutine after each frame read, with the entries read so far
+// and the store's size, for a progress line.
+func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uint64)) error {
 	if err := s.verifyTables(); err != nil {
 		return fmt.Errorf("%w: the index: %w", ledger.ErrCorrupt, err)
 	}
@@ -90,6 +97,9 @@ func (s *Store) Check(ctx context.Context) error {
 			select {
 			case jobs <- job{pos, b, locs}:
 			case <-ctx.Done():
+			}
+			if progress != nil {
+				progress(b.Start+uint64(len(b.Entries)), size)
 			}
 		})
 	}()
