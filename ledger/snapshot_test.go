@@ -200,7 +200,15 @@ func TestApprovalSnapshotEquivalence(t *testing.T) {
 // Close wrote: a consumed approval stays consumed, an expired one
 // expired, a denied one denied, a pending one can be decided once.
 func TestApprovalSnapshotAcrossRestart(t *testing.T) {
-	store := memory.New()
+	for _, s := range testStores {
+		t.Run(s.name, func(t *testing.T) { testApprovalSnapshotAcrossRestart(t, s.open(t)) })
+	}
+}
+
+func testApprovalSnapshotAcrossRestart(t *testing.T, store ledger.Store) {
+	if _, ok := store.(ledger.SnapshotStore); !ok {
+		t.Fatalf("%T keeps no approval snapshot", store)
+	}
 	a := newApprovalLog(t, store)
 	rec := requestRecord(t)
 	t1 := a.base()
