@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // frameFields are the offsets, in a segment, of parts of the frame that
@@ -113,6 +115,19 @@ func TestBadgerCheck(t *testing.T) {
 			wantCorrupt(t, err, tc.want)
 		})
 	}
+	// The index's record of a frame's entries, against the frame.
+	t.Run("entry location", func(t *testing.T) {
+		f := build(t)
+		s, err := f.open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := badger.DamageFrameIndex(s, 0); err != nil {
+			t.Fatal(err)
+		}
+		wantCorrupt(t, s.Check(t.Context()), "entry 0: the index locates it at log position")
+	})
 	t.Run("badger table", func(t *testing.T) {
 		f := build(t)
 		tables, _ := filepath.Glob(filepath.Join(f.dir, "index", "*.sst"))

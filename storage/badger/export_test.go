@@ -1,6 +1,10 @@
 package badger
 
-import "testing"
+import (
+	"testing"
+
+	badgerdb "github.com/dgraph-io/badger/v4"
+)
 
 // WriteCheckpointFile lends the external tests the checkpoint file's
 // writer, so that they can leave the store as a crash between the file and
@@ -17,4 +21,18 @@ func SetLeafRunSize(t testing.TB, n uint64) {
 	old := leafRunSize
 	leafRunSize = n
 	t.Cleanup(func() { leafRunSize = old })
+}
+
+// DamageFrameIndex changes the checksum the index records for the first
+// entry of the frame that starts at entry start, as a damaged index would,
+// for the tests of Check.
+func DamageFrameIndex(s *Store, start uint64) error {
+	return s.db.Update(func(txn *badgerdb.Txn) error {
+		first, locs, err := frameOf(txn, start)
+		if err != nil {
+			return err
+		}
+		locs[0].crc ^= 1
+		return txn.Set(frameKey(first), appendFrameIndex(nil, locs))
+	})
 }
