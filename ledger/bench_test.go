@@ -33,8 +33,12 @@ import (
 // from append to the first signed checkpoint covering the entry (p99), the
 // process's CPU time per append (user + system, getrusage over the timed
 // part, every goroutine: appenders, ledger, badger, GC) and its CPU use in
-// per cent of one core (200 is both cores of a 2-core machine busy), and
-// the process's peak RSS.
+// per cent of one core (200 is both cores of a 2-core machine busy), the
+// checkpoints signed per second, their mean size in bytes and the p99 of
+// their stores, and the process's peak RSS.
+// LEDGER_BENCH_CHECKPOINT_INTERVAL (a Go duration) sets
+// Options.CheckpointInterval, to compare intervals in one sitting
+// (docs/performance.md, "Checkpoint latency").
 func BenchmarkAppend(b *testing.B) {
 	for _, depth := range []int{1, 4} {
 		b.Run(fmt.Sprintf("appenders=64/depth=%d", depth), func(b *testing.B) { benchmarkAppend(b, 64, depth) })
@@ -53,10 +57,16 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 	defer s.Close()
 	ts := &timedStore{Store: s}
 	var batches, batched atomic.Int64
-	l, err := ledger.Open(ctx, ts, testKey(b), ledger.Options{Logger: discardLogger(), OnBatch: func(n int) {
+	opts := ledger.Options{Logger: discardLogger(), OnBatch: func(n int) {
 		batches.Add(1)
 		batched.Add(int64(n))
-	}})
+	}}
+	if v := os.Getenv("LEDGER_BENCH_CHECKPOINT_INTERVAL"); v != "" {
+		if opts.CheckpointInterval, err = time.ParseDuration(v); err != nil {
+			b.Fatalf("LEDGER_BENCH_CHECKPOINT_INTERVAL: %v", err)
+		}
+	}
+	l, err := ledger.Open(ctx, ts, testKey(b), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,6 +123,7 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 	b.ResetTimer()
 	start := time.Now()
 	cpu0 := cpuTime(b)
+	cps0, _ := ts.checkpoints()
 	var wg sync.WaitGroup
 	for range appenders * depth {
 		wg.Add(1)
@@ -141,6 +152,8 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu := cpuTime(b) - cpu0
+	cps, cpBytes := ts.checkpoints()
+	cps -= cps0
 	b.StopTimer()
 	// Wait for a checkpoint to cover everything, then stop the watcher.
 	for waited := time.Duration(0); ; waited += 5 * time.Millisecond {
@@ -167,6 +180,10 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 		b.ReportMetric(float64(covered[len(covered)*99/100].Milliseconds()), "ms-checkpointed-p99")
 	}
 	b.ReportMetric(float64(maxGap.Milliseconds()), "ms-max-checkpoint-gap")
+	b.ReportMetric(float64(cps)/elapsed.Seconds(), "checkpoints/s")
+	if cps > 0 {
+		b.ReportMetric(float64(cpBytes)/float64(cps+cps0), "B/checkpoint")
+	}
 	if n := batches.Load(); n > 0 {
 		b.ReportMetric(float64(batched.Load())/float64(n), "entries/batch")
 	}
@@ -174,6 +191,11 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 	slices.Sort(ts.commits)
 	if n := len(ts.commits); n > 0 {
 		b.ReportMetric(float64(ts.commits[n/2].Microseconds())/1000, "ms-commit-p50")
+		b.ReportMetric(float64(ts.commits[n*99/100].Microseconds())/1000, "ms-commit-p99")
+	}
+	slices.Sort(ts.cpStores)
+	if n := len(ts.cpStores); n > 0 {
+		b.ReportMetric(float64(ts.cpStores[n*99/100].Microseconds())/1000, "ms-checkpoint-store-p99")
 	}
 	ts.mu.Unlock()
 	if rss := procStatus("VmHWM:"); rss > 0 {
@@ -189,10 +211,13 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 // timedStore records how long each Commit takes.
 type timedStore struct {
 	ledger.Store
-	mu      sync.Mutex
-	commits []time.Duration
-	gaps    []time.Duration
-	last    time.Time
+	mu       sync.Mutex
+	commits  []time.Duration
+	gaps     []time.Duration
+	last     time.Time
+	cps      int             // checkpoints stored
+	cpBytes  int             // their signed notes' bytes
+	cpStores []time.Duration // how long each AddCheckpoint took
 }
 
 func (s *timedStore) Commit(ctx context.Context, b ledger.Batch) error {
@@ -207,6 +232,27 @@ func (s *timedStore) Commit(ctx context.Context, b ledger.Batch) error {
 	s.last = time.Now()
 	s.mu.Unlock()
 	return err
+}
+
+func (s *timedStore) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
+	t0 := time.Now()
+	err := s.Store.AddCheckpoint(ctx, size, signed)
+	if err == nil {
+		d := time.Since(t0)
+		s.mu.Lock()
+		s.cps++
+		s.cpBytes += len(signed)
+		s.cpStores = append(s.cpStores, d)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// checkpoints returns the number of checkpoints stored and their bytes.
+func (s *timedStore) checkpoints() (n, bytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cps, s.cpBytes
 }
 
 // procStatus reads a size field of /proc/self/status ("VmHWM:" for the
