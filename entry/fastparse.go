@@ -106,11 +106,15 @@ func parseFast(b, buf []byte) (*Entry, []byte) {
 			e.Approver, ok = fastString(v)
 		case "attributes":
 			ok = v[0] == '{'
-			if ok {
+			if ok && plainCanonical(v) {
+				// Two copies in one allocation: the remembered copy has
+				// its own array (as SetAttributes keeps it), so that
+				// check does not parse them again.
+				two := append(append(make([]byte, 0, 2*len(v)), v...), v...)
+				e.Attributes, e.canonicalAttributes = two[:len(v):len(v)], two[len(v):]
+			} else if ok {
 				canonical, err := attributesDomain.Canonicalize(v)
 				ok = err == nil && bytes.Equal(canonical, v)
-				// The remembered copy has its own array (as SetAttributes
-				// keeps it), so that check does not parse them again.
 				e.Attributes, e.canonicalAttributes = bytes.Clone(v), canonical
 			}
 		case "consumption":
@@ -396,4 +400,107 @@ func fastSignature(v []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return sig[:n:n], true
+}
+
+// plainCanonical reports whether v is, for certain, a JSON value in
+// canonical form inside attributesDomain, using only the plainest
+// spellings: printable ASCII strings without escapes, integers of at most
+// 15 digits (all below 2^53), members in strictly increasing byte order
+// (for ASCII names the UTF-16 order RFC 8785 sorts by), no whitespace,
+// nesting within the domain's bound. It allocates nothing. False means
+// only "not this plain": the caller then asks commit.Canonicalize, which
+// decides everything else (escapes, other text, other numbers).
+func plainCanonical(v []byte) bool {
+	end, ok := plainValue(v, 0, 1)
+	return ok && end == len(v)
+}
+
+// plainValue reads the plain canonical value at v[i] inside a container
+// at nesting depth depth (the entry's object is at depth 1, as the domain
+// counts it), and returns the offset after it.
+func plainValue(v []byte, i, depth int) (int, bool) {
+	if i >= len(v) {
+		return 0, false
+	}
+	switch c := v[i]; {
+	case c == '"':
+		return plainString(v, i)
+	case c == '-' || c >= '0' && c <= '9':
+		start := i
+		if c == '-' {
+			i++
+		}
+		digits := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		n := i - digits
+		// No leading zero, no -0, at most 15 digits; a fraction or an
+		// exponent follows no plain integer.
+		if n == 0 || n > 15 || v[digits] == '0' && (n > 1 || digits > start) {
+			return 0, false
+		}
+		return i, true
+	case c == 't' && bytes.HasPrefix(v[i:], []byte("true")):
+		return i + 4, true
+	case c == 'f' && bytes.HasPrefix(v[i:], []byte("false")):
+		return i + 5, true
+	case c == 'n' && bytes.HasPrefix(v[i:], []byte("null")):
+		return i + 4, true
+	case c == '[' || c == '{':
+		if depth+1 > commit.DefaultMaxDepth {
+			return 0, false
+		}
+		closing := byte(']')
+		if c == '{' {
+			closing = '}'
+		}
+		i++
+		if i < len(v) && v[i] == closing {
+			return i + 1, true
+		}
+		var last []byte
+		for {
+			if c == '{' {
+				end, ok := plainString(v, i)
+				if !ok || end >= len(v) || v[end] != ':' {
+					return 0, false
+				}
+				name := v[i+1 : end-1]
+				if last != nil && bytes.Compare(last, name) >= 0 {
+					return 0, false
+				}
+				last, i = name, end+1
+			}
+			end, ok := plainValue(v, i, depth+1)
+			if !ok || end >= len(v) {
+				return 0, false
+			}
+			switch v[end] {
+			case closing:
+				return end + 1, true
+			case ',':
+				i = end + 1
+			default:
+				return 0, false
+			}
+		}
+	}
+	return 0, false
+}
+
+// plainString reads a string of printable ASCII without escapes.
+func plainString(v []byte, i int) (int, bool) {
+	if i >= len(v) || v[i] != '"' {
+		return 0, false
+	}
+	for i++; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			return i + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x7f:
+			return 0, false
+		}
+	}
+	return 0, false
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -274,4 +275,81 @@ func moveMember(t testing.TB, b []byte, name string) []byte {
 	m := string(b[at:end])
 	rest := string(b[:at-1]) + string(b[end:])
 	return []byte(rest[:len(rest)-1] + "," + m + "}")
+}
+
+// jsonText draws JSON text near canonical attributes: mostly canonical,
+// with spellings at the edges of plainCanonical's (escapes, non-ASCII,
+// DEL, numbers of 15 and 16 digits, -0, leading zeros, fractions,
+// whitespace, unsorted or repeated names, deep nesting).
+func jsonText(t *rapid.T, depth int) string {
+	leaves := []string{`0`, `-0`, `7`, `-7`, `07`, `1.5`, `1e2`, `999999999999999`, `-999999999999999`,
+		`9999999999999999`, `9007199254740991`, `9007199254740992`, `true`, `false`, `null`, `nul`,
+		`""`, `"a"`, `"a b"`, `"é"`, `"e` + "\u0301" + `"`, `"\u0041"`, `"\n"`, `"\\"`, `"\""`, "\"\x7f\"", "\"\x01\"",
+		`"\u00e9"`, `"~"`, `" "`, `[]`, `{}`, ` 1`}
+	if depth <= 0 || rapid.IntRange(0, 2).Draw(t, "leaf?") == 0 {
+		return rapid.SampledFrom(leaves).Draw(t, "leaf")
+	}
+	n := rapid.IntRange(0, 3).Draw(t, "n")
+	if rapid.Bool().Draw(t, "array?") {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = jsonText(t, depth-1)
+		}
+		return "[" + strings.Join(parts, rapid.SampledFrom([]string{",", ",", ",", ", "}).Draw(t, "sep")) + "]"
+	}
+	names := rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b", "B", "ab", "a_b", "é", "~", "", " ", "\\u0061"}), n, n).Draw(t, "names")
+	if rapid.IntRange(0, 3).Draw(t, "sorted?") > 0 {
+		slices.Sort(names)
+	}
+	parts := make([]string, n)
+	for i, name := range names {
+		parts[i] = `"` + name + `":` + jsonText(t, depth-1)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// plainCanonical says "canonical" only of attributes commit.Canonicalize
+// (in attributesDomain) returns unchanged; and it says so of the plain
+// ones, so that the fast path is taken.
+func TestPlainCanonicalDifferential(t *testing.T) {
+	var plain, other int
+	rapid.Check(t, func(t *rapid.T) {
+		text := "{" + `"k":` + jsonText(t, 4) + "}"
+		if rapid.IntRange(0, 4).Draw(t, "whole?") == 0 {
+			text = jsonText(t, 5)
+		}
+		canonical, err := attributesDomain.Canonicalize([]byte(text))
+		isCanonical := err == nil && string(canonical) == text
+		if plainCanonical([]byte(text)) {
+			if !isCanonical {
+				t.Fatalf("plainCanonical accepts %q; Canonicalize: %q, %v", text, canonical, err)
+			}
+			plain++
+		} else {
+			other++
+		}
+	})
+	for depth, want := range map[int]bool{62: true, 63: true, 64: false} {
+		if got := plainCanonical([]byte(nested(depth))); got != want {
+			t.Errorf("attributes %d deep: plainCanonical = %v, want %v", depth, got, want)
+		}
+	}
+	for _, text := range []string{`{}`, `{"a":[1,-2,true,false,null,"x y"],"b":{"c":{}}}`, `{"n":999999999999999}`} {
+		if !plainCanonical([]byte(text)) {
+			t.Errorf("plainCanonical refuses %s", text)
+		}
+	}
+	// Each is left to Canonicalize: not canonical, outside the domain, or
+	// canonical but not plain.
+	for _, text := range []string{`{"a":1,"a":2}`, `{"k":{"b":1,"b":1}}`, `{"b":1,"a":2}`, `{"a":07}`, `{"a":-0}`,
+		`{"a":1.5}`, `{"a":1e2}`, `{"a":9999999999999999}`, `{"a": 1}`, `{"a":"\u0041"}`, `{"a":"\n"}`,
+		"{\"a\":\"\x7f\"}", `{"a":"é"}`, `{"é":1}`, `{"a":nul}`, `{"a":[1,]}`, `{"a":1,}`, `{"a"}`, `{"a":1}x`, `{"a":[1}`} {
+		if plainCanonical([]byte(text)) {
+			t.Errorf("plainCanonical accepts %s", text)
+		}
+	}
+	t.Logf("plain %d, left to Canonicalize %d", plain, other)
+	if plain == 0 || other == 0 {
+		t.Errorf("the texts did not reach both cases: plain %d, other %d", plain, other)
+	}
 }
