@@ -2,6 +2,7 @@ package badger
 
 import (
 	"testing"
+	"time"
 
 	badgerdb "github.com/dgraph-io/badger/v4"
 )
@@ -14,6 +15,22 @@ var WriteCheckpointFile = writeCheckpointFile
 // WaitForSpare waits until the spare segment s's frame log is writing, if
 // any, is written or given up.
 func WaitForSpare(s *Store) { s.log.prepared.Wait() }
+
+// WaitLeafMerges waits until s has indexed every frame committed and its
+// leaf-hash runs are merged as far as they call for; no commit may be
+// under way.
+func WaitLeafMerges(s *Store) {
+	for {
+		s.ov.mu.RLock()
+		n := len(s.ov.frames)
+		s.ov.mu.RUnlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.leaves.merged.Wait()
+}
 
 // SetLeafRunSize sets how many leaf hashes make a leaf-hash run for the
 // rest of the test.

@@ -148,6 +148,10 @@ func openLeafIndex(dir string, logger *slog.Logger) (*leafIndex, error) {
 		}
 		li.runs = append(li.runs, r)
 	}
+	// Merges a close cut short.
+	li.mu.Lock()
+	li.startMerger()
+	li.mu.Unlock()
 	return li, nil
 }
 
@@ -392,11 +396,7 @@ func (li *leafIndex) flush(db *badgerdb.DB, size uint64) error {
 	}
 	li.mu.Lock()
 	li.runs = append(li.runs, r)
-	if !li.merging && !li.stop && li.mergeable() >= 0 {
-		li.merging = true
-		li.merged.Add(1)
-		go li.merge()
-	}
+	li.startMerger()
 	li.mu.Unlock()
 	// Lookups find these entries in the run from here on.
 	if drop {
@@ -422,16 +422,28 @@ func (li *leafIndex) flush(db *badgerdb.DB, size uint64) error {
 	return nil
 }
 
-// mergeable returns the position of the first of two runs to merge, or -1.
-// Called with mu held.
+// mergeable returns the position of the first of two runs to merge, or -1:
+// the oldest pair whose later run is more than half the size of the
+// earlier, so that merging keeps sizes at least halving. Called with mu
+// held.
 func (li *leafIndex) mergeable() int {
-	for i := len(li.runs) - 2; i >= 0; i-- {
+	for i := 0; i+1 < len(li.runs); i++ {
 		a, b := li.runs[i], li.runs[i+1]
 		if 2*(b.end-b.first) > a.end-a.first {
 			return i
 		}
 	}
 	return -1
+}
+
+// startMerger starts the merger if runs call for merging and it is not
+// running. Called with mu held.
+func (li *leafIndex) startMerger() {
+	if !li.merging && !li.stop && li.mergeable() >= 0 {
+		li.merging = true
+		li.merged.Add(1)
+		go li.merge()
+	}
 }
 
 // merge merges runs until none call for it, or the index is closing.

@@ -106,6 +106,7 @@ func TestBadgerLeafRuns(t *testing.T) {
 	batches = append(batches, ledger.Batch{Start: 1500, LeafHashes: b.LeafHashes[:1]}, ledger.Batch{Start: 1502, LeafHashes: b.LeafHashes[2:]})
 	batches = append(batches, leafStore(t, s, 31, 10)...) // 2,050 entries
 	wantLeaves(t, s, batches)
+	badger.WaitLeafMerges(s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +166,7 @@ func TestBadgerLeafRunsAfterCrash(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	batches := leafStore(t, s, 0, 12)
+	badger.WaitLeafMerges(s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +189,7 @@ func TestBadgerLeafRunsAfterCrash(t *testing.T) {
 	}
 	s = openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	wantLeaves(t, s, batches)
+	badger.WaitLeafMerges(s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,8 @@ import (
 //	                            here and full ones in synced tile files
 //	                            (absent: 0)
 //	'm' "checkpoint"            u64 tree size of the latest checkpoint
+//	'm' "tilefiles"             u64 size of each tile file (levels 0 to 7)
+//	                            when the tiles mark was last written
 //	'm' "leaves"                u64 entry up to which leaf-hash runs were
 //	                            written (absent: 0); 'h' keys hold the
 //	                            leaf hashes of the entries after the runs
@@ -113,6 +115,7 @@ var (
 	keyLogEnd           = []byte{prefixMeta, 'e', 'n', 'd'}
 	keyTilesEnd         = []byte{prefixMeta, 't', 'i', 'l', 'e', 's'}
 	keyLeavesEnd        = []byte{prefixMeta, 'l', 'e', 'a', 'v', 'e', 's'}
+	keyTileFiles        = []byte{prefixMeta, 't', 'i', 'l', 'e', 'f', 'i', 'l', 'e', 's'}
 	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'}
 )
 
@@ -390,6 +393,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	if s.tiles, err = openTileFiles(filepath.Join(dir, tilesDir)); err != nil {
+		return fail(err)
+	}
+	if err := s.checkTileFiles(); err != nil {
 		return fail(err)
 	}
 	if err := s.migrateTiles(ctx, opts.Logger); err != nil {
@@ -914,7 +920,28 @@ func (s *Store) tilesDone(w *indexWriter, end int64) {
 	}
 	if w.err = s.tiles.sync(); w.err == nil {
 		w.set(keyTilesEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
+		// Open refuses files shorter than this: lost, not replayable.
+		w.set(keyTileFiles, s.tiles.sizesRecord())
 	}
+}
+
+// checkTileFiles refuses tile files shorter than they were when the tiles
+// mark was last written: the tiles they lost are not among those Open
+// replays.
+func (s *Store) checkTileFiles() error {
+	var record []byte
+	err := s.db.View(func(txn *badgerdb.Txn) error {
+		var err error
+		record, err = getValue(txn, keyTileFiles)
+		return err
+	})
+	switch {
+	case errors.Is(err, badgerdb.ErrKeyNotFound):
+		return nil // a new store, or one written before the tile files
+	case err != nil:
+		return fmt.Errorf("ledger: reading the index: %w", err)
+	}
+	return s.tiles.checkSizes(record)
 }
 
 // migrateTiles moves the full tiles that a store written before the tile

@@ -179,6 +179,33 @@ func allZero(b []byte) bool {
 	return true
 }
 
+// sizes returns the files' sizes, u64 each, level 0 first, as this
+// process wrote them.
+func (tf *tileFiles) sizesRecord() []byte {
+	tf.mu.RLock()
+	defer tf.mu.RUnlock()
+	var b []byte
+	for _, n := range tf.sizes {
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return b
+}
+
+// checkSizes refuses files shorter than record (sizesRecord's, as
+// synced): a tile file lost or cut short after the tiles mark covered it.
+func (tf *tileFiles) checkSizes(record []byte) error {
+	if len(record) != 8*len(tf.sizes) {
+		return fmt.Errorf("%w: the record of the tile files' sizes is %d bytes", ledger.ErrCorrupt, len(record))
+	}
+	for level, n := range tf.sizes {
+		if want := int64(binary.BigEndian.Uint64(record[8*level:])); n < want {
+			return fmt.Errorf("%w: %s holds %d bytes, but %d were written and synced", ledger.ErrCorrupt,
+				filepath.Join(tf.dir, tileFileName(uint8(level))), n, want)
+		}
+	}
+	return nil
+}
+
 // sync makes every tile written since the last sync durable.
 func (tf *tileFiles) sync() error {
 	tf.mu.RLock()

@@ -135,7 +135,10 @@ func TestBadgerMovesFullTilesToFiles(t *testing.T) {
 				return err
 			}
 		}
-		return txn.Set(tileKey(0, 4), bytes.Repeat([]byte{7}, 3*ledger.HashSize)) // a partial one stays
+		if err := txn.Set(tileKey(0, 4), bytes.Repeat([]byte{7}, 3*ledger.HashSize)); err != nil { // a partial one stays
+			return err
+		}
+		return txn.Delete([]byte("mtilefiles"))
 	})
 	if err := os.RemoveAll(filepath.Join(dir, "tiles")); err != nil {
 		t.Fatal(err)
@@ -155,12 +158,35 @@ func TestBadgerRewritesLostTiles(t *testing.T) {
 	batches := tileStore(t, dir, 6)
 	// As if the mark had last been made durable before any frame, and
 	// the unsynced tile writes after it were lost, but for a torn slot.
-	updateIndex(t, dir, func(txn *badgerdb.Txn) error { return txn.Delete([]byte("mtiles")) })
+	updateIndex(t, dir, func(txn *badgerdb.Txn) error {
+		if err := txn.Delete([]byte("mtilefiles")); err != nil {
+			return err
+		}
+		return txn.Delete([]byte("mtiles"))
+	})
 	path := filepath.Join(dir, "tiles", "level-0")
 	if err := os.Truncate(path, 2*(tileBytes+4)+100); err != nil {
 		t.Fatal(err)
 	}
 	wantTiles(t, dir, batches)
+}
+
+// A tile file lost, or cut short, after the tiles mark covered it is
+// reported at Open: its tiles are not replayed.
+func TestBadgerLostTileFile(t *testing.T) {
+	dir := t.TempDir()
+	tileStore(t, dir, 3)
+	path := filepath.Join(dir, "tiles", "level-0")
+	if err := os.Truncate(path, 2*(tileBytes+4)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := badger.Open(t.Context(), dir, badger.Options{Logger: testLogger(t)})
+	wantCorrupt(t, err, "were written and synced")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	_, err = badger.Open(t.Context(), dir, badger.Options{Logger: testLogger(t)})
+	wantCorrupt(t, err, "were written and synced")
 }
 
 // A tile slot that fails its checksum is reported, not served, and Check
