@@ -32,6 +32,16 @@ func WaitLeafMerges(s *Store) {
 	s.leaves.merged.Wait()
 }
 
+// SetLeafMergesOff stops leaf-hash runs from being merged for the rest
+// of the test.
+func SetLeafMergesOff(t testing.TB) {
+	leafMergesOff = true
+	t.Cleanup(func() { leafMergesOff = false })
+}
+
+// SetLeafMergesOn lets leaf-hash runs be merged again.
+func SetLeafMergesOn() { leafMergesOff = false }
+
 // SetLeafRunSize sets how many leaf hashes make a leaf-hash run for the
 // rest of the test.
 func SetLeafRunSize(t testing.TB, n uint64) {

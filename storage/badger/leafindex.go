@@ -68,6 +68,9 @@ const (
 // written about once a second at full speed. A variable for the tests.
 var leafRunSize uint64 = 1 << 14
 
+// leafMergesOff stops merges from starting; for the tests.
+var leafMergesOff bool
+
 type leafRun struct {
 	first, end uint64 // entries [first, end)
 	f          *os.File
@@ -439,7 +442,7 @@ func (li *leafIndex) mergeable() int {
 // startMerger starts the merger if runs call for merging and it is not
 // running. Called with mu held.
 func (li *leafIndex) startMerger() {
-	if !li.merging && !li.stop && li.mergeable() >= 0 {
+	if !li.merging && !li.stop && !leafMergesOff && li.mergeable() >= 0 {
 		li.merging = true
 		li.merged.Add(1)
 		go li.merge()

@@ -239,3 +239,28 @@ func TestBadgerLeafRunsAfterCrash(t *testing.T) {
 		wantCorrupt(t, err, "leaf-hash runs")
 	}
 }
+
+// Runs left unmerged (by a close, which stops the merger) are merged after
+// the next Open.
+func TestBadgerLeafRunsMergedAtOpen(t *testing.T) {
+	badger.SetLeafRunSize(t, 100)
+	dir := t.TempDir()
+	s := openBadger(t, dir, badger.Options{Logger: testLogger(t)})
+	badger.SetLeafMergesOff(t)
+	batches := leafStore(t, s, 0, 16)
+	badger.WaitLeafMerges(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if runs := leafRuns(t, dir); len(runs) != 8 {
+		t.Fatalf("leaves/ holds %v; want the 8 runs of 100 entries unmerged", runs)
+	}
+	badger.SetLeafMergesOn()
+	s = openBadger(t, dir, badger.Options{Logger: testLogger(t)})
+	defer s.Close()
+	badger.WaitLeafMerges(s)
+	if runs := leafRuns(t, dir); len(runs) != 1 {
+		t.Fatalf("leaves/ holds %v after the reopen; want one run of the 800 entries", runs)
+	}
+	wantLeaves(t, s, batches)
+}
