@@ -38,7 +38,8 @@ import (
 // their stores, and the process's peak RSS.
 // LEDGER_BENCH_CHECKPOINT_INTERVAL (a Go duration) sets
 // Options.CheckpointInterval, to compare intervals in one sitting
-// (docs/performance.md, "Checkpoint latency").
+// (docs/performance.md, "Checkpoint latency"), and
+// LEDGER_BENCH_MIN_COMMIT_INTERVAL sets Options.MinCommitInterval.
 func BenchmarkAppend(b *testing.B) {
 	for _, depth := range []int{1, 4} {
 		b.Run(fmt.Sprintf("appenders=64/depth=%d", depth), func(b *testing.B) { benchmarkAppend(b, 64, depth) })
@@ -64,6 +65,11 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 	if v := os.Getenv("LEDGER_BENCH_CHECKPOINT_INTERVAL"); v != "" {
 		if opts.CheckpointInterval, err = time.ParseDuration(v); err != nil {
 			b.Fatalf("LEDGER_BENCH_CHECKPOINT_INTERVAL: %v", err)
+		}
+	}
+	if v := os.Getenv("LEDGER_BENCH_MIN_COMMIT_INTERVAL"); v != "" {
+		if opts.MinCommitInterval, err = time.ParseDuration(v); err != nil {
+			b.Fatalf("LEDGER_BENCH_MIN_COMMIT_INTERVAL: %v", err)
 		}
 	}
 	l, err := ledger.Open(ctx, ts, testKey(b), opts)

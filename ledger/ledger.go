@@ -58,7 +58,7 @@ type Options struct {
 	// and index transaction are shared by more entries. It delays an
 	// append by at most this much; a lone caller appending one entry after
 	// another is never delayed (its batches hold one entry). Optional;
-	// default 2 ms. Negative: commit as soon as the store is free.
+	// default 1 ms. Negative: commit as soon as the store is free.
 	MinCommitInterval time.Duration
 	// QueueSize bounds the records waiting to be sequenced; Append
 	// returns ErrQueueFull beyond it. Optional; default 8192.
@@ -129,7 +129,7 @@ func (o Options) withDefaults() Options {
 		o.MaxBatchBytes = 512 << 10
 	}
 	if o.MinCommitInterval == 0 {
-		o.MinCommitInterval = 2 * time.Millisecond
+		o.MinCommitInterval = time.Millisecond
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 8192

@@ -95,7 +95,7 @@ type Config struct {
 	// commits unless a batch is full, as a Go duration. Under load it
 	// makes batches larger and each append cheaper, for at most this much
 	// added latency (ledger.Options.MinCommitInterval). Optional; default
-	// "2ms"; "0s" commits as soon as the store is free.
+	// "1ms"; "0s" commits as soon as the store is free.
 	MinCommitInterval string `json:"min_commit_interval"`
 	// MaxBodyBytes bounds an append request's body, in bytes. Optional;
 	// 0 or absent means the default, 256 KiB; at most 16 MiB, as an entry
