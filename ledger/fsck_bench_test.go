@@ -2,9 +2,7 @@ package ledger_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -79,30 +77,8 @@ func cpuTime(b *testing.B) time.Duration {
 // entries and its key, building it if it is not cached.
 func fsckBenchStore(b *testing.B, n int) (string, *ledger.Key) {
 	b.Helper()
-	root := os.Getenv("LEDGER_BENCH_DIR")
-	if root == "" {
-		root = filepath.Join(os.TempDir(), "ledger-bench-fsck")
-	}
+	root, key := benchRoot(b, "ledger-bench-fsck", "fsck-key")
 	dir := filepath.Join(root, "fsck-store-"+strconv.Itoa(n))
-	keyFile := filepath.Join(root, "fsck-key")
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	skey, err := os.ReadFile(keyFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		var s string
-		if s, _, err = ledger.GenerateKey("ledger.example.com/bench"); err == nil {
-			skey = []byte(s)
-			err = os.WriteFile(keyFile, skey, 0o600)
-		}
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, err := ledger.ParseKey(skey, ledger.KeyOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 		return dir, key
 	}

@@ -105,19 +105,19 @@ func dropCaches(b *testing.B) {
 	}
 }
 
-// openBenchStore returns the directory of a closed badger store of n
-// entries and the key that signed it, building it if it is not cached.
-func openBenchStore(b *testing.B, n int) (string, *ledger.Key) {
+// benchRoot returns the directory that keeps the benchmarks' cached
+// stores (LEDGER_BENCH_DIR, or def under the temporary directory), and the
+// key kept there in the file keyFile, generated (mode 0600) on first use.
+func benchRoot(b *testing.B, def, keyFile string) (string, *ledger.Key) {
 	b.Helper()
 	root := os.Getenv("LEDGER_BENCH_DIR")
 	if root == "" {
-		root = filepath.Join(os.TempDir(), "ledger-bench-open")
+		root = filepath.Join(os.TempDir(), def)
 	}
-	dir := filepath.Join(root, "store-"+strconv.Itoa(n))
-	keyFile := filepath.Join(root, "key")
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		b.Fatal(err)
 	}
+	keyFile = filepath.Join(root, keyFile)
 	skey, err := os.ReadFile(keyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		var s string
@@ -133,6 +133,15 @@ func openBenchStore(b *testing.B, n int) (string, *ledger.Key) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return root, key
+}
+
+// openBenchStore returns the directory of a closed badger store of n
+// entries and the key that signed it, building it if it is not cached.
+func openBenchStore(b *testing.B, n int) (string, *ledger.Key) {
+	b.Helper()
+	root, key := benchRoot(b, "ledger-bench-open", "key")
+	dir := filepath.Join(root, "store-"+strconv.Itoa(n))
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 		return dir, key
 	}
