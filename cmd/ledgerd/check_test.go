@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,18 +66,7 @@ func runCheck(t *testing.T, dir string) (int, string, string) {
 func TestCheckCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	url, token, stop := runServe(t, dir)
-	for i := range 300 {
-		req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("append %d: HTTP %d", i, resp.StatusCode)
-		}
-	}
+	appendOverHTTP(t, url, token, 300)
 	if code, _, stderr := runCheck(t, dir); code != 1 || !strings.Contains(stderr, "open in another process") {
 		t.Fatalf("check beside a running ledgerd: exit %d, %q; want 1 and the lock named", code, stderr)
 	}

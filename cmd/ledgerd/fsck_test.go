@@ -19,6 +19,15 @@ func fsckStore(t *testing.T, n int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "data")
 	url, token, stop := runServe(t, dir)
+	appendOverHTTP(t, url, token, n)
+	stop()
+	return dir
+}
+
+// appendOverHTTP appends entries 0 to n-1 (appendBody) to the ledgerd at
+// url, one request after another, each of which must be acknowledged.
+func appendOverHTTP(t *testing.T, url, token string, n int) {
+	t.Helper()
 	for i := range n {
 		req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -31,8 +40,6 @@ func fsckStore(t *testing.T, n int) string {
 			t.Fatalf("append %d: HTTP %d", i, resp.StatusCode)
 		}
 	}
-	stop()
-	return dir
 }
 
 func runFsck(t *testing.T, args ...string) (int, string, string) {
