@@ -35,6 +35,24 @@ func (s *damagedStore) change(i uint64, b []byte) []byte {
 	return b
 }
 
+// sigFlip returns the offset of a character of b's signature, before its
+// last (which holds padding bits), that flipping its lowest bit turns into
+// another base64 character: the signature stays well formed and is wrong
+// ('+', '/', 'z' and others would flip into characters that are not
+// base64, and the entry would fail to parse instead).
+func sigFlip(t *testing.T, b []byte) int {
+	t.Helper()
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	start := bytes.Index(b, []byte(`"sig":"`)) + len(`"sig":"`)
+	for at := start; at < start+85 && at < len(b); at++ {
+		if strings.IndexByte(alphabet, b[at]^0x01) >= 0 {
+			return at
+		}
+	}
+	t.Fatalf("no signature character to flip in %s", b)
+	return 0
+}
+
 func (s *damagedStore) source(i uint64) uint64 {
 	switch {
 	case s.swap[0] == s.swap[1]:
@@ -184,7 +202,7 @@ func TestFsck(t *testing.T) {
 			for i, at := range c.store.flip {
 				if at < 0 { // a byte of the signature
 					b, _ := s.Entry(ctx, i)
-					c.store.flip[i] = bytes.Index(b, []byte(`"sig":"`)) + 10
+					c.store.flip[i] = sigFlip(t, b)
 				}
 			}
 			rep, err := ledger.Fsck(ctx, c.store, k, c.opts)
