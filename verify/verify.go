@@ -1,7 +1,9 @@
 // Package verify checks, offline, what a ledger produced: signed
 // checkpoints, entries (canonical form, signature, index continuity, the
 // prev chain), that a range of entries is in a checkpoint's tree, that one
-// checkpoint's tree extends another's, whether candidate parameters are
+// checkpoint's tree extends another's (or, from hashes bound to the newer
+// signed root, that it does not: a proven fork, consistency.go), whether
+// candidate parameters are
 // exactly the ones an entry committed to, and whether the ledger's own
 // decisions replay to their records with the policy sets they name
 // (VerifyDecisions). It trusts nothing but the verifier keys it is given.
@@ -32,7 +34,6 @@ import (
 	"github.com/decisionledger/ledger/internal/signednote"
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -384,19 +385,6 @@ func (r *Range) checkRoot(left, right [][]byte) error {
 	}
 	if !bytes.Equal(root, r.checkpoint.Hash) {
 		return errors.New("entries and proof do not give the checkpoint's root")
-	}
-	return nil
-}
-
-// Consistency checks that the tree of checkpoint newer extends the tree of
-// checkpoint older, both already opened with the trusted key.
-func Consistency(older, newer *log.Checkpoint, p [][]byte) error {
-	if older.Size > newer.Size {
-		return &Failure{Index: NoIndex, Part: "consistency proof", Check: CheckConsistency,
-			Err: fmt.Errorf("trusted checkpoint of size %d is newer than the one of size %d", older.Size, newer.Size)}
-	}
-	if err := proof.VerifyConsistency(hasher, older.Size, newer.Size, p, older.Hash, newer.Hash); err != nil {
-		return &Failure{Index: NoIndex, Part: "consistency proof", Check: CheckConsistency, Err: err}
 	}
 	return nil
 }
