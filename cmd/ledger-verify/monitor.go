@@ -55,14 +55,20 @@ Options:
 ` + netOptions + `
 Exit status: 0 verified and the state saved; 1 verification failed (a
 checkpoint not signed by the key, an entry that fails a check, a tile
-that does not give the signed root, a checkpoint smaller than the
-state's): the state is not changed; 2 bad usage, or a state file that
-cannot be read; 3 FORK: the log's checkpoint is signed by the key but not
-consistent with the state's. Both signed checkpoints are written next to
-the state, FILE.fork-old.checkpoint and FILE.fork-new.checkpoint, as
-evidence; the state is not changed; 4 the log could not be read (no
-answer, a timeout, or an HTTP error): nothing was found wrong; run again
-later.
+that is malformed or whose hashes do not lead to the log's own signed
+root, a checkpoint smaller than the state's): the state is not changed.
+Tiles are not signed: tiles that disagree with the log's checkpoint (a
+damaged cache, say) are not a fork; the message names the tile where it
+can tell; 2 bad usage, or a state file that cannot be read; 3 FORK,
+proven: the log's checkpoint is signed by the key, and the hashes of its
+tiles, which lead to its signed root, show that its tree does not extend
+the state's (or both are for one tree size with different roots). The
+evidence is written next to the state: FILE.fork-old.checkpoint,
+FILE.fork-new.checkpoint and FILE.fork-proof.json (the prefix proof;
+none for one tree size), which anyone can re-check offline with
+'ledger-verify consistency --key-file KEY OLD NEW PROOF'; the state is
+not changed; 4 the log could not be read (no answer, a timeout, or an
+HTTP error): nothing was found wrong; run again later.
 
 Examples:
     $ ledger-verify monitor --key-file ledger.vkey --state monitor.state --init https://ledger.example.com
@@ -232,24 +238,31 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 		return exitOK
 	}
 
-	tiles := newTileReader(f, cp.Size)
-	var consistency error
-	if cp.Size == old.cp.Size {
-		consistency = verify.Consistency(old.cp, cp, nil) // the roots differ
-	} else {
-		p, err := tiles.consistencyProof(ctx, old.cp.Size)
-		var fe *fetchError
-		if errors.As(err, &fe) {
-			return unreachable(stderr, err)
-		}
-		if err != nil {
-			consistency = err
-		} else {
-			consistency = verify.Consistency(old.cp, cp, p)
-		}
+	if cp.Size == old.cp.Size { // the roots differ: no proof can reconcile them
+		return m.fork(stderr, old, signed, cp, nil)
 	}
-	if consistency != nil {
-		return m.fork(stderr, f, old, signed, cp, consistency)
+
+	// The prefix proof, from the tiles: the compact ranges [0, old) and
+	// [old, new) of the new tree. Bound to the new signed root, they show
+	// whether its first old-size leaves are the state's tree; not bound,
+	// they show nothing (verify.PrefixConsistency).
+	tiles := newTileReader(f, cp.Size)
+	var fe *fetchError
+	left, err := tiles.compactRange(ctx, 0, old.cp.Size)
+	var rest [][]byte
+	if err == nil {
+		rest, err = tiles.compactRange(ctx, old.cp.Size, cp.Size)
+	}
+	if errors.As(err, &fe) {
+		return unreachable(stderr, err)
+	} else if err != nil {
+		return m.failed(stdout, stderr, err)
+	}
+	var fork *verify.ForkError
+	if err := verify.PrefixConsistency(old.cp, cp, left, rest); errors.As(err, &fork) {
+		return m.fork(stderr, old, signed, cp, &prefixProofFile{Size1: old.cp.Size, TreeSize: cp.Size, Prefix: left, Rest: rest})
+	} else if err != nil {
+		return m.unbound(ctx, stderr, tiles, cp)
 	}
 
 	// The new entries, against the new tree.
@@ -274,17 +287,10 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 		}
 		return nil
 	})
-	var fe *fetchError
 	switch {
 	case errors.As(err, &fe):
 		return unreachable(stderr, err)
 	case err != nil:
-		return m.failed(stdout, stderr, err)
-	}
-	left, err := tiles.compactRange(ctx, 0, old.cp.Size)
-	if errors.As(err, &fe) {
-		return unreachable(stderr, err)
-	} else if err != nil {
 		return m.failed(stdout, stderr, err)
 	}
 	if err := r.Finish(left, nil); err != nil {
@@ -334,32 +340,57 @@ func (m *monitorRun) failed(stdout, stderr io.Writer, err error) int {
 	return code
 }
 
-// fork writes both signed checkpoints next to the state as evidence and
-// reports the fork.
-func (m *monitorRun) fork(stderr io.Writer, f *fetcher, old *loaded, signed []byte, cp *log.Checkpoint, why error) int {
+// unbound reports hash tiles that do not lead to the log's own signed
+// root: something between the log and the monitor, or the log's storage,
+// is damaged, which proves nothing about the log's honesty (exit status
+// 1, no evidence written).
+func (m *monitorRun) unbound(ctx context.Context, stderr io.Writer, tiles *tileReader, cp *log.Checkpoint) int {
+	errorf(stderr, "monitor: the log's hash tiles do not match its own checkpoint: the hashes they give for the tree of size %d do not lead to the root its signed checkpoint holds. This is not a fork: a checkpoint is signed, a tile is not, and a damaged or stale tile (in a cache or CDN in front of the log, or in its storage) is enough", cp.Size)
+	if blame := tiles.blame(ctx, cp.Hash); blame != "" {
+		errorf(stderr, "monitor: %s", blame)
+	}
+	hintf(stderr, "the state was not changed and no evidence was written: run again later; if this persists, point the monitor at the log itself rather than a cache in front of it, and tell the log's operator (ledgerd fsck compares every stored tile with the entries)")
+	return exitFailed
+}
+
+// fork writes both signed checkpoints, and the prefix proof that shows
+// the newer tree does not extend the older (nil for two checkpoints of
+// the same size), next to the state as evidence, and reports the fork.
+func (m *monitorRun) fork(stderr io.Writer, old *loaded, signed []byte, cp *log.Checkpoint, proof *prefixProofFile) int {
 	if old.signed == nil {
 		// The state is the empty tree, which every tree extends: only a
 		// checkpoint of size 0 with another root gets here.
 		errorf(stderr, "monitor: the log's checkpoint of tree size 0 does not have the empty tree's root hash (SHA-256 of nothing)")
 		return exitFailed
 	}
-	oldName, newName := m.state+".fork-old.checkpoint", m.state+".fork-new.checkpoint"
-	errorf(stderr, "monitor: FORK: the log's checkpoint of tree size %d is signed by the trusted key but not consistent with the checkpoint of tree size %d the state holds: %s", cp.Size, old.cp.Size, describeInconsistency(why))
-	for _, w := range []struct {
+	oldName, newName, proofName := m.state+".fork-old.checkpoint", m.state+".fork-new.checkpoint", m.state+".fork-proof.json"
+	why := "they are for the same tree size with different roots: no proof can reconcile them"
+	evidence := []struct {
 		name string
 		b    []byte
-	}{{oldName, old.signed}, {newName, signed}} {
+	}{{oldName, old.signed}, {newName, signed}}
+	if proof != nil {
+		why = fmt.Sprintf("the hashes of its tiles lead to its signed root and give its first %d leaves another root than the state's checkpoint", old.cp.Size)
+		b, err := json.MarshalIndent(proof, "", "  ")
+		if err != nil {
+			panic(err) // hashes and sizes always marshal
+		}
+		evidence = append(evidence, struct {
+			name string
+			b    []byte
+		}{proofName, append(b, '\n')})
+	}
+	errorf(stderr, "monitor: FORK: the log's checkpoint of tree size %d is signed by the trusted key but not consistent with the checkpoint of tree size %d the state holds: %s", cp.Size, old.cp.Size, why)
+	for _, w := range evidence {
 		if err := writeFileAtomic(w.name, w.b, 0o644); err != nil {
 			errorf(stderr, "monitor: writing the evidence %s: %v", termtext.Quote(w.name), err)
 		}
 	}
 	hintf(stderr, "evidence: %s (tree size %d, the state's, older) and %s (tree size %d, the log's latest, newer): two checkpoints signed by the log's key, of which the newer does not extend the older, prove that the log signed two histories", termtext.Quote(oldName), old.cp.Size, termtext.Quote(newName), cp.Size)
-	if cp.Size == old.cp.Size {
-		hintf(stderr, "they are for the same tree size with different roots: no proof can reconcile them")
-	} else {
-		hintf(stderr, "to rule out a damaged tile, ask the log for its own proof: ledger-verify consistency --key-file KEY --url URL %s %s (it fetches %s)", termtext.Quote(oldName), termtext.Quote(newName), consistencyPath(old.cp.Size, cp.Size))
+	if proof != nil {
+		hintf(stderr, "and %s, the prefix proof: the newer tree's hashes that show it (docs/operations.md, \"Evidence of a fork\"); anyone can re-check the three files offline with the log's verifier key: ledger-verify consistency --key-file KEY %s %s %s (exit status 3: a fork)", termtext.Quote(proofName), termtext.Quote(oldName), termtext.Quote(newName), termtext.Quote(proofName))
 	}
-	hintf(stderr, "the state was not changed: every run reports this again until it is resolved; give both files to the log's operator and auditors")
+	hintf(stderr, "the state was not changed: every run reports this again until it is resolved; give the evidence to the log's operator and auditors")
 	return exitInconsistent
 }
 

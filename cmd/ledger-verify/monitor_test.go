@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -127,6 +128,22 @@ func (tl *tileLog) lieAbout(prefix string, change func(b []byte) []byte) {
 	tl.lie.Store(&f)
 }
 
+// fetchFrom reads path from a tile log, as a cache that mixed up two
+// logs would serve it.
+func fetchFrom(t *testing.T, tl *tileLog, path string) []byte {
+	resp, err := http.Get(tl.srv.URL + path)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s: %d %v", path, resp.StatusCode, err)
+	}
+	return b
+}
+
 // monitorOnce runs ledger-verify monitor with the key in vkey and the
 // state in dir, and returns its exit status and output.
 func monitorOnce(t *testing.T, dir, vkey, url string, extra ...string) (int, string) {
@@ -214,21 +231,37 @@ func TestMonitorRefusals(t *testing.T) {
 			want: exitFailed, msg: "malformed tile"},
 		{name: "entries reordered", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/entries/002", swapFirst) },
 			want: exitFailed, msg: "entry 512: index"},
-		{name: "hash tile byte flipped", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/0/001", flipAt(0)) },
-			want: exitInconsistent, msg: "FORK"},
+		// Hash tiles that do not give the log's own signed root prove
+		// nothing about the log: not a fork, and no evidence.
+		{name: "hash in the old range flipped", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/0/001", flipAt(0)) },
+			want: exitFailed, msg: "tile /tile/0/001 does not hash to node 8/1, which tile /tile/1/000.p/2 holds"},
+		{name: "hash in the new range flipped", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/0/001", flipAt(-1)) },
+			want: exitFailed, msg: "tile /tile/0/001 does not hash to node 8/1"},
 		{name: "level-1 hash flipped", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/1/000", flipAt(0)) },
-			want: exitInconsistent, msg: "FORK"},
+			want: exitFailed, msg: "the partial tiles at the tree's right edge (/tile/0/002.p/188, /tile/1/000.p/2) do not hash to its signed root"},
+		{name: "hash tile cut", log: honest, setup: func(tl *tileLog) { tl.lieAbout("/tile/0/001", func(b []byte) []byte { return b[:len(b)-32] }) },
+			want: exitFailed, msg: "tile /tile/0/001: 8160 bytes, want 8192 (256 hashes)"},
+		{name: "hash tile of another tree", log: honest, setup: func(tl *tileLog) {
+			tl.lieAbout("/tile/0/001", func([]byte) []byte { return fetchFrom(t, fork, "/tile/0/001") })
+		},
+			want: exitFailed, msg: "tile /tile/0/001 does not hash to node 8/1"},
+		{name: "edge tile of another tree", log: honest, setup: func(tl *tileLog) {
+			tl.lieAbout("/tile/0/002.p/188", func([]byte) []byte { return fetchFrom(t, twin, "/tile/0/002.p/188") })
+		},
+			want: exitFailed, msg: "right edge"},
+		{name: "all hash tiles of another tree", log: honest, setup: func(tl *tileLog) {
+			f := func(path string, b []byte) []byte {
+				if strings.HasPrefix(path, "/tile/") && !strings.HasPrefix(path, "/tile/entries/") {
+					return fetchFrom(t, fork, path)
+				}
+				return b
+			}
+			tl.lie.Store(&f)
+		}, want: exitFailed, msg: "This is not a fork"},
 		{name: "entries of another history under the same key", log: honest, setup: func(tl *tileLog) {
 			f := func(path string, b []byte) []byte {
 				if strings.HasPrefix(path, "/tile/entries/") {
-					resp, err := http.Get(twin.srv.URL + path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer resp.Body.Close()
-					var buf bytes.Buffer
-					buf.ReadFrom(resp.Body)
-					return buf.Bytes()
+					return fetchFrom(t, twin, path)
 				}
 				return b
 			}
@@ -238,7 +271,7 @@ func TestMonitorRefusals(t *testing.T) {
 		{name: "log signed by another key", log: other, want: exitFailed, msg: "the log's latest checkpoint"},
 		{name: "checkpoint smaller than the state's", log: honest, setup: func(tl *tileLog) { tl.checkpointAt.Store(0) },
 			state: func([]byte) []byte { return nil }, want: exitFailed, msg: "smaller than the state's (700)"},
-		{name: "fork", log: fork, want: exitInconsistent, msg: "FORK: the log's checkpoint of tree size 700"},
+		{name: "fork", log: fork, want: exitInconsistent, msg: "FORK: the log's checkpoint of tree size 700 is signed by the trusted key but not consistent with the checkpoint of tree size 300 the state holds: the hashes of its tiles lead to its signed root"},
 		{name: "fork of the same size", log: sameSize, want: exitInconsistent, msg: "same tree size with different roots"},
 		{name: "prev across runs", log: honest, state: func(b []byte) []byte {
 			i := bytes.Index(b, []byte(`"last_entry_hash": "sha256:`)) + len(`"last_entry_hash": "sha256:`)
@@ -288,11 +321,13 @@ func TestMonitorRefusals(t *testing.T) {
 			if c.want != exitOK && !bytes.Equal(after, st) {
 				t.Errorf("a refused run changed the state")
 			}
-			if c.want == exitInconsistent {
-				for _, suffix := range []string{".fork-old.checkpoint", ".fork-new.checkpoint"} {
-					if _, err := os.Stat(filepath.Join(dir, "state"+suffix)); err != nil {
-						t.Errorf("no evidence file: %v", err)
-					}
+			for _, suffix := range []string{".fork-old.checkpoint", ".fork-new.checkpoint", ".fork-proof.json"} {
+				_, err := os.Stat(filepath.Join(dir, "state"+suffix))
+				switch want := c.want == exitInconsistent && (suffix != ".fork-proof.json" || c.log != sameSize); {
+				case want && err != nil:
+					t.Errorf("no evidence file: %v", err)
+				case !want && err == nil:
+					t.Errorf("evidence file %s written", suffix)
 				}
 			}
 		})
@@ -338,4 +373,110 @@ func TestMonitorRefusals(t *testing.T) {
 			t.Error("the state changed")
 		}
 	})
+}
+
+// A proven fork leaves three files that anyone can re-check offline with
+// the log's verifier key: 'ledger-verify consistency OLD NEW PROOF' says
+// FORK (exit status 3) for them as written, and nothing of the kind once
+// any byte of any of them is changed. From tree size 256, a power of two,
+// an RFC 6962 proof could not show it (it holds no hash of the older
+// tree); the prefix proof does, as from 300.
+func TestMonitorForkEvidence(t *testing.T) {
+	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{256, 300} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			honest, fork := newTileLog(t, skey), newTileLog(t, skey)
+			honest.add(t, "a", size)
+			fork.add(t, "b", size) // a checkpoint at the state's size too
+			fork.add(t, "c", 44)
+			dir := t.TempDir()
+			if code, out := monitorOnce(t, dir, vkey, honest.srv.URL, "--init"); code != exitOK {
+				t.Fatalf("first run: %d\n%s", code, out)
+			}
+			code, out := monitorOnce(t, dir, vkey, fork.srv.URL)
+			if code != exitInconsistent || !strings.Contains(out, "FORK") || !strings.Contains(out, "state.fork-proof.json, the prefix proof") {
+				t.Fatalf("exit %d, want %d:\n%s", code, exitInconsistent, out)
+			}
+			names := []string{"state.fork-old.checkpoint", "state.fork-new.checkpoint", "state.fork-proof.json"}
+			files := make([][]byte, len(names))
+			for i, name := range names {
+				if files[i], err = os.ReadFile(filepath.Join(dir, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want, _ := fork.l.Checkpoint(); !bytes.Equal(files[1], want) {
+				t.Errorf("the new checkpoint's evidence is not the fork's checkpoint")
+			}
+			recheck := func() (int, string) {
+				var out, errOut bytes.Buffer
+				args := []string{"consistency", "--key", vkey}
+				for _, name := range names {
+					args = append(args, filepath.Join(dir, name))
+				}
+				code := run(args, nil, &out, &errOut)
+				return code, out.String() + errOut.String()
+			}
+			if code, out := recheck(); code != exitInconsistent || !strings.Contains(out, "NOT CONSISTENT") || !strings.Contains(out, "leads to the newer signed root") {
+				t.Fatalf("the evidence does not re-check: exit %d\n%s", code, out)
+			}
+			for i, name := range names {
+				for off := range files[i] {
+					changed := bytes.Clone(files[i])
+					changed[off] ^= 1
+					if err := os.WriteFile(filepath.Join(dir, name), changed, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					if code, out := recheck(); code == exitInconsistent || code == exitOK {
+						t.Fatalf("%s with byte %d changed (%q): exit %d\n%s", name, off, files[i][off], code, out)
+					}
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), files[i], 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code, out := recheck(); code != exitInconsistent {
+				t.Fatalf("restored evidence: exit %d\n%s", code, out)
+			}
+			// The same proof decides the other way too: with the forked
+			// log's own checkpoint of the older size, it proves them
+			// consistent.
+			own, err := fork.l.CheckpointAt(context.Background(), uint64(size))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dir, names[0]), own, 0o644)
+			if code, out := recheck(); code != exitOK || !strings.Contains(out, "consistent: the tree of size") {
+				t.Fatalf("the prefix proof with the fork's own checkpoint: exit %d\n%s", code, out)
+			}
+		})
+	}
+}
+
+// A proof file is parsed strictly: one spelling of each member name and
+// hash, one kind of proof, one JSON value.
+func TestParseConsistencyProof(t *testing.T) {
+	h := `"` + strings.Repeat("A", 43) + `="`
+	for _, c := range []struct{ name, in, err string }{
+		{"rfc 6962", `{"size1":1,"tree_size":2,"hashes":[` + h + `]}`, ""},
+		{"prefix proof", `{"size1":1,"tree_size":2,"prefix":[` + h + `],"rest":[` + h + `]}`, ""},
+		{"name in another case", `{"Size1":1,"tree_size":2,"hashes":[` + h + `]}`, "member Size1"},
+		{"name twice", `{"size1":1,"size1":1,"tree_size":2,"hashes":[` + h + `]}`, "member size1 twice"},
+		{"both kinds", `{"size1":1,"tree_size":2,"hashes":[],"prefix":[],"rest":[]}`, "either hashes"},
+		{"prefix without rest", `{"size1":1,"tree_size":2,"prefix":[]}`, "either hashes"},
+		{"padding bits set", `{"size1":1,"tree_size":2,"hashes":["` + strings.Repeat("A", 42) + `B="]}`, "canonical standard base64"},
+		{"a line break in a hash", `{"size1":1,"tree_size":2,"hashes":["` + strings.Repeat("A", 42) + `\nA="]}`, "canonical standard base64"},
+		{"short hash", `{"size1":1,"tree_size":2,"hashes":["AAAA"]}`, "a hash of 3 bytes"},
+		{"two values", `{"size1":1,"tree_size":2,"hashes":[]} {}`, "more than one JSON value"},
+		{"no sizes", `{"hashes":[]}`, "size1 and tree_size are required"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseConsistencyProof([]byte(c.in))
+			if (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("error %v, want %q", err, c.err)
+			}
+		})
+	}
 }

@@ -1,21 +1,26 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/decisionledger/ledger/internal/tlogtiles"
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
 // A reader of a log's C2SP tlog-tiles (docs/log.md §2, docs/api.md): the
 // hashes of any node of a tree whose size a checkpoint gives, and its
 // entry bundles. Nothing read here is trusted: every hash ends in a root
-// compared with a signed checkpoint's (a consistency proof, or a range of
-// verified entries).
+// compared with a signed checkpoint's (a prefix proof, or a range of
+// verified entries), and when one does not, blame names the tile to
+// blame.
 //
 // github.com/transparency-dev/merkle builds the proofs (which nodes, and
 // how to rehash them); reading a node from tiles is written here because
@@ -42,11 +47,22 @@ func tilePath(level int, index uint64, w int) string {
 type tileReader struct {
 	f     *fetcher
 	size  uint64
-	tiles map[string][]byte
+	tiles map[tileKey][]byte
+}
+
+// tileKey names a hash tile: its level (0 holds the leaf hashes) and index.
+type tileKey struct {
+	level uint
+	index uint64
 }
 
 func newTileReader(f *fetcher, size uint64) *tileReader {
-	return &tileReader{f: f, size: size, tiles: map[string][]byte{}}
+	return &tileReader{f: f, size: size, tiles: map[tileKey][]byte{}}
+}
+
+// path is the URL path of a hash tile of the tree.
+func (r *tileReader) path(k tileKey) string {
+	return tilePath(int(k.level), k.index, r.tileWidthAt(k.level, k.index))
 }
 
 // tileWidthAt is the width of tile (level, index) in the tree: how many
@@ -61,11 +77,11 @@ func (r *tileReader) tileWidthAt(level uint, index uint64) int {
 
 // tile returns the hashes of tile (level, index) in the tree.
 func (r *tileReader) tile(ctx context.Context, level uint, index uint64) ([]byte, error) {
-	w := r.tileWidthAt(level, index)
-	path := tilePath(int(level), index, w)
-	if t, ok := r.tiles[path]; ok {
+	k := tileKey{level, index}
+	if t, ok := r.tiles[k]; ok {
 		return t, nil
 	}
+	w, path := r.tileWidthAt(level, index), r.path(k)
 	t, err := r.f.get(ctx, path, tileWidth*hashSize)
 	if err != nil {
 		return nil, err
@@ -73,7 +89,7 @@ func (r *tileReader) tile(ctx context.Context, level uint, index uint64) ([]byte
 	if len(t) != w*hashSize {
 		return nil, &tileError{path: path, err: fmt.Errorf("%d bytes, want %d (%d hashes)", len(t), w*hashSize, w)}
 	}
-	r.tiles[path] = t
+	r.tiles[k] = t
 	return t, nil
 }
 
@@ -99,9 +115,15 @@ func (r *tileReader) node(ctx context.Context, id compact.NodeID) ([]byte, error
 	if (off+n)*hashSize > uint64(len(t)) {
 		return nil, fmt.Errorf("node %d/%d is not complete in the tree of size %d", id.Level, id.Index, r.size)
 	}
-	hs := make([][]byte, n)
+	return subtreeHash(t[off*hashSize : (off+n)*hashSize]), nil
+}
+
+// subtreeHash is the root of the complete subtree whose lowest hashes
+// (a power of two of them) are t, concatenated.
+func subtreeHash(t []byte) []byte {
+	hs := make([][]byte, len(t)/hashSize)
 	for i := range hs {
-		hs[i] = t[(off+uint64(i))*hashSize : (off+uint64(i)+1)*hashSize]
+		hs[i] = t[i*hashSize : (i+1)*hashSize]
 	}
 	for len(hs) > 1 {
 		next := make([][]byte, len(hs)/2)
@@ -110,7 +132,7 @@ func (r *tileReader) node(ctx context.Context, id compact.NodeID) ([]byte, error
 		}
 		hs = next
 	}
-	return hs[0], nil
+	return hs[0]
 }
 
 func (r *tileReader) nodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
@@ -123,20 +145,6 @@ func (r *tileReader) nodes(ctx context.Context, ids []compact.NodeID) ([][]byte,
 		hs[i] = h
 	}
 	return hs, nil
-}
-
-// consistencyProof builds the RFC 6962 proof that the tree of size1 is a
-// prefix of this one.
-func (r *tileReader) consistencyProof(ctx context.Context, size1 uint64) ([][]byte, error) {
-	ns, err := proof.Consistency(size1, r.size)
-	if err != nil {
-		return nil, err
-	}
-	hs, err := r.nodes(ctx, ns.IDs)
-	if err != nil {
-		return nil, err
-	}
-	return ns.Rehash(hs, tileHasher.HashChildren)
 }
 
 // compactRange returns the hashes of the compact range [begin, end), as
@@ -173,4 +181,75 @@ func (r *tileReader) entries(ctx context.Context, begin, end uint64, fn func(ind
 		}
 	}
 	return nil
+}
+
+// blame names, where it can tell, the hash tile that makes the tiles read
+// so far disagree with root, the tree's signed root; "" if it cannot. It
+// authenticates them top down, as a client of sumdb's tiles does: the
+// partial tiles at the tree's right edge together hash to the root, and
+// each full tile hashes to a node its parent tile holds. The first tile
+// that fails, from the top, is the one it names.
+func (r *tileReader) blame(ctx context.Context, root []byte) string {
+	// The right edge: at each level, the last tile if it is partial. The
+	// compact range [0, size) is made of exactly their hashes.
+	verified := map[tileKey]bool{}
+	var edge []string
+	for level := uint(0); r.size>>(tileHeight*level) > 0; level++ {
+		if h := r.size >> (tileHeight * level); h%tileWidth != 0 {
+			k := tileKey{level, h / tileWidth}
+			verified[k] = true
+			edge = append(edge, r.path(k))
+		}
+	}
+	hs, err := r.compactRange(ctx, 0, r.size)
+	if err != nil {
+		return ""
+	}
+	got := tileHasher.EmptyRoot()
+	if r.size > 0 {
+		cr, err := (&compact.RangeFactory{Hash: tileHasher.HashChildren}).NewRange(0, r.size, hs)
+		if err == nil {
+			got, err = cr.GetRootHash(nil)
+		}
+		if err != nil {
+			return ""
+		}
+	}
+	if !bytes.Equal(got, root) {
+		return fmt.Sprintf("the partial tiles at the tree's right edge (%s) do not hash to its signed root: one of them is damaged, stale, or of another tree", strings.Join(edge, ", "))
+	}
+	var auth func(k tileKey) (string, error)
+	auth = func(k tileKey) (string, error) {
+		if verified[k] {
+			return "", nil
+		}
+		parent := tileKey{k.level + 1, k.index / tileWidth}
+		if b, err := auth(parent); b != "" || err != nil {
+			return b, err
+		}
+		pt, err := r.tile(ctx, parent.level, parent.index)
+		if err != nil {
+			return "", err
+		}
+		t, err := r.tile(ctx, k.level, k.index)
+		if err != nil {
+			return "", err
+		}
+		at := (k.index % tileWidth) * hashSize
+		if !bytes.Equal(subtreeHash(t), pt[at:at+hashSize]) {
+			return fmt.Sprintf("tile %s does not hash to node %d/%d, which tile %s holds (and that one agrees with the signed root): it is damaged, stale, or of another tree", r.path(k), tileHeight*parent.level, k.index, r.path(parent)), nil
+		}
+		verified[k] = true
+		return "", nil
+	}
+	keys := slices.Collect(maps.Keys(r.tiles))
+	slices.SortFunc(keys, func(a, b tileKey) int {
+		return cmp.Or(cmp.Compare(b.level, a.level), cmp.Compare(a.index, b.index))
+	})
+	for _, k := range keys {
+		if b, err := auth(k); b != "" || err != nil {
+			return b
+		}
+	}
+	return ""
 }
