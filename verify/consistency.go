@@ -73,8 +73,8 @@ func Consistency(older, newer *log.Checkpoint, p [][]byte) error {
 	switch {
 	case older.Size == newer.Size && len(p) == 0:
 		why = &ForkError{OlderSize: older.Size, NewerSize: newer.Size}
-	case older.Size > 0 && older.Size < newer.Size:
-		if fr, sr, ok := consistencyRoots(older.Size, newer.Size, p, older.Hash); ok && bytes.Equal(sr, newer.Hash) && !bytes.Equal(fr, older.Hash) {
+	case older.Size > 0 && older.Size < newer.Size && older.Size&(older.Size-1) != 0:
+		if fr, sr, ok := consistencyRoots(older.Size, newer.Size, p); ok && bytes.Equal(sr, newer.Hash) && !bytes.Equal(fr, older.Hash) {
 			why = &ForkError{OlderSize: older.Size, NewerSize: newer.Size, PrefixRoot: fr}
 		}
 	}
@@ -82,9 +82,11 @@ func Consistency(older, newer *log.Checkpoint, p [][]byte) error {
 }
 
 // consistencyRoots computes, from the consistency proof p between sizes
-// 0 < size1 < size2, the roots it gives for both trees (RFC 9162
-// §2.1.4.2, fr and sr); ok is false for a proof of the wrong shape.
-func consistencyRoots(size1, size2 uint64, p [][]byte, root1 []byte) (fr, sr []byte, ok bool) {
+// 0 < size1 < size2, size1 not a power of two, the roots it gives for
+// both trees (RFC 9162 §2.1.4.2, fr and sr; for a power of two the
+// verifier would prepend the older root itself to p, and fr would be
+// that root); ok is false for a proof of the wrong shape.
+func consistencyRoots(size1, size2 uint64, p [][]byte) (fr, sr []byte, ok bool) {
 	if len(p) == 0 {
 		return nil, nil, false
 	}
@@ -92,9 +94,6 @@ func consistencyRoots(size1, size2 uint64, p [][]byte, root1 []byte) (fr, sr []b
 		if len(h) != hasher.Size() {
 			return nil, nil, false
 		}
-	}
-	if size1&(size1-1) == 0 {
-		p = append([][]byte{root1}, p...)
 	}
 	fn, sn := size1-1, size2-1
 	for fn&1 == 1 {
