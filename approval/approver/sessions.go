@@ -269,6 +269,25 @@ func (s *Sessions) Logout(token string) {
 	}
 }
 
+// EndApprover ends every session of approver name, and returns how many
+// it ended: for an approver removed from the config, or whose password
+// changed (ledgerd's reload on SIGHUP), whose sessions must not outlive
+// the credential that opened them.
+func (s *Sessions) EndApprover(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for e := s.order.Front(); e != nil; {
+		next := e.Next()
+		if e.Value.(*session).name == name {
+			s.remove(e)
+			n++
+		}
+		e = next
+	}
+	return n
+}
+
 // Len returns the number of sessions held, ended ones not yet removed
 // included.
 func (s *Sessions) Len() int {

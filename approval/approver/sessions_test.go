@@ -391,3 +391,36 @@ func TestConcurrentSessions(t *testing.T) {
 		t.Fatalf("%d sessions, over the bound of 8", s.Len())
 	}
 }
+
+// TestEndApprover: ending an approver's sessions ends all of theirs and
+// no one else's.
+func TestEndApprover(t *testing.T) {
+	find := directory(t)
+	s := NewSessions(Options{})
+	var alice []string
+	for range 2 {
+		tok, _, err := s.Login(find, "alice", alicePassword, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice = append(alice, tok)
+	}
+	bob, _, err := s.Login(find, "bob", "bob password 123", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.EndApprover("alice"); n != 2 {
+		t.Fatalf("EndApprover(alice) = %d, want 2", n)
+	}
+	for _, tok := range alice {
+		if _, _, ok := s.Lookup(tok, t0.Add(time.Minute)); ok {
+			t.Fatal("alice's session outlived EndApprover")
+		}
+	}
+	if name, _, ok := s.Lookup(bob, t0.Add(time.Minute)); !ok || name != "bob" {
+		t.Fatal("EndApprover(alice) ended bob's session")
+	}
+	if n := s.EndApprover("carol"); n != 0 || s.Len() != 1 {
+		t.Fatalf("EndApprover(carol) = %d with %d sessions left, want 0 and 1", n, s.Len())
+	}
+}

@@ -29,8 +29,9 @@ import (
 // an approvals member; server.appr is nil otherwise.
 type approvalsState struct {
 	pendingTTL, executionTTL time.Duration
-	// find looks an approver up by name (approver.ByName).
-	find     func(name string) (*approver.Approver, bool)
+	// creds are the credentials in force, whose approvers find looks
+	// up; routes sets them (reload.go).
+	creds    *liveCredentials
 	sessions *approver.Sessions
 	previews *previewStore
 	// trusted are the origins besides ledgerd's own from which the page
@@ -49,8 +50,7 @@ func newApprovalsState(cfg *Config) (*approvalsState, error) {
 	if err != nil {
 		return nil, err
 	}
-	find, err := approver.ByName(a.Approvers)
-	if err != nil {
+	if _, err := approver.ByName(a.Approvers); err != nil {
 		return nil, fmt.Errorf("approvals.approvers: %w", err)
 	}
 	previews, err := openPreviewStore(filepath.Join(cfg.StoreDir, previewDirName))
@@ -59,9 +59,16 @@ func newApprovalsState(cfg *Config) (*approvalsState, error) {
 	}
 	return &approvalsState{
 		pendingTTL: pending, executionTTL: execution,
-		find: find, sessions: approver.NewSessions(approver.Options{}),
+		sessions: approver.NewSessions(approver.Options{}),
 		previews: previews, trusted: a.TrustedOrigins, now: time.Now,
 	}, nil
+}
+
+// find looks an approver up by name among the approvers in force (a
+// reload changes them): for Sessions.Login, and at every request of the
+// page, which so judges an approver by their actions and principals now.
+func (a *approvalsState) find(name string) (*approver.Approver, bool) {
+	return a.creds.load().approvers(name)
 }
 
 // previewDirName is the directory of store_dir that holds previews.

@@ -96,7 +96,11 @@ func approverCommand(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stderr, "ledgerd: removed approver %q from %s\n", name, path)
 	}
-	fmt.Fprintf(stderr, "ledgerd: restart ledgerd to use the change: a running ledgerd reads its approvers only at start (signing in again is needed after a restart)\n")
+	if cfg.Approvals == nil {
+		fmt.Fprintf(stderr, "ledgerd: restart ledgerd to turn approvals on\n")
+	} else {
+		fmt.Fprint(stderr, reloadHint)
+	}
 	return 0
 }
 

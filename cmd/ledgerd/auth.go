@@ -44,7 +44,7 @@ func (s *server) appendCredentialProblem(r *http.Request, token string, hasToken
 	switch {
 	case !hasToken:
 		return "appends need a mediator's token: " + credentialProblem(r)
-	case len(s.cfg.ReaderTokensSHA256) > 0 && s.cfg.mayRead(token):
+	case s.credentials().readsProtected() && s.credentials().mayRead(token):
 		return "the token is a reader's, which may only read; appends need a mediator's token"
 	default:
 		return "unknown token: no mediator of this ledger has it"
@@ -69,7 +69,7 @@ func (g mediatorGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token, ok := bearerToken(r.Header.Get("Authorization"))
 	mediator, known := "", false
 	if ok {
-		mediator, known = s.cfg.authenticate(token)
+		mediator, known = s.credentials().authenticate(token)
 	}
 	if !known {
 		// The body is not read, and the connection not kept: a client
@@ -94,9 +94,9 @@ func (s *server) readAuth(h http.HandlerFunc) http.Handler { return readGuard{s,
 
 func (g readGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := g.s
-	if len(s.cfg.ReaderTokensSHA256) > 0 {
+	if c := s.credentials(); c.readsProtected() {
 		token, ok := bearerToken(r.Header.Get("Authorization"))
-		if !ok || !s.cfg.mayRead(token) {
+		if !ok || !c.mayRead(token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd"`)
 			problem := "unknown token: neither a reader's nor a mediator's"
 			if !ok {

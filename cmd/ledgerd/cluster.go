@@ -94,6 +94,11 @@ type node struct {
 	advertise string
 	ttl       time.Duration
 
+	// creds are the credentials in force, the follower's and every
+	// term's; reloader puts the config file's in force on SIGHUP.
+	creds    *liveCredentials
+	reloader *configReloader
+
 	// handler serves every request now: the follower's or the term's.
 	handler atomic.Pointer[http.Handler]
 	// follower is the read-only view of the log and its routes.
@@ -147,12 +152,13 @@ type term struct {
 // only when the database cannot be reached or read at all, or the log
 // does not open with the config's keys: once it serves, it rides out the
 // database's outages.
-func serveCluster(ctx context.Context, stop func(), cfg *Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener,
+func serveCluster(ctx context.Context, stop func(), cfg, start *Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener,
 	log *slog.Logger, configPath string, stdout io.Writer, failStart func(string, ...any) int) int {
 	n, err := newNode(ctx, cfg, key, cat, set, ln, log)
 	if err != nil {
 		return failStart("%v", err)
 	}
+	n.reloader = &configReloader{path: configPath, start: start, creds: n.creds, log: log, m: n.m}
 	defer n.followStore.Close()
 	defer n.followL.Close()
 	if set != nil {
@@ -272,7 +278,8 @@ func newNode(ctx context.Context, cfg *Config, key *ledger.Key, cat catalog, set
 		n.followStore.Close()
 		return nil, err
 	}
-	n.followAPI = &server{cfg: cfg, l: n.followL, log: log, m: n.m, cat: cat, cluster: n}
+	n.creds = newLiveCredentials(cfg)
+	n.followAPI = &server{cfg: cfg, l: n.followL, log: log, m: n.m, cat: cat, cluster: n, creds: n.creds}
 	n.followH = n.followAPI.followerRoutes()
 	n.handler.Store(&n.followH)
 	n.observe(ctx)
@@ -431,7 +438,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 			return fail(err)
 		}
 	}
-	api := &server{cfg: cfg, l: l, log: log, m: n.m, cat: n.cat, pol: pol, cluster: n}
+	api := &server{cfg: cfg, l: l, log: log, m: n.m, cat: n.cat, pol: pol, cluster: n, creds: n.creds}
 	if cfg.Approvals != nil {
 		if api.appr, err = newApprovalsState(cfg); err != nil {
 			return fail(err)
@@ -547,16 +554,20 @@ func (n *node) endTerm(ctx context.Context, t *term, release bool) error {
 	return err
 }
 
-// reload is SIGHUP: the sequencer reloads, archives and publishes
-// policy_dir; a follower only checks it (a set that does not load is
-// logged), and puts it in force when it takes over.
+// reload is SIGHUP: every instance puts its config file's credentials in
+// force (reload.go), for itself and for the terms it sequences later.
+// Then the sequencer reloads, archives and publishes policy_dir; a
+// follower only checks it (a set that does not load is logged), and puts
+// it in force when it takes over.
 func (n *node) reload(ctx context.Context) {
-	if t := n.term.Load(); t != nil {
-		t.api.pol.reload(ctx)
-		return
+	if n.reloader != nil {
+		n.reloader.reload(ctx)
 	}
 	if n.cfg.PolicyDir == "" {
-		n.log.WarnContext(ctx, "policy reload: no policy_dir in the config; nothing to reload")
+		return // the config's reload was all
+	}
+	if t := n.term.Load(); t != nil {
+		t.api.pol.reload(ctx)
 		return
 	}
 	set, err := policy.Load(n.cfg.PolicyDir, n.cat.declarations())
@@ -596,7 +607,9 @@ func (s *server) followerLocal(pattern string) bool {
 // followerRoutes is the route table of a follower: followerLocal's routes
 // served from its view, every other forwarded.
 func (s *server) followerRoutes() http.Handler {
-	s.rl = newLimiter(s.cfg)
+	if s.creds == nil {
+		s.creds = newLiveCredentials(s.cfg)
+	}
 	s.pol = &policies{archive: filepath.Join(s.cfg.StoreDir, archiveDirName), log: s.log, m: s.m, l: s.l}
 	s.bodyTimeout, _ = s.cfg.bodyTimeout()
 	s.writeTimeout, _ = s.cfg.writeTimeout()
@@ -604,14 +617,31 @@ func (s *server) followerRoutes() http.Handler {
 	table := s.routeTable()
 	forward := http.HandlerFunc(s.cluster.forward)
 	for _, rt := range table {
-		if s.followerLocal(rt.pattern) {
-			mux.Handle(rt.pattern, rt.handler)
-		} else {
-			mux.Handle(rt.pattern, forward)
+		switch h := rt.handler; {
+		case s.followerLocal(rt.pattern):
+			mux.Handle(rt.pattern, h)
+		default:
+			mux.Handle(rt.pattern, s.forwardGuarded(h, forward))
 		}
 	}
 	mux.Handle("/", newUnrouted(mux, table))
 	return mux
+}
+
+// forwardGuarded is forward behind the guard of the route whose handler
+// is h: a follower checks a mediator's or a reader's token itself, with
+// the credentials it has in force, before forwarding, so that a token
+// revoked by its reload is refused there whatever the sequencer's
+// credentials. The approver's page is forwarded as it is: its sessions
+// and approvers are the sequencer's.
+func (s *server) forwardGuarded(h http.Handler, forward http.HandlerFunc) http.Handler {
+	switch h.(type) {
+	case mediatorGuard:
+		return s.mediatorAuth(func(w http.ResponseWriter, r *http.Request, _ string) { forward(w, r) })
+	case readGuard:
+		return s.readAuth(forward)
+	}
+	return forward
 }
 
 // newProxy makes the forwarding proxy: to the sequencer's advertise URL,

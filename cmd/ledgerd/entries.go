@@ -151,7 +151,7 @@ func (s *server) readRecord(w http.ResponseWriter, r *http.Request, mediator str
 // buffer: the caller calls release once done with it.
 func (s *server) readMediatorBody(w http.ResponseWriter, r *http.Request, mediator string) (body []byte, release func(), ok bool) {
 	rc := http.NewResponseController(w)
-	if ok, wait := s.rl.allow(mediator, time.Now()); !ok {
+	if ok, wait := s.credentials().limiter.allow(mediator, time.Now()); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")
 		return nil, nil, false

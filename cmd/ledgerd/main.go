@@ -418,6 +418,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failStart("%v", err)
 	}
+	// A reload compares the file with the file at start, not with the
+	// config that --listen changed.
+	start := *cfg
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
@@ -455,7 +458,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	if cfg.Store != "" {
-		return serveCluster(ctx, stop, cfg, key, cat, set, ln, log, configPath, stdout, failStart)
+		return serveCluster(ctx, stop, cfg, &start, key, cat, set, ln, log, configPath, stdout, failStart)
 	}
 	store, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -493,7 +496,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return failStart("%v", err)
 		}
 	}
-	api := &server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol, appr: appr}
+	creds := newLiveCredentials(cfg)
+	api := &server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol, appr: appr, creds: creds}
+	reloader := &configReloader{path: configPath, start: &start, creds: creds, log: log, m: m}
 	// ledgerd fsck --online asks this process to check the log
 	// (fsck_online.go); without the socket the rest works.
 	if stopFsck, err := serveFsck(ctx, cfg.StoreDir, l, log); err != nil {
@@ -547,9 +552,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		go func() { errc <- srv.Serve(ln) }()
 	}
-	// SIGHUP reloads the policy set, one reload at a time.
-	// A refused set is logged by reload; the set in force stays.
-	reloads, stopHUP := onSIGHUP(ctx, func(ctx context.Context) { pol.reload(ctx) })
+	// SIGHUP reloads the config's credentials, then the policy set, one
+	// reload at a time. A refused config or set is logged by reload; the
+	// credentials and the set in force stay.
+	reloads, stopHUP := onSIGHUP(ctx, func(ctx context.Context) {
+		reloader.reload(ctx)
+		if cfg.PolicyDir != "" {
+			pol.reload(ctx)
+		}
+	})
 	defer stopHUP()
 	// The previews of closed and expired approvals are removed at start
 	// and every minute.

@@ -29,6 +29,7 @@ type metrics struct {
 	decisions      map[string]uint64                   // by decision value
 	reloadsOK      uint64
 	reloadsFailed  uint64
+	configReloads  [2]uint64       // failed, ok
 	policySet      string          // the digest of the set in force; "" if none
 	witnesses      func(io.Writer) // the witnesses' series; nil without witnesses
 	cluster        func(io.Writer) // the cluster's series (cluster.go); nil for a single ledgerd
@@ -113,6 +114,18 @@ func (m *metrics) policyReload(ok bool) {
 	}
 }
 
+// configReload counts a config reload (SIGHUP): credentials put in force,
+// or a config refused.
+func (m *metrics) configReload(ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ok {
+		m.configReloads[1]++
+	} else {
+		m.configReloads[0]++
+	}
+}
+
 func (m *metrics) setPolicySet(digest string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -142,6 +155,8 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "# HELP ledgerd_policy_reloads_total Policy reloads (SIGHUP), by result: ok (in force, or unchanged) or failed (refused; the set in force stays).\n# TYPE ledgerd_policy_reloads_total counter\n")
 	fmt.Fprintf(w, "ledgerd_policy_reloads_total{result=\"ok\"} %d\nledgerd_policy_reloads_total{result=\"failed\"} %d\n", m.reloadsOK, m.reloadsFailed)
+	fmt.Fprintf(w, "# HELP ledgerd_config_reloads_total Config reloads (SIGHUP), by result: ok (the config's credentials in force) or failed (the config was refused; the credentials in force stay).\n# TYPE ledgerd_config_reloads_total counter\n")
+	fmt.Fprintf(w, "ledgerd_config_reloads_total{result=\"ok\"} %d\nledgerd_config_reloads_total{result=\"failed\"} %d\n", m.configReloads[1], m.configReloads[0])
 	if m.policySet != "" {
 		fmt.Fprintf(w, "# HELP ledgerd_policy_set_info The policy set in force, by digest.\n# TYPE ledgerd_policy_set_info gauge\nledgerd_policy_set_info{policy_set=%q} 1\n", m.policySet)
 	}

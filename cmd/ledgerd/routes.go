@@ -61,7 +61,13 @@ func (s *server) routes() http.Handler {
 		s.m.witnesses = s.wit.writeMetrics
 	}
 	s.m.mu.Unlock()
-	s.rl = newLimiter(s.cfg)
+	if s.creds == nil {
+		s.creds = newLiveCredentials(s.cfg)
+	}
+	if s.appr != nil {
+		s.appr.creds = s.creds
+		s.creds.setSessions(s.appr.sessions)
+	}
 	if s.pol == nil { // ledgerd does not decide; the archive may hold sets
 		s.pol = &policies{archive: filepath.Join(s.cfg.StoreDir, archiveDirName), log: s.log, m: s.m}
 	}

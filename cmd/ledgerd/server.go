@@ -15,8 +15,10 @@ type server struct {
 	l   *ledger.Ledger
 	log *slog.Logger
 	m   *metrics // nil: routes makes one
-	rl  *limiter
-	cat catalog // nil: no catalog
+	// creds are the credentials in force (reload.go), shared with the
+	// reload; routes makes them from cfg if nil.
+	creds *liveCredentials
+	cat   catalog // nil: no catalog
 	// pol is the policy set in force and its archive; routes makes one
 	// without a set if nil.
 	pol *policies
@@ -37,3 +39,7 @@ type server struct {
 	// logged: the later ones are only counted.
 	failureLogged atomic.Bool
 }
+
+// credentials are the credentials in force now. A request takes them
+// once and judges with those.
+func (s *server) credentials() *credentials { return s.creds.load() }

@@ -42,10 +42,12 @@ func token(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, tok)
 	if op == "add" {
 		fmt.Fprintf(stderr, "ledgerd: added mediator %q to %s, with the token printed on stdout: it is shown once, and only its SHA-256 is stored\n", name, path)
-		fmt.Fprintf(stderr, "ledgerd: restart ledgerd to use it: a running ledgerd reads its config only at start\n")
 	} else {
 		fmt.Fprintf(stderr, "ledgerd: new token for mediator %q in %s, printed on stdout: it is shown once, and only its SHA-256 is stored\n", name, path)
-		fmt.Fprintf(stderr, "ledgerd: restart ledgerd to use it: a running ledgerd reads its config only at start, and until then takes the old token, not the new one\n")
+	}
+	fmt.Fprint(stderr, reloadHint)
+	if op == "rotate" {
+		fmt.Fprintf(stderr, "ledgerd: until then a running ledgerd takes the old token, not the new one\n")
 	}
 	return 0
 }

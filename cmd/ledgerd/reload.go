@@ -1,0 +1,282 @@
+// The config's reload on SIGHUP (docs/config.md "Reload"): the
+// credentials — mediators' tokens and rates, readers' tokens, approvers —
+// change without a restart, so that a leaked token or a departed approver
+// is refused at once. Everything else the config sets is read at start
+// only; a reload names the fields that changed and need a restart.
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/decisionledger/ledger/approval/approver"
+)
+
+// credentials are the credentials in force: a snapshot that no one
+// changes, replaced whole by a reload, so that a request judged with one
+// sees all of its parts from one config.
+type credentials struct {
+	// cfg holds the config they come from; only its mediators,
+	// reader_tokens_sha256 and approvals.approvers are read.
+	cfg *Config
+	// limiter bounds each mediator's rate.
+	limiter *limiter
+	// approvers finds an approver by name; it finds none when the config
+	// has no approvals member.
+	approvers func(name string) (*approver.Approver, bool)
+}
+
+func (c *credentials) authenticate(token string) (string, bool) { return c.cfg.authenticate(token) }
+func (c *credentials) mayRead(token string) bool                { return c.cfg.mayRead(token) }
+func (c *credentials) readsProtected() bool                     { return len(c.cfg.ReaderTokensSHA256) > 0 }
+
+// liveCredentials are the credentials in force, shared by every part of
+// the process that checks one (a cluster's follower and its terms alike).
+type liveCredentials struct {
+	cur atomic.Pointer[credentials]
+	// mu makes reloads one at a time, and guards sessions.
+	mu sync.Mutex
+	// sessions are the approvers' sessions of the approvals state in
+	// use (the term's, in a cluster), whose owners a reload may sign out.
+	sessions *approver.Sessions
+}
+
+// newLiveCredentials puts cfg's credentials in force; cfg has been
+// checked (ByName cannot fail then).
+func newLiveCredentials(cfg *Config) *liveCredentials {
+	lc := new(liveCredentials)
+	lc.cur.Store(newCredentials(cfg, nil))
+	return lc
+}
+
+// newCredentials makes cfg's credentials. A mediator whose rate and
+// burst are prev's keeps its bucket's level: a reload gives no burst.
+func newCredentials(cfg *Config, prev *credentials) *credentials {
+	c := &credentials{cfg: cfg, limiter: newLimiter(cfg)}
+	if prev != nil {
+		c.limiter.keepLevels(prev.limiter)
+	}
+	var list []approver.Approver
+	if cfg.Approvals != nil {
+		list = cfg.Approvals.Approvers
+	}
+	find, err := approver.ByName(list)
+	if err != nil { // the config was checked: never
+		find = func(string) (*approver.Approver, bool) { return nil, false }
+	}
+	c.approvers = find
+	return c
+}
+
+func (lc *liveCredentials) load() *credentials { return lc.cur.Load() }
+
+// setSessions names the sessions a reload ends the approvers' of.
+func (lc *liveCredentials) setSessions(s *approver.Sessions) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.sessions = s
+}
+
+// credentialChanges is what a reload changed, by name: never a token's
+// hash nor a password's.
+type credentialChanges struct {
+	mediatorsAdded, mediatorsRemoved, tokensRotated, ratesChanged []string
+	readersChanged                                                bool
+	approversAdded, approversRemoved, approversChanged            []string
+	sessionsEnded                                                 int
+}
+
+// LogValue lists the names; empty lists are left out.
+func (ch credentialChanges) LogValue() slog.Value {
+	var attrs []slog.Attr
+	add := func(key string, names []string) {
+		if len(names) > 0 {
+			attrs = append(attrs, slog.String(key, strings.Join(names, ",")))
+		}
+	}
+	add("mediators_added", ch.mediatorsAdded)
+	add("mediators_removed", ch.mediatorsRemoved)
+	add("tokens_rotated", ch.tokensRotated)
+	add("rates_changed", ch.ratesChanged)
+	if ch.readersChanged {
+		attrs = append(attrs, slog.Bool("reader_tokens_changed", true))
+	}
+	add("approvers_added", ch.approversAdded)
+	add("approvers_removed", ch.approversRemoved)
+	add("approvers_changed", ch.approversChanged)
+	if ch.sessionsEnded > 0 {
+		attrs = append(attrs, slog.Int("approver_sessions_ended", ch.sessionsEnded))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// apply puts next's credentials in force, then ends the sessions of the
+// approvers that next removes or whose password it changes. Requests
+// judged before the swap may finish with the old credentials.
+func (lc *liveCredentials) apply(next *Config) credentialChanges {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	prev := lc.cur.Load()
+	ch := diffCredentials(prev.cfg, next)
+	lc.cur.Store(newCredentials(next, prev))
+	if lc.sessions != nil {
+		for _, name := range slices.Concat(ch.approversRemoved, ch.approversChanged) {
+			ch.sessionsEnded += lc.sessions.EndApprover(name)
+		}
+	}
+	return ch
+}
+
+// diffCredentials names what changes from old's credentials to new's.
+// approversChanged are those whose password changed (their sessions
+// end); an approver whose actions or principals changed keeps their
+// sessions, judged by the new ones.
+func diffCredentials(old, next *Config) credentialChanges {
+	var ch credentialChanges
+	olds := map[string]Mediator{}
+	for _, m := range old.Mediators {
+		olds[m.Name] = m
+	}
+	for _, m := range next.Mediators {
+		o, ok := olds[m.Name]
+		switch {
+		case !ok:
+			ch.mediatorsAdded = append(ch.mediatorsAdded, m.Name)
+		case o.TokenSHA256 != m.TokenSHA256:
+			ch.tokensRotated = append(ch.tokensRotated, m.Name)
+		}
+		if ok && (o.RatePerSecond != m.RatePerSecond || o.Burst != m.Burst) {
+			ch.ratesChanged = append(ch.ratesChanged, m.Name)
+		}
+		delete(olds, m.Name)
+	}
+	ch.mediatorsRemoved = slices.Sorted(maps.Keys(olds))
+	ch.readersChanged = !slices.Equal(old.ReaderTokensSHA256, next.ReaderTokensSHA256)
+	approvers := func(c *Config) map[string]approver.Approver {
+		m := map[string]approver.Approver{}
+		if c.Approvals != nil {
+			for _, a := range c.Approvals.Approvers {
+				m[a.Name] = a
+			}
+		}
+		return m
+	}
+	oldA, newA := approvers(old), approvers(next)
+	for _, name := range slices.Sorted(maps.Keys(newA)) {
+		o, ok := oldA[name]
+		switch {
+		case !ok:
+			ch.approversAdded = append(ch.approversAdded, name)
+		case o.PasswordHash != newA[name].PasswordHash:
+			ch.approversChanged = append(ch.approversChanged, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(oldA)) {
+		if _, ok := newA[name]; !ok {
+			ch.approversRemoved = append(ch.approversRemoved, name)
+		}
+	}
+	return ch
+}
+
+// reloadHint is what the commands that change credentials (ledgerd token,
+// ledgerd approver) print: how a running ledgerd takes the change.
+const reloadHint = "ledgerd: a running ledgerd takes the change on SIGHUP: systemctl reload ledgerd, or kill -HUP <its pid>; " +
+	"with several instances, signal each one, as each reads its own config file\n"
+
+// reloadable are the config's members a reload puts in force, by JSON
+// name; approvals is compared member by member (restartFields).
+var reloadable = map[string]bool{"mediators": true, "reader_tokens_sha256": true, "approvals": true}
+
+// restartFields names the members of the config that differ between
+// start (the file's config at start) and next and that only a restart
+// puts in force: every member but the credentials, and of approvals
+// every member but approvers. approvals itself is named when it appears
+// or goes away: the approval endpoints are on or off from the start
+// (its approvers still change: none when it went away).
+func restartFields(start, next *Config) []string {
+	var names []string
+	sv, nv := reflect.ValueOf(start).Elem(), reflect.ValueOf(next).Elem()
+	for i := range sv.NumField() {
+		name, _, _ := strings.Cut(sv.Type().Field(i).Tag.Get("json"), ",")
+		if reloadable[name] {
+			continue
+		}
+		if !reflect.DeepEqual(sv.Field(i).Interface(), nv.Field(i).Interface()) {
+			names = append(names, name)
+		}
+	}
+	switch a, b := start.Approvals, next.Approvals; {
+	case (a == nil) != (b == nil):
+		names = append(names, "approvals")
+	case a != nil:
+		if a.PendingTTL != b.PendingTTL {
+			names = append(names, "approvals.pending_ttl")
+		}
+		if a.ExecutionTTL != b.ExecutionTTL {
+			names = append(names, "approvals.execution_ttl")
+		}
+		if !slices.Equal(a.TrustedOrigins, b.TrustedOrigins) {
+			names = append(names, "approvals.trusted_origins")
+		}
+	}
+	return names
+}
+
+// configReloader re-reads the config file on SIGHUP and puts its
+// credentials in force.
+type configReloader struct {
+	path  string
+	start *Config // the file's config at start, before --listen
+	creds *liveCredentials
+	log   *slog.Logger
+	m     *metrics
+}
+
+// reload reads and checks the config file as a start does. A config that
+// does not load changes nothing: it is logged (the check's message, which
+// names the field and never a secret) and counted as failed. Otherwise
+// its credentials are put in force, and the members that need a restart
+// are named in a warning.
+func (r *configReloader) reload(ctx context.Context) {
+	next, err := loadConfig(r.path)
+	if err != nil {
+		r.m.configReload(false)
+		r.log.ErrorContext(ctx, "config reload refused; the credentials in force stay", "error", err)
+		return
+	}
+	ch := r.creds.apply(next)
+	r.m.configReload(true)
+	r.log.InfoContext(ctx, "config reloaded: credentials in force", "config", r.path, "changes", ch,
+		"mediators", len(next.Mediators), "approvers", approverCount(next))
+	if names := restartFields(r.start, next); len(names) > 0 {
+		r.log.WarnContext(ctx, "config reload: these members changed and take effect only at a restart", "fields", strings.Join(names, ","))
+	}
+}
+
+func approverCount(c *Config) int {
+	if c.Approvals == nil {
+		return 0
+	}
+	return len(c.Approvals.Approvers)
+}
+
+// keepLevels gives each bucket of l whose rate and burst equal a bucket
+// of prev's that bucket's level.
+func (l *limiter) keepLevels(prev *limiter) {
+	prev.mu.Lock()
+	defer prev.mu.Unlock()
+	for name, b := range l.buckets {
+		if p := prev.buckets[name]; p != nil && p.rate == b.rate && p.burst == b.burst {
+			b.tokens, b.last = math.Min(p.tokens, b.burst), p.last
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/decisionledger/ledger/approval/approver"
+)
+
+func tokenHash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// withMediators is cfg with other mediators (a copy: the config in force
+// is never changed in place).
+func withMediators(cfg *Config, ms ...Mediator) *Config {
+	c := *cfg
+	c.Mediators = ms
+	return &c
+}
+
+// TestCredentialSwap: a token replaced by apply is refused by the next
+// request and its successor accepted, back and forth, while 6 clients
+// append with both tokens; every answer is 201 or 401, never anything
+// else (run with -race: the swap races with the requests).
+func TestCredentialSwap(t *testing.T) {
+	s := startServer(t)
+	lc := s.srv.creds
+	const tokenB = "reload-token-b-example"
+	cfgA := s.cfg
+	cfgB := withMediators(cfgA, Mediator{Name: "local", TokenSHA256: tokenHash(tokenB)})
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	var odd sync.Map
+	var answered atomic.Int64
+	stop := sync.OnceFunc(func() { close(quit); wg.Wait() })
+	defer stop()
+	for g := range 6 {
+		wg.Go(func() {
+			tok := s.token
+			if g%2 == 1 {
+				tok = tokenB
+			}
+			for i := 0; ; i++ {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", s.url+"/v1/entries", strings.NewReader(appendBody(1000*g+i)))
+				req.Header.Set("Authorization", "Bearer "+tok)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					odd.Store(err.Error(), true)
+					continue
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusUnauthorized {
+					odd.Store(resp.StatusCode, true)
+				}
+				answered.Add(1)
+			}
+		})
+	}
+	check := func(what, token string, want int) bool {
+		if code := appendWith(t, s.url, token, 1); code != want {
+			t.Errorf("%s: %d, want %d", what, code, want)
+			return false
+		}
+		return true
+	}
+	for range 20 {
+		lc.apply(cfgB)
+		if !check("the replaced token after the swap", s.token, http.StatusUnauthorized) || !check("the new token after the swap", tokenB, http.StatusCreated) {
+			break
+		}
+		lc.apply(cfgA)
+		if !check("token B after swapping back", tokenB, http.StatusUnauthorized) || !check("token A after swapping back", s.token, http.StatusCreated) {
+			break
+		}
+	}
+	if !t.Failed() {
+		waitFor(t, "the clients to be answered", func() bool { return answered.Load() >= 60 })
+	}
+	stop()
+	odd.Range(func(k, _ any) bool {
+		t.Errorf("an append during the swaps was answered %v", k)
+		return true
+	})
+}
+
+// TestReaderTokensReload: protecting reads, and revoking a reader's
+// token, take effect at the swap.
+func TestReaderTokensReload(t *testing.T) {
+	s := startServer(t)
+	const reader = "reload-reader-example"
+	read := func(token string) int {
+		req, _ := http.NewRequest("GET", s.url+"/v1/checkpoint", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	appendWith(t, s.url, s.token, 1) // a checkpoint to read
+	waitFor(t, "a checkpoint", func() bool { return read("") == 200 })
+	protected := *s.cfg
+	protected.ReaderTokensSHA256 = []string{tokenHash(reader)}
+	s.srv.creds.apply(&protected)
+	if read("") != 401 || read(reader) != 200 || read(s.token) != 200 {
+		t.Errorf("protected reads: none %d, reader %d, mediator %d; want 401, 200, 200", read(""), read(reader), read(s.token))
+	}
+	revoked := protected
+	revoked.ReaderTokensSHA256 = []string{tokenHash("another-reader-example")}
+	s.srv.creds.apply(&revoked)
+	if read(reader) != 401 {
+		t.Errorf("the revoked reader's token: %d, want 401", read(reader))
+	}
+}
+
+// TestApproverReload: at the swap a removed approver's session ends
+// (and stays ended when the name is added again), an approver whose
+// password changed signs in again, one whose actions changed keeps the
+// session and is judged by the new actions.
+func TestApproverReload(t *testing.T) {
+	s := pageServer(t)
+	approvers := testApprovers()
+	sessions := map[string]*pageClient{}
+	for _, a := range approvers[:2] {
+		p := newPageClient(t, s)
+		p.signIn(a.Name, testPassword)
+		sessions[a.Name] = p
+	}
+	alice, bob := approvers[0].Name, approvers[1].Name
+	list := func(name string) int {
+		resp, _ := sessions[name].do("GET", "/approvals/", nil)
+		return resp.StatusCode
+	}
+	if list(alice) != 200 || list(bob) != 200 {
+		t.Fatalf("signed in: %d %d", list(alice), list(bob))
+	}
+	withApprovers := func(as ...approver.Approver) *Config {
+		c := *s.cfg
+		ap := *c.Approvals
+		ap.Approvers = as
+		c.Approvals = &ap
+		return &c
+	}
+	// Without alice.
+	ch := s.srv.creds.apply(withApprovers(approvers[1:]...))
+	if !slices.Equal(ch.approversRemoved, []string{alice}) || ch.sessionsEnded != 1 {
+		t.Errorf("changes %+v, want alice removed and her session ended", ch)
+	}
+	if list(alice) != 401 || list(bob) != 200 {
+		t.Errorf("after removing alice: alice %d, bob %d; want 401, 200", list(alice), list(bob))
+	}
+	// alice again, same password: her old session stays ended.
+	s.srv.creds.apply(withApprovers(approvers...))
+	if list(alice) != 401 {
+		t.Errorf("alice's session before her removal, after she was added again: %d, want 401", list(alice))
+	}
+	// bob's password changes: his session ends.
+	bob2 := approvers[1]
+	h, err := approver.HashPassword("bob's new password 456")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob2.PasswordHash = h
+	changed := slices.Clone(approvers)
+	changed[1] = bob2
+	ch = s.srv.creds.apply(withApprovers(changed...))
+	if !slices.Equal(ch.approversChanged, []string{bob}) || list(bob) != 401 {
+		t.Errorf("bob's password changed: %+v, his session %d; want it ended (401)", ch, list(bob))
+	}
+	sessions[bob].signIn(bob, "bob's new password 456")
+	if list(bob) != 200 {
+		t.Errorf("bob signed in with his new password: %d", list(bob))
+	}
+	// bob's actions change: the session stays, judged by them.
+	bob3 := bob2
+	bob3.Actions = []string{"no_such_action"}
+	changed[1] = bob3
+	if ch = s.srv.creds.apply(withApprovers(changed...)); len(ch.approversChanged) != 0 || ch.sessionsEnded != 0 {
+		t.Errorf("bob's actions changed: %+v, want no session ended", ch)
+	}
+	if a, ok := s.srv.appr.find(bob); !ok || !slices.Equal(a.Actions, []string{"no_such_action"}) {
+		t.Errorf("the page finds bob as %+v, want the new actions", a)
+	}
+	if list(bob) != 200 {
+		t.Errorf("bob's session after his actions changed: %d, want 200", list(bob))
+	}
+}
+
+func TestRestartFields(t *testing.T) {
+	start := &Config{Listen: "127.0.0.1:8080", KeyFile: "/k", StoreDir: "/s", Mediators: []Mediator{{Name: "a"}},
+		Approvals: &ApprovalsConfig{PendingTTL: "1h"}}
+	cases := []struct {
+		change func(c *Config)
+		want   string
+	}{
+		{func(c *Config) {}, ""},
+		{func(c *Config) { c.Mediators = nil; c.ReaderTokensSHA256 = []string{"x"} }, ""},
+		{func(c *Config) {
+			c.Approvals = &ApprovalsConfig{PendingTTL: "1h", Approvers: []approver.Approver{{Name: "b"}}}
+		}, ""},
+		{func(c *Config) { c.Listen = "127.0.0.1:1" }, "listen"},
+		{func(c *Config) { c.TLS = &TLSConfig{CertFile: "c"}; c.MaxBodyBytes = 1 }, "max_body_bytes,tls"},
+		{func(c *Config) { c.Approvals = nil }, "approvals"},
+		{func(c *Config) {
+			c.Approvals = &ApprovalsConfig{PendingTTL: "2h", TrustedOrigins: []string{"https://example.org"}}
+		},
+			"approvals.pending_ttl,approvals.trusted_origins"},
+		{func(c *Config) { c.Witnesses = []WitnessConfig{{Name: "w"}}; c.Cluster = &ClusterConfig{} }, "cluster,witnesses"},
+	}
+	for i, tc := range cases {
+		next := *start
+		ap := *start.Approvals
+		next.Approvals = &ap
+		tc.change(&next)
+		got := restartFields(start, &next)
+		slices.Sort(got)
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("case %d: %v, want %s", i, got, tc.want)
+		}
+	}
+}
+
+func TestDiffCredentials(t *testing.T) {
+	old := &Config{Mediators: []Mediator{{Name: "a", TokenSHA256: "1"}, {Name: "b", TokenSHA256: "2"}, {Name: "c", TokenSHA256: "3"}}}
+	next := &Config{Mediators: []Mediator{{Name: "a", TokenSHA256: "1", RatePerSecond: 5}, {Name: "c", TokenSHA256: "4"}, {Name: "d", TokenSHA256: "5"}}}
+	ch := diffCredentials(old, next)
+	got := fmt.Sprint(ch.mediatorsAdded, ch.mediatorsRemoved, ch.tokensRotated, ch.ratesChanged, ch.readersChanged)
+	if got != "[d] [b] [c] [a] false" {
+		t.Errorf("diff: %s", got)
+	}
+	if v := ch.LogValue().String(); strings.Contains(v, "token_sha256") || !strings.Contains(v, "tokens_rotated=c") {
+		t.Errorf("log value %s", v)
+	}
+}
