@@ -170,7 +170,7 @@ func serveCluster(ctx context.Context, stop func(), cfg, start *Config, key *led
 	}
 	srv, limited, err := newHTTPServerFor(cfg, log, n.m, n.followAPI.bodyDeadline(http.HandlerFunc(n.serveHTTP)), ln)
 	if err == nil && cfg.TLS != nil {
-		srv.TLSConfig, err = cfg.TLS.tlsConfig()
+		srv.TLSConfig, n.reloader.cert, err = cfg.TLS.serverTLS()
 	}
 	if err != nil {
 		return failStart("%v", err)
@@ -660,7 +660,14 @@ func (n *node) newProxy() (*httputil.ReverseProxy, error) {
 			if err != nil {
 				return nil, fmt.Errorf("tls: %w", err)
 			}
-			tc.Certificates = []tls.Certificate{cert}
+			// The server's certificate in force, which a reload
+			// renews, once serving has begun.
+			tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+				if r := n.reloader; r != nil && r.cert != nil {
+					return r.cert.current(), nil
+				}
+				return &cert, nil
+			}
 		}
 		tr.TLSClientConfig = tc
 	}

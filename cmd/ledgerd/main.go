@@ -521,7 +521,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	srv, limited, err := newHTTPServer(api, ln)
 	if err == nil && cfg.TLS != nil {
-		srv.TLSConfig, err = cfg.TLS.tlsConfig()
+		srv.TLSConfig, reloader.cert, err = cfg.TLS.serverTLS()
 	}
 	if err != nil {
 		l.Close()

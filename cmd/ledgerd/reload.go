@@ -8,6 +8,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"maps"
 	"math"
@@ -193,15 +195,16 @@ const reloadHint = "ledgerd: a running ledgerd takes the change on SIGHUP: syste
 	"with several instances, signal each one, as each reads its own config file\n"
 
 // reloadable are the config's members a reload puts in force, by JSON
-// name; approvals is compared member by member (restartFields).
-var reloadable = map[string]bool{"mediators": true, "reader_tokens_sha256": true, "approvals": true}
+// name; approvals and tls are compared member by member (restartFields).
+var reloadable = map[string]bool{"mediators": true, "reader_tokens_sha256": true, "approvals": true, "tls": true}
 
 // restartFields names the members of the config that differ between
 // start (the file's config at start) and next and that only a restart
-// puts in force: every member but the credentials, and of approvals
-// every member but approvers. approvals itself is named when it appears
-// or goes away: the approval endpoints are on or off from the start
-// (its approvers still change: none when it went away).
+// puts in force: every member but the credentials, of approvals every
+// member but approvers, and of tls client_ca_file. approvals and tls
+// themselves are named when they appear or go away: the approval
+// endpoints and HTTPS are on or off from the start (approvers still
+// change: none when approvals went away).
 func restartFields(start, next *Config) []string {
 	var names []string
 	sv, nv := reflect.ValueOf(start).Elem(), reflect.ValueOf(next).Elem()
@@ -213,6 +216,12 @@ func restartFields(start, next *Config) []string {
 		if !reflect.DeepEqual(sv.Field(i).Interface(), nv.Field(i).Interface()) {
 			names = append(names, name)
 		}
+	}
+	switch a, b := start.TLS, next.TLS; {
+	case (a == nil) != (b == nil):
+		names = append(names, "tls")
+	case a != nil && a.ClientCAFile != b.ClientCAFile:
+		names = append(names, "tls.client_ca_file")
 	}
 	switch a, b := start.Approvals, next.Approvals; {
 	case (a == nil) != (b == nil):
@@ -237,6 +246,7 @@ type configReloader struct {
 	path  string
 	start *Config // the file's config at start, before --listen
 	creds *liveCredentials
+	cert  *serverCert // nil without TLS
 	log   *slog.Logger
 	m     *metrics
 }
@@ -257,6 +267,19 @@ func (r *configReloader) reload(ctx context.Context) {
 	r.m.configReload(true)
 	r.log.InfoContext(ctx, "config reloaded: credentials in force", "config", r.path, "changes", ch,
 		"mediators", len(next.Mediators), "approvers", approverCount(next))
+	if r.cert != nil && next.TLS != nil {
+		// The check loaded the pair already; a file rewritten since
+		// then is read again here, or refused.
+		if changed, err := r.cert.reload(next.TLS.CertFile, next.TLS.KeyFile); err != nil {
+			r.log.ErrorContext(ctx, "config reload: the TLS certificate did not load; the one in force stays", "error", err)
+		} else if changed {
+			attrs := []any{"cert_file", next.TLS.CertFile}
+			if leaf := r.cert.current().Leaf; leaf != nil {
+				attrs = append(attrs, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
+			}
+			r.log.InfoContext(ctx, "config reload: TLS certificate in force", attrs...)
+		}
+	}
 	if names := restartFields(r.start, next); len(names) > 0 {
 		r.log.WarnContext(ctx, "config reload: these members changed and take effect only at a restart", "fields", strings.Join(names, ","))
 	}
@@ -279,4 +302,41 @@ func (l *limiter) keepLevels(prev *limiter) {
 			b.tokens, b.last = math.Min(p.tokens, b.burst), p.last
 		}
 	}
+}
+
+// serverCert is the server's TLS certificate in force, which new
+// connections get: read at start, and again at each reload, so that a
+// renewed certificate serves without a restart. Connections open keep
+// theirs.
+type serverCert struct {
+	cur atomic.Pointer[tls.Certificate]
+}
+
+func (c *serverCert) current() *tls.Certificate { return c.cur.Load() }
+
+// reload reads the pair and puts it in force; changed says whether it
+// differs from the one in force.
+func (c *serverCert) reload(certFile, keyFile string) (changed bool, err error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return false, fmt.Errorf("tls: %w", err)
+	}
+	old := c.cur.Load()
+	changed = old == nil || !slices.EqualFunc(old.Certificate, cert.Certificate, slices.Equal)
+	c.cur.Store(&cert)
+	return changed, nil
+}
+
+// serverTLS is tlsConfig with its certificate taken, at each handshake,
+// from the returned serverCert.
+func (t *TLSConfig) serverTLS() (*tls.Config, *serverCert, error) {
+	c, err := t.tlsConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	sc := new(serverCert)
+	sc.cur.Store(&c.Certificates[0])
+	c.Certificates = nil
+	c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return sc.current(), nil }
+	return c, sc, nil
 }

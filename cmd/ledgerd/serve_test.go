@@ -80,6 +80,9 @@ func startServing(t *testing.T, args ...string) *serving {
 		if _, addr, ok := strings.Cut(line, " on http://"); ok && strings.HasPrefix(line, "ledgerd: serving") {
 			s.url = "http://" + addr
 		}
+		if _, addr, ok := strings.Cut(line, " on https://"); ok && strings.HasPrefix(line, "ledgerd: serving") {
+			s.url = "https://" + addr
+		}
 		if strings.HasPrefix(line, "export VKEY=") {
 			break
 		}
