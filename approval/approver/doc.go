@@ -87,8 +87,10 @@
 // ends 30 minutes after its last use (idle timeout) or 12 hours after its
 // sign-in (lifetime), at the instant of equality, or at sign-out
 // (Logout); at most 1,024 sessions are held, and a sign-in beyond them
-// ends the oldest (Options changes the three). Sessions live in memory
-// only: after a restart of ledgerd, approvers sign in again.
+// ends the oldest (Options changes the three). EndApprover ends every
+// session of one approver (ledgerd's reload, for an approver removed or
+// whose password changed). Sessions live in memory only: after a restart
+// of ledgerd, approvers sign in again.
 //
 // # Throttling
 //

@@ -82,6 +82,8 @@ type Config struct {
 	// Optional; default every member's default.
 	Cluster *ClusterConfig `json:"cluster"`
 	// Mediators are the clients allowed to append. Required, at least one.
+	// SIGHUP puts a changed list in force without a restart (tokens,
+	// rates; docs/config.md "Reload").
 	Mediators []Mediator `json:"mediators"`
 	// CheckpointInterval is the least time between the starts of two
 	// checkpoint signings, as a Go duration. A checkpoint is signed as
@@ -106,7 +108,7 @@ type Config struct {
 	// (checkpoints, entries, proofs, exports, tiles): they then need a
 	// bearer token whose lower-case hex SHA-256 is listed here, or a
 	// mediator's token. Optional; default empty: reads are public, as a
-	// transparency log's usually are.
+	// transparency log's usually are. SIGHUP puts a changed list in force.
 	ReaderTokensSHA256 []string `json:"reader_tokens_sha256"`
 	// TLS, if set, serves HTTPS instead of HTTP. Optional; default none,
 	// HTTP.
@@ -225,7 +227,9 @@ type ApprovalsConfig struct {
 	// with a name, an argon2id password hash and the actions (and,
 	// optionally, principals) they may approve (docs/approvals.md
 	// §Approvers; "ledgerd approver add" adds one). Optional; default
-	// none: no request can be approved until one is added.
+	// none: no request can be approved until one is added. SIGHUP puts a
+	// changed list in force: a removed approver's sessions end, and so
+	// do those of an approver whose password_hash changed.
 	Approvers []approver.Approver `json:"approvers"`
 	// TrustedOrigins are origins (scheme://host[:port]) besides ledgerd's
 	// own from which the approver's page accepts a POST, for a page
@@ -453,13 +457,16 @@ type WitnessConfig struct {
 
 // TLSConfig serves HTTPS, optionally requiring client certificates.
 type TLSConfig struct {
-	// CertFile is the server's PEM certificate chain. Required.
+	// CertFile is the server's PEM certificate chain. Required. SIGHUP
+	// reads it and KeyFile again (a renewed certificate, or other files
+	// named here): new connections get the new certificate.
 	CertFile string `json:"cert_file"`
 	// KeyFile is the server's PEM private key, for CertFile. Required.
 	KeyFile string `json:"key_file"`
 	// ClientCAFile, if set, makes every connection present a client
 	// certificate signed by one of these PEM CA certificates (mutual
 	// TLS), in addition to the bearer tokens. Optional; default none.
+	// Read at start only.
 	ClientCAFile string `json:"client_ca_file"`
 }
 

@@ -70,12 +70,17 @@ Commands:
               listening prints the mediator's token, shown once and stored
               only as a hash, and two lines to paste into a shell:
               export TOKEN=… and export VKEY=…. A first start that fails
-              issues no token: the next one makes it. With policy_dir in
-              the config ledgerd decides (POST /v1/decide); SIGHUP reloads
-              that directory (an invalid set is refused and logged with
-              file:line:col; the set in force stays). With store a
-              postgres:// URL, several instances serve one log: one
-              sequences, the others forward to it (docs/operations.md
+              issues no token: the next one makes it. SIGHUP reads the
+              config again and puts its mediators, reader tokens,
+              approvers and TLS certificate in force (a config that fails
+              its checks is refused and logged, and changes nothing;
+              other changed members are named in a warning and need a
+              restart: docs/config.md "Reload"). With policy_dir in the
+              config ledgerd decides (POST /v1/decide); SIGHUP also
+              reloads that directory (an invalid set is refused and
+              logged with file:line:col; the set in force stays). With
+              store a postgres:// URL, several instances serve one log:
+              one sequences, the others forward to it (docs/operations.md
               "Several instances on PostgreSQL").
     init      Create a data directory for production: a signing key for
               ORIGIN (mode 0600), an empty store, a config (FILE, or
@@ -85,15 +90,18 @@ Commands:
     token     add: a new mediator NAME; rotate: a new token for mediator NAME,
               whose old token stops working. Prints the new token, alone, on
               stdout, once; stores only its SHA-256 in the config, which it
-              rewrites atomically. A running ledgerd reads its config only at
-              start: restart it to use the change.
+              rewrites atomically. A running ledgerd takes the change on
+              SIGHUP (systemctl reload ledgerd): from then on the old
+              token is refused.
     approver  add: a new approver NAME of the approver's page (docs/approvals.md),
               who may approve the actions A,B ("*": every action), of the
               principals P,Q only if given; the password is read from stdin,
               one line, and only its argon2id hash is stored. Creates the
               config's approvals member if there is none; refuses a name
               that exists. remove: removes approver NAME. Rewrites the
-              config atomically; restart ledgerd to use the change.
+              config atomically. A running ledgerd takes the change on
+              SIGHUP (a removed approver's sessions end); turning
+              approvals on needs a restart.
     fsck      Read the whole store and check it, with ledgerd stopped: every
               frame and entry checksum, the index and badger's tables; every
               entry rehashed into the tree and the tiles, each tile compared
