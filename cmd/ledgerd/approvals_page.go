@@ -308,7 +308,23 @@ func (s *server) pageHome(w http.ResponseWriter, r *http.Request, ses *pageSessi
 // pageSignIn is POST /approvals/sign-in: name and password.
 func (s *server) pageSignIn(w http.ResponseWriter, r *http.Request, _ *pageSession) {
 	name := r.PostForm.Get("name")
-	token, csrf, err := s.appr.sessions.Login(s.appr.find, name, r.PostForm.Get("password"), time.Now())
+	// checked is the approver as Login found them. A reload while the
+	// password is checked (argon2: a tenth of a second) that removes them
+	// or changes their password ends their sessions before this one
+	// exists: the session is then ended here, as a wrong password.
+	var checked *approver.Approver
+	find := func(name string) (*approver.Approver, bool) {
+		a, ok := s.appr.find(name)
+		checked = a
+		return a, ok
+	}
+	token, csrf, err := s.appr.sessions.Login(find, name, r.PostForm.Get("password"), time.Now())
+	if err == nil {
+		if now, ok := s.appr.find(name); !ok || checked == nil || now.PasswordHash != checked.PasswordHash {
+			s.appr.sessions.Logout(token)
+			err = approver.ErrCredentials
+		}
+	}
 	var throttled *approver.ThrottledError
 	switch {
 	case err == nil:

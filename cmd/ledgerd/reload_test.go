@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -310,5 +311,32 @@ func TestClusterReload(t *testing.T) {
 	}
 	if code := appendWith(t, a.url, f.token, 6); code != http.StatusUnauthorized {
 		t.Errorf("the rotated token at a after its reload: %d, want 401", code)
+	}
+}
+
+// TestSignInDuringReload: a reload that removes an approver while their
+// password is being checked leaves no session: the sign-in is refused.
+func TestSignInDuringReload(t *testing.T) {
+	s := pageServer(t)
+	lc := s.srv.creds
+	approvers := testApprovers()
+	without := *s.cfg
+	ap := *without.Approvals
+	ap.Approvers = approvers[1:]
+	without.Approvals = &ap
+	// The snapshot in force finds alice, and removes her (a reload)
+	// as soon as Login has found her, before it checks her password.
+	inForce := lc.load()
+	var once sync.Once
+	lc.cur.Store(&credentials{cfg: inForce.cfg, limiter: inForce.limiter, approvers: func(name string) (*approver.Approver, bool) {
+		a, ok := inForce.approvers(name)
+		once.Do(func() { lc.apply(&without) })
+		return a, ok
+	}})
+	p := newPageClient(t, s)
+	resp, body := p.do("POST", "/approvals/sign-in", url.Values{"name": {"alice"}, "password": {testPassword}})
+	expect(t, "a sign-in that a reload removed meanwhile", resp, body, http.StatusUnauthorized, "credentials")
+	if n := s.srv.appr.sessions.Len(); n != 0 {
+		t.Errorf("%d sessions left", n)
 	}
 }
