@@ -1,8 +1,9 @@
 // The config's reload on SIGHUP (docs/config.md "Reload"): the
-// credentials — mediators' tokens and rates, readers' tokens, approvers —
-// change without a restart, so that a leaked token or a departed approver
-// is refused at once. Everything else the config sets is read at start
-// only; a reload names the fields that changed and need a restart.
+// credentials — mediators' tokens and rates, readers' tokens, approvers,
+// the TLS certificate — change without a restart, so that a leaked token
+// or a departed approver is refused at once. Everything else the config
+// sets is read at start only; a reload names the fields that changed and
+// need a restart.
 
 package main
 

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/decisionledger/ledger/approval/approver"
 )
@@ -338,5 +339,26 @@ func TestSignInDuringReload(t *testing.T) {
 	expect(t, "a sign-in that a reload removed meanwhile", resp, body, http.StatusUnauthorized, "credentials")
 	if n := s.srv.appr.sessions.Len(); n != 0 {
 		t.Errorf("%d sessions left", n)
+	}
+}
+
+// TestReloadKeepsRateLevels: a reload that leaves a mediator's rate as it
+// was leaves its bucket as it was (no fresh burst); a changed rate starts
+// a full bucket.
+func TestReloadKeepsRateLevels(t *testing.T) {
+	cfg := &Config{Mediators: []Mediator{{Name: "a", RatePerSecond: 0.001}, {Name: "b", RatePerSecond: 0.001}}}
+	now := time.Now()
+	prev := newCredentials(cfg, nil)
+	for _, m := range []string{"a", "b"} {
+		if ok, _ := prev.limiter.allow(m, now); !ok {
+			t.Fatalf("%s's first append refused", m)
+		}
+	}
+	next := newCredentials(withMediators(cfg, Mediator{Name: "a", RatePerSecond: 0.001}, Mediator{Name: "b", RatePerSecond: 0.002}), prev)
+	if ok, _ := next.limiter.allow("a", now); ok {
+		t.Error("a's unchanged rate: its spent bucket was refilled by the reload")
+	}
+	if ok, _ := next.limiter.allow("b", now); !ok {
+		t.Error("b's new rate: refused, want a full bucket")
 	}
 }
