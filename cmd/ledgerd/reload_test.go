@@ -194,7 +194,12 @@ func TestApproverReload(t *testing.T) {
 	if list(bob) != 200 {
 		t.Errorf("bob signed in with his new password: %d", list(bob))
 	}
-	// bob's actions change: the session stays, judged by them.
+	// bob's actions change: the session stays, judged by them, his
+	// pending approvals too.
+	email := openRequest(t, s, "agent:mail", "send_email", "", 1)
+	if resp, b := sessions[bob].do("GET", "/approvals/"+email.String(), nil); resp.StatusCode != 200 {
+		t.Fatalf("bob reads an email's approval: %d %s", resp.StatusCode, b)
+	}
 	bob3 := bob2
 	bob3.Actions = []string{"no_such_action"}
 	changed[1] = bob3
@@ -207,6 +212,8 @@ func TestApproverReload(t *testing.T) {
 	if list(bob) != 200 {
 		t.Errorf("bob's session after his actions changed: %d, want 200", list(bob))
 	}
+	resp, b := sessions[bob].do("GET", "/approvals/"+email.String(), nil)
+	expect(t, "bob reads the email's approval after send_email left his actions", resp, b, http.StatusForbidden, "not_permitted")
 }
 
 func TestRestartFields(t *testing.T) {
