@@ -338,21 +338,22 @@ func TestTokensStoredHashed(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := base64.RawURLEncoding.DecodeString(tok)
-	if len(s.sessions) != 1 {
-		t.Fatalf("%d sessions", len(s.sessions))
+	m := s.store.(*memoryStore)
+	if len(m.sessions) != 1 {
+		t.Fatalf("%d sessions", len(m.sessions))
 	}
-	for key, e := range s.sessions {
+	for key, e := range m.sessions {
 		if key != sha256.Sum256([]byte(tok)) {
 			t.Fatal("the key is not the token's SHA-256")
 		}
-		se := e.Value.(*session)
+		se := e.Value.(*memorySession)
 		dump := fmt.Sprintf("%#v %#v", key, *se)
-		if bytes.Contains(key[:], raw) || strings.Contains(dump, tok) || se.csrf != csrf || se.name != "alice" {
+		if bytes.Contains(key[:], raw) || strings.Contains(dump, tok) || se.CSRF != csrf || se.Name != "alice" {
 			t.Fatalf("the store holds the token: %s", dump)
 		}
 	}
 	// The stored key is no token.
-	for key := range s.sessions {
+	for key := range m.sessions {
 		if _, _, ok := s.Lookup(base64.RawURLEncoding.EncodeToString(key[:32]), t0); ok {
 			t.Fatal("the stored key opens the session")
 		}
@@ -423,4 +424,59 @@ func TestEndApprover(t *testing.T) {
 	if n := s.EndApprover("carol"); n != 0 || s.Len() != 1 {
 		t.Fatalf("EndApprover(carol) = %d with %d sessions left, want 0 and 1", n, s.Len())
 	}
+}
+
+// TestResumeChecksCredential: with the approvers looked up, a session
+// ends (and is removed) once its approver is removed or has a new
+// password; it stays while both are as at sign-in.
+func TestResumeChecksCredential(t *testing.T) {
+	ctx := t.Context()
+	find := directory(t)
+	alice, _ := find("alice")
+	s := NewSessions(Options{})
+	for _, c := range []struct {
+		name string
+		find func(string) (*Approver, bool)
+		ok   bool
+	}{
+		{"the same approvers", find, true},
+		{"alice removed", func(name string) (*Approver, bool) {
+			if name == "alice" {
+				return nil, false
+			}
+			return find(name)
+		}, false},
+		{"alice's new password", func(name string) (*Approver, bool) {
+			a := *alice
+			if name == "alice" {
+				a.PasswordHash = bobHash(t, find) // any other hash
+			}
+			return &a, true
+		}, false},
+	} {
+		tok, csrf, err := s.SignIn(ctx, find, "alice", alicePassword, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, gotCSRF, ok, err := s.Resume(ctx, c.find, tok, t0.Add(time.Minute))
+		if err != nil || ok != c.ok || ok && (name != "alice" || gotCSRF != csrf) {
+			t.Errorf("%s: Resume = %q, %v, %v; want ok %v", c.name, name, ok, err, c.ok)
+		}
+		if _, _, ok, _ := s.Resume(ctx, find, tok, t0.Add(2*time.Minute)); ok != c.ok {
+			t.Errorf("%s: the session was not removed (resumed again with the approvers as at sign-in: %v)", c.name, ok)
+		}
+		s.End(ctx, tok)
+	}
+	if s.Len() != 0 {
+		t.Errorf("%d sessions left after End", s.Len())
+	}
+}
+
+func bobHash(t *testing.T, find func(string) (*Approver, bool)) string {
+	t.Helper()
+	bob, ok := find("bob")
+	if !ok {
+		t.Fatal("no bob")
+	}
+	return bob.PasswordHash
 }

@@ -124,43 +124,48 @@ type approvalRef struct {
 // opened an approval. A preview staged for it (*staged) is kept under the
 // approval's id while the approval awaits a verdict (on a replay, if the
 // first request left none), and *staged is then emptied; once a verdict
-// is recorded the preview an approver saw stays as it is.
-func (s *server) approvalHead(ctx context.Context, rec ledger.Record, receipt ledger.Receipt, staged *string) []byte {
+// is recorded the preview an approver saw stays as it is. err says the
+// preview could not be kept or read: the answer, which would announce a
+// digest that may not be the preview's, is not given.
+func (s *server) approvalHead(ctx context.Context, rec ledger.Record, receipt ledger.Receipt, staged **stagedPreview) (head []byte, id commit.Digest, err error) {
 	if !receipt.Replayed && rec.Decision != entry.NeedsApproval {
-		return nil // parsing every new entry would cost appends dear
+		return nil, id, nil // parsing every new entry would cost appends dear
 	}
 	e, err := entry.Parse(receipt.Entry)
 	if err != nil || e.Decision != entry.NeedsApproval || (e.Kind != "" && e.Kind != entry.KindDecision) {
-		return nil
+		return nil, id, nil
 	}
-	id, err := e.Hash()
-	if err != nil {
-		return nil
+	if id, err = e.Hash(); err != nil {
+		return nil, id, nil
 	}
 	st, ok := s.l.Approval(id)
 	if !ok {
-		return nil // no approval_config preceded the request
+		return nil, id, nil // no approval_config preceded the request
 	}
-	if *staged != "" && st.Verdict == "" {
-		if err := s.appr.previews.commit(*staged, id); err != nil {
-			// The approver is shown the default preview instead.
-			s.log.ErrorContext(ctx, "keeping a preview failed; the approval shows the default preview", "approval", id.String(), "error", err)
+	if *staged != nil && st.Verdict == "" {
+		err := s.appr.previews.commit(ctx, *staged, id)
+		*staged = nil // commit kept it, or dropped it
+		if err != nil {
+			return nil, id, fmt.Errorf("keeping the preview: %w", err)
 		}
-		*staged = "" // commit kept it, or removed it
 	}
-	_, digest, ok := s.appr.previews.get(id)
+	doc, ok, err := s.appr.previews.get(ctx, id)
+	if err != nil {
+		return nil, id, fmt.Errorf("reading the preview back: %w", err)
+	}
+	digest := preview.Digest(doc)
 	if !ok {
 		p, err := defaultPreview(e)
 		if err != nil {
 			s.log.ErrorContext(ctx, "rendering a default preview failed", "approval", id.String(), "error", err)
-			return nil
+			return nil, id, nil
 		}
 		digest = p.Digest
 	}
 	b, _ := json.Marshal(struct {
 		Approval approvalRef `json:"approval"`
 	}{approvalRef{ID: id.String(), PendingDeadline: formatTime(st.PendingDeadline), PreviewDigest: digest.String()}})
-	return append(b[1:len(b)-1], ',')
+	return append(b[1:len(b)-1], ','), id, nil
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(entry.TimeLayout) }
@@ -378,7 +383,7 @@ func (s *server) consumeApproval(w http.ResponseWriter, r *http.Request, mediato
 	rec.Params.Size = int(size)
 	s.appendAndAnswer(w, r, mediator, intake{rec: rec}, start, func(ledger.Receipt) ([]byte, bool) {
 		// Spent: no approver needs the preview any more.
-		if err := s.appr.previews.remove(id); err != nil {
+		if err := s.appr.previews.remove(r.Context(), id); err != nil {
 			s.log.ErrorContext(r.Context(), "removing a consumed approval's preview failed; the sweep will", "approval", id.String(), "error", err)
 		}
 		return nil, true
@@ -493,8 +498,8 @@ func (s *server) refuseLifecycle(w http.ResponseWriter, err error) {
 // sweepPreviews removes the previews no approver needs any more: those
 // of approvals denied, consumed or expired at now, and of ids the ledger
 // does not know. It returns how many it removed.
-func (s *server) sweepPreviews(now time.Time) (int, error) {
-	ids, err := s.appr.previews.ids()
+func (s *server) sweepPreviews(ctx context.Context, now time.Time) (int, error) {
+	ids, err := s.appr.previews.ids(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -504,7 +509,7 @@ func (s *server) sweepPreviews(now time.Time) (int, error) {
 		if known && (approvalStateAt(st, now) == statePending || approvalStateAt(st, now) == stateApproved) {
 			continue
 		}
-		if err := s.appr.previews.remove(id); err != nil {
+		if err := s.appr.previews.remove(ctx, id); err != nil {
 			return removed, err
 		}
 		removed++
@@ -513,15 +518,24 @@ func (s *server) sweepPreviews(now time.Time) (int, error) {
 }
 
 // sweepPreviewsEvery sweeps the previews at once, then every interval,
-// until ctx ends.
+// until ctx ends; on PostgreSQL it also deletes the approvers' sessions
+// that have ended.
 func (s *server) sweepPreviewsEvery(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if n, err := s.sweepPreviews(s.appr.now()); err != nil {
+		if n, err := s.sweepPreviews(ctx, s.appr.now()); err != nil {
 			s.log.ErrorContext(ctx, "preview sweep failed", "error", err)
 		} else if n > 0 {
 			s.log.InfoContext(ctx, "previews of closed or expired approvals removed", "removed", n)
+		}
+		if pg := s.appr.pg; pg != nil {
+			ses := s.appr.sessions
+			if n, err := pg.DeleteEndedSessions(ctx, s.appr.now(), ses.IdleTimeout(), ses.Lifetime()); err != nil {
+				s.log.ErrorContext(ctx, "deleting ended approver sessions failed", "error", err)
+			} else if n > 0 {
+				s.log.InfoContext(ctx, "ended approver sessions deleted", "deleted", n)
+			}
 		}
 		select {
 		case <-ctx.Done():

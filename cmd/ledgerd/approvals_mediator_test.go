@@ -129,7 +129,7 @@ func startMedServerOn(t testing.TB, change func(*Config), store ledger.Store) *m
 		}
 	}
 	if cfg.Approvals != nil {
-		if srv.appr, err = newApprovalsState(cfg); err != nil {
+		if srv.appr, err = newApprovalsState(cfg, nil); err != nil {
 			t.Fatal(err)
 		}
 		srv.appr.now = clock.now
@@ -695,7 +695,7 @@ func previewFiles(t testing.TB, s *medServer) []string {
 }
 
 func hasPreview(s *medServer, id commit.Digest) bool {
-	_, _, ok := s.srv.appr.previews.get(id)
+	_, _, ok := storedPreview(s.srv, id)
 	return ok
 }
 
@@ -869,16 +869,16 @@ func TestPreviewSweep(t *testing.T) {
 	}
 	// A preview the ledger knows no approval of (a file left by hand).
 	ghost := commit.Digest(sha256.Sum256([]byte("ghost")))
-	if err := os.WriteFile(s.srv.appr.previews.path(ghost), []byte(`{}`), 0o600); err != nil {
+	if err := os.WriteFile(s.srv.appr.previews.(*diskPreviews).path(ghost), []byte(`{}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// consumed's preview again, as a crash between the append and the
 	// removal would leave it.
-	os.WriteFile(s.srv.appr.previews.path(consumed), []byte(`{}`), 0o600)
+	os.WriteFile(s.srv.appr.previews.(*diskPreviews).path(consumed), []byte(`{}`), 0o600)
 
 	check := func(at time.Time, keep, gone []commit.Digest) {
 		t.Helper()
-		if _, err := s.srv.sweepPreviews(at); err != nil {
+		if _, err := s.srv.sweepPreviews(t.Context(), at); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range keep {
@@ -913,7 +913,7 @@ func mustStatus(s *medServer, id commit.Digest) ledger.ApprovalStatus {
 func TestPreviewSweepLoop(t *testing.T) {
 	s := startMedServer(t, nil)
 	ghost := commit.Digest(sha256.Sum256([]byte("ghost")))
-	os.WriteFile(s.srv.appr.previews.path(ghost), []byte(`{}`), 0o600)
+	os.WriteFile(s.srv.appr.previews.(*diskPreviews).path(ghost), []byte(`{}`), 0o600)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {

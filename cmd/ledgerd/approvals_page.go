@@ -115,10 +115,14 @@ func (g approverGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secure := s.cfg.TLS != nil
 	var ses *pageSession
 	if token, ok := approver.SessionToken(r, secure); ok {
-		if name, csrf, ok := s.appr.sessions.Lookup(token, time.Now()); ok {
-			if a, ok := s.appr.find(name); ok {
-				ses = &pageSession{token: token, name: name, csrf: csrf, approver: a}
-			}
+		name, csrf, ok, err := s.appr.sessions.Resume(r.Context(), s.appr.find, token, time.Now())
+		if err != nil {
+			s.log.ErrorContext(r.Context(), "reading an approver's session failed", "error", err)
+			s.pageRefuse(w, r, http.StatusServiceUnavailable, "unavailable", "the session could not be read; retry")
+			return
+		}
+		if a, found := s.appr.find(name); ok && found {
+			ses = &pageSession{token: token, name: name, csrf: csrf, approver: a}
 		}
 	}
 	if g.session && ses == nil {
@@ -308,7 +312,7 @@ func (s *server) pageHome(w http.ResponseWriter, r *http.Request, ses *pageSessi
 // pageSignIn is POST /approvals/sign-in: name and password.
 func (s *server) pageSignIn(w http.ResponseWriter, r *http.Request, _ *pageSession) {
 	name := r.PostForm.Get("name")
-	// checked is the approver as Login found them. A reload while the
+	// checked is the approver as SignIn found them. A reload while the
 	// password is checked (argon2: a tenth of a second) that removes them
 	// or changes their password ends their sessions before this one
 	// exists: the session is then ended here, as a wrong password.
@@ -318,10 +322,10 @@ func (s *server) pageSignIn(w http.ResponseWriter, r *http.Request, _ *pageSessi
 		checked = a
 		return a, ok
 	}
-	token, csrf, err := s.appr.sessions.Login(find, name, r.PostForm.Get("password"), time.Now())
+	token, csrf, err := s.appr.sessions.SignIn(r.Context(), find, name, r.PostForm.Get("password"), time.Now())
 	if err == nil {
 		if now, ok := s.appr.find(name); !ok || checked == nil || now.PasswordHash != checked.PasswordHash {
-			s.appr.sessions.Logout(token)
+			s.appr.sessions.End(r.Context(), token)
 			err = approver.ErrCredentials
 		}
 	}
@@ -373,7 +377,11 @@ func logName(name string) string {
 
 // pageSignOut is POST /approvals/sign-out: the session ends.
 func (s *server) pageSignOut(w http.ResponseWriter, r *http.Request, ses *pageSession) {
-	s.appr.sessions.Logout(ses.token)
+	if err := s.appr.sessions.End(r.Context(), ses.token); err != nil {
+		s.log.ErrorContext(r.Context(), "ending an approver's session failed", "approver", ses.name, "error", err)
+		s.pageRefuse(w, r, http.StatusServiceUnavailable, "unavailable", "the session could not be ended; retry")
+		return
+	}
 	http.SetCookie(w, approver.ClearSessionCookie(s.cfg.TLS != nil))
 	s.log.InfoContext(r.Context(), "approver signed out", "approver", ses.name)
 	if wantsJSON(r) {
@@ -560,7 +568,7 @@ func (s *server) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSe
 	s.log.InfoContext(r.Context(), "approval verdict", "approver", ses.name, "approval", st.ID.String(),
 		"verdict", string(verdict), "index", receipt.Index, "preview_digest", digest.String())
 	if verdict == entry.Reject {
-		if err := s.appr.previews.remove(st.ID); err != nil {
+		if err := s.appr.previews.remove(r.Context(), st.ID); err != nil {
 			s.log.ErrorContext(r.Context(), "a denied approval's preview was not removed; the sweep will", "approval", st.ID.String(), "error", err)
 		}
 	}

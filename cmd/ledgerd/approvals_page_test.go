@@ -88,7 +88,7 @@ func openRequest(t *testing.T, s *testServer, principal, action, doc string, i i
 	if _, ok := s.l.Approval(id); !ok || receipt.Approval.ID != id.String() {
 		t.Fatalf("the request at %d opened no approval: %s", e.Index, b)
 	}
-	if _, digest, ok := s.srv.appr.previews.get(id); ok != (doc != "") || ok && digest.String() != receipt.Approval.PreviewDigest {
+	if _, digest, ok := storedPreview(s.srv, id); ok != (doc != "") || ok && digest.String() != receipt.Approval.PreviewDigest {
 		t.Fatalf("the request at %d has a preview %v (%s), sent %q", e.Index, ok, digest, doc)
 	}
 	return id
@@ -287,7 +287,7 @@ func TestPageJSON(t *testing.T) {
 	expect(t, "a verdict on another preview", resp, b, http.StatusConflict, "preview_changed")
 	resp, b = p.do("POST", verdict, p.verdictForm("maybe", one.PreviewDigest, true))
 	expect(t, "a verdict neither approve nor deny", resp, b, http.StatusBadRequest, "invalid_request")
-	_, selfDigest, _ := s.srv.appr.previews.get(self)
+	_, selfDigest, _ := storedPreview(s.srv, self)
 	resp, b = p.do("POST", "/approvals/"+self.String()+"/verdict", p.verdictForm("approve", selfDigest.String(), true))
 	expect(t, "a verdict on her own request", resp, b, http.StatusForbidden, "not_permitted")
 	if s.l.Size() != size {
@@ -372,13 +372,13 @@ func TestPageDenyRemovesPreview(t *testing.T) {
 	id := openRequest(t, s, "agent:mail", "send_email", `{"subject":"quarterly report"}`, 1)
 	p := newPageClient(t, s)
 	p.signIn("bob", testPassword)
-	_, digest, ok := s.srv.appr.previews.get(id)
+	_, digest, ok := storedPreview(s.srv, id)
 	if !ok {
 		t.Fatal("no preview stored")
 	}
 	resp, b := p.do("POST", "/approvals/"+id.String()+"/verdict", p.verdictForm("deny", digest.String(), true))
 	expect(t, "a denial", resp, b, http.StatusCreated, "")
-	if _, _, ok := s.srv.appr.previews.get(id); ok {
+	if _, _, ok := storedPreview(s.srv, id); ok {
 		t.Error("the denied approval's preview is still stored")
 	}
 	st, _ := s.l.Approval(id)
@@ -408,7 +408,7 @@ func TestPageHTML(t *testing.T) {
 	if strings.Contains(page, "<script>") || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("the preview is not escaped:\n%s", page)
 	}
-	_, digest, _ := s.srv.appr.previews.get(id)
+	_, digest, _ := storedPreview(s.srv, id)
 	for _, want := range []string{`name="csrf" value="` + p.csrf + `"`, `name="preview_digest" value="` + digest.String() + `"`, "agent:mail", "needs_approval", "payments.review"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the approval's page lacks %s", want)
@@ -503,9 +503,9 @@ func pageAnswers(t *testing.T, a *answerChecker) {
 	other := openRequest(t, s, "agent:mail", "send_email", `{"subject":"agenda"}`, 2)
 	last := openRequest(t, s, "agent:mail", "send_email", `{"subject":"notes"}`, 3)
 	pay := openRequest(t, s, "agent:billing", "make_payment", "", 4)
-	_, digest, _ := s.srv.appr.previews.get(mail)
-	_, otherDigest, _ := s.srv.appr.previews.get(other)
-	_, lastDigest, _ := s.srv.appr.previews.get(last)
+	_, digest, _ := storedPreview(s.srv, mail)
+	_, otherDigest, _ := storedPreview(s.srv, other)
+	_, lastDigest, _ := storedPreview(s.srv, last)
 	p := newPageClient(t, s)
 	p.signIn("bob", testPassword)
 	var cookie string
@@ -573,7 +573,7 @@ func TestPageExpired(t *testing.T) {
 	id := openRequest(t, s, "agent:mail", "send_email", `{"subject":"late"}`, 1)
 	p := newPageClient(t, s)
 	p.signIn("bob", testPassword)
-	_, digest, _ := s.srv.appr.previews.get(id)
+	_, digest, _ := storedPreview(s.srv, id)
 	st, _ := s.l.Approval(id)
 	s.srv.appr.now = func() time.Time { return st.PendingDeadline }
 	_, b := p.do("GET", "/approvals/", nil)

@@ -179,7 +179,7 @@ func TestBrowserApproval(t *testing.T) {
 		t.Errorf("state %q", got)
 	}
 	digest := text("#preview-digest")
-	_, stored, _ := s.srv.appr.previews.get(payment)
+	_, stored, _ := storedPreview(s.srv, payment)
 	if digest != stored.String() {
 		t.Errorf("the page shows the digest %s, the preview's is %s", digest, stored)
 	}
@@ -212,7 +212,7 @@ func TestBrowserApproval(t *testing.T) {
 	if got := text("#state"); got != "denied" {
 		t.Errorf("after the denial the state is %q", got)
 	}
-	if _, _, ok := s.srv.appr.previews.get(email); ok {
+	if _, _, ok := storedPreview(s.srv, email); ok {
 		t.Error("the denied approval's preview is still stored")
 	}
 
@@ -236,7 +236,7 @@ func TestBrowserApproval(t *testing.T) {
 	// A session, with a mediator's token beside it: 401, nothing appended.
 	p := newPageClient(t, s)
 	p.signIn("bob", testPassword)
-	_, digestForged, _ := s.srv.appr.previews.get(forged)
+	_, digestForged, _ := storedPreview(s.srv, forged)
 	resp, b := p.do("POST", "/approvals/"+forged.String()+"/verdict", p.verdictForm("approve", digestForged.String(), true),
 		"Authorization", "Bearer "+s.token)
 	expect(t, "a verdict with a mediator's token", resp, b, http.StatusUnauthorized, "bearer_refused")

@@ -440,7 +440,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 	}
 	api := &server{cfg: cfg, l: l, log: log, m: n.m, cat: n.cat, pol: pol, cluster: n, creds: n.creds}
 	if cfg.Approvals != nil {
-		if api.appr, err = newApprovalsState(cfg); err != nil {
+		if api.appr, err = newApprovalsState(cfg, store); err != nil {
 			return fail(err)
 		}
 		if err := api.appr.publishConfig(ctx, l, log); err != nil {

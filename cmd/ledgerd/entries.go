@@ -197,17 +197,17 @@ func (s *server) readMediatorBody(w http.ResponseWriter, r *http.Request, mediat
 // the approval member after head's.
 func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediator string, in intake, start time.Time, head func(ledger.Receipt) ([]byte, bool)) {
 	rc := http.NewResponseController(w)
-	var staged string
+	var staged *stagedPreview
 	if s.appr != nil && in.preview != nil && in.rec.Decision == entry.NeedsApproval {
 		var err error
-		if staged, err = s.appr.previews.stage(in.preview.JSON); err != nil {
+		if staged, err = s.appr.previews.stage(r.Context(), in.preview.JSON); err != nil {
 			s.log.ErrorContext(r.Context(), "storing a preview failed; nothing appended", "mediator", mediator, "error", err)
 			s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the preview could not be stored; nothing was appended")
 			return
 		}
 		// Whatever the append's fate, a staged preview not kept goes.
 		defer func() {
-			if staged != "" {
+			if staged != nil {
 				s.appr.previews.abandon(staged)
 			}
 		}()
@@ -256,7 +256,18 @@ func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 		}
 	}
 	if s.appr != nil {
-		headPart = append(headPart, s.approvalHead(r.Context(), in.rec, receipt, &staged)...)
+		approval, id, err := s.approvalHead(r.Context(), in.rec, receipt, &staged)
+		if err != nil {
+			s.log.ErrorContext(r.Context(), "a needs_approval decision was appended, but its preview could not be stored; not answered",
+				"mediator", mediator, "index", receipt.Index, "approval", id.String(), "error", err)
+			if s.cluster != nil {
+				w.Header().Set("Retry-After", "1")
+			}
+			s.refuse(w, http.StatusServiceUnavailable, "unavailable",
+				"the decision was appended (index %d, approval %s), but its preview could not be stored: retry with the same Idempotency-Key, which stores it", receipt.Index, id)
+			return
+		}
+		headPart = append(headPart, approval...)
 	}
 	var proofPart []byte
 	if in.wait {

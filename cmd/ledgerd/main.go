@@ -494,7 +494,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var appr *approvalsState
 	if cfg.Approvals != nil {
-		if appr, err = newApprovalsState(cfg); err != nil {
+		if appr, err = newApprovalsState(cfg, nil); err != nil {
 			l.Close()
 			return failStart("%v", err)
 		}

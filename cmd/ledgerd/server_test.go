@@ -97,7 +97,7 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 	t.Cleanup(func() { l.Close() })
 	srv := &server{cfg: cfg, l: l, log: logger, cat: cat, m: newMetrics()}
 	if cfg.Approvals != nil {
-		if srv.appr, err = newApprovalsState(cfg); err != nil {
+		if srv.appr, err = newApprovalsState(cfg, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,3 +27,13 @@ func AcquireAll(t *testing.T, s *Store) []*pgx.Conn {
 // "checkpoint" (after AddCheckpoint's epoch check), "acquire" (after
 // AcquireLease's updates, before its COMMIT).
 func SetHook(s *Store, hook func(point string)) { s.hook = hook }
+
+// LatestVersion is the schema version this build migrates to.
+func LatestVersion(t *testing.T) int {
+	t.Helper()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ms)
+}
