@@ -25,6 +25,7 @@ import (
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/memory"
+	"github.com/decisionledger/ledger/storage/postgres"
 )
 
 // The mediators' side of approvals over HTTP (approvals_mediator.go), on
@@ -75,7 +76,9 @@ func startMedServer(t testing.TB, change func(*Config)) *medServer {
 }
 
 // startMedServerOn starts a medServer on store, or, if store is nil, on a
-// new badger store in the config's store_dir.
+// new badger store in the config's store_dir. On a PostgreSQL store the
+// previews and sessions are kept there, as a cluster's sequencer keeps
+// them.
 func startMedServerOn(t testing.TB, change func(*Config), store ledger.Store) *medServer {
 	t.Helper()
 	dir := t.TempDir()
@@ -129,7 +132,8 @@ func startMedServerOn(t testing.TB, change func(*Config), store ledger.Store) *m
 		}
 	}
 	if cfg.Approvals != nil {
-		if srv.appr, err = newApprovalsState(cfg, nil); err != nil {
+		pg, _ := store.(*postgres.Store) // previews and sessions there, as a cluster's
+		if srv.appr, err = newApprovalsState(cfg, pg); err != nil {
 			t.Fatal(err)
 		}
 		srv.appr.now = clock.now
