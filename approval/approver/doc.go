@@ -86,11 +86,17 @@
 // base64url), kept as it is, that the page puts in its forms. A session
 // ends 30 minutes after its last use (idle timeout) or 12 hours after its
 // sign-in (lifetime), at the instant of equality, or at sign-out
-// (Logout); at most 1,024 sessions are held, and a sign-in beyond them
+// (End); at most 1,024 sessions are held, and a sign-in beyond them
 // ends the oldest (Options changes the three). EndApprover ends every
 // session of one approver (ledgerd's reload, for an approver removed or
-// whose password changed). Sessions live in memory only: after a restart
-// of ledgerd, approvers sign in again.
+// whose password changed). A session also keeps the SHA-256 of its
+// approver's password hash at sign-in: Resume, given the approvers in
+// force, ends it when its approver is gone or has another hash. Sessions
+// live in a SessionStore: by default in memory (NewMemoryStore), so that
+// after a restart approvers sign in again; ledgerd on PostgreSQL keeps
+// them in the database, keyed by the token's SHA-256 likewise, so that
+// they hold on every instance. Throttling is always in the process's
+// memory.
 //
 // # Throttling
 //

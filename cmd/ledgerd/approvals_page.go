@@ -118,6 +118,7 @@ func (g approverGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name, csrf, ok, err := s.appr.sessions.Resume(r.Context(), s.appr.find, token, time.Now())
 		if err != nil {
 			s.log.ErrorContext(r.Context(), "reading an approver's session failed", "error", err)
+			w.Header().Set("Retry-After", "1")
 			s.pageRefuse(w, r, http.StatusServiceUnavailable, "unavailable", "the session could not be read; retry")
 			return
 		}
@@ -379,6 +380,7 @@ func logName(name string) string {
 func (s *server) pageSignOut(w http.ResponseWriter, r *http.Request, ses *pageSession) {
 	if err := s.appr.sessions.End(r.Context(), ses.token); err != nil {
 		s.log.ErrorContext(r.Context(), "ending an approver's session failed", "approver", ses.name, "error", err)
+		w.Header().Set("Retry-After", "1")
 		s.pageRefuse(w, r, http.StatusServiceUnavailable, "unavailable", "the session could not be ended; retry")
 		return
 	}

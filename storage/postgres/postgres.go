@@ -33,6 +33,16 @@
 // PutSnapshot writes it only while tree_head is at the store's epoch and
 // holds at least size entries, so a fenced store writes none.
 //
+// Version 4 (migrations/0004_approval_previews_sessions.sql) adds what
+// ledgerd keeps for approvals beside the log (approvals.go):
+//
+//	approval_previews (approval_id, doc, stored_at)    one row per open approval's preview
+//	approver_sessions (token_sha256, approver, csrf,   one row per approver session,
+//	                   credential, sign_in, used_at)   keyed by its token's SHA-256
+//
+// Preview writes and deletions are fenced as AddCheckpoint is; session
+// writes are not.
+//
 // # Writes
 //
 // Commit is one transaction: it first moves tree_head from the batch's
