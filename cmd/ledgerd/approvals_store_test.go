@@ -133,7 +133,8 @@ func TestSessionStores(t *testing.T) {
 
 // testSessionStore: a session added is used under its key, marked used;
 // it ends unused for the idle timeout and at its lifetime, at equality,
-// and is then removed; Remove ends it; beyond max the oldest sign-ins go.
+// and is then removed; Remove ends it; beyond max the oldest sign-ins go;
+// RemoveApprover ends all of one approver's and no other's.
 func testSessionStore(t *testing.T, s approver.SessionStore) {
 	ctx := t.Context()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -204,6 +205,20 @@ func testSessionStore(t *testing.T, s approver.SessionStore) {
 	}
 	if n, err := s.Len(ctx); n != 3 || err != nil {
 		t.Errorf("Len = %d, %v; want 3", n, err)
+	}
+	bob := se
+	bob.Name = "bob"
+	if err := s.Add(ctx, key, bob, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RemoveApprover(ctx, "alice"); n != 3 || err != nil {
+		t.Errorf("RemoveApprover(alice) = %d, %v; want 3", n, err)
+	}
+	if got, ok := use(key, t0.Add(time.Minute)); !ok || got.Name != "bob" {
+		t.Errorf("RemoveApprover(alice) ended bob's session")
+	}
+	if n, err := s.Len(ctx); n != 1 || err != nil {
+		t.Errorf("Len after RemoveApprover = %d, %v; want 1", n, err)
 	}
 }
 
