@@ -367,3 +367,61 @@ func TestPreviewCommitFails(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionsOnPostgres: sessions kept in PostgreSQL hold through
+// another Sessions (another instance, or the next term) on the same
+// database; one whose approver is gone, or has another password hash,
+// ends at its next use and its row is deleted; sign-out deletes the row.
+func TestSessionsOnPostgres(t *testing.T) {
+	ctx := t.Context()
+	s, _ := pgTestStore(t)
+	find, err := approver.ByName(testApprovers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := approver.NewSessions(approver.Options{Store: pgSessions{s}}), approver.NewSessions(approver.Options{Store: pgSessions{s}})
+	now := time.Now()
+	signIn := func(name string) string {
+		t.Helper()
+		tok, _, err := a.SignIn(ctx, find, name, testPassword, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	alice, bob := signIn("alice"), signIn("bob")
+	if name, _, ok, err := b.Resume(ctx, find, alice, now.Add(time.Second)); !ok || err != nil || name != "alice" {
+		t.Fatalf("alice's session through another Sessions: %q, %v, %v", name, ok, err)
+	}
+	without := func(name string) (*approver.Approver, bool) {
+		if name == "alice" {
+			return nil, false
+		}
+		return find(name)
+	}
+	if _, _, ok, err := b.Resume(ctx, without, alice, now.Add(time.Second)); ok || err != nil {
+		t.Fatalf("the session of a removed approver: %v, %v", ok, err)
+	}
+	rehashed := func(name string) (*approver.Approver, bool) {
+		ap, ok := find(name)
+		if ok && name == "bob" {
+			c := *ap
+			c.PasswordHash = "$argon2id$v=19$m=65536,t=3,p=2$b3RoZXJzYWx0b3RoZXJzYWx0$qie54+IvXCT/C6ByRYKGNAZGg0sxeR/8LT3gdIvqGyU"
+			return &c, true
+		}
+		return ap, ok
+	}
+	if _, _, ok, err := b.Resume(ctx, rehashed, bob, now.Add(time.Second)); ok || err != nil {
+		t.Fatalf("the session of an approver with another password: %v, %v", ok, err)
+	}
+	if n, err := s.CountSessions(ctx); n != 0 || err != nil {
+		t.Fatalf("%d session rows left (%v), want both deleted", n, err)
+	}
+	again := signIn("alice")
+	if err := b.End(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, _ := a.Resume(ctx, find, again, now.Add(time.Second)); ok {
+		t.Fatal("a session ended through one Sessions holds through another")
+	}
+}
