@@ -43,6 +43,20 @@
 // Preview writes and deletions are fenced as AddCheckpoint is; session
 // writes are not.
 //
+// Version 5 (migrations/0005_cosignatures.sql) adds the witnesses'
+// cosignatures of the checkpoints (cosignatures.go), which ledgerd's
+// sequencer keeps and every instance serves:
+//
+//	cosignatures (size, witness, line)             primary key (size, witness);
+//	            index on (witness, size)
+//
+// PutCosignature writes a row only while tree_head is at the store's
+// epoch (read FOR KEY SHARE, as AddCheckpoint does) and a checkpoint of
+// that size is stored, and in the same transaction drops the rows of
+// sizes older than the CosignatureSizesKept latest, but each witness's
+// latest. The lines are stored as the witnesses returned them; readers
+// verify them before serving them.
+//
 // # Writes
 //
 // Commit is one transaction: it first moves tree_head from the batch's
