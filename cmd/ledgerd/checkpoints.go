@@ -23,7 +23,7 @@ func (s *server) checkpoint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no_checkpoint", "no checkpoint has been signed yet")
 		return
 	}
-	s.writeCheckpoint(w, cp, size, "no-cache")
+	s.writeCheckpoint(w, r, cp, size, "no-cache")
 }
 
 // checkpointAt answers GET /v1/checkpoints/{size}: the checkpoint the log
@@ -44,14 +44,14 @@ func (s *server) checkpointAt(w http.ResponseWriter, r *http.Request) {
 	if s.wit != nil {
 		cache = "no-cache"
 	}
-	s.writeCheckpoint(w, cp, size, cache)
+	s.writeCheckpoint(w, r, cp, size, cache)
 }
 
 // writeCheckpoint writes the signed checkpoint cp of size with the
 // witnesses' cosignatures gathered so far for it, as extra signature
 // lines (C2SP tlog-cosignature).
-func (s *server) writeCheckpoint(w http.ResponseWriter, cp []byte, size uint64, cacheControl string) {
-	lines, n := s.wit.Cosignatures(size)
+func (s *server) writeCheckpoint(w http.ResponseWriter, r *http.Request, cp []byte, size uint64, cacheControl string) {
+	lines, n := s.wit.Cosignatures(r.Context(), size)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", cacheControl)
 	if s.wit != nil {

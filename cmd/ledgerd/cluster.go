@@ -106,7 +106,11 @@ type node struct {
 	followL     *ledger.Ledger
 	followAPI   *server
 	followH     http.Handler
-	proxy       *httputil.ReverseProxy
+	// stopWitnesses ends the follower's cosignature loop, and
+	// witnessesDone is done once it has.
+	stopWitnesses context.CancelFunc
+	witnessesDone sync.WaitGroup
+	proxy         *httputil.ReverseProxy
 
 	// term is the sequencing term, nil while following. Only the loop
 	// (and, after it, shutdown) changes it.
@@ -161,6 +165,7 @@ func serveCluster(ctx context.Context, stop func(), cfg, start *Config, key *led
 	n.reloader = &configReloader{path: configPath, start: start, creds: n.creds, log: log, m: n.m}
 	defer n.followStore.Close()
 	defer n.followL.Close()
+	defer n.stopFollowing()
 	if set != nil {
 		// The follower's archive holds the set it would put in force,
 		// so that its exports carry the bundle.
@@ -280,10 +285,40 @@ func newNode(ctx context.Context, cfg *Config, key *ledger.Key, cat catalog, set
 	}
 	n.creds = newLiveCredentials(cfg)
 	n.followAPI = &server{cfg: cfg, l: n.followL, log: log, m: n.m, cat: cat, cluster: n, creds: n.creds}
+	wctx, stop := context.WithCancel(context.Background())
+	n.stopWitnesses = stop
+	if len(cfg.Witnesses) > 0 {
+		// The cosignatures the sequencers kept in the database, verified
+		// and served by this instance while it follows.
+		if n.followAPI.wit, err = newWitnesses(ctx, cfg, n.followL, n.followStore, log); err != nil {
+			n.followL.Close()
+			n.followStore.Close()
+			return nil, err
+		}
+		n.followAPI.wit.following = true
+		n.witnessesDone.Go(func() { n.followAPI.wit.follow(wctx, func() bool { return n.term.Load() != nil }) })
+		n.m.witnesses = n.writeWitnessMetrics
+	}
 	n.followH = n.followAPI.followerRoutes()
 	n.handler.Store(&n.followH)
 	n.observe(ctx)
 	return n, nil
+}
+
+// stopFollowing ends the follower's cosignature loop.
+func (n *node) stopFollowing() {
+	n.stopWitnesses()
+	n.witnessesDone.Wait()
+}
+
+// writeWitnessMetrics writes the witnesses' series of the instance's role
+// now: the sequencer's submissions, or what the follower serves.
+func (n *node) writeWitnessMetrics(w io.Writer) {
+	if t := n.term.Load(); t != nil {
+		t.api.wit.writeMetrics(w)
+		return
+	}
+	n.followAPI.wit.writeMetrics(w)
 }
 
 // serveHTTP serves r with the handler of the instance's role now.
@@ -453,7 +488,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 		}()
 	}
 	if len(cfg.Witnesses) > 0 {
-		if api.wit, err = newWitnesses(cfg, l, log); err != nil {
+		if api.wit, err = newWitnesses(ctx, cfg, l, store, log); err != nil {
 			return fail(err)
 		}
 		t.done.Add(1)
@@ -587,19 +622,17 @@ func (n *node) reload(ctx context.Context) {
 }
 
 // followerLocal reports whether a follower serves the route of pattern
-// itself: the log's reads, which its view answers from the database, and
-// health, readiness and metrics. With witnesses, the reads that carry
-// cosignatures (gathered by the sequencer) are forwarded, as is
-// everything else.
+// itself: the log's reads, which its view answers from the database (with
+// witnesses, with the cosignatures the sequencers kept there, verified),
+// and health, readiness and metrics. Everything else is forwarded.
 func (s *server) followerLocal(pattern string) bool {
 	tiles := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
 	switch pattern {
 	case "GET /v1/entries/{index}", "GET /v1/inclusion", "GET /v1/consistency",
 		"GET /v1/actions", "GET /v1/actions/{action}",
-		"GET /healthz", "GET /readyz", "GET /metrics", "GET " + tiles + "/tile/{path...}":
+		"GET /v1/checkpoint", "GET /v1/checkpoints/{size}", "GET /v1/export", "GET /v1/proofs/{index}",
+		"GET /healthz", "GET /readyz", "GET /metrics", "GET " + tiles + "/checkpoint", "GET " + tiles + "/tile/{path...}":
 		return true
-	case "GET /v1/checkpoint", "GET /v1/checkpoints/{size}", "GET /v1/export", "GET /v1/proofs/{index}", "GET " + tiles + "/checkpoint":
-		return len(s.cfg.Witnesses) == 0
 	}
 	return false
 }

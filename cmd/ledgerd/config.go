@@ -64,8 +64,8 @@ type Config struct {
 	// StoreDir is the store's directory. Required; it must exist
 	// ("ledgerd init" creates one, with a key and a config). With Store
 	// set, the log is in PostgreSQL and this directory holds only the
-	// instance's own files: the policy archive, approval previews and
-	// witness cosignatures.
+	// instance's own files: the policy archive (approval previews,
+	// approver sessions and witness cosignatures are in the database).
 	StoreDir string `json:"store_dir"`
 	// Store, if set, is the URL of a PostgreSQL database that holds the
 	// log (docs/postgres.md): postgres://user[:password]@host[:port]/db,

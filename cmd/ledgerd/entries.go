@@ -526,7 +526,7 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts.Size = size
-	opts.Cosignatures = func(size uint64) []byte { lines, _ := s.wit.Cosignatures(size); return lines }
+	opts.Cosignatures = func(size uint64) []byte { lines, _ := s.wit.Cosignatures(r.Context(), size); return lines }
 	// The bundles of the policy sets the range's ledger decisions and
 	// publications name, from the archive, so that the file alone
 	// replays its decisions.

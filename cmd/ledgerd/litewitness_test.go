@@ -378,11 +378,10 @@ func TestLitewitness(t *testing.T) {
 	if _, err := fork.Publish(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	fw, err := newWitnesses(s.cfg, fork, slog.New(slog.DiscardHandler))
+	fw, err := newWitnesses(t.Context(), s.cfg, fork, nil, slog.New(slog.DiscardHandler)) // not the real log's file
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw.path = "" // not the real log's file
 	forkCP, forkSize := fork.Checkpoint()
 	for _, w := range fw.ws {
 		kind, err := fw.submit(context.Background(), w, forkCP, forkSize)

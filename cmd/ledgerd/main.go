@@ -516,7 +516,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	witnessed := make(chan struct{})
 	if len(cfg.Witnesses) > 0 {
-		if api.wit, err = newWitnesses(cfg, l, log); err != nil {
+		if api.wit, err = newWitnesses(ctx, cfg, l, storedCosignatures(cfg, l), log); err != nil {
 			l.Close()
 			return failStart("%v", err)
 		}

@@ -40,7 +40,7 @@ func (s *server) tlogProof(w http.ResponseWriter, r *http.Request) {
 	}
 	// The file ends with the signed checkpoint: the cosignatures follow
 	// as extra signature lines.
-	lines, _ := s.wit.Cosignatures(size)
+	lines, _ := s.wit.Cosignatures(r.Context(), size)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write(append(b, lines...))
 }

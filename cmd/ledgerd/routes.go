@@ -56,9 +56,9 @@ func (s *server) routes() http.Handler {
 	s.m.mu.Lock()
 	if s.cluster == nil { // a cluster's metrics follow the instance's role
 		s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
-	}
-	if s.wit != nil {
-		s.m.witnesses = s.wit.writeMetrics
+		if s.wit != nil {
+			s.m.witnesses = s.wit.writeMetrics
+		}
 	}
 	s.m.mu.Unlock()
 	if s.creds == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/memory"
+	"github.com/decisionledger/ledger/storage/postgres"
 	"github.com/decisionledger/ledger/verify"
 	tlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
@@ -38,6 +39,8 @@ type testServer struct {
 	cfg   *Config
 	lim   *connLimiter
 	srv   *server
+	// stopWitnesses stops the witnesses' submissions, if any.
+	stopWitnesses func()
 }
 
 func startServer(t testing.TB) *testServer {
@@ -111,8 +114,13 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 			t.Fatal(err)
 		}
 	}
+	stopWitnesses := func() {}
 	if len(cfg.Witnesses) > 0 {
-		if srv.wit, err = newWitnesses(cfg, l, logger); err != nil {
+		cs := storedCosignatures(cfg, l)
+		if pg, ok := store.(*postgres.Store); ok {
+			cs = pg
+		}
+		if srv.wit, err = newWitnesses(t.Context(), cfg, l, cs, logger); err != nil {
 			t.Fatal(err)
 		}
 		srv.wit.backoffMin, srv.wit.backoffMax = 20*time.Millisecond, 200*time.Millisecond
@@ -125,11 +133,13 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 			defer close(done)
 			srv.wit.run(ctx)
 		}()
+		stopWitnesses = sync.OnceFunc(func() { cancel(); <-done })
 		// Before the ledger closes (cleanups run last first).
-		t.Cleanup(func() { cancel(); <-done })
+		t.Cleanup(stopWitnesses)
 	}
 	hs := serveHTTP(t, srv)
-	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter), srv: srv}
+	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter), srv: srv,
+		stopWitnesses: stopWitnesses}
 }
 
 func (s *testServer) post(t *testing.T, token, body string, headers ...string) (*http.Response, []byte) {

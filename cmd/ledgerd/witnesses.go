@@ -25,6 +25,14 @@
 // (1 s by default): the log signs up to ten checkpoints a second, and a
 // witness sees only the latest of them when its turn comes, so the
 // checkpoints signed meanwhile never queue and are never cosigned.
+//
+// The cosignatures are held in memory (the latest witnessKeep sizes) and
+// put in a cosignatureStore (cosignatures.go): store_dir's file, or the
+// database shared by the instances on PostgreSQL. At a start the latest
+// kept ones are read back, verified, and each witness's submissions
+// resume from the largest size it cosigned. A follower (an instance that
+// does not sequence) submits nothing: it reads the store, verifies every
+// line with the witness's configured key, and serves those that verify.
 
 package main
 
@@ -37,8 +45,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,9 +65,14 @@ const (
 	// witnessKeep bounds the checkpoint sizes whose cosignatures are kept
 	// in memory, so that exports and proofs at recent sizes carry them.
 	witnessKeep = 1024
-	// cosignedFile, in store_dir, holds the latest checkpoint with the
-	// cosignatures gathered for it, so that a restart serves them at once.
-	cosignedFile = "cosigned-checkpoint"
+	// cosignedFileName, in store_dir, holds the latest checkpoint with
+	// the cosignatures gathered for it (cosignedFile), so that a restart
+	// serves them at once.
+	cosignedFileName = "cosigned-checkpoint"
+	// followCosignatures is how often a follower reads the cosignatures
+	// of its latest checkpoint while it lacks some: as often as its view
+	// of the log is refreshed (ledger.Options.FollowInterval).
+	followCosignatures = 200 * time.Millisecond
 )
 
 // Failure kinds, the values of the metric's "kind" label.
@@ -85,7 +98,12 @@ type witnesses struct {
 	log    *slog.Logger
 	client *http.Client
 	needed int
-	path   string // store_dir/cosigned-checkpoint; "" keeps nothing on disk
+	// store keeps the cosignatures beyond this process's memory; nil
+	// keeps none.
+	store cosignatureStore
+	// following: a follower's, which submits nothing and serves what
+	// store holds (see Cosignatures).
+	following bool
 	// backoffMin and backoffMax are the witness constants; tests shorten
 	// them.
 	backoffMin, backoffMax time.Duration
@@ -94,12 +112,12 @@ type witnesses struct {
 	interval time.Duration
 	ws       []*witnessState
 
-	// persistMu serializes writes of the kept file, each of which
-	// reads the cosignatures under it: the last write has them all.
-	persistMu sync.Mutex
-	mu        sync.Mutex
-	cosigs    map[uint64][][]byte // size → each witness's cosignature line (nil: none yet)
-	sizes     []uint64            // the sizes in cosigs, ascending
+	// followErr is the follow loop's last error, logged once.
+	followErr string
+
+	mu     sync.Mutex
+	cosigs map[uint64][][]byte // size → each witness's cosignature line (nil: none yet)
+	sizes  []uint64            // the sizes in cosigs, ascending
 }
 
 type witnessState struct {
@@ -114,8 +132,8 @@ type witnessState struct {
 }
 
 // newWitnesses sets up the config's witnesses (Config.check checked
-// them) and loads the cosignatures kept in store_dir.
-func newWitnesses(cfg *Config, l *ledger.Ledger, log *slog.Logger) (*witnesses, error) {
+// them) and loads the cosignatures kept in store (nil: none).
+func newWitnesses(ctx context.Context, cfg *Config, l *ledger.Ledger, store cosignatureStore, log *slog.Logger) (*witnesses, error) {
 	interval, err := cfg.witnessInterval()
 	if err != nil {
 		return nil, err
@@ -123,11 +141,8 @@ func newWitnesses(cfg *Config, l *ledger.Ledger, log *slog.Logger) (*witnesses, 
 	ws := &witnesses{
 		l: l, log: log, client: &http.Client{Timeout: witnessTimeout},
 		needed: cfg.witnessesNeeded(), backoffMin: witnessBackoffMin, backoffMax: witnessBackoffMax,
-		interval: interval,
-		cosigs:   map[uint64][][]byte{},
-	}
-	if cfg.StoreDir != "" {
-		ws.path = filepath.Join(cfg.StoreDir, cosignedFile)
+		interval: interval, store: store,
+		cosigs: map[uint64][][]byte{},
 	}
 	for i, c := range cfg.Witnesses {
 		k, err := verify.ParseWitnessKey(c.Key)
@@ -136,28 +151,109 @@ func newWitnesses(cfg *Config, l *ledger.Ledger, log *slog.Logger) (*witnesses, 
 		}
 		ws.ws = append(ws.ws, &witnessState{i: i, cfg: c, key: k, failures: map[string]uint64{}})
 	}
-	ws.load()
+	ws.load(ctx)
 	return ws, nil
 }
 
-// load reads the kept cosigned checkpoint: its cosignatures count if it
-// is still the latest checkpoint and they verify. Anything else is
-// ignored (they are gathered again).
-func (ws *witnesses) load() {
-	if ws.path == "" {
+// storedCosignatures returns the cosignature file of store_dir, or nil
+// without one.
+func storedCosignatures(cfg *Config, l *ledger.Ledger) cosignatureStore {
+	if cfg.StoreDir == "" {
+		return nil
+	}
+	return newCosignedFile(filepath.Join(cfg.StoreDir, cosignedFileName), l.CheckpointAt)
+}
+
+// load reads the latest cosignatures kept in the store: those of each
+// witness's largest size, which count once they verify, and from which
+// its submissions resume. A store that cannot be read is logged and
+// skipped: the witnesses answer with the sizes they know.
+func (ws *witnesses) load(ctx context.Context) {
+	if ws.store == nil {
 		return
 	}
-	b, err := os.ReadFile(ws.path)
+	latest, err := ws.store.LatestCosignatures(ctx)
 	if err != nil {
+		ws.log.WarnContext(ctx, "witness: reading the kept cosignatures failed; gathering them again", "error", err)
 		return
 	}
-	cp, size := ws.l.Checkpoint()
-	if !bytes.HasPrefix(b, cp) {
-		return
+	sizes := map[uint64]bool{}
+	for _, w := range ws.ws {
+		if size, ok := latest[w.key.ID()]; ok {
+			sizes[size] = true
+		}
+	}
+	for size := range sizes {
+		if err := ws.read(ctx, size); err != nil {
+			ws.log.WarnContext(ctx, "witness: reading the kept cosignatures failed; gathering them again", "size", size, "error", err)
+		}
+	}
+}
+
+// read verifies the lines store holds for the checkpoint of size, of the
+// witnesses with none held for it, and holds those that verify over the
+// checkpoint the log signed for size; the others are ignored. A witness's
+// known size moves up to size with a valid line.
+func (ws *witnesses) read(ctx context.Context, size uint64) error {
+	lines, err := ws.store.Cosignatures(ctx, size)
+	if err != nil || len(lines) == 0 {
+		return err
+	}
+	var cp []byte
+	if latest, latestSize := ws.l.Checkpoint(); size == latestSize {
+		cp = latest
+	} else if size > latestSize {
+		return nil // beyond a follower's view: not served yet
+	} else if cp, err = ws.l.CheckpointAt(ctx, size); err != nil {
+		return err
 	}
 	for _, w := range ws.ws {
-		if line := w.cosignature(cp, b[len(cp):]); line != nil {
-			ws.add(size, w.i, line)
+		line := lines[w.key.ID()]
+		if line == nil || ws.has(size, w.i) {
+			continue
+		}
+		if line = w.cosignature(cp, line); line == nil {
+			continue // not w's valid cosignature of this checkpoint: never served
+		}
+		ws.add(size, w.i, line)
+		ws.mu.Lock()
+		w.cosigned = max(w.cosigned, size)
+		ws.mu.Unlock()
+	}
+	return nil
+}
+
+// follow is a follower's loop until ctx ends: every followCosignatures,
+// unless idle reports that the instance sequences (its term's witnesses
+// gather them then), it reads the cosignatures of the latest checkpoint
+// of its view while it lacks some. A failure is logged when it first
+// occurs, and the recovery after it.
+func (ws *witnesses) follow(ctx context.Context, idle func() bool) {
+	t := time.NewTicker(followCosignatures)
+	defer t.Stop()
+	for {
+		if _, size := ws.l.Checkpoint(); !idle() && !ws.complete(size) {
+			err := ws.read(ctx, size)
+			if ctx.Err() != nil {
+				return
+			}
+			var msg string
+			if err != nil {
+				msg = err.Error()
+			}
+			if msg != ws.followErr {
+				if err != nil {
+					ws.log.WarnContext(ctx, "witness: reading the cosignatures kept by the sequencer failed; retrying", "size", size, "error", err)
+				} else {
+					ws.log.InfoContext(ctx, "witness: reading the cosignatures kept by the sequencer again", "size", size)
+				}
+				ws.followErr = msg
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
@@ -295,6 +391,13 @@ func (ws *witnesses) submit(ctx context.Context, w *witnessState, cp []byte, siz
 	w.cosigned, w.lastSuccess = size, time.Now()
 	ws.mu.Unlock()
 	ws.add(size, w.i, line)
+	if ws.store != nil {
+		// Served from memory here at once; kept for restarts, the other
+		// instances and the next sequencer. A failure costs only that.
+		if err := ws.store.PutCosignature(ctx, size, w.key.ID(), line); err != nil && ctx.Err() == nil {
+			ws.log.WarnContext(ctx, "witness: keeping the cosignature failed; it is served by this instance only", "witness", w.cfg.Name, "size", size, "error", err)
+		}
+	}
 	return "", nil
 }
 
@@ -330,8 +433,7 @@ func (w *witnessState) cosignature(cp, lines []byte) []byte {
 	return nil
 }
 
-// add keeps w's cosignature line for the checkpoint of size, and writes
-// the latest checkpoint's cosignatures to disk.
+// add holds w's cosignature line for the checkpoint of size in memory.
 func (ws *witnesses) add(size uint64, i int, line []byte) {
 	ws.mu.Lock()
 	lines, ok := ws.cosigs[size]
@@ -351,31 +453,6 @@ func (ws *witnesses) add(size uint64, i int, line []byte) {
 	}
 	lines[i] = line
 	ws.mu.Unlock()
-	ws.persist(size)
-}
-
-// persist writes the checkpoint of size with its cosignatures to the
-// kept file, if it is the latest checkpoint. A failure is logged: the
-// cosignatures are gathered again after a restart.
-func (ws *witnesses) persist(size uint64) {
-	if ws.path == "" {
-		return
-	}
-	ws.persistMu.Lock()
-	defer ws.persistMu.Unlock()
-	cp, latest := ws.l.Checkpoint()
-	if latest != size {
-		return
-	}
-	b := ws.Cosigned(cp, size)
-	tmp := ws.path + ".tmp"
-	err := os.WriteFile(tmp, b, 0o644)
-	if err == nil {
-		err = os.Rename(tmp, ws.path)
-	}
-	if err != nil {
-		ws.log.Warn("witness: keeping the cosigned checkpoint", "error", err)
-	}
 }
 
 // has reports whether witness i's cosignature for size is held.
@@ -386,12 +463,36 @@ func (ws *witnesses) has(size uint64, i int) bool {
 	return lines != nil && lines[i] != nil
 }
 
+// complete reports whether every witness's cosignature for size is held.
+func (ws *witnesses) complete(size uint64) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	lines := ws.cosigs[size]
+	return lines != nil && !slices.ContainsFunc(lines, func(l []byte) bool { return l == nil })
+}
+
 // Cosignatures returns the cosignature lines held for the checkpoint of
 // size, in the witnesses' config order, and how many there are. A nil
 // ws (no witnesses configured) holds none.
-func (ws *witnesses) Cosignatures(size uint64) ([]byte, int) {
+//
+// What memory holds for size answers when it is complete; on a
+// sequencer, which gathers them, also when it holds some: the store is
+// read only for a size it holds none of (cosigned under an earlier
+// term, or before a restart). A follower's loop keeps its latest
+// checkpoint's current; for any other size it lacks some of, a follower
+// reads the store. Lines read are verified first.
+func (ws *witnesses) Cosignatures(ctx context.Context, size uint64) ([]byte, int) {
 	if ws == nil {
 		return nil, 0
+	}
+	ws.mu.Lock()
+	held := ws.cosigs[size] != nil
+	ws.mu.Unlock()
+	_, latest := ws.l.Checkpoint()
+	if ws.store != nil && !ws.complete(size) && (!held || ws.following && size != latest) {
+		// A failure serves what memory holds: the store is down, and
+		// the follow loop or the term's step-down report it.
+		ws.read(ctx, size)
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -408,8 +509,8 @@ func (ws *witnesses) Cosignatures(size uint64) ([]byte, int) {
 
 // Cosigned returns the signed checkpoint cp, of size, with the
 // cosignature lines held for it added.
-func (ws *witnesses) Cosigned(cp []byte, size uint64) []byte {
-	lines, _ := ws.Cosignatures(size)
+func (ws *witnesses) Cosigned(ctx context.Context, cp []byte, size uint64) []byte {
+	lines, _ := ws.Cosignatures(ctx, size)
 	return append(bytes.Clone(cp), lines...)
 }
 
@@ -425,7 +526,7 @@ func (ws *witnesses) writeMetrics(out io.Writer) {
 		return
 	}
 	_, size := ws.l.Checkpoint()
-	_, n := ws.Cosignatures(size)
+	_, n := ws.Cosignatures(context.Background(), size)
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	fmt.Fprintf(out, "# HELP ledgerd_witnesses_needed Cosignatures a checkpoint should gather (witnesses_needed).\n# TYPE ledgerd_witnesses_needed gauge\nledgerd_witnesses_needed %d\n", ws.needed)
@@ -437,6 +538,10 @@ func (ws *witnesses) writeMetrics(out io.Writer) {
 	fmt.Fprintf(out, "# HELP ledgerd_witness_lag_entries Entries the latest checkpoint has beyond the tree the witness last cosigned.\n# TYPE ledgerd_witness_lag_entries gauge\n")
 	for _, w := range ws.ws {
 		fmt.Fprintf(out, "ledgerd_witness_lag_entries{witness=%q} %d\n", w.cfg.Name, size-min(size, w.cosigned))
+	}
+	if ws.following {
+		// A follower submits nothing: it has no failures nor successes.
+		return
 	}
 	fmt.Fprintf(out, "# HELP ledgerd_witness_failures_total Failed submissions to each witness, by kind.\n# TYPE ledgerd_witness_failures_total counter\n")
 	for _, w := range ws.ws {

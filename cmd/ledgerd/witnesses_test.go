@@ -41,10 +41,13 @@ type fakeWitness struct {
 	root []byte
 	// wrongKey, if set, cosigns with another key than vkey's.
 	wrongKey *torchwood.CosignatureSigner
+	// down, if set, answers every submission 503.
+	down bool
 	// flip, if set, changes a byte of the signature it returns.
-	flip     bool
-	requests int
-	accepted int // checkpoints cosigned
+	flip      bool
+	requests  int
+	accepted  int // checkpoints cosigned
+	conflicts int // 409 answers
 }
 
 func newFakeWitness(t testing.TB, name, logVKey string) *fakeWitness {
@@ -106,8 +109,13 @@ func (w *fakeWitness) addCheckpoint(rw http.ResponseWriter, r *http.Request) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.down {
+		http.Error(rw, "down", http.StatusServiceUnavailable)
+		return
+	}
 	w.requests++
 	if old != w.size {
+		w.conflicts++
 		rw.Header().Set("Content-Type", "text/x.tlog.size")
 		rw.WriteHeader(http.StatusConflict)
 		fmt.Fprintf(rw, "%d\n", w.size)
@@ -214,17 +222,17 @@ func TestWitnessCosignaturesKept(t *testing.T) {
 	var got []byte
 	waitUntil(t, "the kept file to hold both cosignatures", func() bool {
 		var err error
-		if ws, err = newWitnesses(&cfg, s.l, slog.New(slog.DiscardHandler)); err != nil {
+		if ws, err = newWitnesses(t.Context(), &cfg, s.l, storedCosignatures(&cfg, s.l), slog.New(slog.DiscardHandler)); err != nil {
 			t.Fatal(err)
 		}
 		c, _ := s.l.Checkpoint()
-		got = ws.Cosigned(c, size)
+		got = ws.Cosigned(t.Context(), c, size)
 		return bytes.Equal(got, cp)
 	})
 	// A later checkpoint: the kept cosignatures are not for it.
 	appendN(t, s, 5, 1)
-	ws, _ = newWitnesses(&cfg, s.l, slog.New(slog.DiscardHandler))
-	if _, n := ws.Cosignatures(size + 1); n != 0 {
+	ws, _ = newWitnesses(t.Context(), &cfg, s.l, storedCosignatures(&cfg, s.l), slog.New(slog.DiscardHandler))
+	if _, n := ws.Cosignatures(t.Context(), size+1); n != 0 {
 		t.Fatalf("%d cosignatures for a checkpoint nobody cosigned", n)
 	}
 }
