@@ -245,6 +245,13 @@ func TestWitnessCosignaturesInDatabase(t *testing.T) {
 	}
 	waitKept(t, db, fws, size)
 
+	// A third sequencer serves the cosignatures of the earlier
+	// checkpoint too, read from the database when asked.
+	third := mustWitnesses(t, unreachable(s.cfg), s.l, db)
+	if got, n := third.Cosignatures(t.Context(), 5); n != 2 || !bytes.HasSuffix(cp, got) {
+		t.Errorf("a new sequencer serves %d cosignatures for an earlier checkpoint:\n%s", n, got)
+	}
+
 	// A follower over its own view of the log serves the latest
 	// checkpoint with both, read from the database.
 	follower := followerWitnesses(t, s, url)
@@ -254,6 +261,9 @@ func TestWitnessCosignaturesInDatabase(t *testing.T) {
 	}
 	if _, n := follower.Cosignatures(t.Context(), fsize); n != 2 {
 		t.Errorf("a follower serves %d cosignatures for the latest checkpoint, want 2:\n%s", n, follower.Cosigned(t.Context(), fcp, fsize))
+	}
+	if got, n := follower.Cosignatures(t.Context(), 5); n != 2 || !bytes.HasSuffix(cp, got) {
+		t.Errorf("a follower serves %d cosignatures for an earlier checkpoint:\n%s", n, got)
 	}
 }
 

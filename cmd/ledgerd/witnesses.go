@@ -104,6 +104,10 @@ type witnesses struct {
 	// following: a follower's, which submits nothing and serves what
 	// store holds (see Cosignatures).
 	following bool
+	// startSize is the latest checkpoint's size at the start: a
+	// sequencer's store holds no line for a later size that it did not
+	// put itself.
+	startSize uint64
 	// backoffMin and backoffMax are the witness constants; tests shorten
 	// them.
 	backoffMin, backoffMax time.Duration
@@ -144,6 +148,7 @@ func newWitnesses(ctx context.Context, cfg *Config, l *ledger.Ledger, store cosi
 		interval: interval, store: store,
 		cosigs: map[uint64][][]byte{},
 	}
+	_, ws.startSize = l.Checkpoint()
 	for i, c := range cfg.Witnesses {
 		k, err := verify.ParseWitnessKey(c.Key)
 		if err != nil {
@@ -475,12 +480,14 @@ func (ws *witnesses) complete(size uint64) bool {
 // size, in the witnesses' config order, and how many there are. A nil
 // ws (no witnesses configured) holds none.
 //
-// What memory holds for size answers when it is complete; on a
-// sequencer, which gathers them, also when it holds some: the store is
-// read only for a size it holds none of (cosigned under an earlier
-// term, or before a restart). A follower's loop keeps its latest
-// checkpoint's current; for any other size it lacks some of, a follower
-// reads the store. Lines read are verified first.
+// What memory holds answers, but for a size that memory may lack lines
+// of and the store may hold: on a sequencer (which gathers them), one
+// older than its start that it holds none of (cosigned under an earlier
+// term, or before a restart, and not the latest of any witness, which
+// were loaded); on a follower, any but its latest checkpoint's (which its
+// loop keeps current) that it lacks some of. The store's lines are
+// verified first. Neither reads the store for the latest checkpoint, the
+// one most asked for.
 func (ws *witnesses) Cosignatures(ctx context.Context, size uint64) ([]byte, int) {
 	if ws == nil {
 		return nil, 0
@@ -488,8 +495,14 @@ func (ws *witnesses) Cosignatures(ctx context.Context, size uint64) ([]byte, int
 	ws.mu.Lock()
 	held := ws.cosigs[size] != nil
 	ws.mu.Unlock()
-	_, latest := ws.l.Checkpoint()
-	if ws.store != nil && !ws.complete(size) && (!held || ws.following && size != latest) {
+	var read bool
+	if ws.following {
+		_, latest := ws.l.Checkpoint()
+		read = size != latest && !ws.complete(size)
+	} else {
+		read = !held && size < ws.startSize
+	}
+	if read && ws.store != nil {
 		// A failure serves what memory holds: the store is down, and
 		// the follow loop or the term's step-down report it.
 		ws.read(ctx, size)
