@@ -91,6 +91,11 @@ func TestClusterCosignatures(t *testing.T) {
 	if after := metric(t, follower, "ledgerd_forwarded_requests_total"); after != forwarded {
 		t.Errorf("the follower forwarded %d reads that carry cosignatures", after-forwarded)
 	}
+	// Its metrics say what it serves; the submissions are the sequencer's.
+	if m := metricsText(t, follower); !bytes.Contains(m, []byte("\nledgerd_checkpoint_cosignatures 2\n")) ||
+		!bytes.Contains(m, []byte(`ledgerd_witness_cosigned_size{witness="w1"} 5`)) || bytes.Contains(m, []byte("ledgerd_witness_failures_total")) {
+		t.Errorf("the follower's witness metrics:\n%s", m)
+	}
 	if _, err := auditor.Checkpoint(cp); err != nil {
 		t.Fatalf("the follower's checkpoint does not verify with 2 witnesses needed: %v\n%s", err, cp)
 	}
@@ -109,6 +114,10 @@ func TestClusterCosignatures(t *testing.T) {
 	}
 	if _, err := auditor.Checkpoint(got); err != nil {
 		t.Errorf("the new sequencer's checkpoint: %v", err)
+	}
+	if m := metricsText(t, next); !bytes.Contains(m, []byte(`ledgerd_witness_cosigned_size{witness="w1"} 5`)) ||
+		!bytes.Contains(m, []byte(`ledgerd_witness_failures_total{witness="w1",kind="unreachable"}`)) {
+		t.Errorf("the new sequencer's witness metrics:\n%s", m)
 	}
 
 	// The witnesses answer again: the next checkpoint is cosigned, each
@@ -248,8 +257,8 @@ func get2(t *testing.T, url string) ([]byte, string) {
 	return b, resp.Header.Get("Ledger-Cosignatures")
 }
 
-// metric is the value of the unlabelled series name on n's /metrics.
-func metric(t *testing.T, n *proc, name string) int {
+// metricsText is n's /metrics.
+func metricsText(t *testing.T, n *proc) []byte {
 	t.Helper()
 	resp, err := http.Get(n.url() + "/metrics")
 	if err != nil {
@@ -257,6 +266,13 @@ func metric(t *testing.T, n *proc, name string) int {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	return b
+}
+
+// metric is the value of the unlabelled series name on n's /metrics.
+func metric(t *testing.T, n *proc, name string) int {
+	t.Helper()
+	b := metricsText(t, n)
 	m := regexp.MustCompile(`(?m)^` + name + ` ([0-9]+)$`).FindSubmatch(b)
 	if m == nil {
 		t.Fatalf("no %s on instance %s's /metrics", name, n.name)
