@@ -3,9 +3,11 @@ package ledger
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -111,10 +113,58 @@ type ApprovalStatus struct {
 	// if none), at index OutcomeIndex.
 	Outcome      entry.Result
 	OutcomeIndex uint64
+	// Reduced says the approval is closed and the ledger keeps only what
+	// its rules still read: RequestTime, Mediator, Principal, Action,
+	// Params and Approver are zero (Ledger.ReadApproval fills them).
+	Reduced bool
 }
 
-// approval is the state of one approval: about 200 bytes with its map
-// entries (docs/approvals.md §Lifecycle, memory). Identifiers are
+// The state keeps each approval in one of two forms. An open approval
+// (awaiting a verdict, or approved and neither consumed nor past its
+// execution deadline) keeps its whole record: a verdict or consumption
+// may still be checked against any of its terms. A closed one is reduced
+// to what any later check of the rules reads, and the indexes of its
+// entries:
+//
+//   - denied: a later verdict is approval_decided, a consumption
+//     approval_denied;
+//   - expired pending (no verdict, the pending deadline passed): a verdict
+//     or consumption is approval_expired;
+//   - lapsed (approved, not consumed, the execution deadline passed): a
+//     verdict is approval_decided, a consumption approval_expired;
+//   - consumed: a verdict is approval_decided, a consumption
+//     approval_consumed before the execution deadline and
+//     approval_expired from it on (so the deadline is kept), and an
+//     outcome is checked against the approval's id, the consumption's
+//     mediator and whether an outcome was final (kept, the mediator as a
+//     number in a table of the consumptions' mediators).
+//
+// Every lookup by id (a verdict's, a consumption's) needs the request's
+// index too, to refuse one naming another request when rebuilding. The
+// id is kept whole, 32 bytes: a shortened one would let two approvals
+// share a record, and a refusal name the wrong rule.
+//
+// When. Denial and consumption reduce an approval as they are chained.
+// Expiry is a matter of time: an approval is reduced once its deadline
+// is at or before the settled time, the time of an entry chained before
+// the one being checked. Entry times never decrease with the index, so
+// every entry checked later has a time at or after it, and the reduced
+// record answers it as the whole one would. A refused record is not
+// chained and settles nothing; nor does one admitted and then not chained
+// (its signing or its batch failed), which is known when the next record
+// is given the same index. The settled time is the latest lifecycle
+// entry's (a needs_approval decision, a version 4 entry) and only those
+// sweep: Open's replay reads exactly these entries, so the state it
+// rebuilds from the log is the state the sequencer built, reductions
+// included. A log whose times go back (fsck reports it; this ledger never
+// writes one) may be judged otherwise after the step back.
+//
+// Sizes: an open approval about 250 bytes (its record, its map entry and
+// its place in the deadline heap); a closed one its map entry, 32 + 56
+// bytes a slot, and 8 bytes more if consumed (docs/approvals.md
+// §Lifecycle, memory).
+
+// approval is the whole record of an open approval. Identifiers are
 // interned; times are Unix microseconds.
 type approval struct {
 	id                          commit.Digest
@@ -130,6 +180,62 @@ type approval struct {
 	consumption                 uint64
 	outcome                     entry.Result
 	outcomeIndex                uint64
+	slot                        int // its place in approvals.deadlines
+}
+
+// deadline is the time at which a closes if nothing else closes it first.
+func (a *approval) deadline() int64 {
+	if a.verdict == "" {
+		return a.pending
+	}
+	return a.execution
+}
+
+// closedState is how a closed approval closed.
+type closedState uint8
+
+const (
+	closedExpired  closedState = iota + 1 // no verdict by the pending deadline
+	closedDenied                          // deny
+	closedLapsed                          // approved, not consumed by the execution deadline
+	closedConsumed                        // consumed
+)
+
+// results numbers the outcome results in a closedApproval; 0 is none.
+var results = [...]entry.Result{"", entry.Unknown, entry.Succeeded, entry.Failed}
+
+func resultNumber(r entry.Result) uint8 {
+	for i, v := range results {
+		if v == r {
+			return uint8(i)
+		}
+	}
+	panic("ledger: outcome result " + string(r)) // entry.Parse and prepare admit only these
+}
+
+// closedApproval is a closed approval, reduced; its id is the key it is
+// kept under. Indexes are 0 where there is no such entry (no verdict,
+// consumption or outcome is at index 0).
+type closedApproval struct {
+	request      uint64
+	pending      int64 // deadline, reported only
+	verdictIndex uint64
+	execution    int64 // deadline; approved only
+	consumption  uint64
+	outcomeIndex uint64
+	mediator     uint32 // the consumption's, in approvals.mediators; consumed only
+	state        closedState
+	outcome      uint8 // the latest result's number in results
+}
+
+func (c *closedApproval) verdict() entry.Verdict {
+	switch c.state {
+	case closedExpired:
+		return ""
+	case closedDenied:
+		return entry.Reject
+	}
+	return entry.Approve
 }
 
 // approvals is the lifecycle state. The sequencer is its only writer
@@ -139,32 +245,174 @@ type approvals struct {
 	// The TTLs in force; configured once an approval_config was chained.
 	configured               bool
 	pendingTTL, executionTTL time.Duration
-	byID                     map[commit.Digest]*approval
-	byConsumption            map[uint64]*approval
+	open                     map[commit.Digest]*approval
+	closed                   map[commit.Digest]closedApproval
+	// consumptions is the index of every consumption, ascending.
+	consumptions []uint64
+	// mediators are the consumed approvals' mediators, numbered.
+	mediators   []unique.Handle[string]
+	mediatorNum map[unique.Handle[string]]uint32
+	// deadlines orders the open approvals by deadline, earliest first.
+	deadlines deadlineHeap
+	// openPeak is the most open approvals since open was made (shrink).
+	openPeak int
+	// settled is a time no entry checked from now on precedes; last is
+	// the latest lifecycle entry admitted, which settles its time once an
+	// entry of a later index is admitted.
+	settled int64
+	last    struct {
+		ok    bool
+		index uint64
+		time  int64
+	}
 }
 
 func newApprovals() *approvals {
-	return &approvals{byID: map[commit.Digest]*approval{}, byConsumption: map[uint64]*approval{}}
+	return &approvals{open: map[commit.Digest]*approval{}, closed: map[commit.Digest]closedApproval{},
+		mediatorNum: map[unique.Handle[string]]uint32{}}
 }
+
+// count is the number of approvals opened.
+func (s *approvals) count() int { return len(s.open) + len(s.closed) }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
+// deadlineHeap is a min-heap of open approvals by deadline
+// (container/heap); each knows its slot.
+type deadlineHeap []*approval
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline() < h[j].deadline() }
+func (h deadlineHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].slot, h[j].slot = i, j
+}
+func (h *deadlineHeap) Push(x any) {
+	a := x.(*approval)
+	a.slot = len(*h)
+	*h = append(*h, a)
+}
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	a := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return a
+}
+
+// addOpen keeps a, an open approval.
+func (s *approvals) addOpen(a *approval) {
+	s.open[a.id] = a
+	s.openPeak = max(s.openPeak, len(s.open))
+	heap.Push(&s.deadlines, a)
+}
+
+// close reduces the open approval a to c, whose state is set.
+func (s *approvals) close(a *approval, c closedApproval) {
+	c.request, c.pending, c.verdictIndex = a.request, a.pending, a.verdictIndex
+	if a.verdict == entry.Approve {
+		c.execution = a.execution
+	}
+	delete(s.open, a.id)
+	heap.Remove(&s.deadlines, a.slot)
+	s.closed[a.id] = c
+}
+
+// consumed reduces a, consumed at index consumption by mediator.
+func (s *approvals) consumed(a *approval, consumption uint64, mediator unique.Handle[string]) {
+	n, ok := s.mediatorNum[mediator]
+	if !ok {
+		n = uint32(len(s.mediators))
+		s.mediators = append(s.mediators, mediator)
+		s.mediatorNum[mediator] = n
+	}
+	s.close(a, closedApproval{state: closedConsumed, consumption: consumption, mediator: n})
+	// Consumptions are admitted in index order: this appends.
+	i, _ := slices.BinarySearch(s.consumptions, consumption)
+	s.consumptions = slices.Insert(s.consumptions, i, consumption)
+}
+
+// settle moves the settled time on for an entry at index, and, for a
+// lifecycle entry (sweep), reduces every open approval whose deadline it
+// reached. The latest lifecycle entry admitted was chained if index is
+// past it; else the entry at index takes its place (that one was not
+// chained: its batch or its signing failed).
+func (s *approvals) settle(index uint64, sweep bool) {
+	if s.last.ok {
+		if index > s.last.index {
+			s.settled = max(s.settled, s.last.time)
+		}
+		s.last.ok, s.last.index, s.last.time = false, 0, 0
+	}
+	for sweep && len(s.deadlines) > 0 && s.deadlines[0].deadline() <= s.settled {
+		a := s.deadlines[0]
+		state := closedExpired
+		if a.verdict != "" {
+			state = closedLapsed
+		}
+		s.close(a, closedApproval{state: state})
+	}
+	s.shrink()
+}
+
+// shrink moves the open approvals to a new map and heap once they are
+// far fewer than at their peak: a Go map keeps the memory of its
+// largest size, and a burst of approvals that then expired would hold it
+// for good. Copying len(s.open) entries when a quarter of the peak is
+// left costs O(1) a closure, amortised.
+func (s *approvals) shrink() {
+	if s.openPeak < 4096 || len(s.open) > s.openPeak/4 {
+		return
+	}
+	open := make(map[commit.Digest]*approval, len(s.open))
+	maps.Copy(open, s.open)
+	s.open, s.openPeak = open, len(open)
+	s.deadlines = slices.Clone(s.deadlines)
+}
+
+// admitted records that the entry at index, of time t, passed the rules.
+func (s *approvals) admitted(index uint64, t int64) {
+	s.last.ok, s.last.index, s.last.time = true, index, t
+}
+
 // admit checks e, whose Index and Time are set, against the lifecycle's
 // rules and the state of every entry chained before it. It refuses with
-// an *ApprovalError, changing nothing, or returns the change to make once
-// e's entry hash is known (nil if e changes nothing). When chaining
-// (rebuild false) it fills a verdict's or consumption's Request from the
-// state; when rebuilding from the log, e's own Request must be the
-// approval's.
+// an *ApprovalError, changing nothing the rules read, or returns the
+// change to make once e's entry hash is known (nil if e changes nothing).
+// When chaining (rebuild false) it fills a verdict's or consumption's
+// Request from the state; when rebuilding from the log, e's own Request
+// must be the approval's.
 func (s *approvals) admit(e *entry.Entry, rebuild bool) (func(hash commit.Digest), error) {
+	lifecycle := false
+	switch e.Kind {
+	case "", entry.KindDecision:
+		lifecycle = e.Decision == entry.NeedsApproval
+	case entry.KindApprovalConfig, entry.KindApproval, entry.KindConsumption, entry.KindOutcome:
+		lifecycle = true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Only the lifecycle's entries sweep, as Open's replay reads only
+	// those: the state is the same either way.
+	s.settle(e.Index, lifecycle)
+	if !lifecycle {
+		return nil, nil
+	}
+	apply, err := s.check(e, rebuild)
+	if err == nil {
+		s.admitted(e.Index, micros(e.Time))
+	}
+	return apply, err
+}
+
+// check is admit's rules, for a lifecycle entry; s.mu is held.
+func (s *approvals) check(e *entry.Entry, rebuild bool) (func(hash commit.Digest), error) {
 	t := micros(e.Time)
 	switch e.Kind {
 	case "", entry.KindDecision:
-		if e.Decision != entry.NeedsApproval || !s.configured {
+		if !s.configured {
 			return nil, nil
 		}
 		a := &approval{request: e.Index, requestTime: t,
@@ -174,7 +422,7 @@ func (s *approvals) admit(e *entry.Entry, rebuild bool) (func(hash commit.Digest
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			a.id = h
-			s.byID[h] = a
+			s.addOpen(a)
 		}, nil
 
 	case entry.KindApprovalConfig:
@@ -185,12 +433,13 @@ func (s *approvals) admit(e *entry.Entry, rebuild bool) (func(hash commit.Digest
 		}, nil
 
 	case entry.KindApproval:
-		a, err := s.lookup(e, rebuild)
-		if err != nil {
-			return nil, err
-		}
+		a, c, err := s.lookup(e, rebuild)
 		switch {
-		case a.verdict != "":
+		case err != nil:
+			return nil, err
+		case c != nil && c.state == closedExpired:
+			return nil, refuse(CodeExpired, "")
+		case c != nil || a.verdict != "":
 			return nil, refuse(CodeDecided, "")
 		case t >= a.pending: // expired at equality
 			return nil, refuse(CodeExpired, "")
@@ -203,27 +452,38 @@ func (s *approvals) admit(e *entry.Entry, rebuild bool) (func(hash commit.Digest
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			a.verdict, a.approver, a.verdictIndex = verdict, approver, index
-			if verdict == entry.Approve {
-				a.execution = execution
+			if verdict != entry.Approve {
+				s.close(a, closedApproval{state: closedDenied})
+				return
 			}
+			a.execution = execution
+			heap.Fix(&s.deadlines, a.slot)
 		}, nil
 
 	case entry.KindConsumption:
-		a, err := s.lookup(e, rebuild)
+		a, c, err := s.lookup(e, rebuild)
 		if err != nil {
 			return nil, err
+		}
+		if c != nil {
+			switch c.state {
+			case closedExpired, closedLapsed:
+				return nil, refuse(CodeExpired, "")
+			case closedDenied:
+				return nil, refuse(CodeDenied, "")
+			}
+			if t >= c.execution { // expired at equality
+				return nil, refuse(CodeExpired, "")
+			}
+			return nil, refuse(CodeConsumed, "")
 		}
 		switch {
 		case a.verdict == "" && t < a.pending:
 			return nil, refuse(CodePending, "")
 		case a.verdict == "": // the pending deadline passed
 			return nil, refuse(CodeExpired, "")
-		case a.verdict == entry.Approve && t >= a.execution: // expired at equality
+		case t >= a.execution: // approved; expired at equality
 			return nil, refuse(CodeExpired, "")
-		case a.verdict != entry.Approve:
-			return nil, refuse(CodeDenied, "")
-		case a.consumption != 0:
-			return nil, refuse(CodeConsumed, "")
 		case e.Action != a.action.Value():
 			return nil, refuse(CodeMismatch, codeTermAction)
 		case e.Principal != a.principal.Value():
@@ -239,42 +499,54 @@ func (s *approvals) admit(e *entry.Entry, rebuild bool) (func(hash commit.Digest
 		return func(commit.Digest) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			a.consumption = index
-			s.byConsumption[index] = a
+			s.consumed(a, index, a.mediator)
 		}, nil
 
 	case entry.KindOutcome:
-		a := s.byConsumption[e.Consumption]
+		id := e.ApprovalID
+		c, ok := s.closed[id]
 		switch {
-		case a == nil:
+		case !ok || c.state != closedConsumed || c.consumption != e.Consumption:
+			// The consumption, if there is one, is another approval's.
+			if _, found := slices.BinarySearch(s.consumptions, e.Consumption); found {
+				return nil, refuse(CodeMismatch, codeTermApproval)
+			}
 			return nil, refuse(CodeNoConsumption, "")
-		case a.id != e.ApprovalID:
-			return nil, refuse(CodeMismatch, codeTermApproval)
-		case e.Mediator != a.mediator.Value():
+		case e.Mediator != s.mediators[c.mediator].Value():
 			return nil, refuse(CodeMismatch, codeTermMediator)
-		case a.outcome == entry.Succeeded || a.outcome == entry.Failed:
+		case results[c.outcome] == entry.Succeeded || results[c.outcome] == entry.Failed:
 			return nil, refuse(CodeOutcomeFinal, "")
 		}
-		result, index := e.Result, e.Index
+		result, index := resultNumber(e.Result), e.Index
 		return func(commit.Digest) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			a.outcome, a.outcomeIndex = result, index
+			c := s.closed[id]
+			c.outcome, c.outcomeIndex = result, index
+			s.closed[id] = c
 		}, nil
 	}
 	return nil, nil
 }
 
-// lookup finds the approval a verdict or consumption names by id; the id
-// is its own term, never looked up by the request's terms. When chaining
-// it fills e.Request; when rebuilding, e.Request must be the approval's.
-func (s *approvals) lookup(e *entry.Entry, rebuild bool) (*approval, error) {
-	a := s.byID[e.ApprovalID]
-	if a == nil || a.request >= e.Index || (rebuild && e.Request != a.request) {
-		return nil, refuse(CodeNotFound, "")
+// lookup finds the approval a verdict or consumption names by id, open
+// (a) or closed (c); the id is its own term, never looked up by the
+// request's terms. When chaining it fills e.Request; when rebuilding,
+// e.Request must be the approval's.
+func (s *approvals) lookup(e *entry.Entry, rebuild bool) (a *approval, c *closedApproval, err error) {
+	var request uint64
+	if a = s.open[e.ApprovalID]; a != nil {
+		request = a.request
+	} else if v, ok := s.closed[e.ApprovalID]; ok {
+		c, request = &v, v.request
+	} else {
+		return nil, nil, refuse(CodeNotFound, "")
 	}
-	e.Request = a.request
-	return a, nil
+	if request >= e.Index || (rebuild && e.Request != request) {
+		return nil, nil, refuse(CodeNotFound, "")
+	}
+	e.Request = request
+	return a, c, nil
 }
 
 // status reports a as an ApprovalStatus, as the durable entries
@@ -294,10 +566,24 @@ func (a *approval) status(durable uint64) ApprovalStatus {
 	if a.verdict == entry.Approve {
 		st.ExecutionDeadline = fromMicros(a.execution)
 	}
-	if a.consumption != 0 && a.consumption < durable {
-		st.Consumed, st.Consumption = true, a.consumption
-		if a.outcome != "" && a.outcomeIndex < durable {
-			st.Outcome, st.OutcomeIndex = a.outcome, a.outcomeIndex
+	return st
+}
+
+// status reports c, the closed approval id, as approval.status does; the
+// request's terms and time and the approver are not kept (Reduced).
+func (c *closedApproval) status(id commit.Digest, durable uint64) ApprovalStatus {
+	st := ApprovalStatus{ID: id, Request: c.request, PendingDeadline: fromMicros(c.pending), Reduced: true}
+	if c.state == closedExpired || c.verdictIndex >= durable {
+		return st
+	}
+	st.Verdict, st.VerdictIndex = c.verdict(), c.verdictIndex
+	if st.Verdict == entry.Approve {
+		st.ExecutionDeadline = fromMicros(c.execution)
+	}
+	if c.state == closedConsumed && c.consumption < durable {
+		st.Consumed, st.Consumption = true, c.consumption
+		if c.outcome != 0 && c.outcomeIndex < durable {
+			st.Outcome, st.OutcomeIndex = results[c.outcome], c.outcomeIndex
 		}
 	}
 	return st
@@ -309,28 +595,80 @@ func (a *approval) status(durable uint64) ApprovalStatus {
 // (an approval whose request is not durable yet is not found), so that
 // every index it reports can be read. The sequencer's own checks see every
 // entry chained.
+//
+// A closed approval (denied, expired, consumed) is reduced: its status
+// has Reduced set and holds its id, request index, deadlines, verdict,
+// consumption and outcome with their indexes, but not the request's
+// terms and time nor the approver; ReadApproval reads those from the
+// entries.
 func (l *Ledger) Approval(id commit.Digest) (ApprovalStatus, bool) {
 	durable := l.Size()
 	s := l.approvals
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.byID[id]
-	if a == nil || a.request >= durable {
-		return ApprovalStatus{}, false
+	if a := s.open[id]; a != nil && a.request < durable {
+		return a.status(durable), true
 	}
-	return a.status(durable), true
+	if c, ok := s.closed[id]; ok && c.request < durable {
+		return c.status(id, durable), true
+	}
+	return ApprovalStatus{}, false
+}
+
+// ReadApproval is Approval with a reduced approval's request terms and
+// time read from its request entry, and its approver from its verdict
+// entry: the whole status, as for an open approval. An error is the
+// store's, or ErrCorrupt if those entries are not the approval's.
+func (l *Ledger) ReadApproval(ctx context.Context, id commit.Digest) (ApprovalStatus, bool, error) {
+	st, ok := l.Approval(id)
+	if !ok || !st.Reduced {
+		return st, ok, nil
+	}
+	read := func(index uint64) (*entry.Entry, error) {
+		b, err := l.Entry(ctx, index)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: approval %s: entry %d: %w", id, index, err)
+		}
+		e, err := entry.Parse(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, index, err)
+		}
+		return e, nil
+	}
+	req, err := read(st.Request)
+	if err != nil {
+		return ApprovalStatus{}, false, err
+	}
+	if h, err := req.Hash(); err != nil || h != id {
+		return ApprovalStatus{}, false, fmt.Errorf("%w: entry %d is not the request of approval %s", ErrCorrupt, st.Request, id)
+	}
+	st.RequestTime, st.Mediator, st.Principal, st.Action, st.Params = req.Time, req.Mediator, req.Principal, req.Action, req.Params
+	if st.Verdict != "" {
+		v, err := read(st.VerdictIndex)
+		if err != nil {
+			return ApprovalStatus{}, false, err
+		}
+		if v.Kind != entry.KindApproval || v.ApprovalID != id {
+			return ApprovalStatus{}, false, fmt.Errorf("%w: entry %d is not the verdict of approval %s", ErrCorrupt, st.VerdictIndex, id)
+		}
+		st.Approver = v.Approver
+	}
+	return st, true, nil
 }
 
 // PendingApprovals returns the approvals awaiting a verdict at now: no
 // durable verdict, now strictly before the pending deadline; in request
-// order; durable requests only, as Approval.
+// order; durable requests only, as Approval. An approval the sequencer
+// has closed is not listed, even while its verdict is not yet durable,
+// or while now is before a pending deadline that the time of an entry
+// chained since has passed.
 func (l *Ledger) PendingApprovals(now time.Time) []ApprovalStatus {
 	durable := l.Size()
 	s := l.approvals
 	t := micros(now)
 	s.mu.Lock()
 	var list []ApprovalStatus
-	for _, a := range s.byID {
+	for _, a := range s.open {
 		if a.request < durable && (a.verdict == "" || a.verdictIndex >= durable) && t < a.pending {
 			list = append(list, a.status(durable))
 		}

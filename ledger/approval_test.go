@@ -624,24 +624,70 @@ func BenchmarkRebuildApprovals(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size), "ns/entry")
 }
 
-// BenchmarkApprovalMemory reports the heap held per approval in the
-// state: opened, approved, consumed and with an outcome.
+// BenchmarkApprovalMemory reports the heap an approval holds in the
+// lifecycle state, per state it is in: B/open for one awaiting a verdict
+// (its whole record), B/consumed for one approved, consumed and given a
+// final outcome, and B/expired for one never decided whose pending
+// deadline passed (both reduced; docs/approvals.md §Lifecycle, memory).
 func BenchmarkApprovalMemory(b *testing.B) {
 	const n = 100_000
-	for b.Loop() {
+	req := requestRecord(b)
+	// A few principals, as in life: an interned name is shared.
+	principals := make([]string, 64)
+	for i := range principals {
+		principals[i] = fmt.Sprintf("agent-%d", i)
+	}
+	tick := func(s *ledger.Approvals, index uint64, at time.Time) {
+		apply, err := s.Admit(&entry.Entry{Kind: entry.KindApprovalConfig, Index: index, Time: at, PendingTTL: pendingTTL, ExecutionTTL: executionTTL}, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		apply(commit.Digest{})
+	}
+	// measure reports the heap grown by fill per approval, as metric.
+	measure := func(metric string, fill func(s *ledger.Approvals, i int) uint64, settle bool) {
 		var before, after runtime.MemStats
 		runtime.GC()
+		runtime.GC() // what the previous measure left is gone
 		runtime.ReadMemStats(&before)
 		s := ledger.NewApprovals(pendingTTL, executionTTL)
-		req := requestRecord(b)
+		var next uint64
 		for i := range n {
-			e := &entry.Entry{Index: uint64(4*i + 1), Time: t0, Decision: entry.NeedsApproval,
-				Mediator: req.Mediator, Principal: fmt.Sprintf("agent-%d", i), Action: req.Action, Params: req.Params}
-			apply, _ := s.Admit(e, false)
-			id := sha256.Sum256(fmt.Appendf(nil, "%d", i))
-			apply(id)
+			next = fill(s, i)
+		}
+		if settle { // two entries past every deadline: the second sweeps
+			tick(s, next, t0.Add(2*pendingTTL))
+			tick(s, next+1, t0.Add(2*pendingTTL))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if s.Len() != n {
+			b.Fatalf("%s: %d approvals, want %d", metric, s.Len(), n)
+		}
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, metric)
+		runtime.KeepAlive(s)
+	}
+	request := func(s *ledger.Approvals, index uint64, i int) (*entry.Entry, commit.Digest) {
+		e := &entry.Entry{Index: index, Time: t0, Decision: entry.NeedsApproval,
+			Mediator: req.Mediator, Principal: principals[i%len(principals)], Action: req.Action, Params: req.Params}
+		apply, _ := s.Admit(e, false)
+		id := sha256.Sum256(fmt.Appendf(nil, "%d", i))
+		apply(id)
+		return e, id
+	}
+	for b.Loop() {
+		measure("B/open", func(s *ledger.Approvals, i int) uint64 {
+			request(s, uint64(i+1), i)
+			return uint64(i + 2)
+		}, false)
+		measure("B/expired", func(s *ledger.Approvals, i int) uint64 {
+			request(s, uint64(i+1), i)
+			return uint64(i + 2)
+		}, true)
+		measure("B/consumed", func(s *ledger.Approvals, i int) uint64 {
+			e, id := request(s, uint64(4*i+1), i)
 			v := &entry.Entry{Kind: entry.KindApproval, Index: e.Index + 1, Time: t0, ApprovalID: id, Approver: "alice", Verdict: entry.Approve}
-			apply, _ = s.Admit(v, false)
+			apply, _ := s.Admit(v, false)
 			apply(commit.Digest{})
 			c := &entry.Entry{Kind: entry.KindConsumption, Index: e.Index + 2, Time: t0, ApprovalID: id,
 				Mediator: e.Mediator, Principal: e.Principal, Action: e.Action, Params: e.Params}
@@ -650,10 +696,83 @@ func BenchmarkApprovalMemory(b *testing.B) {
 			o := &entry.Entry{Kind: entry.KindOutcome, Index: e.Index + 3, Time: t0, ApprovalID: id, Consumption: c.Index, Mediator: e.Mediator, Result: entry.Succeeded}
 			apply, _ = s.Admit(o, false)
 			apply(commit.Digest{})
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/approval")
-		runtime.KeepAlive(s)
+			return e.Index + 4
+		}, false)
+	}
+}
+
+// A closed approval is reduced: Approval reports its lifecycle with
+// Reduced set and without the request's terms, and ReadApproval reads
+// those from its entries, giving the status it had whole; across a
+// restart too, from the snapshot Close wrote.
+func TestApprovalReduced(t *testing.T) {
+	for _, st := range testStores {
+		t.Run(st.name, func(t *testing.T) {
+			a := newApprovalLog(t, st.open(t))
+			rec := requestRecord(t)
+			rec2 := rec
+			rec2.Principal, rec2.Mediator = "agent-2", "mediator-2"
+			expired, _ := a.request(t0, rec)
+			open, _ := a.request(t0.Add(10*time.Second), rec2)
+			denied, _ := a.request(t0.Add(10*time.Second), rec)
+			whole := map[commit.Digest]ledger.ApprovalStatus{}
+			whole[denied], _ = a.l.Approval(denied) // whole, as it is open
+			v, err := a.verdict(t0.Add(11*time.Second), denied, "alice", entry.Reject)
+			wantOK(t, "deny", err)
+			w := whole[denied]
+			w.Verdict, w.VerdictIndex, w.Approver = entry.Reject, v.Index, "alice"
+			whole[denied] = w
+			consumed := a.approved(t0.Add(12*time.Second), rec2)
+			whole[consumed], _ = a.l.Approval(consumed)
+			c, err := a.append(t0.Add(14*time.Second), consumption(consumed, rec2))
+			wantOK(t, "consume", err)
+			o, err := a.append(t0.Add(15*time.Second), ledger.Record{Kind: entry.KindOutcome, ApprovalID: consumed,
+				Consumption: c.Index, Mediator: rec2.Mediator, Result: entry.Succeeded})
+			wantOK(t, "outcome", err)
+			w = whole[consumed]
+			w.Consumed, w.Consumption, w.Outcome, w.OutcomeIndex = true, c.Index, entry.Succeeded, o.Index
+			whole[consumed] = w
+			lapsed := a.approved(t0.Add(17*time.Second), rec)
+			for _, id := range []commit.Digest{open, expired, lapsed} {
+				whole[id], _ = a.l.Approval(id)
+			}
+			_, err = a.verdict(t0.Add(pendingTTL), expired, "alice", entry.Approve)
+			wantRefusal(t, "a verdict at the deadline", err, ledger.CodeExpired, "")
+			_, err = a.verdict(t0.Add(pendingTTL+5*time.Second), open, "alice", entry.Approve)
+			wantOK(t, "approve open", err)
+			whole[open], _ = a.l.Approval(open)
+			// The next lifecycle entry sweeps the expired and the lapsed.
+			a.request(t0.Add(pendingTTL+6*time.Second), rec)
+			check := func(when string) {
+				t.Helper()
+				s, _ := a.l.ApprovalState()
+				if got := s.Closed(); got != 4 {
+					t.Fatalf("%s: %d approvals reduced, want 4", when, got)
+				}
+				for id, want := range whole {
+					st, ok := a.l.Approval(id)
+					if !ok || st.Reduced != (id != open) {
+						t.Fatalf("%s: Approval(%x): %+v, %v", when, id[:4], st, ok)
+					}
+					if st.Reduced && (st.Mediator != "" || st.Action != "" || st.Params != (commit.Commitment{}) || st.Approver != "") {
+						t.Fatalf("%s: a reduced status holds the request's terms: %+v", when, st)
+					}
+					st, ok, err := a.l.ReadApproval(t.Context(), id)
+					if err != nil || !ok {
+						t.Fatalf("%s: ReadApproval(%x): %v, %v", when, id[:4], ok, err)
+					}
+					st.Reduced = false
+					if st != want {
+						t.Fatalf("%s: ReadApproval(%x) = %+v\nwant %+v", when, id[:4], st, want)
+					}
+				}
+				if _, ok, err := a.l.ReadApproval(t.Context(), commit.Digest{7}); ok || err != nil {
+					t.Fatalf("%s: ReadApproval of no approval: %v, %v", when, ok, err)
+				}
+			}
+			check("running")
+			a.reopen()
+			check("reopened")
+		})
 	}
 }

@@ -57,16 +57,22 @@ func (s *approvals) Admit(e *entry.Entry, rebuild bool) (func(hash commit.Digest
 }
 
 // Len is the number of approvals in the state.
-func (s *approvals) Len() int { return len(s.byID) }
+func (s *approvals) Len() int { return s.count() }
+
+// Closed is the number of closed approvals the state holds reduced.
+func (s *approvals) Closed() int { return len(s.closed) }
 
 // Status returns the verdict and the consumption index (0: none) of the
 // approval id, and whether the state holds it.
 func (s *approvals) Status(id commit.Digest) (verdict entry.Verdict, consumption uint64, ok bool) {
-	a := s.byID[id]
-	if a == nil {
-		return "", 0, false
+	if a := s.open[id]; a != nil {
+		return a.verdict, 0, true
 	}
-	return a.verdict, a.consumption, true
+	c, ok := s.closed[id]
+	if !ok || c.state == closedExpired {
+		return "", 0, ok
+	}
+	return c.verdict(), c.consumption, true
 }
 
 // Edge is the right edge of a tree (tree.go), for building tiles without

@@ -423,7 +423,7 @@ func Open(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, er
 	}
 	l.approvals, l.refused = a, refused
 	l.snapSize.Store(at)
-	l.log.InfoContext(ctx, "ledger approval state rebuilt", "entries", size, "snapshot_size", at, "approvals", len(a.byID),
+	l.log.InfoContext(ctx, "ledger approval state rebuilt", "entries", size, "snapshot_size", at, "approvals", a.count(),
 		"refused_entries", refused, "duration", time.Since(started))
 	if refused > 0 {
 		l.log.WarnContext(ctx, "ledger: the log holds approval entries that break the lifecycle's rules; they were ignored", "count", refused)

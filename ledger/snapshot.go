@@ -37,22 +37,40 @@ import (
 // failure, every entry chained is durable, and the state is written for
 // the final size.
 //
-// Format (version 1), all integers big-endian:
+// Format (version 2), all integers big-endian:
 //
 //	"ledger approvals\n"   17 bytes
-//	version                1 byte, 1
+//	version                1 byte, 2
 //	size                   u64: the snapshot is the state of entries [0, size)
 //	root                   32 bytes: the tree's root hash at size
 //	refused                u64: entries [0, size) the rules refused
 //	configured             1 byte, 0 or 1; then pending and execution TTLs,
 //	                       i64 nanoseconds each
-//	count                  u64, then count approvals in request order:
+//	settled                i64 (Unix µs), then the latest lifecycle entry
+//	                       admitted: 1 byte 0 or 1 (none, one), its index
+//	                       u64 and time i64 (approval.go, "When")
+//	open count             u64, then the open approvals in request order:
 //	  id [32], request u64, request time i64 (Unix µs), mediator,
 //	  principal, action (strings), params digest [32], params size u64,
 //	  pending deadline i64, verdict (string), verdict index u64,
 //	  approver (string), execution deadline i64, consumption u64,
 //	  outcome (string), outcome index u64
+//	mediators              u64 count, then that many strings: the table
+//	                       of the consumed approvals' mediators
+//	closed count           u64, then the closed approvals in request order:
+//	  id [32], request u64, pending deadline i64, verdict index u64,
+//	  execution deadline i64, consumption u64, outcome index u64,
+//	  mediator u32 (its number in the table), state u8 (1 expired,
+//	  2 denied, 3 lapsed, 4 consumed), outcome u8 (0 none, 1 unknown,
+//	  2 succeeded, 3 failed)
 //	checksum               32 bytes: SHA-256 of everything before it
+//
+// An open approval has no consumption and no outcome, and no verdict but
+// approve. Version 1, which kept every approval whole (the open layout,
+// for all of them, after the TTLs; no settled time, mediators or closed
+// list), is still read: its denied and consumed approvals are reduced as
+// it is read, its expired ones by the next lifecycle entry replayed or
+// chained after it.
 //
 // A string is a uvarint length and its bytes. A later version changes the
 // version byte; a snapshot of a version this build does not know is
@@ -80,7 +98,7 @@ const snapshotOnOpen = 4096
 
 const (
 	snapshotMagic   = "ledger approvals\n"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	snapshotHeader  = len(snapshotMagic) + 1 + 8 + HashSize + 8
 )
 
@@ -95,34 +113,60 @@ var (
 // encodeSnapshot returns the snapshot of s for the tree of size entries
 // with the given root, refused entries of which the rules refused.
 func (s *approvals) encodeSnapshot(size uint64, root []byte, refused uint64) []byte {
+	type closed struct {
+		id commit.Digest
+		closedApproval
+	}
 	s.mu.Lock()
-	list := make([]approval, 0, len(s.byID))
-	for _, a := range s.byID {
-		list = append(list, *a)
+	open := make([]approval, 0, len(s.open))
+	for _, a := range s.open {
+		open = append(open, *a)
+	}
+	list := make([]closed, 0, len(s.closed))
+	for id, c := range s.closed {
+		list = append(list, closed{id, c})
+	}
+	mediators := make([]string, len(s.mediators))
+	for i, m := range s.mediators {
+		mediators[i] = m.Value()
 	}
 	configured, pendingTTL, executionTTL := s.configured, s.pendingTTL, s.executionTTL
+	settled, last := s.settled, s.last
 	s.mu.Unlock()
-	slices.SortFunc(list, func(x, y approval) int { return cmp.Compare(x.request, y.request) })
+	if last.ok && last.index >= size {
+		// Admitted, but not chained (its batch failed, or signing it):
+		// not an entry of [0, size).
+		last.ok, last.index, last.time = false, 0, 0
+	}
+	slices.SortFunc(open, func(x, y approval) int { return cmp.Compare(x.request, y.request) })
+	slices.SortFunc(list, func(x, y closed) int { return cmp.Compare(x.request, y.request) })
 
-	b := make([]byte, 0, snapshotHeader+17+8+len(list)*200+sha256.Size)
+	b := make([]byte, 0, snapshotHeader+17+25+8+len(open)*200+16+len(mediators)*20+8+len(list)*closedSize+sha256.Size)
 	b = append(b, snapshotMagic...)
 	b = append(b, snapshotVersion)
 	b = binary.BigEndian.AppendUint64(b, size)
 	b = append(b, root...)
 	b = binary.BigEndian.AppendUint64(b, refused)
-	if configured {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
+	flag := func(v bool) {
+		if v {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
 	}
+	flag(configured)
 	b = binary.BigEndian.AppendUint64(b, uint64(pendingTTL))
 	b = binary.BigEndian.AppendUint64(b, uint64(executionTTL))
-	b = binary.BigEndian.AppendUint64(b, uint64(len(list)))
+	b = binary.BigEndian.AppendUint64(b, uint64(settled))
+	flag(last.ok)
+	b = binary.BigEndian.AppendUint64(b, last.index)
+	b = binary.BigEndian.AppendUint64(b, uint64(last.time))
 	str := func(v string) {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
 	}
-	for _, a := range list {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(open)))
+	for _, a := range open {
 		b = append(b, a.id[:]...)
 		b = binary.BigEndian.AppendUint64(b, a.request)
 		b = binary.BigEndian.AppendUint64(b, uint64(a.requestTime))
@@ -143,6 +187,22 @@ func (s *approvals) encodeSnapshot(size uint64, root []byte, refused uint64) []b
 		b = binary.BigEndian.AppendUint64(b, a.consumption)
 		str(string(a.outcome))
 		b = binary.BigEndian.AppendUint64(b, a.outcomeIndex)
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(len(mediators)))
+	for _, m := range mediators {
+		str(m)
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(len(list)))
+	for _, c := range list {
+		b = append(b, c.id[:]...)
+		b = binary.BigEndian.AppendUint64(b, c.request)
+		b = binary.BigEndian.AppendUint64(b, uint64(c.pending))
+		b = binary.BigEndian.AppendUint64(b, c.verdictIndex)
+		b = binary.BigEndian.AppendUint64(b, uint64(c.execution))
+		b = binary.BigEndian.AppendUint64(b, c.consumption)
+		b = binary.BigEndian.AppendUint64(b, c.outcomeIndex)
+		b = binary.BigEndian.AppendUint32(b, c.mediator)
+		b = append(b, byte(c.state), c.outcome)
 	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
@@ -178,21 +238,40 @@ func (r *snapshotReader) str() string {
 	return string(r.bytes(int(n)))
 }
 
-// minApproval is the fewest bytes one approval takes in a snapshot.
-const minApproval = 32 + 8 + 8 + 3 + 32 + 8 + 8 + 1 + 8 + 1 + 8 + 8 + 1 + 8
+func (r *snapshotReader) u32() uint32 { return binary.BigEndian.Uint32(r.bytes(4)) }
 
-// decodeSnapshot parses a snapshot, checking its checksum and that every
-// field is one the state can hold for entries [0, size). It returns the
-// size, the root and the refused count it states, and the state.
+func (r *snapshotReader) flag() bool {
+	switch r.bytes(1)[0] {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	r.err = errSnapshotDamaged
+	return false
+}
+
+// minApproval is the fewest bytes one whole approval takes in a
+// snapshot, closedSize the bytes of a closed one.
+const (
+	minApproval = 32 + 8 + 8 + 3 + 32 + 8 + 8 + 1 + 8 + 1 + 8 + 8 + 1 + 8
+	closedSize  = 32 + 6*8 + 4 + 2
+)
+
+// decodeSnapshot parses a snapshot of version 2 or 1, checking its
+// checksum and that every field is one the state can hold for entries
+// [0, size). It returns the size, the root and the refused count it
+// states, and the state.
 func decodeSnapshot(b []byte) (size uint64, root []byte, refused uint64, s *approvals, err error) {
 	if len(b) < len(snapshotMagic)+1 || string(b[:len(snapshotMagic)]) != snapshotMagic {
 		return 0, nil, 0, nil, fmt.Errorf("%w: not an approval snapshot", errSnapshotDamaged)
 	}
-	if v := b[len(snapshotMagic)]; v != snapshotVersion {
-		if v > snapshotVersion {
-			return 0, nil, 0, nil, fmt.Errorf("%w: version %d, this build reads %d", errSnapshotNewer, v, snapshotVersion)
-		}
-		return 0, nil, 0, nil, fmt.Errorf("%w: version %d", errSnapshotDamaged, v)
+	version := b[len(snapshotMagic)]
+	switch {
+	case version > snapshotVersion:
+		return 0, nil, 0, nil, fmt.Errorf("%w: version %d, this build reads %d", errSnapshotNewer, version, snapshotVersion)
+	case version < 1:
+		return 0, nil, 0, nil, fmt.Errorf("%w: version %d", errSnapshotDamaged, version)
 	}
 	if len(b) < snapshotHeader+sha256.Size {
 		return 0, nil, 0, nil, fmt.Errorf("%w: %d bytes", errSnapshotDamaged, len(b))
@@ -206,14 +285,16 @@ func decodeSnapshot(b []byte) (size uint64, root []byte, refused uint64, s *appr
 	root = bytes.Clone(r.bytes(HashSize))
 	refused = r.u64()
 	s = newApprovals()
-	switch r.bytes(1)[0] {
-	case 0:
-	case 1:
-		s.configured = true
-	default:
-		r.err = errSnapshotDamaged
-	}
+	s.configured = r.flag()
 	s.pendingTTL, s.executionTTL = time.Duration(r.i64()), time.Duration(r.i64())
+	if version >= 2 {
+		s.settled = r.i64()
+		s.last.ok, s.last.index, s.last.time = r.flag(), r.u64(), r.i64()
+		if r.err == nil && (s.last.ok && s.last.index >= size || !s.last.ok && (s.last.index != 0 || s.last.time != 0)) {
+			r.err = fmt.Errorf("%w: the latest lifecycle entry is not one the log can hold", errSnapshotDamaged)
+		}
+	}
+	ids := map[commit.Digest]bool{}
 	count := r.u64()
 	if r.err == nil && count > uint64(len(r.b)/minApproval) {
 		r.err = errSnapshotDamaged
@@ -236,7 +317,7 @@ func decodeSnapshot(b []byte) (size uint64, root []byte, refused uint64, s *appr
 		if r.err != nil {
 			break
 		}
-		ok := a.request < size && ps <= uint64(commit.MaxSafeInteger) && s.byID[a.id] == nil
+		ok := a.request < size && ps <= uint64(commit.MaxSafeInteger) && !ids[a.id]
 		switch a.verdict {
 		case "":
 			ok = ok && approver == "" && a.verdictIndex == 0 && a.execution == 0 && a.consumption == 0
@@ -247,8 +328,7 @@ func decodeSnapshot(b []byte) (size uint64, root []byte, refused uint64, s *appr
 			ok = false
 		}
 		if a.consumption != 0 {
-			ok = ok && a.verdict == entry.Approve && a.verdictIndex < a.consumption && a.consumption < size && s.byConsumption[a.consumption] == nil
-			s.byConsumption[a.consumption] = a
+			ok = ok && a.verdict == entry.Approve && a.verdictIndex < a.consumption && a.consumption < size
 		}
 		switch a.outcome {
 		case "":
@@ -258,19 +338,102 @@ func decodeSnapshot(b []byte) (size uint64, root []byte, refused uint64, s *appr
 		default:
 			ok = false
 		}
-		if !ok {
+		closes := a.verdict == entry.Reject || a.consumption != 0
+		if !ok || version >= 2 && closes {
 			r.err = fmt.Errorf("%w: approval %d (request %d) is not one the log can hold", errSnapshotDamaged, i, a.request)
 			break
 		}
-		s.byID[a.id] = a
+		ids[a.id] = true
+		switch {
+		case a.verdict == entry.Reject: // version 1 only
+			s.addOpen(a)
+			s.close(a, closedApproval{state: closedDenied})
+		case a.consumption != 0: // version 1 only
+			s.addOpen(a)
+			s.consumed(a, a.consumption, a.mediator)
+			if a.outcome != "" {
+				c := s.closed[a.id]
+				c.outcome, c.outcomeIndex = resultNumber(a.outcome), a.outcomeIndex
+				s.closed[a.id] = c
+			}
+		default:
+			s.addOpen(a)
+		}
+	}
+	if version >= 2 {
+		s.decodeClosed(r, size, ids)
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%w: %d bytes after the last approval", errSnapshotDamaged, len(r.b))
+	}
+	if r.err == nil {
+		for i := 1; i < len(s.consumptions); i++ {
+			if s.consumptions[i] == s.consumptions[i-1] {
+				r.err = fmt.Errorf("%w: two approvals consumed at %d", errSnapshotDamaged, s.consumptions[i])
+			}
+		}
 	}
 	if r.err != nil {
 		return 0, nil, 0, nil, r.err
 	}
 	return size, root, refused, s, nil
+}
+
+// decodeClosed reads a version 2 snapshot's mediators and closed
+// approvals into s, for entries [0, size); ids are the open approvals'.
+func (s *approvals) decodeClosed(r *snapshotReader, size uint64, ids map[commit.Digest]bool) {
+	count := r.u64()
+	if r.err == nil && count > uint64(len(r.b)) {
+		r.err = errSnapshotDamaged
+	}
+	for i := uint64(0); i < count && r.err == nil; i++ {
+		m := unique.Make(r.str())
+		if _, dup := s.mediatorNum[m]; dup {
+			r.err = fmt.Errorf("%w: mediator %d is listed twice", errSnapshotDamaged, i)
+		}
+		s.mediatorNum[m] = uint32(len(s.mediators))
+		s.mediators = append(s.mediators, m)
+	}
+	count = r.u64()
+	if r.err == nil && count > uint64(len(r.b)/closedSize) {
+		r.err = errSnapshotDamaged
+	}
+	for i := uint64(0); i < count && r.err == nil; i++ {
+		id := commit.Digest(r.bytes(32))
+		c := closedApproval{request: r.u64(), pending: r.i64(), verdictIndex: r.u64(), execution: r.i64(),
+			consumption: r.u64(), outcomeIndex: r.u64(), mediator: r.u32()}
+		c.state, c.outcome = closedState(r.bytes(1)[0]), r.bytes(1)[0]
+		if r.err != nil {
+			break
+		}
+		ok := c.request < size && !ids[id]
+		decided := c.request < c.verdictIndex && c.verdictIndex < size
+		none := c.consumption == 0 && c.outcome == 0 && c.outcomeIndex == 0 && c.mediator == 0
+		switch c.state {
+		case closedExpired:
+			ok = ok && c.verdictIndex == 0 && c.execution == 0 && none
+		case closedDenied:
+			ok = ok && decided && c.execution == 0 && none
+		case closedLapsed:
+			ok = ok && decided && none
+		case closedConsumed:
+			ok = ok && decided && c.verdictIndex < c.consumption && c.consumption < size && int(c.mediator) < len(s.mediators) &&
+				int(c.outcome) < len(results) && (c.outcome == 0) == (c.outcomeIndex == 0) &&
+				(c.outcome == 0 || c.consumption < c.outcomeIndex && c.outcomeIndex < size)
+		default:
+			ok = false
+		}
+		if !ok {
+			r.err = fmt.Errorf("%w: closed approval %d (request %d) is not one the log can hold", errSnapshotDamaged, i, c.request)
+			break
+		}
+		ids[id] = true
+		s.closed[id] = c
+		if c.state == closedConsumed {
+			s.consumptions = append(s.consumptions, c.consumption)
+		}
+	}
+	slices.Sort(s.consumptions)
 }
 
 // readSnapshot reads the stored snapshot and checks it against the store

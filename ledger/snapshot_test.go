@@ -281,7 +281,7 @@ func TestApprovalSnapshotIgnored(t *testing.T) {
 		{"flipped checksum", size - 10, flip(len(good) - 1), "damaged"},
 		{"truncated", size - 10, good[:len(good)-40], "damaged"},
 		{"empty", size - 10, []byte{}, "damaged"},
-		{"newer format", size - 10, resum(func() []byte { b := bytes.Clone(good); b[17] = 2; return b }()), "newer format"},
+		{"newer format", size - 10, resum(func() []byte { b := bytes.Clone(good); b[17] = 3; return b }()), "newer format"},
 		{"stored under another size", size - 11, good, "damaged"},
 		{"beyond the store", size + 5, func() []byte {
 			b := bytes.Clone(good)
@@ -290,10 +290,13 @@ func TestApprovalSnapshotIgnored(t *testing.T) {
 		}(), "beyond the store"},
 		{"another log", size - 10, s.EncodeSnapshot(size-10, make([]byte, ledger.HashSize), refused), "another log"},
 		{"an approval past its size", size - 10, resum(func() []byte {
-			// The first approval's request index, past the snapshot.
+			// The first open approval's request index, past the snapshot.
 			b := bytes.Clone(good)
-			at := 17 + 1 + 8 + 32 + 8 + 1 + 8 + 8 + 8 + 32
-			binary.BigEndian.PutUint64(b[at:], size)
+			count := 17 + 1 + 8 + 32 + 8 + 1 + 8 + 8 + 8 + 1 + 8 + 8
+			if binary.BigEndian.Uint64(b[count:]) == 0 {
+				t.Fatal("the snapshot has no open approval")
+			}
+			binary.BigEndian.PutUint64(b[count+8+32:], size)
 			return b
 		}()), "damaged"},
 	} {

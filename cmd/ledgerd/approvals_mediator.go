@@ -271,7 +271,12 @@ func (s *server) getApproval(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	st, ok := s.l.Approval(id)
+	st, ok, err := s.l.ReadApproval(r.Context(), id)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "reading a closed approval's entries failed", "approval", id.String(), "error", err)
+		s.refuse(w, http.StatusInternalServerError, "internal", "the approval's entries could not be read")
+		return
+	}
 	if !ok {
 		s.refuse(w, http.StatusNotFound, "approval_not_found", "no approval has this id")
 		return

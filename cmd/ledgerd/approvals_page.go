@@ -403,7 +403,12 @@ func (s *server) pageLookup(w http.ResponseWriter, r *http.Request, ses *pageSes
 		s.pageRefuse(w, r, http.StatusBadRequest, "invalid_request", "the approval id in the path is not sha256:<64 lower-case hex>")
 		return ledger.ApprovalStatus{}, false
 	}
-	st, ok := s.l.Approval(id)
+	st, ok, err := s.l.ReadApproval(r.Context(), id)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "approver's page: reading a closed approval's entries failed", "approval", id.String(), "error", err)
+		s.pageRefuse(w, r, http.StatusInternalServerError, "internal", "the approval's entries could not be read")
+		return ledger.ApprovalStatus{}, false
+	}
 	if !ok {
 		s.pageRefuse(w, r, http.StatusNotFound, "approval_not_found", "no approval has this id")
 		return ledger.ApprovalStatus{}, false
