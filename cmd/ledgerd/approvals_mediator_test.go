@@ -483,6 +483,19 @@ func TestConsumeRefusals(t *testing.T) {
 	if v := s.status(t, approved); v.State != "consumed" || v.Consumption == nil || *v.Consumption != index {
 		t.Errorf("after the consumption: %+v", v)
 	}
+	// Closed, the approval is reduced in the ledger; its status still
+	// shows its request's terms and approver, read from its entries.
+	if st, _ := s.l.Approval(approved); !st.Reduced {
+		t.Errorf("the consumed approval is kept whole: %+v", st)
+	}
+	c := q.commitment()
+	for _, id := range []commit.Digest{approved, denied} {
+		v := s.status(t, id)
+		if v.Mediator != "local" || v.Principal != q.principal || v.Action != q.action || v.ParamsDigest != c.Digest.String() ||
+			v.ParamsSize != c.Size || v.RequestTime != medT0.Add(time.Second).Format(entry.TimeLayout) || v.Approver != "alice" {
+			t.Errorf("the status of a closed approval: %+v", v)
+		}
+	}
 	if s.l.Size() != index+1 {
 		t.Errorf("size %d: a refusal appended something", s.l.Size())
 	}

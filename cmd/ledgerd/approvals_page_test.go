@@ -389,6 +389,20 @@ func TestPageDenyRemovesPreview(t *testing.T) {
 	if e, _ := entry.Parse(raw); e.PreviewDigest != digest || e.Verdict != entry.Reject || e.Approver != "bob" {
 		t.Errorf("the denial's entry: %s", raw)
 	}
+	// Denied, the approval is reduced in the ledger; the page still shows
+	// it, its terms read from its entries.
+	if !st.Reduced {
+		t.Errorf("the denied approval is kept whole: %+v", st)
+	}
+	resp, b = p.do("GET", "/approvals/"+id.String(), nil)
+	expect(t, "the denied approval's page", resp, b, http.StatusOK, "")
+	var v pageStatus
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.State != stateDenied || v.Action != "send_email" || v.Principal != "agent:mail" || v.Approver != "bob" {
+		t.Errorf("the denied approval's page: %s", b)
+	}
 }
 
 // The HTML page escapes what it shows, asks for a confirmation, and
