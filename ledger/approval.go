@@ -159,10 +159,11 @@ type ApprovalStatus struct {
 // included. A log whose times go back (fsck reports it; this ledger never
 // writes one) may be judged otherwise after the step back.
 //
-// Sizes: an open approval about 250 bytes (its record, its map entry and
-// its place in the deadline heap); a closed one its map entry, 32 + 56
-// bytes a slot, and 8 bytes more if consumed (docs/approvals.md
-// §Lifecycle, memory).
+// Sizes: an open approval is its record (200 bytes), its map slot (32 +
+// 8 bytes) and its place in the deadline heap (8); a closed one is a map
+// slot of 32 + 56 bytes, and 8 bytes more in consumptions if consumed,
+// the maps' spare room aside (BenchmarkApprovalMemory measures both;
+// docs/approvals.md §Lifecycle, memory).
 
 // approval is the whole record of an open approval. Identifiers are
 // interned; times are Unix microseconds.
