@@ -260,12 +260,14 @@ type configReloader struct {
 func (r *configReloader) reload(ctx context.Context) {
 	next, err := loadConfig(r.path)
 	if err != nil {
-		r.m.configReload(false)
 		r.log.ErrorContext(ctx, "config reload refused; the credentials in force stay", "error", err)
+		r.m.configReload(false)
 		return
 	}
+	// Counted last, once everything is logged: a count seen on /metrics
+	// means the reload and its log lines are done.
+	defer r.m.configReload(true)
 	ch := r.creds.apply(next)
-	r.m.configReload(true)
 	r.log.InfoContext(ctx, "config reloaded: credentials in force", "config", r.path, "changes", ch,
 		"mediators", len(next.Mediators), "approvers", approverCount(next))
 	if r.cert != nil && next.TLS != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,7 +92,7 @@ func TestDaemonReload(t *testing.T) {
 	if code := appendWith(t, url, second, 3); code != http.StatusCreated {
 		t.Errorf("the new mediator after SIGHUP: %d, want 201", code)
 	}
-	if line := logLine(d.stderr.String(), "config reloaded"); !strings.Contains(line, `"mediators_added":"second"`) {
+	if line := waitLogLine(t, d, "config reloaded"); !strings.Contains(line, `"mediators_added":"second"`) {
 		t.Errorf("the reload's log line does not name the mediator added: %s", line)
 	}
 
@@ -165,7 +166,7 @@ func TestDaemonReload(t *testing.T) {
 	}
 	hup()
 	waitFor(t, "the refusal", func() bool { return metric(`ledgerd_config_reloads_total{result="failed"} 1`) })
-	line := logLine(d.stderr.String(), "config reload refused")
+	line := waitLogLine(t, d, "config reload refused")
 	if !strings.Contains(line, "mediators[1] (broken): token_sha256 is not 64 lower-case hex digits") || strings.Contains(line, secret) {
 		t.Errorf("the refusal's log line: %s, want the field named and not its value", line)
 	}
@@ -186,7 +187,7 @@ func TestDaemonReload(t *testing.T) {
 	}
 	hup()
 	reloaded(5)
-	warning := logLine(d.stderr.String(), "take effect only at a restart")
+	warning := waitLogLine(t, d, "take effect only at a restart")
 	if !strings.Contains(warning, `"fields":"listen"`) {
 		t.Errorf("the warning: %q, want it to name listen alone", warning)
 	}
@@ -203,4 +204,17 @@ func TestDaemonReload(t *testing.T) {
 	if err := d.cmd.Wait(); err != nil {
 		t.Errorf("ledgerd stopped: %v\n%s", err, d.stderr.String())
 	}
+}
+
+// waitLogLine returns the first line of d's log that contains s, waiting
+// for it: the log reaches the test through a pipe, after the metric that
+// says the reload is done.
+func waitLogLine(t *testing.T, d *daemon, s string) string {
+	t.Helper()
+	var line string
+	waitFor(t, "a log line with "+strconv.Quote(s), func() bool {
+		line = logLine(d.stderr.String(), s)
+		return line != ""
+	})
+	return line
 }
