@@ -295,6 +295,7 @@ func decodeSnapshot(b []byte) (size uint64, root []byte, refused uint64, s *appr
 		}
 	}
 	ids := map[commit.Digest]bool{}
+	var prev uint64 // the previous approval's request: they are in request order
 	count := r.u64()
 	if r.err == nil && count > uint64(len(r.b)/minApproval) {
 		r.err = errSnapshotDamaged
@@ -317,7 +318,8 @@ func decodeSnapshot(b []byte) (size uint64, root []byte, refused uint64, s *appr
 		if r.err != nil {
 			break
 		}
-		ok := a.request < size && ps <= uint64(commit.MaxSafeInteger) && !ids[a.id]
+		ok := a.request < size && ps <= uint64(commit.MaxSafeInteger) && !ids[a.id] && (i == 0 || a.request > prev)
+		prev = a.request
 		switch a.verdict {
 		case "":
 			ok = ok && approver == "" && a.verdictIndex == 0 && a.execution == 0 && a.consumption == 0
@@ -394,6 +396,7 @@ func (s *approvals) decodeClosed(r *snapshotReader, size uint64, ids map[commit.
 		s.mediatorNum[m] = uint32(len(s.mediators))
 		s.mediators = append(s.mediators, m)
 	}
+	var prev uint64 // the previous closed approval's request
 	count = r.u64()
 	if r.err == nil && count > uint64(len(r.b)/closedSize) {
 		r.err = errSnapshotDamaged
@@ -406,7 +409,8 @@ func (s *approvals) decodeClosed(r *snapshotReader, size uint64, ids map[commit.
 		if r.err != nil {
 			break
 		}
-		ok := c.request < size && !ids[id]
+		ok := c.request < size && !ids[id] && (i == 0 || c.request > prev)
+		prev = c.request
 		decided := c.request < c.verdictIndex && c.verdictIndex < size
 		none := c.consumption == 0 && c.outcome == 0 && c.outcomeIndex == 0 && c.mediator == 0
 		switch c.state {
