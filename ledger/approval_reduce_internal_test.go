@@ -2,9 +2,13 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -449,6 +453,13 @@ func TestApprovalReductionPaths(t *testing.T) {
 	}
 	old := drive(newApprovals()) // its reference
 	old.s = s1
+	root := make([]byte, HashSize)
+	for i := range root {
+		root[i] = byte(i)
+	}
+	if !bytes.Equal(encodeSnapshotV1(old.ref, size, root, 0), v1) {
+		t.Fatal("encodeSnapshotV1 does not write what the version 1 encoder wrote")
+	}
 	if len(s1.closed) != 5 || len(s1.open) != 5 { // denied and consumed closed as it is read
 		t.Fatalf("version 1 snapshot read: %d closed, %d open; want 5, 5", len(s1.closed), len(s1.open))
 	}
@@ -649,4 +660,87 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			t.Fatalf("the re-encoded snapshot does not decode: %v", err)
 		}
 	})
+}
+
+// encodeSnapshotV1 is the version 1 snapshot of ref's state for the
+// tree of size entries with root, written from the format's
+// description (snapshot.go): every approval whole, in request order.
+func encodeSnapshotV1(ref *refApprovals, size uint64, root []byte, refused uint64) []byte {
+	list := make([]*refApproval, 0, len(ref.byID))
+	for _, a := range ref.byID {
+		list = append(list, a)
+	}
+	slices.SortFunc(list, func(x, y *refApproval) int { return cmp.Compare(x.request, y.request) })
+	b := append([]byte(snapshotMagic), 1)
+	b = binary.BigEndian.AppendUint64(b, size)
+	b = append(b, root...)
+	b = binary.BigEndian.AppendUint64(b, refused)
+	if ref.configured {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(ref.pendingTTL))
+	b = binary.BigEndian.AppendUint64(b, uint64(ref.executionTTL))
+	b = binary.BigEndian.AppendUint64(b, uint64(len(list)))
+	str := func(v string) {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	u64 := func(v uint64) { b = binary.BigEndian.AppendUint64(b, v) }
+	for _, a := range list {
+		b = append(b, a.id[:]...)
+		u64(a.request)
+		u64(uint64(a.requestTime))
+		str(a.mediator)
+		str(a.principal)
+		str(a.action)
+		b = append(b, a.params.Digest[:]...)
+		u64(uint64(a.params.Size))
+		u64(uint64(a.pending))
+		str(string(a.verdict))
+		u64(a.verdictIndex)
+		str(a.approver)
+		u64(uint64(a.execution))
+		u64(a.consumption)
+		str(string(a.outcome))
+		u64(a.outcomeIndex)
+	}
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
+// snapshotV1Of is the version 1 snapshot of the first size entries of
+// store, their state replayed by the rules without reduction as Open
+// replayed them before.
+func snapshotV1Of(ctx context.Context, store Store, size uint64) ([]byte, error) {
+	ref := newRefApprovals()
+	var refused uint64
+	err := store.ReadEntries(ctx, 0, size, func(index uint64, b []byte) error {
+		e, err := entry.Parse(b)
+		if err != nil {
+			return err
+		}
+		apply, err := ref.admit(e, true)
+		if err != nil {
+			refused++
+			return nil
+		}
+		if apply != nil {
+			h, err := e.Hash()
+			if err != nil {
+				return err
+			}
+			apply(h)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	root, err := newTileReader(ctx, store).rootAt(size)
+	if err != nil {
+		return nil, err
+	}
+	return encodeSnapshotV1(ref, size, root, refused), nil
 }

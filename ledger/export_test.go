@@ -56,6 +56,12 @@ func (s *approvals) Admit(e *entry.Entry, rebuild bool) (func(hash commit.Digest
 	return s.admit(e, rebuild)
 }
 
+// SnapshotV1Of is the version 1 snapshot (the format before closed
+// approvals were reduced) of the first size entries of store.
+func SnapshotV1Of(ctx context.Context, store Store, size uint64) ([]byte, error) {
+	return snapshotV1Of(ctx, store, size)
+}
+
 // Len is the number of approvals in the state.
 func (s *approvals) Len() int { return s.count() }
 

@@ -425,3 +425,100 @@ func (s *failingSnapshotStore) Commit(ctx context.Context, b ledger.Batch) error
 	}
 	return s.SnapshotStore.Commit(ctx, b)
 }
+
+// Open reads a version 1 snapshot, written before closed approvals were
+// reduced: it uses it, and the ledger reports every approval and answers
+// every later entry as one that read every entry.
+func TestApprovalSnapshotVersion1(t *testing.T) {
+	// The same log twice (the key, the clock and the steps are the
+	// same): one opened on the snapshot, one reading every entry, each
+	// appending to its own store.
+	stores := []*memory.Store{memory.New(), memory.New()}
+	a := newApprovalLog(t, stores[0])
+	ids := randomApprovalLog(t, a, rand.New(rand.NewPCG(1, 5)), 120)
+	a.l.StopSequencer()
+	b := &approvalLog{t: t, k: a.k, clock: &testClock{t: t0}, store: stores[1]}
+	b.open()
+	if _, err := b.l.Append(t.Context(), ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: pendingTTL, ExecutionTTL: executionTTL}); err != nil {
+		t.Fatal(err)
+	}
+	randomApprovalLog(t, b, rand.New(rand.NewPCG(1, 5)), 120)
+	b.l.StopSequencer()
+	store := stores[0]
+	size := a.l.Size()
+	if r1, r2 := rootOf(t, stores[0], size), rootOf(t, stores[1], size); !bytes.Equal(r1, r2) {
+		t.Fatal("the two logs differ")
+	}
+	at := size - 20
+	v1, err := ledger.SnapshotV1Of(t.Context(), store, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutSnapshot(t.Context(), at, v1); err != nil {
+		t.Fatal(err)
+	}
+	opts := ledger.Options{CheckpointInterval: -1, Now: a.clock.now, Logger: discardLogger()}
+	l, err := ledger.Open(t.Context(), store, a.k, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.StopSequencer()
+	full, err := ledger.Open(t.Context(), plainStore{stores[1]}, a.k, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.StopSequencer()
+	if got := l.SnapshotSize(); got != at {
+		t.Fatalf("Open used the snapshot at %d, want the version 1 one at %d", got, at)
+	}
+	same := func(when string) {
+		t.Helper()
+		for _, id := range ids {
+			st1, ok1, err1 := l.ReadApproval(t.Context(), id)
+			st2, ok2, err2 := full.ReadApproval(t.Context(), id)
+			st1.Reduced, st2.Reduced = false, false
+			if err1 != nil || err2 != nil || ok1 != ok2 || st1 != st2 {
+				t.Fatalf("%s: ReadApproval(%x) = %+v, %v, %v; a full scan says %+v, %v, %v", when, id[:4], st1, ok1, err1, st2, ok2, err2)
+			}
+		}
+		now := a.clock.now()
+		if p1, p2 := l.PendingApprovals(now), full.PendingApprovals(now); len(p1) != len(p2) {
+			t.Fatalf("%s: %d pending, a full scan says %d", when, len(p1), len(p2))
+		}
+	}
+	same("opened")
+	// Every later entry gets the same answer from both.
+	rec := requestRecord(t)
+	now := a.clock.now().Add(time.Minute)
+	a.clock.set(now)
+	appended := 0
+	for _, id := range ids {
+		for _, r := range []ledger.Record{
+			{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice", Verdict: entry.Approve, PreviewDigest: sha256.Sum256(nil)},
+			consumption(id, rec),
+		} {
+			_, err1 := l.Append(t.Context(), r)
+			_, err2 := full.Append(t.Context(), r)
+			if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
+				t.Fatalf("%s of %x: %v; a full scan says %v", r.Kind, id[:4], err1, err2)
+			}
+			if err1 == nil {
+				appended++
+			}
+		}
+	}
+	if appended == 0 || appended == 2*len(ids) {
+		t.Fatalf("%d of %d later entries appended: the test checks too little", appended, 2*len(ids))
+	}
+	same("after more entries")
+}
+
+// rootOf is the root of the first size entries of store.
+func rootOf(t *testing.T, store ledger.Store, size uint64) []byte {
+	t.Helper()
+	root, err := ledger.RootFromTiles(t.Context(), store, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
