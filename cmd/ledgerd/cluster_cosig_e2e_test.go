@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/verify"
@@ -143,11 +140,7 @@ func TestClusterCosignatures(t *testing.T) {
 
 	// A byte flipped in w1's row for size 8: the killed instance, started
 	// again as a follower, reads the database and serves w0's line only.
-	conn, err := pgx.Connect(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := pgConn(t, db)
 	var line []byte
 	c.waitFor("w1's row for size 8", 30*time.Second, func() bool {
 		err := conn.QueryRow(t.Context(), "SELECT line FROM cosignatures WHERE size = 8 AND witness = $1", keys[1].ID()).Scan(&line)

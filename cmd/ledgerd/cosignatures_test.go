@@ -204,17 +204,37 @@ func waitKept(t *testing.T, store *postgres.Store, ws []*fakeWitness, size uint6
 	})
 }
 
+// cosignedOnPG serves a ledger on PostgreSQL with two fake witnesses,
+// appends five entries and waits until both witnesses' cosignatures of
+// that size are served and kept in the database.
+func cosignedOnPG(t *testing.T) (s *testServer, fws []*fakeWitness, url string, db *postgres.Store, size uint64, cosigned []byte) {
+	t.Helper()
+	s, fws, url = pgWitnessServer(t, 2)
+	size = appendN(t, s, 0, 5)
+	cosigned = waitCosignatures(t, s, size, 2)
+	db = openPG(t, url)
+	waitKept(t, db, fws, size)
+	return s, fws, url, db, size, cosigned
+}
+
+// pgConn is a connection to the database at url, closed with the test.
+func pgConn(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
 // TestWitnessCosignaturesInDatabase: on PostgreSQL the sequencer keeps
 // each cosignature in the database; another sequencer over the same
 // database (a takeover) serves them at once, its witnesses know the size
 // each cosigned, and the witnesses are then sent a proof from there, not
 // asked again (no 409); a follower serves them, verified.
 func TestWitnessCosignaturesInDatabase(t *testing.T) {
-	s, fws, url := pgWitnessServer(t, 2)
-	size := appendN(t, s, 0, 5)
-	cp := waitCosignatures(t, s, size, 2)
-	db := openPG(t, url)
-	waitKept(t, db, fws, size)
+	s, fws, url, db, size, cp := cosignedOnPG(t)
 
 	// A sequencer that starts now: its witnesses cannot be reached, and it
 	// holds both cosignatures at once.
@@ -322,16 +342,8 @@ func followerWitnesses(t *testing.T, s *testServer, url string) *witnesses {
 // cosignature (they were lost, or never kept) sends "old 0"; the witnesses
 // answer 409 with their sizes, and it catches up from there.
 func TestWitnessRestartConflict(t *testing.T) {
-	s, fws, url := pgWitnessServer(t, 2)
-	size := appendN(t, s, 0, 5)
-	waitCosignatures(t, s, size, 2)
-	db := openPG(t, url)
-	waitKept(t, db, fws, size)
-	conn, err := pgx.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	s, fws, url, db, size, _ := cosignedOnPG(t)
+	conn := pgConn(t, url)
 	if _, err := conn.Exec(t.Context(), "DELETE FROM cosignatures"); err != nil {
 		t.Fatal(err)
 	}
@@ -349,11 +361,7 @@ func TestWitnessRestartConflict(t *testing.T) {
 // does not verify with the witness's key (a byte flipped) is never served:
 // not by a follower, nor by a new sequencer, which gathers it again.
 func TestFollowerRefusesTamperedCosignature(t *testing.T) {
-	s, fws, url := pgWitnessServer(t, 2)
-	size := appendN(t, s, 0, 5)
-	waitCosignatures(t, s, size, 2)
-	db := openPG(t, url)
-	waitKept(t, db, fws, size)
+	s, _, url, db, size, _ := cosignedOnPG(t)
 	lines, _ := db.Cosignatures(t.Context(), size)
 	var id string
 	for _, w := range s.srv.wit.ws {
@@ -362,11 +370,7 @@ func TestFollowerRefusesTamperedCosignature(t *testing.T) {
 		}
 	}
 	tampered := flipSignatureByte(t, lines[id])
-	conn, err := pgx.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := pgConn(t, url)
 	if tag, err := conn.Exec(t.Context(), "UPDATE cosignatures SET line = $1 WHERE size = $2 AND witness = $3", tampered, int64(size), id); err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("tampering with w1's row: %v %v", tag, err)
 	}
@@ -421,18 +425,10 @@ func flipSignatureByte(t *testing.T, line []byte) []byte {
 // latest checkpoint's cosignatures serves a witness's that reaches the
 // database later, read by its loop.
 func TestFollowerCatchesUpCosignatures(t *testing.T) {
-	s, fws, url := pgWitnessServer(t, 2)
-	size := appendN(t, s, 0, 5)
-	waitCosignatures(t, s, size, 2)
-	db := openPG(t, url)
-	waitKept(t, db, fws, size)
+	s, _, url, db, size, _ := cosignedOnPG(t)
 	lines, _ := db.Cosignatures(t.Context(), size)
 	id := s.srv.wit.ws[1].key.ID()
-	conn, err := pgx.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := pgConn(t, url)
 	// w1's cosignature is not in the database yet.
 	if _, err := conn.Exec(t.Context(), "DELETE FROM cosignatures WHERE witness = $1", id); err != nil {
 		t.Fatal(err)

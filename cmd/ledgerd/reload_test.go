@@ -108,18 +108,7 @@ func TestCredentialSwap(t *testing.T) {
 func TestReaderTokensReload(t *testing.T) {
 	s := startServer(t)
 	const reader = "reload-reader-example"
-	read := func(token string) int {
-		req, _ := http.NewRequest("GET", s.url+"/v1/checkpoint", nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	read := func(token string) int { return checkpointStatus(t, s.url, token) }
 	appendWith(t, s.url, s.token, 1) // a checkpoint to read
 	waitFor(t, "a checkpoint", func() bool { return read("") == 200 })
 	protected := *s.cfg

@@ -572,24 +572,29 @@ func TestAppendWaitCheckpoint(t *testing.T) {
 	}
 }
 
+// checkpointStatus is the status of GET /v1/checkpoint at url with the
+// bearer token, or with none if token is empty.
+func checkpointStatus(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url+"/v1/checkpoint", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func TestProtectedReads(t *testing.T) {
 	readerToken := "reader-secret-token"
 	sum := sha256.Sum256([]byte(readerToken))
 	s := startServerWith(t, func(c *Config) { c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)} })
 	s.post(t, s.token, appendBody(1))
 	s.l.Publish(context.Background())
-	read := func(token string) int {
-		req, _ := http.NewRequest("GET", s.url+"/v1/checkpoint", nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	read := func(token string) int { return checkpointStatus(t, s.url, token) }
 	if code := read(""); code != 401 {
 		t.Errorf("no token: %d", code)
 	}
