@@ -40,6 +40,11 @@ var tokenLen = base64.RawURLEncoding.EncodedLen(32)
 // approver's.
 var ErrCredentials = errors.New("unknown approver or wrong password")
 
+// ErrSessionStore classifies a sign-in whose password was right but whose
+// session the session store could not keep (a database that is down, say):
+// retrying later may succeed.
+var ErrSessionStore = errors.New("the session could not be stored")
+
 // ErrThrottled classifies a *ThrottledError.
 var ErrThrottled = errors.New("too many failed sign-ins")
 
@@ -209,7 +214,7 @@ func (s *Sessions) SignIn(ctx context.Context, find func(name string) (*Approver
 	token, csrf = newToken(), newToken()
 	se := Session{Name: name, CSRF: csrf, Credential: credential(a), SignIn: now, UsedAt: now}
 	if err := s.store.Add(ctx, sha256.Sum256([]byte(token)), se, s.max); err != nil {
-		return "", "", fmt.Errorf("opening a session: %w", err)
+		return "", "", fmt.Errorf("%w: %w", ErrSessionStore, err)
 	}
 	return token, csrf, nil
 }

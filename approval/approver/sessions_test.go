@@ -2,6 +2,7 @@ package approver
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -479,4 +480,27 @@ func bobHash(t *testing.T, find func(string) (*Approver, bool)) string {
 		t.Fatal("no bob")
 	}
 	return bob.PasswordHash
+}
+
+// failingStore is a session store whose server is down.
+type failingStore struct{ SessionStore }
+
+var errStoreDown = errors.New("the session store's server is down")
+
+func (failingStore) Add(context.Context, [sha256.Size]byte, Session, int) error { return errStoreDown }
+
+// TestSignInStoreFails: a right password whose session cannot be kept is
+// ErrSessionStore (retry later), never ErrCredentials (which would tell
+// the approver their password is wrong); a wrong password stays
+// ErrCredentials.
+func TestSignInStoreFails(t *testing.T) {
+	find := directory(t)
+	s := NewSessions(Options{Store: failingStore{NewMemoryStore()}})
+	_, _, err := s.SignIn(t.Context(), find, "alice", alicePassword, t0)
+	if !errors.Is(err, ErrSessionStore) || !errors.Is(err, errStoreDown) || errors.Is(err, ErrCredentials) {
+		t.Fatalf("SignIn with the store down: %v, want ErrSessionStore wrapping the store's error", err)
+	}
+	if _, _, err := s.SignIn(t.Context(), find, "alice", "a wrong password here", t0); !errors.Is(err, ErrCredentials) {
+		t.Fatalf("a wrong password with the store down: %v, want ErrCredentials", err)
+	}
 }

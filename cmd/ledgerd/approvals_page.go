@@ -350,6 +350,10 @@ func (s *server) pageSignIn(w http.ResponseWriter, r *http.Request, _ *pageSessi
 	case errors.Is(err, approver.ErrBusy):
 		s.pageRefuse(w, r, http.StatusServiceUnavailable, "busy", "too many sign-ins at once; retry later")
 		return
+	case errors.Is(err, approver.ErrSessionStore):
+		s.log.ErrorContext(r.Context(), "approver sign-in: the session could not be stored", "name", logName(name), "error", err)
+		s.pageRefuse(w, r, http.StatusServiceUnavailable, "unavailable", "the session could not be stored; retry")
+		return
 	default:
 		s.log.ErrorContext(r.Context(), "approver sign-in failed", "name", logName(name), "error", err)
 		s.pageRefuse(w, r, http.StatusInternalServerError, "internal", "the sign-in could not be checked")

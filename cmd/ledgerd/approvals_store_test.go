@@ -374,7 +374,7 @@ func TestPreviewCommitFails(t *testing.T) {
 // ends at its next use and its row is deleted; sign-out deletes the row.
 func TestSessionsOnPostgres(t *testing.T) {
 	ctx := t.Context()
-	s, _ := pgTestStore(t)
+	s, url := pgTestStore(t)
 	find, err := approver.ByName(testApprovers())
 	if err != nil {
 		t.Fatal(err)
@@ -423,5 +423,17 @@ func TestSessionsOnPostgres(t *testing.T) {
 	}
 	if _, _, ok, _ := a.Resume(ctx, find, again, now.Add(time.Second)); ok {
 		t.Fatal("a session ended through one Sessions holds through another")
+	}
+
+	// The database unreachable: a right password is ErrSessionStore,
+	// which the page answers 503 unavailable, not 401 credentials.
+	closed, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	down := approver.NewSessions(approver.Options{Store: pgSessions{closed}})
+	if _, _, err := down.SignIn(ctx, find, "alice", testPassword, now); !errors.Is(err, approver.ErrSessionStore) {
+		t.Fatalf("a sign-in with the database closed: %v, want ErrSessionStore", err)
 	}
 }
