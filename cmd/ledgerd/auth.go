@@ -59,17 +59,25 @@ type mediatorHandler func(w http.ResponseWriter, r *http.Request, mediator strin
 type mediatorGuard struct {
 	s *server
 	h mediatorHandler
+	// forwarding is a follower's guard before forwarding (cluster.go):
+	// the sequencer, which authenticates the request again, counts a
+	// previous token's use.
+	forwarding bool
 }
 
 // mediatorAuth guards an endpoint that needs a mediator's token.
-func (s *server) mediatorAuth(h mediatorHandler) http.Handler { return mediatorGuard{s, h} }
+func (s *server) mediatorAuth(h mediatorHandler) http.Handler { return mediatorGuard{s: s, h: h} }
 
 func (g mediatorGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := g.s
 	token, ok := bearerToken(r.Header.Get("Authorization"))
 	mediator, known := "", false
 	if ok {
-		mediator, known = s.credentials().authenticate(token)
+		var previous bool
+		mediator, previous, known = s.credentials().authenticate(token)
+		if previous && !g.forwarding {
+			s.m.previousTokenRequest(mediator)
+		}
 	}
 	if !known {
 		// The body is not read, and the connection not kept: a client

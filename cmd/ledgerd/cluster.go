@@ -670,7 +670,7 @@ func (s *server) followerRoutes() http.Handler {
 func (s *server) forwardGuarded(h http.Handler, forward http.HandlerFunc) http.Handler {
 	switch h.(type) {
 	case mediatorGuard:
-		return s.mediatorAuth(func(w http.ResponseWriter, r *http.Request, _ string) { forward(w, r) })
+		return mediatorGuard{s: s, h: func(w http.ResponseWriter, r *http.Request, _ string) { forward(w, r) }, forwarding: true}
 	case readGuard:
 		return s.readAuth(forward)
 	}

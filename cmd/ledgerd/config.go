@@ -502,6 +502,19 @@ type Mediator struct {
 	// token, no other mediator's. Required. The token itself is never
 	// stored ("ledgerd token add" and "ledgerd token rotate" make one).
 	TokenSHA256 string `json:"token_sha256"`
+	// PreviousTokenSHA256 is the lower-case hex SHA-256 of the token the
+	// mediator had before "ledgerd token rotate --overlap", which stays
+	// valid as the same mediator's until PreviousTokenExpires, so that a
+	// fleet of mediators can move to the new token without refusals.
+	// Optional; default none. Only with PreviousTokenExpires; it may be
+	// neither TokenSHA256 nor any other mediator's token.
+	PreviousTokenSHA256 string `json:"previous_token_sha256"`
+	// PreviousTokenExpires is when PreviousTokenSHA256 stops being
+	// valid, by the server's clock at each request: an RFC 3339 time in
+	// UTC, such as "2026-12-01T15:00:00Z". From that time on the
+	// previous token is refused as unknown; the config stays valid.
+	// Optional; default none. Only with PreviousTokenSHA256.
+	PreviousTokenExpires string `json:"previous_token_expires"`
 	// RatePerSecond bounds the mediator's sustained appends per second;
 	// beyond it appends get 429 with Retry-After. Optional; default 0,
 	// unlimited; otherwise at least 0.001 (one append in 1,000 s), so
@@ -721,7 +734,7 @@ func (c *Config) check() error {
 			return fmt.Errorf("mediators[%d]: name %q repeated", i, m.Name)
 		}
 		seen[m.Name] = true
-		if h, err := hex.DecodeString(m.TokenSHA256); err != nil || len(h) != sha256.Size || strings.ToLower(m.TokenSHA256) != m.TokenSHA256 {
+		if !isTokenHash(m.TokenSHA256) {
 			return fmt.Errorf("mediators[%d] (%s): token_sha256 is not 64 lower-case hex digits", i, m.Name)
 		}
 		if j, ok := tokens[m.TokenSHA256]; ok {
@@ -729,6 +742,15 @@ func (c *Config) check() error {
 			return fmt.Errorf("mediators[%d] (%s): token_sha256 is also mediators[%d]'s: each mediator needs its own token", i, m.Name, j)
 		}
 		tokens[m.TokenSHA256] = i
+		if err := m.checkPrevious(); err != nil {
+			return fmt.Errorf("mediators[%d] (%s): %w", i, m.Name, err)
+		}
+		if m.PreviousTokenSHA256 != "" {
+			if j, ok := tokens[m.PreviousTokenSHA256]; ok {
+				return fmt.Errorf("mediators[%d] (%s): previous_token_sha256 is also mediators[%d]'s: each mediator needs its own token", i, m.Name, j)
+			}
+			tokens[m.PreviousTokenSHA256] = i
+		}
 		switch {
 		case m.RatePerSecond < 0 || m.RatePerSecond > 0 && m.RatePerSecond < minRatePerSecond:
 			return fmt.Errorf("mediators[%d] (%s): rate_per_second %g is out of range: at least %g, or 0 for unlimited", i, m.Name, m.RatePerSecond, minRatePerSecond)
@@ -874,13 +896,9 @@ func checkMediatorName(name string) error {
 	return nil
 }
 
-// mayRead reports whether a request with this bearer token may use the
-// read endpoints: always when reads are public; otherwise with a reader's
-// or a mediator's token, compared in constant time.
-func (c *Config) mayRead(token string) bool {
-	if len(c.ReaderTokensSHA256) == 0 {
-		return true
-	}
+// isReader reports whether this bearer token is a reader's, compared in
+// constant time with every reader's hash.
+func (c *Config) isReader(token string) bool {
 	sum := sha256.Sum256([]byte(token))
 	ok := false
 	for _, h := range c.ReaderTokensSHA256 {
@@ -889,20 +907,93 @@ func (c *Config) mayRead(token string) bool {
 			ok = true
 		}
 	}
-	_, mediator := c.authenticate(token)
-	return ok || mediator
+	return ok
 }
 
-// authenticate returns the mediator whose token this is. Every configured
-// hash is compared, in constant time, so the answer's timing says nothing.
+// authenticate returns the mediator whose token this is now, by
+// time.Now (the server judges with its credentials' clock).
 func (c *Config) authenticate(token string) (string, bool) {
-	sum := sha256.Sum256([]byte(token))
-	found := ""
+	name, _ := c.mediatorTokens().authenticate(token, time.Now())
+	return name, name != ""
+}
+
+// isTokenHash reports whether h is a SHA-256 in 64 lower-case hex digits.
+func isTokenHash(h string) bool {
+	b, err := hex.DecodeString(h)
+	return err == nil && len(b) == sha256.Size && strings.ToLower(h) == h
+}
+
+// checkPrevious checks the mediator's previous token: both members or
+// neither, a hash other than its current one, an RFC 3339 UTC time.
+func (m Mediator) checkPrevious() error {
+	switch {
+	case m.PreviousTokenSHA256 == "" && m.PreviousTokenExpires == "":
+		return nil
+	case m.PreviousTokenSHA256 == "":
+		return errors.New("previous_token_expires needs previous_token_sha256")
+	case m.PreviousTokenExpires == "":
+		return errors.New("previous_token_sha256 needs previous_token_expires: when the previous token stops being valid")
+	case !isTokenHash(m.PreviousTokenSHA256):
+		return errors.New("previous_token_sha256 is not 64 lower-case hex digits")
+	case m.PreviousTokenSHA256 == m.TokenSHA256:
+		return errors.New("previous_token_sha256 is its token_sha256: the previous token must be another")
+	}
+	if _, err := parsePreviousExpires(m.PreviousTokenExpires); err != nil {
+		return err
+	}
+	return nil
+}
+
+// parsePreviousExpires parses previous_token_expires: RFC 3339, in UTC.
+func parsePreviousExpires(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || !strings.HasSuffix(s, "Z") {
+		return time.Time{}, fmt.Errorf("previous_token_expires %q is not an RFC 3339 time in UTC (such as 2026-12-01T15:00:00Z)", s)
+	}
+	return t, nil
+}
+
+// mediatorToken is one token hash a mediator is known by: its current
+// one (expires zero), or its previous one, valid before expires.
+type mediatorToken struct {
+	name     string
+	sum      [sha256.Size]byte
+	previous bool
+	expires  time.Time
+}
+
+// mediatorTokens are every mediator's token hashes, decoded once.
+type mediatorTokens []mediatorToken
+
+// mediatorTokens decodes the checked config's token hashes.
+func (c *Config) mediatorTokens() mediatorTokens {
+	var ts mediatorTokens
 	for _, m := range c.Mediators {
-		want, _ := hex.DecodeString(m.TokenSHA256)
-		if subtle.ConstantTimeCompare(sum[:], want) == 1 {
-			found = m.Name
+		t := mediatorToken{name: m.Name}
+		hex.Decode(t.sum[:], []byte(m.TokenSHA256))
+		ts = append(ts, t)
+		if m.PreviousTokenSHA256 != "" {
+			p := mediatorToken{name: m.Name, previous: true}
+			hex.Decode(p.sum[:], []byte(m.PreviousTokenSHA256))
+			p.expires, _ = parsePreviousExpires(m.PreviousTokenExpires)
+			ts = append(ts, p)
 		}
 	}
-	return found, found != ""
+	return ts
+}
+
+// authenticate returns the mediator whose token this is at now, and
+// whether it is the mediator's previous token: a previous token is
+// valid before its expiry only (at it, refused). Every hash, expired or
+// not, is compared in constant time, so the answer's timing says
+// nothing about which one matched.
+func (ts mediatorTokens) authenticate(token string, now time.Time) (name string, previous bool) {
+	sum := sha256.Sum256([]byte(token))
+	for _, t := range ts {
+		match := subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1
+		if match && (!t.previous || now.Before(t.expires)) {
+			name, previous = t.name, t.previous
+		}
+	}
+	return name, previous
 }

@@ -6,7 +6,7 @@
 //	ledgerd [serve] [--config FILE | --data DIR] [--listen ADDR]
 //	ledgerd init --name ORIGIN [--config FILE | --data DIR] [--mediator NAME] [--listen ADDR]
 //	ledgerd token add NAME [--config FILE | --data DIR]
-//	ledgerd token rotate NAME [--config FILE | --data DIR]
+//	ledgerd token rotate NAME [--overlap DURATION] [--config FILE | --data DIR]
 //	ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
 //	ledgerd approver remove NAME [--config FILE | --data DIR]
 //	ledgerd fsck [--config FILE | --data DIR] [--online] [--signatures] [--max-damage N]
@@ -52,7 +52,7 @@ const usage = `Usage:
     ledgerd [serve] [--config FILE | --data DIR] [--listen ADDR]
     ledgerd init --name ORIGIN [--config FILE | --data DIR] [--mediator NAME] [--listen ADDR]
     ledgerd token add NAME [--config FILE | --data DIR]
-    ledgerd token rotate NAME [--config FILE | --data DIR]
+    ledgerd token rotate NAME [--overlap DURATION] [--config FILE | --data DIR]
     ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
     ledgerd approver remove NAME [--config FILE | --data DIR]
     ledgerd fsck [--config FILE | --data DIR] [--online] [--signatures] [--max-damage N]
@@ -92,7 +92,10 @@ Commands:
               stdout, once; stores only its SHA-256 in the config, which it
               rewrites atomically. A running ledgerd takes the change on
               SIGHUP (systemctl reload ledgerd): from then on the old
-              token is refused.
+              token is refused. rotate --overlap DURATION (such as 1h)
+              keeps the old token valid beside the new one for DURATION,
+              so that clients move without refusals; a later rotate
+              replaces that previous token (docs/operations.md).
     approver  add: a new approver NAME of the approver's page (docs/approvals.md),
               who may approve the actions A,B ("*": every action), of the
               principals P,Q only if given; the password is read from stdin,
@@ -155,6 +158,9 @@ Options:
     --mediator NAME   init: the mediator to create. Default "local".
     --out FILE        keygen: the key file to create.
     --new-key FILE    key rotate: the new signing key.
+    --overlap DURATION  token rotate: how long the old token stays valid
+                      beside the new one (such as 1h). Default 0: refused
+                      from the next SIGHUP on.
     --actions A,B     approver add: the actions the approver may approve.
     --principals P,Q  approver add: the only principals whose requests the
                       approver may approve. Default: any.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -29,10 +30,11 @@ type metrics struct {
 	decisions      map[string]uint64                   // by decision value
 	reloadsOK      uint64
 	reloadsFailed  uint64
-	configReloads  [2]uint64       // failed, ok
-	policySet      string          // the digest of the set in force; "" if none
-	witnesses      func(io.Writer) // the witnesses' series; nil without witnesses
-	cluster        func(io.Writer) // the cluster's series (cluster.go); nil for a single ledgerd
+	configReloads  [2]uint64         // failed, ok
+	previousTokens map[string]uint64 // requests authenticated with a previous token, by mediator
+	policySet      string            // the digest of the set in force; "" if none
+	witnesses      func(io.Writer)   // the witnesses' series; nil without witnesses
+	cluster        func(io.Writer)   // the cluster's series (cluster.go); nil for a single ledgerd
 }
 
 type histogram struct {
@@ -65,11 +67,20 @@ func (h *histogram) write(w io.Writer, name, help string) {
 
 func newMetrics() *metrics {
 	return &metrics{
-		appendSeconds: newHistogram(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
-		batchEntries:  newHistogram(1, 2, 4, 8, 16, 32, 64, 128, 256),
-		rejects:       map[string]uint64{},
-		decisions:     map[string]uint64{},
+		appendSeconds:  newHistogram(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+		batchEntries:   newHistogram(1, 2, 4, 8, 16, 32, 64, 128, 256),
+		rejects:        map[string]uint64{},
+		decisions:      map[string]uint64{},
+		previousTokens: map[string]uint64{},
 	}
+}
+
+// previousTokenRequest counts a request of mediator's authenticated with
+// its previous token (config previous_token_sha256).
+func (m *metrics) previousTokenRequest(mediator string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.previousTokens[mediator]++
 }
 
 func (m *metrics) observeAppend(d time.Duration, replayed bool) {
@@ -157,6 +168,11 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "ledgerd_policy_reloads_total{result=\"ok\"} %d\nledgerd_policy_reloads_total{result=\"failed\"} %d\n", m.reloadsOK, m.reloadsFailed)
 	fmt.Fprintf(w, "# HELP ledgerd_config_reloads_total Config reloads (SIGHUP), by result: ok (the config's credentials in force) or failed (the config was refused; the credentials in force stay).\n# TYPE ledgerd_config_reloads_total counter\n")
 	fmt.Fprintf(w, "ledgerd_config_reloads_total{result=\"ok\"} %d\nledgerd_config_reloads_total{result=\"failed\"} %d\n", m.configReloads[1], m.configReloads[0])
+	// Mediator names come from the config, never from a request.
+	fmt.Fprintf(w, "# HELP ledgerd_previous_token_requests_total Requests authenticated with a mediator's previous token (ledgerd token rotate --overlap), by mediator: once it stops growing, the mediator's clients use the new token.\n# TYPE ledgerd_previous_token_requests_total counter\n")
+	for _, name := range slices.Sorted(maps.Keys(m.previousTokens)) {
+		fmt.Fprintf(w, "ledgerd_previous_token_requests_total{mediator=%q} %d\n", name, m.previousTokens[name])
+	}
 	if m.policySet != "" {
 		fmt.Fprintf(w, "# HELP ledgerd_policy_set_info The policy set in force, by digest.\n# TYPE ledgerd_policy_set_info gauge\nledgerd_policy_set_info{policy_set=%q} 1\n", m.policySet)
 	}

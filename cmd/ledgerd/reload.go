@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/decisionledger/ledger/approval/approver"
 )
@@ -35,11 +36,34 @@ type credentials struct {
 	// approvers finds an approver by name; it finds none when the config
 	// has no approvals member.
 	approvers func(name string) (*approver.Approver, bool)
+	// tokens are the mediators' token hashes, current and previous.
+	tokens mediatorTokens
+	// now is the clock a previous token's expiry is judged by:
+	// time.Now, or a test's.
+	now func() time.Time
 }
 
-func (c *credentials) authenticate(token string) (string, bool) { return c.cfg.authenticate(token) }
-func (c *credentials) mayRead(token string) bool                { return c.cfg.mayRead(token) }
-func (c *credentials) readsProtected() bool                     { return len(c.cfg.ReaderTokensSHA256) > 0 }
+// authenticate returns the mediator whose token this is now, and whether
+// it is the mediator's previous token (valid until its expiry).
+func (c *credentials) authenticate(token string) (mediator string, previous, ok bool) {
+	mediator, previous = c.tokens.authenticate(token, c.now())
+	return mediator, previous, mediator != ""
+}
+
+// mayRead reports whether a request with this bearer token may use the
+// read endpoints: always when reads are public; otherwise with a reader's
+// or a mediator's token (a previous one until its expiry), each compared
+// in constant time.
+func (c *credentials) mayRead(token string) bool {
+	if !c.readsProtected() {
+		return true
+	}
+	reader := c.cfg.isReader(token)
+	_, _, mediator := c.authenticate(token)
+	return reader || mediator
+}
+
+func (c *credentials) readsProtected() bool { return len(c.cfg.ReaderTokensSHA256) > 0 }
 
 // liveCredentials are the credentials in force, shared by every part of
 // the process that checks one (a cluster's follower and its terms alike).
@@ -63,7 +87,10 @@ func newLiveCredentials(cfg *Config) *liveCredentials {
 // newCredentials makes cfg's credentials. A mediator whose rate and
 // burst are prev's keeps its bucket's level: a reload gives no burst.
 func newCredentials(cfg *Config, prev *credentials) *credentials {
-	c := &credentials{cfg: cfg, limiter: newLimiter(cfg)}
+	c := &credentials{cfg: cfg, limiter: newLimiter(cfg), tokens: cfg.mediatorTokens(), now: time.Now}
+	if prev != nil {
+		c.now = prev.now
+	}
 	if prev != nil {
 		c.limiter.keepLevels(prev.limiter)
 	}
@@ -270,6 +297,9 @@ func (r *configReloader) reload(ctx context.Context) {
 	ch := r.creds.apply(next)
 	r.log.InfoContext(ctx, "config reloaded: credentials in force", "config", r.path, "changes", ch,
 		"mediators", len(next.Mediators), "approvers", approverCount(next))
+	if n, expiries := previousTokens(next, r.creds.load().now()); n > 0 {
+		r.log.InfoContext(ctx, "config reload: previous mediator tokens in force until their expiry", "count", n, "expires", expiries)
+	}
 	if r.cert != nil && next.TLS != nil {
 		// The check loaded the pair already; a file rewritten since
 		// then is read again here, or refused.
@@ -286,6 +316,21 @@ func (r *configReloader) reload(ctx context.Context) {
 	if names := restartFields(r.start, next); len(names) > 0 {
 		r.log.WarnContext(ctx, "config reload: these members changed and take effect only at a restart", "fields", strings.Join(names, ","))
 	}
+}
+
+// previousTokens counts the mediators' previous tokens valid at now and
+// names their expiries, "mediator=time" joined by commas; never a hash.
+func previousTokens(c *Config, now time.Time) (int, string) {
+	var list []string
+	for _, m := range c.Mediators {
+		if m.PreviousTokenSHA256 == "" {
+			continue
+		}
+		if t, err := parsePreviousExpires(m.PreviousTokenExpires); err == nil && now.Before(t) {
+			list = append(list, m.Name+"="+m.PreviousTokenExpires)
+		}
+	}
+	return len(list), strings.Join(list, ",")
 }
 
 func approverCount(c *Config) int {

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"time"
 )
 
 // token is "ledgerd token add NAME" and "ledgerd token rotate NAME".
@@ -20,12 +22,19 @@ func token(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("token "+op, flag.ContinueOnError)
 	var df dataFlags
 	df.register(fset)
+	var overlap time.Duration
+	if op == "rotate" {
+		fset.DurationVar(&overlap, "overlap", 0, "how long the old token stays valid beside the new one")
+	}
 	operands, code, ok := parseArgs(fset, args[1:], 1, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if err := df.check(fset); err != nil {
 		return usageError(stderr, "token "+op, "%v", err)
+	}
+	if overlap < 0 {
+		return usageError(stderr, "token "+op, "--overlap %v is negative", overlap)
 	}
 	name := operands[0]
 	if err := checkMediatorName(name); err != nil {
@@ -35,15 +44,21 @@ func token(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "token %s: %v", op, err)
 	}
-	tok, err := changeToken(path, op, name)
+	ch, err := changeToken(path, op, name, overlap, time.Now())
 	if err != nil {
 		return fail(stderr, "token %s: %v", op, err)
 	}
-	fmt.Fprintln(stdout, tok)
+	fmt.Fprintln(stdout, ch.token)
 	if op == "add" {
 		fmt.Fprintf(stderr, "ledgerd: added mediator %q to %s, with the token printed on stdout: it is shown once, and only its SHA-256 is stored\n", name, path)
 	} else {
 		fmt.Fprintf(stderr, "ledgerd: new token for mediator %q in %s, printed on stdout: it is shown once, and only its SHA-256 is stored\n", name, path)
+	}
+	if ch.dropped != "" {
+		fmt.Fprintf(stderr, "ledgerd: the previous token of mediator %q, valid until %s, is dropped: refused from the reload on\n", name, ch.dropped)
+	}
+	if ch.expires != "" {
+		fmt.Fprintf(stderr, "ledgerd: the old token stays valid beside the new one until %s (previous_token_expires)\n", ch.expires)
 	}
 	fmt.Fprint(stderr, reloadHint)
 	if op == "rotate" {
@@ -52,19 +67,34 @@ func token(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// tokenChange is what changeToken did.
+type tokenChange struct {
+	// token is the new token.
+	token string
+	// expires is when the old token stops being valid, with --overlap;
+	// "" without.
+	expires string
+	// dropped is the expiry of a previous token that the rotation
+	// dropped before it expired; "" if none was.
+	dropped string
+}
+
 // changeToken adds mediator name to the config at path ("add"), or gives
-// it a new token ("rotate"), and returns the new token. The config must be
-// valid before and after. Only the mediators member changes: the others
-// keep their order and values, and the file is rewritten indented by two
-// spaces, atomically (writeConfig), mode 0600, with its owner kept.
-func changeToken(path, op, name string) (string, error) {
+// it a new token ("rotate"). A rotation with overlap > 0 keeps the old
+// token as the previous one, valid until now + overlap (whole seconds,
+// UTC); any rotation replaces the previous token there was. The config
+// must be valid before and after. Only the mediators member changes: the
+// others keep their order and values, and the file is rewritten indented
+// by two spaces, atomically (writeConfig), mode 0600, with its owner kept.
+func changeToken(path, op, name string, overlap time.Duration, now time.Time) (tokenChange, error) {
+	var ch tokenChange
 	old, err := os.ReadFile(path)
 	if err != nil {
-		return "", err
+		return ch, err
 	}
 	cfg, err := parseConfig(old, path)
 	if err != nil {
-		return "", fmt.Errorf("%w (fix the config first)", err)
+		return ch, fmt.Errorf("%w (fix the config first)", err)
 	}
 	at := -1
 	for i, m := range cfg.Mediators {
@@ -74,22 +104,22 @@ func changeToken(path, op, name string) (string, error) {
 	}
 	switch {
 	case op == "add" && at >= 0:
-		return "", fmt.Errorf("mediator %q exists in %s: \"ledgerd token rotate\" gives it a new token", name, path)
+		return ch, fmt.Errorf("mediator %q exists in %s: \"ledgerd token rotate\" gives it a new token", name, path)
 	case op == "rotate" && at < 0:
-		return "", fmt.Errorf("no mediator %q in %s: \"ledgerd token add\" adds one", name, path)
+		return ch, fmt.Errorf("no mediator %q in %s: \"ledgerd token add\" adds one", name, path)
 	}
 	tok, hash := newToken()
 	top, err := objectMembers(old)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+		return ch, fmt.Errorf("%s: %w", path, err)
 	}
 	mi, err := findConfigMember(top, "mediators")
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+		return ch, fmt.Errorf("%s: %w", path, err)
 	}
 	var mediators []json.RawMessage
 	if err := json.Unmarshal(top[mi].value, &mediators); err != nil || len(mediators) != len(cfg.Mediators) {
-		return "", fmt.Errorf("%s: mediators is not an array of objects", path)
+		return ch, fmt.Errorf("%s: mediators is not an array of objects", path)
 	}
 	if op == "add" {
 		mediators = append(mediators, joinObject([]objectMember{
@@ -98,33 +128,50 @@ func changeToken(path, op, name string) (string, error) {
 	} else {
 		m, err := objectMembers(mediators[at])
 		if err != nil {
-			return "", fmt.Errorf("%s: mediators[%d]: %w", path, at, err)
+			return ch, fmt.Errorf("%s: mediators[%d]: %w", path, at, err)
 		}
 		ti, err := findConfigMember(m, "token_sha256")
 		if err != nil {
-			return "", fmt.Errorf("%s: mediators[%d]: %w", path, at, err)
+			return ch, fmt.Errorf("%s: mediators[%d]: %w", path, at, err)
 		}
 		m[ti].value = quoteJSON(hash)
+		was := cfg.Mediators[at]
+		if was.PreviousTokenSHA256 != "" {
+			if t, err := parsePreviousExpires(was.PreviousTokenExpires); err == nil && now.Before(t) {
+				ch.dropped = was.PreviousTokenExpires
+			}
+		}
+		// Drop the previous pair (as encoding/json matches names), then
+		// add the new one at the end.
+		m = slices.DeleteFunc(m, func(om objectMember) bool {
+			return strings.EqualFold(om.key, "previous_token_sha256") || strings.EqualFold(om.key, "previous_token_expires")
+		})
+		if overlap > 0 {
+			ch.expires = now.Add(overlap).UTC().Truncate(time.Second).Format(time.RFC3339)
+			m = append(m, objectMember{"previous_token_sha256", quoteJSON(was.TokenSHA256)},
+				objectMember{"previous_token_expires", quoteJSON(ch.expires)})
+		}
 		mediators[at] = joinObject(m)
 	}
 	top[mi].value = joinArray(mediators)
 	var text bytes.Buffer
 	if err := json.Indent(&text, joinObject(top), "", "  "); err != nil {
-		return "", err
+		return ch, err
 	}
 	text.WriteByte('\n')
 	// What is written must be a valid config with the change.
 	changed, err := parseConfig(text.Bytes(), path)
 	if err != nil {
-		return "", fmt.Errorf("the changed config would be refused: %w", err)
+		return ch, fmt.Errorf("the changed config would be refused: %w", err)
 	}
-	if got, _ := changed.authenticate(tok); got != name {
-		return "", errors.New("the changed config does not hold the new token") // a bug
+	if got, _ := changed.mediatorTokens().authenticate(tok, now); got != name {
+		return ch, errors.New("the changed config does not hold the new token") // a bug
 	}
 	if err := replaceConfig(path, old, text.Bytes()); err != nil {
-		return "", err
+		return ch, err
 	}
-	return tok, nil
+	ch.token = tok
+	return ch, nil
 }
 
 // replaceConfig replaces the config at path, whose text was old, by text:

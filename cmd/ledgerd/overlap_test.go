@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The config refuses half a previous-token pair, a malformed hash or
+// time, and a previous hash that is the mediator's own or another
+// mediator's; a pair whose time has passed is accepted (and inert).
+func TestPreviousTokenConfig(t *testing.T) {
+	cur, prev, other := strings.Repeat("b", 64), strings.Repeat("c", 64), strings.Repeat("d", 64)
+	const exp = "2026-12-01T15:00:00Z"
+	mediators := func(ms ...string) string { return `"mediators": [` + strings.Join(ms, ", ") + `]` }
+	m := func(name, hash, previous, expires string) string {
+		s := fmt.Sprintf(`{"name": %q, "token_sha256": %q`, name, hash)
+		if previous != "-" {
+			s += fmt.Sprintf(`, "previous_token_sha256": %q`, previous)
+		}
+		if expires != "-" {
+			s += fmt.Sprintf(`, "previous_token_expires": %q`, expires)
+		}
+		return s + "}"
+	}
+	refused := map[string]string{
+		mediators(m("m", cur, prev, "-")):                                                               "mediators[0] (m): previous_token_sha256 needs previous_token_expires",
+		mediators(m("m", cur, "-", exp)):                                                                "mediators[0] (m): previous_token_expires needs previous_token_sha256",
+		mediators(m("m", cur, "", exp)):                                                                 "mediators[0] (m): previous_token_expires needs previous_token_sha256",
+		mediators(m("m", cur, prev[:63], exp)):                                                          "mediators[0] (m): previous_token_sha256 is not 64 lower-case hex digits",
+		mediators(m("m", cur, strings.ToUpper(prev), exp)):                                              "mediators[0] (m): previous_token_sha256 is not 64 lower-case hex digits",
+		mediators(m("m", cur, prev, "2026-12-01 15:00:00")):                                             `mediators[0] (m): previous_token_expires "2026-12-01 15:00:00" is not an RFC 3339 time in UTC`,
+		mediators(m("m", cur, prev, "2026-12-01T16:00:00+01:00")):                                       `mediators[0] (m): previous_token_expires "2026-12-01T16:00:00+01:00" is not an RFC 3339 time in UTC`,
+		mediators(m("m", cur, prev, "1h")):                                                              `previous_token_expires "1h" is not an RFC 3339 time`,
+		mediators(m("m", cur, cur, exp)):                                                                "mediators[0] (m): previous_token_sha256 is its token_sha256",
+		mediators(m("m", cur, "-", "-"), m("n", other, cur, exp)):                                       "mediators[1] (n): previous_token_sha256 is also mediators[0]'s",
+		mediators(m("m", cur, prev, exp), m("n", other, prev, exp)):                                     "mediators[1] (n): previous_token_sha256 is also mediators[0]'s",
+		mediators(m("m", cur, prev, exp), m("n", prev, "-", "-")):                                       "mediators[1] (n): token_sha256 is also mediators[0]'s",
+		mediators(m("m", cur, "-", "-"), m("n", other, strings.Repeat("e", 64), "2026-12-01T15:00:00")): "mediators[1] (n): previous_token_expires",
+	}
+	for change, want := range refused {
+		if _, err := configWith(t, change); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", change, err, want)
+		}
+	}
+	for _, change := range []string{
+		mediators(m("m", cur, prev, exp), m("n", other, "-", "-")),
+		mediators(m("m", cur, prev, "2020-01-01T00:00:00Z")), // expired
+		mediators(m("m", cur, prev, "2026-12-01T15:00:00.5Z")),
+		mediators(m("m", cur, "", "")),
+	} {
+		if _, err := configWith(t, change); err != nil {
+			t.Errorf("%s: %v", change, err)
+		}
+	}
+}
+
+// A previous token authenticates as its mediator before its expiry, by
+// the clock given, and is unknown from the expiry on; the current token
+// authenticates throughout.
+func TestPreviousTokenExpiry(t *testing.T) {
+	const oldTok, newTok, otherTok = "old-token-example", "new-token-example", "other-token-example"
+	expires := time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
+	cfg := &Config{Mediators: []Mediator{
+		{Name: "other", TokenSHA256: tokenHash(otherTok)},
+		{Name: "billing", TokenSHA256: tokenHash(newTok), PreviousTokenSHA256: tokenHash(oldTok), PreviousTokenExpires: expires.Format(time.RFC3339)},
+	}}
+	ts := cfg.mediatorTokens()
+	for _, c := range []struct {
+		token    string
+		at       time.Time
+		name     string
+		previous bool
+	}{
+		{oldTok, expires.Add(-time.Hour), "billing", true},
+		{oldTok, expires.Add(-time.Nanosecond), "billing", true},
+		{oldTok, expires, "", false},
+		{oldTok, expires.Add(time.Second), "", false},
+		{newTok, expires.Add(-time.Hour), "billing", false},
+		{newTok, expires.Add(time.Hour), "billing", false},
+		{otherTok, expires, "other", false},
+		{"unknown-token-example", expires.Add(-time.Hour), "", false},
+	} {
+		if name, previous := ts.authenticate(c.token, c.at); name != c.name || previous != c.previous {
+			t.Errorf("%s at %v: %q, previous %v; want %q, %v", c.token, c.at, name, previous, c.name, c.previous)
+		}
+	}
+}
+
+// Through the server, with its credentials' clock injected: the previous
+// token appends as the same mediator until its expiry, each such request
+// counted by mediator in ledgerd_previous_token_requests_total; at the
+// expiry it is refused, and the new token still appends. Reads follow
+// the same rule when they are protected.
+func TestPreviousTokenServer(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.ReaderTokensSHA256 = []string{tokenHash("reader-token-example")} })
+	// Far ahead of the real clock, so that a check by time.Now fails.
+	expires := time.Date(2126, 12, 1, 15, 0, 0, 0, time.UTC)
+	var now atomic.Pointer[time.Time]
+	setNow := func(t time.Time) { now.Store(&t) }
+	setNow(expires.Add(-time.Minute))
+	s.srv.creds.load().now = func() time.Time { return *now.Load() }
+	const newTok = "new-token-example"
+	m := s.cfg.Mediators[0]
+	m.PreviousTokenSHA256, m.PreviousTokenExpires, m.TokenSHA256 = m.TokenSHA256, expires.Format(time.RFC3339), tokenHash(newTok)
+	s.srv.creds.apply(withMediators(s.cfg, m))
+
+	metric := func() string {
+		_, b := getBody(t, s.url+"/metrics")
+		return string(b)
+	}
+	read := func(token string) int {
+		req, _ := http.NewRequest("GET", s.url+"/v1/checkpoint", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i, tok := range []string{s.token, newTok, s.token} {
+		if resp, b := s.post(t, tok, appendBody(i)); resp.StatusCode != http.StatusCreated || !bytes.Contains(b, []byte(`"mediator":"local"`)) {
+			t.Errorf("append %d before the expiry: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	if got := read(s.token); got != http.StatusOK {
+		t.Errorf("read with the previous token before its expiry: %d", got)
+	}
+	if !strings.Contains(metric(), "ledgerd_previous_token_requests_total{mediator=\"local\"} 2\n") {
+		t.Errorf("the metric does not count the previous token's 2 appends:\n%s", metric())
+	}
+	setNow(expires)
+	if resp, b := s.post(t, s.token, appendBody(3)); resp.StatusCode != http.StatusUnauthorized || !bytes.Contains(b, []byte("unknown token")) {
+		t.Errorf("append with the previous token at its expiry: %d %s", resp.StatusCode, b)
+	}
+	if got := read(s.token); got != http.StatusUnauthorized {
+		t.Errorf("read with the previous token at its expiry: %d", got)
+	}
+	if resp, b := s.post(t, newTok, appendBody(4)); resp.StatusCode != http.StatusCreated {
+		t.Errorf("append with the new token after the expiry: %d %s", resp.StatusCode, b)
+	}
+	if !strings.Contains(metric(), "ledgerd_previous_token_requests_total{mediator=\"local\"} 2\n") {
+		t.Errorf("the metric counts refused requests:\n%s", metric())
+	}
+}
+
+// rotate --overlap keeps the old token as the previous one until now +
+// the overlap; a second rotation replaces it (and says so while it was
+// valid); a plain rotation drops it. Other members stay as they were.
+func TestTokenRotateOverlap(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := writeKey(filepath.Join(dir, "ledger.key"), "ledger.example.com/log"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "store"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	first, hash := newToken()
+	path := filepath.Join(dir, "prod.json")
+	if err := os.WriteFile(path, []byte(strings.Replace(handWrittenConfig, "%s", hash, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rotate := func(overlap time.Duration, now time.Time) tokenChange {
+		t.Helper()
+		ch, err := changeToken(path, "rotate", "local", overlap, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+	load := func() *Config {
+		t.Helper()
+		cfg, err := loadConfig(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	now := time.Date(2026, 12, 1, 14, 0, 0, 500_000_000, time.FixedZone("CET", 3600))
+
+	ch := rotate(time.Hour, now)
+	second := ch.token
+	m := load().Mediators[0]
+	if m.PreviousTokenSHA256 != hash || m.PreviousTokenExpires != "2026-12-01T14:00:00Z" || ch.expires != m.PreviousTokenExpires || ch.dropped != "" {
+		t.Errorf("after rotate --overlap 1h: %+v, %+v", m, ch)
+	}
+	if m.RatePerSecond != 50 || m.Burst != 100 || m.TokenSHA256 != tokenHash(second) {
+		t.Errorf("after rotate --overlap 1h: %+v", m)
+	}
+	ts := load().mediatorTokens()
+	for _, tok := range []string{first, second} {
+		if name, _ := ts.authenticate(tok, now); name != "local" {
+			t.Errorf("token %s after rotate --overlap: %q", tok[:8], name)
+		}
+	}
+
+	// A second rotation 10 minutes later: the first token goes, said so.
+	ch = rotate(30*time.Minute, now.Add(10*time.Minute))
+	third := ch.token
+	m = load().Mediators[0]
+	if m.PreviousTokenSHA256 != tokenHash(second) || m.PreviousTokenExpires != "2026-12-01T13:40:00Z" || ch.dropped != "2026-12-01T14:00:00Z" {
+		t.Errorf("after a second rotate --overlap: %+v, %+v", m, ch)
+	}
+	ts = load().mediatorTokens()
+	if name, _ := ts.authenticate(first, now.Add(10*time.Minute)); name != "" {
+		t.Errorf("the first token after a second rotation: %q", name)
+	}
+
+	// A plain rotation after the previous token expired: nothing said.
+	ch = rotate(0, now.Add(time.Hour))
+	m = load().Mediators[0]
+	if m.PreviousTokenSHA256 != "" || m.PreviousTokenExpires != "" || ch.dropped != "" || ch.expires != "" {
+		t.Errorf("after a plain rotate: %+v, %+v", m, ch)
+	}
+	text, _ := os.ReadFile(path)
+	if bytes.Contains(text, []byte("previous_token")) {
+		t.Errorf("a plain rotate left the previous members:\n%s", text)
+	}
+	ts = load().mediatorTokens()
+	if name, _ := ts.authenticate(third, now.Add(time.Hour)); name != "" {
+		t.Error("the third token after a plain rotation still authenticates")
+	}
+	if name, _ := ts.authenticate(ch.token, now.Add(time.Hour)); name != "local" {
+		t.Error("the fourth token does not authenticate")
+	}
+
+	// The command: --overlap, then a plain rotate dropping a valid one.
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"token", "rotate", "local", "--overlap", "1h", "--config", path}, &stdout, &stderr); code != 0 {
+		t.Fatalf("token rotate --overlap: %d %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "the old token stays valid beside the new one until ") || strings.Contains(stderr.String(), "is dropped") {
+		t.Errorf("token rotate --overlap says:\n%s", stderr.String())
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"token", "rotate", "local", "--config", path}, &stdout, &stderr); code != 0 {
+		t.Fatalf("token rotate: %d %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `the previous token of mediator "local", valid until `) {
+		t.Errorf("a plain rotate dropping a valid previous token says:\n%s", stderr.String())
+	}
+	stderr.Reset()
+	before, _ := os.ReadFile(path)
+	for _, args := range [][]string{{"rotate", "local", "--overlap", "-1h"}, {"rotate", "local", "--overlap", "1"}, {"add", "x", "--overlap", "1h"}} {
+		if code := run(context.Background(), append(append([]string{"token"}, args...), "--config", path), &stdout, &stderr); code != 2 {
+			t.Errorf("token %v: exit %d, want 2", args, code)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("a refused token command changed the config")
+	}
+}
