@@ -541,9 +541,14 @@ func (c Config) LogValue() slog.Value {
 	if c.Store != "" {
 		store = postgres.RedactURL(c.Store)
 	}
-	return slog.GroupValue(slog.String("listen", c.Listen), slog.String("store_dir", c.StoreDir), slog.String("store", store),
+	attrs := []slog.Attr{slog.String("listen", c.Listen), slog.String("store_dir", c.StoreDir), slog.String("store", store),
 		slog.String("mediators", strings.Join(names, ",")), slog.Int("max_connections", maxConns),
-		slog.String("witnesses", strings.Join(witnesses, ",")), slog.Int("witnesses_needed", c.witnessesNeeded()))
+		slog.String("witnesses", strings.Join(witnesses, ",")), slog.Int("witnesses_needed", c.witnessesNeeded())}
+	// Previous tokens valid at start, by expiry; never their hashes.
+	if n, expiries := previousTokens(&c, time.Now()); n > 0 {
+		attrs = append(attrs, slog.String("previous_tokens", expiries))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 const (
