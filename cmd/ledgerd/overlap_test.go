@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,5 +274,30 @@ func TestPreviousTokenStartLog(t *testing.T) {
 	line := buf.String()
 	if !strings.Contains(line, `"previous_tokens":"billing=`+valid+`"`) || strings.Contains(line, tokenHash("b")) || strings.Contains(line, "crm=") {
 		t.Errorf("the start's log line: %s", line)
+	}
+}
+
+// A follower's guard before forwarding lets the previous token through
+// without counting it: the sequencer, which authenticates the request
+// again, counts it once.
+func TestPreviousTokenForwardNotCounted(t *testing.T) {
+	s := startServer(t)
+	m := s.cfg.Mediators[0]
+	m.PreviousTokenSHA256, m.PreviousTokenExpires, m.TokenSHA256 = m.TokenSHA256, "2126-01-01T00:00:00Z", tokenHash("new-token-example")
+	s.srv.creds.apply(withMediators(s.cfg, m))
+	forwarded := 0
+	h := s.srv.forwardGuarded(s.srv.mediatorAuth(nil), func(w http.ResponseWriter, r *http.Request) { forwarded++ })
+	req := httptest.NewRequest("POST", "/v1/entries", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	_, b := getBody(t, s.url+"/metrics")
+	if forwarded != 1 || strings.Contains(string(b), "ledgerd_previous_token_requests_total{") {
+		t.Errorf("forwarded %d times; metrics:\n%s", forwarded, b)
+	}
+	if resp, _ := s.post(t, s.token, appendBody(1)); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("append with the previous token: %d", resp.StatusCode)
+	}
+	if _, b := getBody(t, s.url+"/metrics"); !strings.Contains(string(b), "ledgerd_previous_token_requests_total{mediator=\"local\"} 1\n") {
+		t.Errorf("the sequencer's count:\n%s", b)
 	}
 }
