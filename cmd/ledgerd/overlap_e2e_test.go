@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -37,14 +36,7 @@ func TestDaemonTokenOverlap(t *testing.T) {
 	url := "http://" + d.addr
 	rotate := func(args ...string) (string, string) {
 		t.Helper()
-		cmd := exec.Command(bin, append([]string{"token", "rotate", "local", "--data", data}, args...)...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("ledgerd token rotate %v: %v\n%s", args, err, stderr.String())
-		}
-		return strings.TrimSpace(string(out)), stderr.String()
+		return runLedgerd(t, bin, "", append([]string{"token", "rotate", "local", "--data", data}, args...)...)
 	}
 	metrics := func() string {
 		_, b := getBody(t, url+"/metrics")

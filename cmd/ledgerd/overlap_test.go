@@ -118,16 +118,7 @@ func TestPreviousTokenServer(t *testing.T) {
 		_, b := getBody(t, s.url+"/metrics")
 		return string(b)
 	}
-	read := func(token string) int {
-		req, _ := http.NewRequest("GET", s.url+"/v1/checkpoint", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	read := func(token string) int { return checkpointStatus(t, s.url, token) }
 	for i, tok := range []string{s.token, newTok, s.token} {
 		if resp, b := s.post(t, tok, appendBody(i)); resp.StatusCode != http.StatusCreated || !bytes.Contains(b, []byte(`"mediator":"local"`)) {
 			t.Errorf("append %d before the expiry: %d %s", i, resp.StatusCode, b)

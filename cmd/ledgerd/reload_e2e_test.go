@@ -33,15 +33,7 @@ func TestDaemonReload(t *testing.T) {
 	d.cmd.Wait()
 	command := func(stdin string, args ...string) (string, string) {
 		t.Helper()
-		cmd := exec.Command(bin, append(args, "--data", data)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("ledgerd %v: %v\n%s", args, err, stderr.String())
-		}
-		return strings.TrimSpace(string(out)), stderr.String()
+		return runLedgerd(t, bin, stdin, append(args, "--data", data)...)
 	}
 	const alicePassword, bobPassword = "alice's password 123", "bob's password 123"
 	command(alicePassword+"\n", "approver", "add", "alice", "--actions", "*")
@@ -217,4 +209,20 @@ func waitLogLine(t *testing.T, d *daemon, s string) string {
 		return line != ""
 	})
 	return line
+}
+
+// runLedgerd runs the ledgerd binary bin with args and stdin, and returns
+// its standard output, trimmed, and its standard error; it fails the test
+// if the command fails.
+func runLedgerd(t *testing.T, bin, stdin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ledgerd %v: %v\n%s", args, err, errOut.String())
+	}
+	return strings.TrimSpace(string(out)), errOut.String()
 }
