@@ -169,17 +169,7 @@ func pgWitnessServer(t *testing.T, n int) (*testServer, []*fakeWitness, string) 
 	t.Helper()
 	url := pgtest.Shared(t).NewDatabase(t)
 	var ws []*fakeWitness
-	s := startServerOn(t, func(c *Config) {
-		key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range n {
-			w := newFakeWitness(t, fmt.Sprintf("witness-%d.example.org", i), key.VerifierKey())
-			ws = append(ws, w)
-			c.Witnesses = append(c.Witnesses, WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.srv.URL, Key: w.vkey})
-		}
-	}, openPG(t, url))
+	s := startServerOn(t, func(c *Config) { ws = addFakeWitnesses(t, c, n) }, openPG(t, url))
 	return s, ws, url
 }
 

@@ -65,14 +65,7 @@ func BenchmarkHTTPAppendWitnesses(b *testing.B) {
 			default:
 				s = startServerWith(b, func(c *Config) {
 					c.WitnessInterval = run.interval
-					key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					for i := range n {
-						w := newFakeWitness(b, fmt.Sprintf("witness-%d.example.org", i), key.VerifierKey())
-						c.Witnesses = append(c.Witnesses, WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.srv.URL, Key: w.vkey})
-					}
+					addFakeWitnesses(b, c, n)
 				})
 			}
 			ctx, cancel := context.WithCancel(context.Background())

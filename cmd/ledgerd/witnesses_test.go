@@ -152,20 +152,29 @@ func (w *fakeWitness) addCheckpoint(rw http.ResponseWriter, r *http.Request) {
 	rw.Write(line)
 }
 
+// addFakeWitnesses starts n fake witnesses for the log of c's key and
+// lists them in c's witnesses, named w0, w1, ...
+func addFakeWitnesses(t testing.TB, c *Config, n int) []*fakeWitness {
+	t.Helper()
+	key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []*fakeWitness
+	for i := range n {
+		w := newFakeWitness(t, fmt.Sprintf("witness-%d.example.org", i), key.VerifierKey())
+		ws = append(ws, w)
+		c.Witnesses = append(c.Witnesses, WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.srv.URL, Key: w.vkey})
+	}
+	return ws
+}
+
 // witnessServer starts a server with n fake witnesses, all needed.
 func witnessServer(t testing.TB, n int) (*testServer, []*fakeWitness) {
 	t.Helper()
 	var ws []*fakeWitness
 	s := startServerWith(t, func(c *Config) {
-		key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range n {
-			w := newFakeWitness(t, fmt.Sprintf("witness-%d.example.org", i), key.VerifierKey())
-			ws = append(ws, w)
-			c.Witnesses = append(c.Witnesses, WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.srv.URL, Key: w.vkey})
-		}
+		ws = addFakeWitnesses(t, c, n)
 		if err := c.check(); err != nil {
 			t.Fatal(err)
 		}
