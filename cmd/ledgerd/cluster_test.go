@@ -290,7 +290,7 @@ func TestClusterForwarding(t *testing.T) {
 		t.Fatalf("a exited %d: %s", code, a.stderr)
 	}
 	waitFor(t, "b to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
-	rec := logRecord(t, b.stderr.String(), "became the sequencer")
+	rec := logRecord(t, b.stderr, "became the sequencer")
 	if rec["instance"] != "b" || rec["epoch"].(float64) <= float64(rd.Epoch) {
 		t.Errorf("b's log: %v", rec)
 	}
@@ -506,7 +506,7 @@ func TestClusterStepDownWhenFenced(t *testing.T) {
 	if n.term.Load() != nil {
 		t.Fatalf("a still sequences after its ledger failed: %s", logs)
 	}
-	if r := logRecord(t, logs.String(), "stepped down; following"); r["reason"] != reasonStorageFailure || r["instance"] != "a" {
+	if r := logRecord(t, logs, "stepped down; following"); r["reason"] != reasonStorageFailure || r["instance"] != "a" {
 		t.Errorf("the step-down's log line: %v", r)
 	}
 	n.observe(t.Context())
@@ -540,7 +540,7 @@ func TestClusterStepDownOnLeaseLoss(t *testing.T) {
 	if n.term.Load() != nil {
 		t.Fatalf("a still sequences after losing its lease: %s", logs)
 	}
-	if r := logRecord(t, logs.String(), "stepped down; following"); r["reason"] != reasonLeaseLost {
+	if r := logRecord(t, logs, "stepped down; following"); r["reason"] != reasonLeaseLost {
 		t.Errorf("the step-down's log line: %v", r)
 	}
 	n.observe(t.Context())
@@ -628,7 +628,7 @@ func TestClusterDatabaseUnreachable(t *testing.T) {
 	if n.term.Load() != nil {
 		t.Fatalf("a still sequences after a TTL without renewal: %s", logs)
 	}
-	if r := logRecord(t, logs.String(), "stepped down; following"); r["reason"] != reasonNotRenewed {
+	if r := logRecord(t, logs, "stepped down; following"); r["reason"] != reasonNotRenewed {
 		t.Errorf("the step-down's log line: %v", r)
 	}
 

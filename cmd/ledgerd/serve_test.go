@@ -40,17 +40,24 @@ func (w *lockedWriter) String() string {
 	return w.b.String()
 }
 
-// logRecord returns the first JSON log line whose msg is msg.
-func logRecord(t *testing.T, log, msg string) map[string]any {
+// logRecord returns the first JSON log line whose msg is msg in log,
+// waiting up to 10 s for it: what the test observes of a change (a
+// metric, /readyz) may precede the line that logs it.
+func logRecord(t *testing.T, log fmt.Stringer, msg string) map[string]any {
 	t.Helper()
-	for line := range strings.Lines(log) {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
-			return rec
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		text := log.String()
+		for line := range strings.Lines(text) {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
+				return rec
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line %q in:\n%s", msg, text)
+			return nil
 		}
 	}
-	t.Fatalf("no log line %q in:\n%s", msg, log)
-	return nil
 }
 
 // serving is a "ledgerd serve" run in this process.
@@ -185,10 +192,10 @@ func TestFirstStartOutput(t *testing.T) {
 	if code := s.stop(); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	if got := logRecord(t, s.stderr.String(), "ledgerd started")["catalog"]; got != "none: any action, version 1 entries" {
+	if got := logRecord(t, s.stderr, "ledgerd started")["catalog"]; got != "none: any action, version 1 entries" {
 		t.Errorf("started with catalog %v", got)
 	}
-	stopped := logRecord(t, s.stderr.String(), "ledgerd stopped")
+	stopped := logRecord(t, s.stderr, "ledgerd stopped")
 	if stopped["size"] != 3.0 || stopped["checkpoint_size"] != 3.0 {
 		t.Errorf("stopped with %v", stopped)
 	}
@@ -216,7 +223,7 @@ func TestFirstStartOutput(t *testing.T) {
 		t.Errorf("a later start printed export VKEY=%s, want %s", v, vkey)
 	}
 	s.stop()
-	logged, _ := logRecord(t, s.stderr.String(), "ledgerd started")["catalog"].(map[string]any)
+	logged, _ := logRecord(t, s.stderr, "ledgerd started")["catalog"].(map[string]any)
 	var actions []string
 	for name := range cat {
 		actions = append(actions, name)
@@ -298,7 +305,7 @@ func TestFirstCommandMemoryLimit(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", tc.env, err, stderr.String())
 		}
 		warned := strings.Contains(stderr.String(), "no Go memory limit")
-		if got := logRecord(t, stderr.String(), "ledgerd started")["go_memory_limit"]; warned != tc.warns || got != tc.limit {
+		if got := logRecord(t, &stderr, "ledgerd started")["go_memory_limit"]; warned != tc.warns || got != tc.limit {
 			t.Errorf("env %q: warned %v, limit %v; want %v, %v\n%s", tc.env, warned, got, tc.warns, tc.limit, stderr.String())
 		}
 	}
