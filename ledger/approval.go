@@ -603,8 +603,12 @@ func (c *closedApproval) status(id commit.Digest, durable uint64) ApprovalStatus
 // terms and time nor the approver; ReadApproval reads those from the
 // entries.
 func (l *Ledger) Approval(id commit.Digest) (ApprovalStatus, bool) {
-	durable := l.Size()
-	s := l.approvals
+	return l.approvals.statusOf(id, l.Size())
+}
+
+// statusOf is the status of approval id as the first durable entries
+// tell it.
+func (s *approvals) statusOf(id commit.Digest, durable uint64) (ApprovalStatus, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.open[id]; a != nil && a.request < durable {

@@ -160,20 +160,6 @@ func (a *refApproval) status(durable uint64) ApprovalStatus {
 	return st
 }
 
-// statusOf is the approval status s keeps of id, as Ledger.Approval
-// reports it.
-func (s *approvals) statusOf(id commit.Digest, durable uint64) (ApprovalStatus, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if a := s.open[id]; a != nil && a.request < durable {
-		return a.status(durable), true
-	}
-	if c, ok := s.closed[id]; ok && c.request < durable {
-		return c.status(id, durable), true
-	}
-	return ApprovalStatus{}, false
-}
-
 // codeOf is err's refusal code and term, "" for none.
 func codeOf(err error) string {
 	if err == nil {

@@ -52,14 +52,7 @@ func TestDaemonApprovalKill9(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	running := func() *daemon {
 		t.Helper()
-		d := startDaemon(t, ledgerd, dir)
-		t.Cleanup(func() {
-			if d.cmd.ProcessState == nil {
-				d.cmd.Process.Kill()
-				d.cmd.Wait()
-			}
-		})
-		return d
+		return startDaemon(t, ledgerd, dir)
 	}
 	kill := func(d *daemon) {
 		t.Helper()

@@ -73,6 +73,13 @@ func startDaemon(t *testing.T, bin, dir string) *daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Never left running: a test that stopped it itself has waited.
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
 	sc := bufio.NewScanner(stdout)
 	deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
 	defer deadline.Stop()

@@ -22,12 +22,6 @@ func TestDaemonTokenOverlap(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	d := startDaemon(t, bin, dir)
-	defer func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Kill()
-			d.cmd.Wait()
-		}
-	}()
 	tokenBytes, err := os.ReadFile(filepath.Join(dir, "token"))
 	if err != nil {
 		t.Fatal(err)

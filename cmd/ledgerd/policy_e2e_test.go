@@ -53,12 +53,6 @@ func TestDaemonPolicies(t *testing.T) {
 			t.Errorf("ledgerd stopped: %v\n%s", err, d.stderr.String())
 		}
 	}
-	defer func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Kill()
-			d.cmd.Wait()
-		}
-	}()
 	pay := payment(t)
 	mail := decideBody(t, referencecalls.Table()[10]) // allow, email.allow-internal
 	status, first, answer := decideOn(t, url, token, pay)

@@ -44,12 +44,6 @@ func TestDaemonReload(t *testing.T) {
 	}
 	local := string(tokenBytes)
 	d = startDaemon(t, bin, dir)
-	defer func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Kill()
-			d.cmd.Wait()
-		}
-	}()
 	url := "http://" + d.addr
 	hup := func() {
 		t.Helper()
