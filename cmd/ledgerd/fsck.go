@@ -87,7 +87,7 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 		}
 	}
 	p := newProgress(stderr, name+": the ledger's checks")
-	rep, err := ledger.Fsck(ctx, store, key, ledger.FsckOptions{
+	rep, err := ledger.Fsck(ctx, store.store, key, ledger.FsckOptions{
 		PreviousKeys: cfg.PreviousKeys, Signatures: *signatures, MaxDamage: *maxDamage, Progress: p.update,
 	})
 	p.done()

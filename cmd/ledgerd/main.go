@@ -480,7 +480,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer store.Close()
 	m := newMetrics()
-	l, err := ledger.Open(ctx, store, key, ledger.Options{
+	l, err := ledger.Open(ctx, store.store, key, ledger.Options{
 		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: m.observeBatch,
 		PreviousKeys: cfg.PreviousKeys,
 	})

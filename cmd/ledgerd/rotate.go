@@ -82,14 +82,14 @@ func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(stderr, "key rotate: %v", err)
 	}
-	signed, err := ledger.Rotate(ctx, store, old, newKey, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys})
+	signed, err := ledger.Rotate(ctx, store.store, old, newKey, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys})
 	if err != nil {
 		release()
 		code := fail(stderr, "key rotate: %v", err)
 		rotationHints(stderr, err)
 		return code
 	}
-	st, err := store.State(ctx)
+	st, err := store.store.State(ctx)
 	if err != nil {
 		release()
 		return fail(stderr, "%v", err)

@@ -17,13 +17,23 @@ import (
 )
 
 // openedStore is the configured store, opened: exactly one of badger and
-// pg is set.
+// pg is set, and store is that same value.
+//
+// It holds the store, and is not itself a ledger.Store: package ledger
+// finds a store's optional interfaces (ledger.SnapshotStore) by type
+// assertion, which a wrapper type that embedded the interface would hide
+// (it once did, and every start read the whole log). The ledger gets
+// store, the engine's own value; TestOpenedStoreInterfaces checks it has
+// each optional interface.
 type openedStore struct {
-	ledger.Store
+	store  ledger.Store
 	badger *badger.Store
 	pg     *postgres.Store
 	where  string // store_dir, or the URL redacted, for messages
 }
+
+// Close closes the store.
+func (o *openedStore) Close() error { return o.store.Close() }
 
 // openStore opens the store cfg names. A badger store takes its
 // directory's lock (one process at a time); a PostgreSQL store is shared,
@@ -34,13 +44,13 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*openedStore
 		if err != nil {
 			return nil, err
 		}
-		return &openedStore{Store: s, badger: s, where: cfg.StoreDir}, nil
+		return &openedStore{store: s, badger: s, where: cfg.StoreDir}, nil
 	}
 	s, err := openPostgres(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &openedStore{Store: s, pg: s, where: postgres.RedactURL(cfg.Store)}, nil
+	return &openedStore{store: s, pg: s, where: postgres.RedactURL(cfg.Store)}, nil
 }
 
 // openPostgres opens the PostgreSQL store of cfg (whose Store is set).
