@@ -31,23 +31,27 @@ const marker = "<!-- run by examples/readme_test.go -->"
 // that the walkthroughs left the checkout exactly as it was: whatever they
 // write, a private signing key first of all, goes outside the tree.
 //
-// It needs bash, curl, sha256sum and git (for the list of files to copy),
-// and port 8080, which the walkthroughs use as a newcomer would; without
-// them, or with -short, it is skipped.
+// It needs bash, curl, sha256sum and git (for the list of files to copy);
+// without them, or with -short, it is skipped, and with LEDGER_CI=1 (as
+// .ci/run sets) a missing tool fails it. The walkthroughs serve on port
+// 8080 as a newcomer's would; when 8080 is in use (another ledgerd, a
+// parallel test run), the test runs them on a free port instead, with
+// every "127.0.0.1:8080" of the script and of the output it expects
+// changed to that address and --listen given to each ledgerd started: a
+// skip for a busy port would be cached by go test and hide the test.
 func TestREADMEWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd; skipped with -short")
 	}
 	for _, tool := range []string{"bash", "curl", "sha256sum", "git", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("LEDGER_CI") != "" {
+				t.Fatalf("the walkthroughs need %s (LEDGER_CI is set: install it)", tool)
+			}
 			t.Skipf("the walkthroughs need %s", tool)
 		}
 	}
-	if ln, err := net.Listen("tcp", "127.0.0.1:8080"); err != nil {
-		t.Skipf("the walkthroughs serve on 127.0.0.1:8080, which is in use: %v", err)
-	} else {
-		ln.Close()
-	}
+	addr := walkthroughAddr(t)
 
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -63,6 +67,9 @@ func TestREADMEWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	script, want := walkthroughs(t, string(readme))
+	if addr != readmeAddr {
+		script, want = onAddress(script, want, addr)
+	}
 
 	tmp := filepath.Join(work, "tmp") // mktemp -d makes $D here
 	if err := os.Mkdir(tmp, 0o700); err != nil {
@@ -124,6 +131,47 @@ func TestREADMEWalkthrough(t *testing.T) {
 			t.Errorf("the walkthroughs changed %s (%d bytes, now %d)", path, size, got)
 		}
 	}
+}
+
+// readmeAddr is the address the README's ledgerd serves on.
+const readmeAddr = "127.0.0.1:8080"
+
+// walkthroughAddr returns readmeAddr if it is free, else a free loopback
+// address.
+func walkthroughAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", readmeAddr)
+	if err != nil {
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s is in use: the walkthroughs serve on %s", readmeAddr, ln.Addr())
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// serveLine is how the walkthroughs start ledgerd; ctlLine and
+// workloadLine how they run ledgerctl and the example workload, whose
+// --url and --ledger are readmeAddr's by default.
+var (
+	serveLine    = regexp.MustCompile(`(?m)^"\$D/ledgerd" --data `)
+	ctlLine      = regexp.MustCompile(`(?m)^(go run \./cmd/ledgerctl [a-z]+ )`)
+	workloadLine = regexp.MustCompile(`(?m)^(go run \./examples/workload )`)
+)
+
+// onAddress returns script and want with ledgerd serving on addr instead
+// of readmeAddr.
+func onAddress(script string, want []string, addr string) (string, []string) {
+	script = serveLine.ReplaceAllLiteralString(script, `"$D/ledgerd" --listen `+addr+` --data `)
+	script = ctlLine.ReplaceAllString(script, "${1}--url http://"+addr+" ")
+	script = workloadLine.ReplaceAllString(script, "${1}--ledger http://"+addr+" ")
+	script = strings.ReplaceAll(script, readmeAddr, addr)
+	moved := make([]string, len(want))
+	for i, w := range want {
+		moved[i] = strings.ReplaceAll(w, readmeAddr, addr)
+	}
+	return script, moved
 }
 
 // walkthroughs returns the README's marked shell blocks as one script, and
@@ -223,4 +271,28 @@ func withoutEnv(env []string, names ...string) []string {
 		}
 	}
 	return out
+}
+
+// TestOnAddress: every ledgerd the walkthroughs start, every ledgerctl
+// and every URL moves to the address given, and nothing of the README's
+// own address is left.
+func TestOnAddress(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, want := walkthroughs(t, string(readme))
+	moved, movedWant := onAddress(script, want, "127.0.0.1:18080")
+	if strings.Contains(moved, readmeAddr) || strings.Contains(strings.Join(movedWant, "\n"), readmeAddr) {
+		t.Errorf("%s is left in the moved walkthroughs", readmeAddr)
+	}
+	if n, m := strings.Count(script, `"$D/ledgerd" --data`), strings.Count(moved, `"$D/ledgerd" --listen 127.0.0.1:18080 --data`); n == 0 || n != m {
+		t.Errorf("%d ledgerd started on the new address of the %d the walkthroughs start", m, n)
+	}
+	if n, m := strings.Count(script, "go run ./cmd/ledgerctl "), strings.Count(moved, " --url http://127.0.0.1:18080 "); n == 0 || n != m {
+		t.Errorf("%d ledgerctl runs given the new --url of the %d the walkthroughs run", m, n)
+	}
+	if n, m := strings.Count(script, "go run ./examples/workload "), strings.Count(moved, " --ledger http://127.0.0.1:18080 "); n == 0 || n != m {
+		t.Errorf("%d workload runs given the new --ledger of the %d the walkthroughs run", m, n)
+	}
 }
