@@ -552,10 +552,14 @@ func TestClusterStepDownOnLeaseLoss(t *testing.T) {
 }
 
 // ledgerd check on PostgreSQL takes the lease: refused while an instance
-// sequences, and checks the log when none does.
+// sequences, and checks the log when none does. The lease lasts 5 s, not
+// the shortest TTL: nothing here waits for one to expire (a stopped
+// instance and a finished command release it), and with 300 ms a loaded
+// machine once delayed a renewal past it between /readyz and an append,
+// which then found no sequencer.
 func TestClusterCheck(t *testing.T) {
 	f := newClusterFixture(t)
-	path := f.config(t, "a", "300ms")
+	path := f.config(t, "a", "5s")
 	a := startServing(t, "--config", path)
 	waitFor(t, "a to sequence", func() bool { code, _ := readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
 	for i := range 3 {
