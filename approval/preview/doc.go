@@ -69,8 +69,10 @@
 //	4     16                     2                6                  3
 //
 // Truncation is marked. A string longer than the limit keeps its first
-// code points and ends with "…[+N chars]" (N code points left out; one
-// fewer is kept while the prefix and marker would not be NFC), and is then
+// code points and ends with "…[+N chars]" (N code points left out; a cut
+// that would fall inside a "[REDACTED]" marker falls just before it, so a
+// marker is kept whole or not at all; one fewer is kept while the prefix
+// and marker would not be NFC), and is then
 // redacted again, since a fragment can take a shape the whole did not
 // have. An array longer than the limit keeps its first items and ends with
 // the string "[+N items]". An object with more members keeps the first in
@@ -112,4 +114,7 @@
 // refined (a new credential shape, say) and are then listed here with the
 // date; a change to what is digested (the separator, the canonical form)
 // takes a new domain separator ("ledger/v2/preview\n").
+//
+//   - 2026-12-01: a cut never falls inside a "[REDACTED]" marker
+//     (before, a string could end "[REDA…[+N chars]").
 package preview

@@ -412,9 +412,11 @@ func (w *writer) value(v *value, depth int) {
 }
 
 // clipText keeps the first limit code points of s followed by
-// "…[+N chars]", N the number of code points left out. Should the kept
-// prefix and the marker not be NFC together, one code point fewer is
-// kept, until they are.
+// "…[+N chars]", N the number of code points left out. A cut that would
+// fall inside a redaction marker falls just before it instead, so that a
+// marker is kept whole or not at all. Should the kept prefix and the
+// marker not be NFC together, one code point fewer is kept, until they
+// are.
 func clipText(s string, limit int) (string, bool) {
 	n := utf8.RuneCountInString(s)
 	if n <= limit {
@@ -427,6 +429,10 @@ func clipText(s string, limit int) (string, bool) {
 	}
 	kept := limit
 	for {
+		if at := markerAcross(s, cut); at >= 0 {
+			kept -= len(s[at:cut]) // the marker is ASCII: bytes are code points
+			cut = at
+		}
 		out := s[:cut] + fmt.Sprintf(charsMarker, n-kept)
 		if norm.NFC.IsNormalString(out) || cut == 0 {
 			return out, true
@@ -435,4 +441,18 @@ func clipText(s string, limit int) (string, bool) {
 		cut -= size
 		kept--
 	}
+}
+
+// markerAcross returns the start of the Marker in s that the byte offset
+// cut falls strictly inside of, or -1. Marker cannot overlap itself, so
+// at most one occurrence spans cut.
+func markerAcross(s string, cut int) int {
+	lo, hi := max(0, cut-len(Marker)+1), min(len(s), cut+len(Marker)-1)
+	if lo >= hi {
+		return -1
+	}
+	if i := strings.Index(s[lo:hi], Marker); i >= 0 {
+		return lo + i
+	}
+	return -1
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/decisionledger/ledger/commit"
 )
@@ -426,5 +427,34 @@ func TestRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Bounding never cuts inside a redaction marker: a string whose marker
+// straddles the clipping point is cut just before the marker, which is
+// kept whole or not at all ("[REDA…[+N chars]" would read as neither a
+// marker nor the value). A marker that ends at the clipping point stays.
+func TestClipKeepsMarkerWhole(t *testing.T) {
+	token := "ghp_" + "Q1w2E3r4T5y6U7i8O9p0AsDfGhJkLzXcVbNm" // 40 characters, redacted to the marker
+	tail := " " + strings.Repeat("c", 18960)
+	for start := 985; start <= 1000; start++ {
+		filler := strings.Repeat("b", start-1) + " " // the marker starts at character start
+		p := render(t, `{"log":`+jsonString(filler+token+tail)+`}`)
+		// Redacted first: filler, the marker (10 characters), then tail.
+		redacted := utf8.RuneCountInString(filler + Marker + tail)
+		var want string
+		switch {
+		case start+len(Marker) <= 1000: // the marker fits whole
+			keep := 1000 - start - len(Marker)
+			want = filler + Marker + tail[:keep] + fmt.Sprintf("…[+%d chars]", redacted-1000)
+		default: // the marker straddles character 1,000: cut before it
+			want = filler + fmt.Sprintf("…[+%d chars]", redacted-start)
+		}
+		if got := string(p.JSON); got != `{"log":`+jsonString(want)+`}` {
+			t.Errorf("marker at %d: got …%s", start, got[max(0, len(got)-60):])
+		}
+		if !p.Truncated || p.Redacted != 1 {
+			t.Errorf("marker at %d: Truncated %v, Redacted %d", start, p.Truncated, p.Redacted)
+		}
 	}
 }

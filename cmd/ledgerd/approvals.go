@@ -78,34 +78,47 @@ func (a *approvalsState) find(name string) (*approver.Approver, bool) {
 	return a.creds.load().approvers(name)
 }
 
+// approverPreview is the preview an approver is shown for an approval.
+type approverPreview struct {
+	keptPreview
+	Digest commit.Digest // preview.Digest(JSON)
+	// Sent says it is the mediator's; otherwise it is the default
+	// preview (defaultPreview).
+	Sent bool
+}
+
 // previewOf returns the preview an approver is shown for the approval st:
 // the one its mediator sent with the request, or, when none was sent (or
 // a crash lost it between the append and the rename), the default
 // preview, made from the request's entry alone (defaultPreview), which
-// gives the same bytes and digest every time. sent says which. A preview
-// store that cannot tell is an error, never the default preview: its
-// digest may not be the one the approval's answer announced.
-func (s *server) previewOf(ctx context.Context, st ledger.ApprovalStatus) (doc []byte, digest commit.Digest, sent bool, err error) {
-	doc, ok, err := s.appr.previews.get(ctx, st.ID)
+// gives the same bytes and digest every time. A preview store that
+// cannot tell is an error, never the default preview: its digest may not
+// be the one the approval's answer announced.
+func (s *server) previewOf(ctx context.Context, st ledger.ApprovalStatus) (approverPreview, error) {
+	rec, ok, err := s.appr.previews.get(ctx, st.ID)
 	if err != nil {
-		return nil, commit.Digest{}, false, fmt.Errorf("the preview of approval %s: %w", st.ID, err)
+		return approverPreview{}, fmt.Errorf("the preview of approval %s: %w", st.ID, err)
 	}
 	if ok {
-		return doc, preview.Digest(doc), true, nil
+		kept, err := decodeKept(rec)
+		if err != nil {
+			return approverPreview{}, fmt.Errorf("the preview of approval %s: %w", st.ID, err)
+		}
+		return approverPreview{keptPreview: kept, Digest: preview.Digest(kept.JSON), Sent: true}, nil
 	}
 	raw, err := s.l.Entry(ctx, st.Request)
 	if err != nil {
-		return nil, commit.Digest{}, false, fmt.Errorf("the request at index %d: %w", st.Request, err)
+		return approverPreview{}, fmt.Errorf("the request at index %d: %w", st.Request, err)
 	}
 	e, err := entry.Parse(raw)
 	if err != nil {
-		return nil, commit.Digest{}, false, fmt.Errorf("the request at index %d: %w", st.Request, err)
+		return approverPreview{}, fmt.Errorf("the request at index %d: %w", st.Request, err)
 	}
 	p, err := defaultPreview(e)
 	if err != nil {
-		return nil, commit.Digest{}, false, err
+		return approverPreview{}, err
 	}
-	return p.JSON, p.Digest, false, nil
+	return approverPreview{keptPreview: keptPreview{JSON: p.JSON, Recorded: true, Truncated: p.Truncated, Pass: p.Pass}, Digest: p.Digest}, nil
 }
 
 // defaultPreview is the preview of a request whose mediator sent none:

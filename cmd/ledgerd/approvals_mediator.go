@@ -149,11 +149,15 @@ func (s *server) approvalHead(ctx context.Context, rec ledger.Record, receipt le
 			return nil, id, fmt.Errorf("keeping the preview: %w", err)
 		}
 	}
-	doc, ok, err := s.appr.previews.get(ctx, id)
+	stored, ok, err := s.appr.previews.get(ctx, id)
 	if err != nil {
 		return nil, id, fmt.Errorf("reading the preview back: %w", err)
 	}
-	digest := preview.Digest(doc)
+	kept, err := decodeKept(stored)
+	if err != nil {
+		return nil, id, fmt.Errorf("reading the preview back: %w", err)
+	}
+	digest := preview.Digest(kept.JSON)
 	if !ok {
 		p, err := defaultPreview(e)
 		if err != nil {

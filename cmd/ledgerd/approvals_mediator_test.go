@@ -280,11 +280,11 @@ func checkOpened(t testing.TB, body []byte, pendingTTL time.Duration) commit.Dig
 func (s *medServer) verdict(t testing.TB, id commit.Digest, v entry.Verdict) {
 	t.Helper()
 	st, _ := s.l.Approval(id)
-	_, shown, _, err := s.srv.previewOf(context.Background(), st)
+	shown, err := s.srv.previewOf(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.l.Append(context.Background(), ledger.Record{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice", Verdict: v, PreviewDigest: shown}); err != nil {
+	if _, err := s.l.Append(context.Background(), ledger.Record{Kind: entry.KindApproval, ApprovalID: id, Approver: "alice", Verdict: v, PreviewDigest: shown.Digest}); err != nil {
 		t.Fatalf("verdict %s: %v", v, err)
 	}
 }
@@ -738,9 +738,9 @@ func TestDecidePreview(t *testing.T) {
 		t.Errorf("decide answer %s: want needs_approval and preview digest %s", a.body, want.Digest)
 	}
 	st, _ := s.l.Approval(id)
-	shown, digest, sent, err := s.srv.previewOf(t.Context(), st)
-	if err != nil || !sent || digest != want.Digest || !bytes.Equal(shown, want.JSON) || bytes.Contains(shown, []byte("abcdefabcdef")) {
-		t.Errorf("the preview kept: %s %s %v %v", shown, digest, sent, err)
+	shown, err := s.srv.previewOf(t.Context(), st)
+	if err != nil || !shown.Sent || shown.Digest != want.Digest || !bytes.Equal(shown.JSON, want.JSON) || bytes.Contains(shown.JSON, []byte("abcdefabcdef")) {
+		t.Errorf("the preview kept: %s %s %v %v", shown.JSON, shown.Digest, shown.Sent, err)
 	}
 	again := s.do(t, s.token, "POST", "/v1/decide", strings.Replace(body, "billing@", "other@", 1), "Idempotency-Key", "d-1")
 	if again.status != http.StatusOK || checkOpened(t, again.body, medPendingTTL) != id || !bytes.Contains(again.body, []byte(want.Digest.String())) {
@@ -762,9 +762,9 @@ func TestDecidePreview(t *testing.T) {
 	noPreview := s.do(t, s.token, "POST", "/v1/decide", largePayment(t))
 	id2 := checkOpened(t, noPreview.body, medPendingTTL)
 	st2, _ := s.l.Approval(id2)
-	_, digest2, sent2, err := s.srv.previewOf(t.Context(), st2)
-	if err != nil || sent2 || !bytes.Contains(noPreview.body, []byte(digest2.String())) {
-		t.Errorf("without a preview: the answer %s should carry the default preview's digest %s (%v %v)", noPreview.body, digest2, sent2, err)
+	shown2, err := s.srv.previewOf(t.Context(), st2)
+	if err != nil || shown2.Sent || !bytes.Contains(noPreview.body, []byte(shown2.Digest.String())) {
+		t.Errorf("without a preview: the answer %s should carry the default preview's digest %s (%v %v)", noPreview.body, shown2.Digest, shown2.Sent, err)
 	}
 }
 
@@ -816,10 +816,11 @@ func TestPreviewSecretsStayOut(t *testing.T) {
 	s.do(t, s.token, "POST", "/v1/entries", q.appendBody("needs_approval", doc)[:5000])
 
 	st, _ := s.l.Approval(id)
-	shown, _, sent, err := s.srv.previewOf(t.Context(), st)
-	if err != nil || !sent {
-		t.Fatalf("previewOf: %v %v", err, sent)
+	kept, err := s.srv.previewOf(t.Context(), st)
+	if err != nil || !kept.Sent {
+		t.Fatalf("previewOf: %v %v", err, kept.Sent)
 	}
+	shown := kept.JSON
 	for _, keep := range []string{`"to":"alice@example.com"`, `"amount_minor":125000`, `"memo":"Invoice 4711"`, `"password":"[REDACTED]"`, `"token":"[REDACTED]"`} {
 		if !bytes.Contains(shown, []byte(keep)) {
 			// Not the preview itself: with a bug it holds the secrets.

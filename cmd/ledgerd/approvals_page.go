@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/approval/preview"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
@@ -173,14 +174,7 @@ func (s *server) pageRefuse(w http.ResponseWriter, r *http.Request, status int, 
 //go:embed approvals_page.html
 var pageFiles embed.FS
 
-var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
-	"time": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format(entry.TimeLayout)
-	},
-}).ParseFS(pageFiles, "approvals_page.html"))
+var pageTemplates = template.Must(template.New("").ParseFS(pageFiles, "approvals_page.html"))
 
 // pageView is what a page's template is given.
 type pageView struct {
@@ -201,6 +195,69 @@ type pageView struct {
 	Preview, PreviewDigest  string
 	PreviewSent, MayDecide  bool
 	Verdict, VerdictPresent string
+	// Truncation is ledgerd's record of the preview's bounding.
+	Truncation pageTruncation
+	// Attributes are the minimized attributes the request's entry (at
+	// RequestIndex) records and signs, each value as JSON.
+	Attributes   []pageAttribute
+	RequestIndex uint64
+}
+
+// pageTruncation is what the page says of the preview's bounding: from
+// ledgerd's record (keptPreview), never from the preview's text, whose
+// markers the workload can write as well.
+type pageTruncation struct {
+	Recorded, Truncated bool
+	Pass                int
+	Limits              preview.Limits // of Pass, unless the fallback
+	Fallback            bool
+}
+
+func newPageTruncation(k keptPreview) pageTruncation {
+	t := pageTruncation{Recorded: k.Recorded, Truncated: k.Truncated, Pass: k.Pass, Fallback: k.Pass == preview.FallbackPass}
+	if k.Pass >= 1 && k.Pass <= len(preview.Passes) {
+		t.Limits = preview.Passes[k.Pass-1]
+	}
+	return t
+}
+
+// pageAttribute is one member of the recorded attributes.
+type pageAttribute struct {
+	Name, Value string // Value is JSON, indented if an array or object
+}
+
+// pageAttributes splits the canonical attributes object of an entry into
+// its members, in their (canonical) order.
+func pageAttributes(attrs []byte) ([]pageAttribute, error) {
+	if len(attrs) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(attrs))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("the attributes are not a JSON object")
+	}
+	var list []pageAttribute
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := t.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		if raw[0] == '{' || raw[0] == '[' {
+			if err := json.Indent(&b, raw, "", "  "); err != nil {
+				return nil, err
+			}
+		} else {
+			b.Write(raw)
+		}
+		list = append(list, pageAttribute{Name: name, Value: b.String()})
+	}
+	return list, nil
 }
 
 // pageItem is one approval as the page shows it.
@@ -208,18 +265,79 @@ type pageItem struct {
 	ID, Path                    string
 	Action, Principal, Mediator string
 	State                       string
-	RequestTime, Deadline       time.Time
-	Verdict, Approver           string
-	VerdictIndex                uint64
+	RequestTime                 pageTime
+	// PendingDeadline: a verdict must come before it. ExecutionDeadline
+	// (once approved): a consumption must come before it; until a
+	// verdict, ExecutionTTL says how long after an approval it falls.
+	PendingDeadline, ExecutionDeadline pageTime
+	ExecutionTTL                       string
+	Verdict, Approver                  string
+	VerdictIndex                       uint64
 }
 
-func newPageItem(st ledger.ApprovalStatus, now time.Time) pageItem {
-	return pageItem{
+func newPageItem(st ledger.ApprovalStatus, now time.Time, executionTTL time.Duration) pageItem {
+	it := pageItem{
 		ID: st.ID.String(), Path: "/approvals/" + st.ID.String(),
 		Action: st.Action, Principal: st.Principal, Mediator: st.Mediator,
-		State: approvalStateAt(st, now), RequestTime: st.RequestTime, Deadline: st.PendingDeadline,
+		State:           approvalStateAt(st, now),
+		RequestTime:     newPageTime(st.RequestTime, now),
+		PendingDeadline: newPageTime(st.PendingDeadline, now), ExecutionDeadline: newPageTime(st.ExecutionDeadline, now),
 		Verdict: string(st.Verdict), Approver: st.Approver, VerdictIndex: st.VerdictIndex,
 	}
+	if st.Verdict == "" && executionTTL > 0 {
+		it.ExecutionTTL = approxDuration(executionTTL)
+	}
+	return it
+}
+
+// pageTime is a time as the page shows it: UTC to the second, how long
+// before or after the page was made, and the exact time, RFC 3339 as the
+// entries record it, for the datetime attribute of a <time>. Zero: no
+// time.
+type pageTime struct {
+	Exact, Human, Relative string
+}
+
+func newPageTime(t, now time.Time) pageTime {
+	if t.IsZero() {
+		return pageTime{}
+	}
+	return pageTime{Exact: t.UTC().Format(entry.TimeLayout), Human: t.UTC().Format("2006-01-02 15:04:05 UTC"), Relative: relativeTime(t, now)}
+}
+
+// relativeTime says when t is from now: "in 4 min", "3 min ago", "now"
+// within a second. The figure is rounded down: a deadline is never
+// shown further off than it is.
+func relativeTime(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d >= time.Second:
+		return "in " + approxDuration(d)
+	case d <= -time.Second:
+		return approxDuration(-d) + " ago"
+	}
+	return "now"
+}
+
+// approxDuration writes d, rounded down, in its largest unit and the
+// next: "45 s", "4 min", "2 h 5 min", "3 d 4 h".
+func approxDuration(d time.Duration) string {
+	parts := func(big, small time.Duration, bigUnit, smallUnit string) string {
+		n, m := d/big, d%big/small
+		if m == 0 {
+			return fmt.Sprintf("%d %s", n, bigUnit)
+		}
+		return fmt.Sprintf("%d %s %d %s", n, bigUnit, m, smallUnit)
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", d/time.Second)
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	case d < 24*time.Hour:
+		return parts(time.Hour, time.Minute, "h", "min")
+	}
+	return parts(24*time.Hour, time.Hour, "d", "h")
 }
 
 // renderPage writes the HTML page name with status.
@@ -305,7 +423,7 @@ func (s *server) pageHome(w http.ResponseWriter, r *http.Request, ses *pageSessi
 	}
 	v := pageView{Title: "Pending approvals", Approver: ses.name, CSRF: ses.csrf}
 	for _, st := range mine {
-		v.Approvals = append(v.Approvals, newPageItem(st, now))
+		v.Approvals = append(v.Approvals, newPageItem(st, now, 0))
 	}
 	s.renderPage(w, http.StatusOK, "list", v)
 }
@@ -445,7 +563,7 @@ func (s *server) pageApproval(w http.ResponseWriter, r *http.Request, ses *pageS
 		return
 	}
 	now := s.appr.now()
-	doc, digest, sent, err := s.previewOf(r.Context(), st)
+	shown, err := s.previewOf(r.Context(), st)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "approver's page: no preview", "approval", st.ID.String(), "error", err)
 		s.pageRefuse(w, r, http.StatusInternalServerError, "internal", "the approval's preview could not be read")
@@ -453,36 +571,42 @@ func (s *server) pageApproval(w http.ResponseWriter, r *http.Request, ses *pageS
 	}
 	if wantsJSON(r) {
 		p := newPageStatus(st, now)
-		p.Preview, p.PreviewDigest = doc, digest.String()
+		p.Preview, p.PreviewDigest = shown.JSON, shown.Digest.String()
 		writePageJSON(w, http.StatusOK, p)
 		return
 	}
-	v, ok := s.pageApprovalView(w, r, ses, st, now, doc, digest)
+	v, ok := s.pageApprovalView(w, r, ses, st, now, shown)
 	if !ok {
 		return
 	}
-	v.PreviewSent = sent
 	s.renderPage(w, http.StatusOK, "approval", v)
 }
 
 // pageApprovalView is what the approval's page and its confirmation show.
-func (s *server) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *pageSession, st ledger.ApprovalStatus, now time.Time, doc []byte, digest commit.Digest) (pageView, bool) {
+func (s *server) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *pageSession, st ledger.ApprovalStatus, now time.Time, shown approverPreview) (pageView, bool) {
 	req, err := s.requestEntry(r.Context(), st)
+	var attrs []pageAttribute
+	if err == nil {
+		attrs, err = pageAttributes(req.Attributes)
+	}
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "approver's page: the request entry could not be read", "approval", st.ID.String(), "error", err)
 		s.pageRefuse(w, r, http.StatusInternalServerError, "internal", "the approval's request could not be read")
 		return pageView{}, false
 	}
 	var pretty bytes.Buffer
-	if json.Indent(&pretty, doc, "", "  ") != nil {
+	if json.Indent(&pretty, shown.JSON, "", "  ") != nil {
 		pretty.Reset()
-		pretty.Write(doc)
+		pretty.Write(shown.JSON)
 	}
-	item := newPageItem(st, now)
+	_, executionTTL, _ := s.l.ApprovalConfig()
+	item := newPageItem(st, now, executionTTL)
 	v := pageView{
 		Title: "Approval " + st.ID.String(), Approver: ses.name, CSRF: ses.csrf, Item: item,
 		Decision: string(req.Decision), Policies: req.Policies,
-		Preview: pretty.String(), PreviewDigest: digest.String(), MayDecide: item.State == statePending,
+		Preview: pretty.String(), PreviewDigest: shown.Digest.String(), PreviewSent: shown.Sent,
+		MayDecide: item.State == statePending, Truncation: newPageTruncation(shown.keptPreview),
+		Attributes: attrs, RequestIndex: st.Request,
 	}
 	if req.PolicySet != (commit.Digest{}) {
 		v.PolicySet = req.PolicySet.String()
@@ -535,12 +659,13 @@ func (s *server) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSe
 		s.pageRefuse(w, r, http.StatusConflict, "approval_decided", "the approval has a verdict already")
 		return
 	}
-	doc, digest, _, err := s.previewOf(r.Context(), st)
+	kept, err := s.previewOf(r.Context(), st)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "approver's page: no preview", "approval", st.ID.String(), "error", err)
 		s.pageRefuse(w, r, http.StatusInternalServerError, "internal", "the approval's preview could not be read")
 		return
 	}
+	digest := kept.Digest
 	if shown != digest {
 		s.pageRefuse(w, r, http.StatusConflict, "preview_changed", "the preview is not the one shown (preview_digest differs): read the approval again")
 		return
@@ -550,7 +675,7 @@ func (s *server) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSe
 			s.pageRefuse(w, r, http.StatusBadRequest, "confirm_required", "send confirm=yes to record the verdict")
 			return
 		}
-		v, ok := s.pageApprovalView(w, r, ses, st, now, doc, digest)
+		v, ok := s.pageApprovalView(w, r, ses, st, now, kept)
 		if !ok {
 			return
 		}

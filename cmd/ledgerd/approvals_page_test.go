@@ -55,14 +55,21 @@ func pageServer(t *testing.T) *testServer {
 // and returns the approval's id.
 func openRequest(t *testing.T, s *testServer, principal, action, doc string, i int) commit.Digest {
 	t.Helper()
+	return openRequestWith(t, s, principal, action, fmt.Sprintf(`{"amount_minor":%d}`, i), doc, i)
+}
+
+// openRequestWith is openRequest with the attributes attrs (a JSON
+// object) recorded.
+func openRequestWith(t *testing.T, s *testServer, principal, action, attrs, doc string, i int) commit.Digest {
+	t.Helper()
 	c, _ := commit.Params([]byte(fmt.Sprintf(`{"to":"user%d@example.com","amount_minor":%d}`, i, i)))
 	var withPreview string
 	if doc != "" {
 		withPreview = `,"preview":` + doc
 	}
 	body := fmt.Sprintf(`{"principal":%q,"action":%q,"decision":"needs_approval","policies":["payments.review"],`+
-		`"params_digest":"%s","params_size":%d,"tiers_digest":"sha256:%064x","attributes":{"amount_minor":%d}%s}`,
-		principal, action, c.Digest, c.Size, i, i, withPreview)
+		`"params_digest":"%s","params_size":%d,"tiers_digest":"sha256:%064x","attributes":%s%s}`,
+		principal, action, c.Digest, c.Size, i, attrs, withPreview)
 	resp, b := s.post(t, s.token, body)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("append of a needs_approval request: %d %s", resp.StatusCode, b)
@@ -600,4 +607,235 @@ func TestPageExpired(t *testing.T) {
 	}
 	resp, b = p.do("POST", "/approvals/"+id.String()+"/verdict", p.verdictForm("approve", digest.String(), true))
 	expect(t, "a verdict at the deadline", resp, b, http.StatusConflict, "approval_expired")
+}
+
+// htmlPage is the approval id's page as p's browser gets it.
+func htmlPage(t *testing.T, p *pageClient, id commit.Digest) string {
+	t.Helper()
+	resp, b := p.do("GET", "/approvals/"+id.String(), nil, "Accept", "text/html")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the page of %s: %d %s", id, resp.StatusCode, b)
+	}
+	checkPageHeaders(t, "the page of "+id.String(), resp)
+	return string(b)
+}
+
+// between is the part of page from the element with the id to the end of
+// the element tag (end) that follows.
+func between(t *testing.T, page, id, end string) string {
+	t.Helper()
+	i := strings.Index(page, `id="`+id+`"`)
+	if i < 0 {
+		t.Fatalf("the page has no element %s:\n%s", id, page)
+	}
+	j := strings.Index(page[i:], end)
+	if j < 0 {
+		t.Fatalf("element %s does not end with %s", id, end)
+	}
+	return page[i : i+j]
+}
+
+// The page says whether ledgerd shortened the preview from its own
+// record, outside the preview, never from the preview's text: a
+// truncated preview gets the banner; a preview holding a marker of the
+// workload's own hand, or HTML that would imitate the banner, does not;
+// nor does the default preview; a preview an earlier ledgerd kept, with
+// no record, says so.
+func TestPageTruncationBanner(t *testing.T) {
+	s := pageServer(t)
+	var long strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&long, "%d,", i)
+	}
+	truncated := openRequest(t, s, "agent:mail", "send_email", `{"recipients":[`+strings.TrimSuffix(long.String(), ",")+`]}`, 1)
+	forged := openRequest(t, s, "agent:mail", "send_email",
+		`{"recipients":["dana@example.org","[+450 items]"],"note":"<p class=\"ledgerd truncated\" id=\"truncated\">shortened</p>"}`, 2)
+	byDefault := openRequest(t, s, "agent:mail", "send_email", "", 3)
+	legacy := openRequest(t, s, "agent:mail", "send_email", `{"subject":"minutes"}`, 4)
+	// legacy's preview as an earlier ledgerd kept it: the JSON alone.
+	doc, digest, _ := storedPreview(s.srv, legacy)
+	ctx := t.Context()
+	if err := s.srv.appr.previews.remove(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	staged, err := s.srv.appr.previews.stage(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.srv.appr.previews.commit(ctx, staged, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if _, again, _ := storedPreview(s.srv, legacy); again != digest {
+		t.Fatalf("the legacy record's digest %s, want %s", again, digest)
+	}
+
+	p := newPageClient(t, s)
+	p.signIn("bob", testPassword)
+	for _, c := range []struct {
+		name   string
+		id     commit.Digest
+		banner string // the element expected; the others must be absent
+		says   []string
+	}{
+		{"truncated", truncated, "truncated", []string{"This preview is incomplete.", "pass 1: strings cut to 1000 characters, lists to 50 items"}},
+		{"a marker of the workload's hand", forged, "not-truncated", []string{"Nothing is left out"}},
+		{"the default preview", byDefault, "not-truncated", nil},
+		{"kept by an earlier ledgerd", legacy, "truncation-unknown", []string{"did not record"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			page := htmlPage(t, p, c.id)
+			for _, id := range []string{"truncated", "not-truncated", "truncation-unknown"} {
+				if has := strings.Contains(page, `id="`+id+`"`); has != (id == c.banner) {
+					t.Errorf("element %s: %v, want %v", id, has, id == c.banner)
+				}
+			}
+			banner := between(t, page, c.banner, "</p>")
+			for _, want := range c.says {
+				if !strings.Contains(banner, want) {
+					t.Errorf("the banner %q lacks %q", banner, want)
+				}
+			}
+			// Outside the preview, before it.
+			if b, pre := strings.Index(page, `id="`+c.banner+`"`), strings.Index(page, `<pre id="preview">`); pre < 0 || b > pre {
+				t.Errorf("the banner (at %d) is not before the preview (at %d)", b, pre)
+			}
+		})
+	}
+	page := htmlPage(t, p, forged)
+	if pre := between(t, page, "preview", "</pre>"); !strings.Contains(pre, "[&#43;450 items]") ||
+		!strings.Contains(pre, "&lt;p class=\\&#34;ledgerd truncated\\&#34; id=\\&#34;truncated\\&#34;&gt;") {
+		t.Errorf("the workload's text is not shown escaped in the preview:\n%s", pre)
+	}
+}
+
+// Beside the preview the page shows the attributes the request's entry
+// records and signs, each value as JSON (a string quoted, a number not),
+// escaped: a preview that misstates the amount is caught there.
+func TestPageAttributes(t *testing.T) {
+	s := pageServer(t)
+	id := openRequestWith(t, s, "agent:billing", "make_payment",
+		`{"amount_minor":125000,"currency":"EUR","payee":{"allowlisted":true,"domain":"<b>example.com</b>"},"reference":"125000"}`,
+		`{"amount":"12.00 EUR","payee":"ACME Ltd"}`, 1)
+	none := openRequestWith(t, s, "agent:billing", "make_payment", `{}`, "", 2)
+	p := newPageClient(t, s)
+	p.signIn("alice", testPassword)
+	page := htmlPage(t, p, id)
+	st, _ := s.l.Approval(id)
+	table := between(t, page, "attributes", "</table>")
+	for _, want := range []string{
+		"<code>amount_minor</code></td><td><pre>125000</pre>",
+		"<code>currency</code></td><td><pre>&#34;EUR&#34;</pre>",
+		"<code>payee</code></td><td><pre>{\n  &#34;allowlisted&#34;: true,\n  &#34;domain&#34;: &#34;&lt;b&gt;example.com&lt;/b&gt;&#34;\n}</pre>",
+		"<code>reference</code></td><td><pre>&#34;125000&#34;</pre>",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the attributes lack %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(page, "<b>example.com") {
+		t.Error("an attribute's value is not escaped")
+	}
+	if rows := strings.Count(table, `class="attribute"`); rows != 4 {
+		t.Errorf("%d attribute rows, want 4", rows)
+	}
+	if want := fmt.Sprintf("signed in entry %d", st.Request); !strings.Contains(page, want) {
+		t.Errorf("the page does not say %q", want)
+	}
+	if !strings.Contains(between(t, page, "preview", "</pre>"), "12.00 EUR") {
+		t.Error("the preview is not shown beside the attributes")
+	}
+	if !strings.Contains(htmlPage(t, p, none), `<p id="attributes">The request's entry records no attributes.</p>`) {
+		t.Error("an entry without attributes: no note")
+	}
+	// The confirmation shows them too.
+	_, digest, _ := storedPreview(s.srv, id)
+	_, b := p.do("POST", "/approvals/"+id.String()+"/verdict", p.verdictForm("approve", digest.String(), false), "Accept", "text/html")
+	if !strings.Contains(string(b), "<code>amount_minor</code></td><td><pre>125000</pre>") {
+		t.Errorf("the confirmation lacks the attributes:\n%s", b)
+	}
+}
+
+// The page shows the request's time and both deadlines, the decision
+// (pending) deadline and, once approved, the execution deadline, in UTC
+// to the second, with how far they are from the page's time, and the
+// exact time in a <time> element's datetime.
+func TestPageDeadlines(t *testing.T) {
+	s := pageServer(t)
+	if pending, execution, _ := s.l.ApprovalConfig(); pending != 24*time.Hour || execution != time.Hour {
+		t.Fatalf("TTLs %v, %v; the test expects 24h, 1h", pending, execution)
+	}
+	id := openRequest(t, s, "agent:mail", "send_email", `{"subject":"minutes"}`, 1)
+	st, _ := s.l.Approval(id)
+	p := newPageClient(t, s)
+	p.signIn("bob", testPassword)
+	// timeOf is how t is shown, but for the relative part.
+	timeOf := func(t time.Time) string {
+		return `<time datetime="` + t.UTC().Format(entry.TimeLayout) + `">` + t.UTC().Format("2006-01-02 15:04:05") + ` UTC</time>`
+	}
+
+	s.srv.appr.now = func() time.Time { return st.RequestTime.Add(20 * time.Minute) }
+	page := htmlPage(t, p, id)
+	for el, want := range map[string]string{
+		"requested":          timeOf(st.RequestTime) + ` <span class="rel">(20 min ago)</span>`,
+		"pending-deadline":   timeOf(st.PendingDeadline) + ` <span class="rel">(in 23 h 40 min)</span>`,
+		"execution-deadline": `>none yet: 1 h after an approval<`,
+	} {
+		if got := between(t, page, el, "</dd>"); !strings.Contains(got+"<", want) {
+			t.Errorf("%s: %s, want %s", el, got, want)
+		}
+	}
+	_, b := p.do("GET", "/approvals/", nil, "Accept", "text/html")
+	if !strings.Contains(string(b), timeOf(st.PendingDeadline)+` <span class="rel">(in 23 h 40 min)</span>`) {
+		t.Errorf("the list does not show the deadline:\n%s", b)
+	}
+	if strings.Contains(page, "T"+st.RequestTime.UTC().Format("15:04:05.000000")+"Z<") {
+		t.Error("the page shows a raw RFC 3339 time")
+	}
+
+	_, digest, _ := storedPreview(s.srv, id)
+	resp, b := p.do("POST", "/approvals/"+id.String()+"/verdict", p.verdictForm("approve", digest.String(), true))
+	expect(t, "approve", resp, b, http.StatusCreated, "")
+	st, _ = s.l.Approval(id)
+	if st.ExecutionDeadline.IsZero() {
+		t.Fatal("approved without an execution deadline")
+	}
+	s.srv.appr.now = func() time.Time { return st.ExecutionDeadline.Add(-4*time.Minute - 30*time.Second) }
+	page = htmlPage(t, p, id)
+	if got, want := between(t, page, "execution-deadline", "</dd>"), timeOf(st.ExecutionDeadline)+` <span class="rel">(in 4 min)</span>`; !strings.Contains(got, want) {
+		t.Errorf("approved: execution deadline %s, want %s", got, want)
+	}
+	s.srv.appr.now = func() time.Time { return st.ExecutionDeadline.Add(3 * time.Minute) }
+	page = htmlPage(t, p, id)
+	if got, want := between(t, page, "execution-deadline", "</dd>"), timeOf(st.ExecutionDeadline)+` <span class="rel">(3 min ago)</span>`; !strings.Contains(got, want) ||
+		!strings.Contains(page, `id="state">expired<`) {
+		t.Errorf("past the execution deadline: %s, want %s, and the state expired", got, want)
+	}
+}
+
+func TestRelativeTime(t *testing.T) {
+	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "now"},
+		{999 * time.Millisecond, "now"},
+		{-999 * time.Millisecond, "now"},
+		{time.Second, "in 1 s"},
+		{59*time.Second + 999*time.Millisecond, "in 59 s"},
+		{-45 * time.Second, "45 s ago"},
+		{time.Minute, "in 1 min"},
+		{4*time.Minute + 59*time.Second, "in 4 min"},
+		{-3*time.Minute - 10*time.Second, "3 min ago"},
+		{time.Hour, "in 1 h"},
+		{2*time.Hour + 5*time.Minute + 59*time.Second, "in 2 h 5 min"},
+		{-23*time.Hour - 59*time.Minute, "23 h 59 min ago"},
+		{24 * time.Hour, "in 1 d"},
+		{3*24*time.Hour + 4*time.Hour + 30*time.Minute, "in 3 d 4 h"},
+		{-400 * 24 * time.Hour, "400 d ago"},
+	} {
+		if got := relativeTime(now.Add(c.d), now); got != c.want {
+			t.Errorf("%v: %q, want %q", c.d, got, c.want)
+		}
+	}
 }

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/approval/preview"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -32,8 +34,8 @@ import (
 // is durable, before the answer that announces its digest. Previews are
 // removed when their approval closes (remove) or expires (the sweep).
 type previewStore interface {
-	// stage takes a preview's canonical JSON before the append of the
-	// request that carries it.
+	// stage takes a preview's record (encodeKept) before the append of
+	// the request that carries it.
 	stage(ctx context.Context, doc []byte) (*stagedPreview, error)
 	// commit keeps the staged preview under the approval id, durably
 	// once it returns nil. If the approval has a preview already (an
@@ -43,13 +45,70 @@ type previewStore interface {
 	commit(ctx context.Context, staged *stagedPreview, id commit.Digest) error
 	// abandon drops a staged preview that is not committed.
 	abandon(staged *stagedPreview)
-	// get returns the preview of approval id (its canonical JSON), and
-	// ok false if there is none (never sent, or removed).
+	// get returns the preview record of approval id (decodeKept reads
+	// it), and ok false if there is none (never sent, or removed).
 	get(ctx context.Context, id commit.Digest) (doc []byte, ok bool, err error)
 	// remove removes the preview of approval id, if any.
 	remove(ctx context.Context, id commit.Digest) error
 	// ids returns the ids of the approvals that have a preview.
 	ids(ctx context.Context) ([]commit.Digest, error)
+}
+
+// A kept preview is what the preview store holds for an approval: the
+// line
+//
+//	ledger-preview v1 truncated=T pass=P
+//
+// (T 0 or 1, P 1 to preview.FallbackPass), a newline, then the rendered
+// preview's canonical JSON (preview.Preview.JSON), whose digest the
+// approval's answer announced. The line keeps what ledgerd knew as it
+// rendered the preview and the bytes cannot tell: whether bounding left
+// anything out (a marker such as "[+450 items]" may as well be the
+// workload's own text). A record without the line (kept by an earlier
+// ledgerd) is the preview alone, its truncation not recorded.
+const keptPreviewPrefix = "ledger-preview v1 "
+
+// keptPreview is a kept preview, decoded.
+type keptPreview struct {
+	JSON []byte
+	// Recorded says Truncated and Pass are ledgerd's record; false for a
+	// preview an earlier ledgerd kept.
+	Recorded  bool
+	Truncated bool // preview.Preview.Truncated
+	Pass      int  // preview.Preview.Pass
+}
+
+// encodeKept is the record the preview store keeps for p.
+func encodeKept(p *preview.Preview) []byte {
+	t := 0
+	if p.Truncated {
+		t = 1
+	}
+	b := fmt.Appendf(nil, "%struncated=%d pass=%d\n", keptPreviewPrefix, t, p.Pass)
+	return append(b, p.JSON...)
+}
+
+// errKeptPreview is a kept preview whose first line is not encodeKept's.
+var errKeptPreview = errors.New("previews: a kept preview's first line is malformed")
+
+// decodeKept decodes a record of the preview store.
+func decodeKept(b []byte) (keptPreview, error) {
+	rest, ok := bytes.CutPrefix(b, []byte(keptPreviewPrefix))
+	if !ok {
+		return keptPreview{JSON: b}, nil // canonical JSON never starts so
+	}
+	line, doc, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok {
+		return keptPreview{}, errKeptPreview
+	}
+	for t := range 2 {
+		for pass := 1; pass <= preview.FallbackPass; pass++ {
+			if string(line) == fmt.Sprintf("truncated=%d pass=%d", t, pass) {
+				return keptPreview{JSON: doc, Recorded: true, Truncated: t == 1, Pass: pass}, nil
+			}
+		}
+	}
+	return keptPreview{}, errKeptPreview
 }
 
 // stagedPreview is a preview between stage and commit: a temporary file
@@ -64,7 +123,7 @@ const previewDirName = "previews"
 
 // diskPreviews is the previewStore of a badger store: one file per
 // approval, <dir>/<hex of the approval id>.json, holding the preview's
-// canonical JSON (preview.Preview.JSON), mode 0600. stage writes a
+// record (encodeKept), mode 0600. stage writes a
 // temporary file, synced, before the append; commit renames it once the
 // append is durable; a crash between the two leaves a temporary file,
 // which openDiskPreviews removes.

@@ -24,11 +24,15 @@ import (
 // storedPreview is the preview srv's store keeps for approval id, and its
 // digest; ok false when it keeps none or cannot tell.
 func storedPreview(srv *server, id commit.Digest) (doc []byte, digest commit.Digest, ok bool) {
-	doc, ok, err := srv.appr.previews.get(context.Background(), id)
+	rec, ok, err := srv.appr.previews.get(context.Background(), id)
 	if err != nil || !ok {
 		return nil, commit.Digest{}, false
 	}
-	return doc, preview.Digest(doc), true
+	kept, err := decodeKept(rec)
+	if err != nil {
+		return nil, commit.Digest{}, false
+	}
+	return kept.JSON, preview.Digest(kept.JSON), true
 }
 
 // pgTestStore opens a store on a new database of the shared test server,
@@ -435,5 +439,47 @@ func TestSessionsOnPostgres(t *testing.T) {
 	down := approver.NewSessions(approver.Options{Store: pgSessions{closed}})
 	if _, _, err := down.SignIn(ctx, find, "alice", testPassword, now); !errors.Is(err, approver.ErrSessionStore) {
 		t.Fatalf("a sign-in with the database closed: %v, want ErrSessionStore", err)
+	}
+}
+
+// A kept preview's record: the line ledgerd writes, then the preview's
+// bytes; a record without the line is an earlier ledgerd's, the preview
+// alone; a malformed line is refused, never read as a preview.
+func TestKeptPreview(t *testing.T) {
+	doc := []byte(`{"recipients":["dana@example.org","[+450 items]"]}`)
+	for _, c := range []struct {
+		p    preview.Preview
+		want string
+	}{
+		{preview.Preview{JSON: doc, Pass: 1}, "ledger-preview v1 truncated=0 pass=1\n"},
+		{preview.Preview{JSON: doc, Truncated: true, Pass: 3}, "ledger-preview v1 truncated=1 pass=3\n"},
+		{preview.Preview{JSON: doc, Truncated: true, Pass: preview.FallbackPass}, "ledger-preview v1 truncated=1 pass=5\n"},
+	} {
+		rec := encodeKept(&c.p)
+		if string(rec) != c.want+string(doc) {
+			t.Errorf("record %q, want %q", rec, c.want+string(doc))
+		}
+		k, err := decodeKept(rec)
+		if err != nil || !bytes.Equal(k.JSON, doc) || !k.Recorded || k.Truncated != c.p.Truncated || k.Pass != c.p.Pass {
+			t.Errorf("decodeKept(%q) = %+v, %v", rec, k, err)
+		}
+	}
+	if k, err := decodeKept(doc); err != nil || !bytes.Equal(k.JSON, doc) || k.Recorded || k.Truncated {
+		t.Errorf("an earlier ledgerd's record: %+v, %v", k, err)
+	}
+	for _, bad := range []string{
+		"ledger-preview v1 truncated=1 pass=3",                // no newline
+		"ledger-preview v1 truncated=2 pass=3\n{}",            // not 0 or 1
+		"ledger-preview v1 truncated=1 pass=0\n{}",            // no pass 0
+		"ledger-preview v1 truncated=1 pass=6\n{}",            // nor 6
+		"ledger-preview v1 truncated=1 pass=03\n{}",           // leading zero
+		"ledger-preview v1 truncated=1  pass=3\n{}",           // two spaces
+		"ledger-preview v1 pass=3 truncated=1\n{}",            // order
+		"ledger-preview v1 truncated=1 pass=3 redacted=2\n{}", // unknown member
+		"ledger-preview v1 truncated=1 pass=3\r\n{}",          // CR
+	} {
+		if k, err := decodeKept([]byte(bad)); !errors.Is(err, errKeptPreview) {
+			t.Errorf("decodeKept(%q) = %+v, %v; want errKeptPreview", bad, k, err)
+		}
 	}
 }

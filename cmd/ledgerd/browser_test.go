@@ -71,6 +71,47 @@ func (b *browserShots) take(ctx context.Context, name string) {
 	t.Logf("screenshot %s: %dx%d, %d bytes, %s", name, r.Dx(), r.Dy(), len(data), path)
 }
 
+// element takes a screenshot of the element sel, kept as take keeps
+// the page's.
+func (b *browserShots) element(ctx context.Context, name, sel string) image.Image {
+	t := b.t
+	t.Helper()
+	data, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("screenshot %s of %s: %v", name, sel, err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("screenshot %s is not a PNG: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(b.dir, name+".png"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// dominantColor is the most frequent color of img (8 bits a channel), on
+// a grid, and the share of the grid's points it has.
+func dominantColor(img image.Image) ([3]uint8, float64) {
+	count := map[[3]uint8]int{}
+	n := 0
+	r := img.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y += 2 {
+		for x := r.Min.X; x < r.Max.X; x += 2 {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			count[[3]uint8{uint8(cr >> 8), uint8(cg >> 8), uint8(cb >> 8)}]++
+			n++
+		}
+	}
+	var best [3]uint8
+	for c, k := range count {
+		if k > count[best] || k == count[best] && bytes.Compare(c[:], best[:]) < 0 {
+			best = c
+		}
+	}
+	return best, float64(count[best]) / float64(max(n, 1))
+}
+
 // distinctColors counts the colors of img, on a grid, up to 1000.
 func distinctColors(img image.Image) int {
 	seen := map[[4]uint32]bool{}
@@ -96,9 +137,16 @@ func TestBrowserApproval(t *testing.T) {
 	chromium := findChromium(t)
 	start := time.Now()
 	s := pageServer(t)
-	payment := openRequest(t, s, "agent:billing", "make_payment",
+	payment := openRequestWith(t, s, "agent:billing", "make_payment",
+		`{"amount_minor":125000,"currency":"EUR","payee":{"allowlisted":true,"domain":"acme.example.com"}}`,
 		`{"payee":"ACME <b>Ltd</b>","amount":"1,250.00 EUR","memo":"invoice 2026-117","api_token":"tok-93f1c0de4b7a"}`, 1)
-	email := openRequest(t, s, "agent:mail", "send_email", `{"to":"dana@example.org","subject":"Contract draft"}`, 2)
+	// The e-mail's preview is shortened: 80 recipients, 50 shown.
+	var recipients []string
+	for i := range 80 {
+		recipients = append(recipients, fmt.Sprintf(`"member%02d@example.org"`, i))
+	}
+	email := openRequest(t, s, "agent:mail", "send_email",
+		`{"to":[`+strings.Join(recipients, ",")+`],"subject":"Contract draft"}`, 2)
 	forged := openRequest(t, s, "agent:mail", "send_email", `{"to":"erin@example.org","subject":"Minutes"}`, 3)
 
 	dir := os.Getenv("LEDGER_SCREENSHOTS")
@@ -183,6 +231,42 @@ func TestBrowserApproval(t *testing.T) {
 	if digest != stored.String() {
 		t.Errorf("the page shows the digest %s, the preview's is %s", digest, stored)
 	}
+	// Beside the preview, the attributes the request's entry signs, as
+	// JSON; ledgerd's note that the preview is whole; the deadlines, in
+	// <time> elements carrying the exact times.
+	if attrs := text("#attributes"); !strings.Contains(attrs, "amount_minor125000") || !strings.Contains(attrs, `currency"EUR"`) {
+		t.Errorf("the attributes shown:\n%s", attrs)
+	}
+	preBox, err := chromedp.Run(ctx, chromedp.Dimensions(chromedp.ID("preview")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrBox, err := chromedp.Run(ctx, chromedp.Dimensions(chromedp.ID("attributes")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attrBox.Border[0] < preBox.Border[2] || attrBox.Border[1] > preBox.Border[5] {
+		t.Errorf("the attributes (x %.0f, y %.0f) are not beside the preview (right %.0f, bottom %.0f)", attrBox.Border[0], attrBox.Border[1], preBox.Border[2], preBox.Border[5])
+	}
+	if note := text("#not-truncated"); !strings.Contains(note, "Nothing is left out") {
+		t.Errorf("the preview's note: %q", note)
+	}
+	st, _ := s.l.Approval(payment)
+	for sel, want := range map[string]time.Time{"#requested time": st.RequestTime, "#pending-deadline time": st.PendingDeadline} {
+		at, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(sel), "datetime"))
+		if err != nil || at.Value != want.UTC().Format(entry.TimeLayout) {
+			t.Errorf("%s: datetime %q (%v), want %s", sel, at.Value, err, want.UTC().Format(entry.TimeLayout))
+		}
+		if got := text(sel); got != want.UTC().Format("2006-01-02 15:04:05 UTC") {
+			t.Errorf("%s shows %q", sel, got)
+		}
+	}
+	if got := text("#pending-deadline"); !strings.Contains(got, "(in 23 h 59 min)") && !strings.Contains(got, "(in 23 h 58 min)") {
+		t.Errorf("the decision deadline: %q", got)
+	}
+	if got := text("#execution-deadline"); got != "none yet: 1 h after an approval" {
+		t.Errorf("the execution deadline before a verdict: %q", got)
+	}
 	shots.take(ctx, "2-approval")
 
 	// Approve, confirm.
@@ -202,11 +286,36 @@ func TestBrowserApproval(t *testing.T) {
 	if v := text("#verdict"); !strings.Contains(v, "approve by alice") {
 		t.Errorf("the verdict shown: %q", v)
 	}
+	st, _ = s.l.Approval(payment)
+	if at, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#execution-deadline time"), "datetime")); err != nil ||
+		st.ExecutionDeadline.IsZero() || at.Value != st.ExecutionDeadline.UTC().Format(entry.TimeLayout) {
+		t.Errorf("the execution deadline once approved: datetime %q (%v), want %s", at.Value, err, st.ExecutionDeadline.UTC().Format(entry.TimeLayout))
+	}
+	if got := text("#execution-deadline"); !strings.Contains(got, "(in 59 min)") && !strings.Contains(got, "(in 58 min)") {
+		t.Errorf("the execution deadline once approved: %q", got)
+	}
 	shots.take(ctx, "4-approved")
 
 	// Deny the e-mail, confirm.
+	// The e-mail: its preview shortened, ledgerd's banner above it, in
+	// colors no preview text can take (the preview is plain text on
+	// white).
 	step("the second approval", 200, chromedp.Navigate(s.url+"/approvals/"+email.String()))
 	emailDigest := text("#preview-digest")
+	if banner := text("#truncated"); !strings.Contains(banner, "This preview is incomplete.") || !strings.Contains(banner, "lists to 50 items") {
+		t.Errorf("the truncation banner: %q", banner)
+	}
+	if pre := text("#preview"); !strings.Contains(pre, `"[+30 items]"`) {
+		t.Errorf("the shortened preview:\n%s", pre)
+	}
+	shots.take(ctx, "2b-truncated")
+	bannerColor, share := dominantColor(shots.element(ctx, "2c-truncated-banner", "#truncated"))
+	if bannerColor != [3]uint8{0x7a, 0x2e, 0x0e} || share < 0.5 {
+		t.Errorf("the banner's screenshot is mostly %v (%.0f%%), want the banner's #7a2e0e", bannerColor, 100*share)
+	}
+	if c, _ := dominantColor(shots.element(ctx, "2d-preview", "#preview")); c != [3]uint8{0xff, 0xff, 0xff} {
+		t.Errorf("the preview's screenshot is mostly %v, want white", c)
+	}
 	step("deny", 200, chromedp.Click(chromedp.ID("deny")))
 	step("confirm the denial", 200, chromedp.Click(chromedp.ID("confirm")))
 	if got := text("#state"); got != "denied" {

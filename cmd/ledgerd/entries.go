@@ -200,7 +200,7 @@ func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 	var staged *stagedPreview
 	if s.appr != nil && in.preview != nil && in.rec.Decision == entry.NeedsApproval {
 		var err error
-		if staged, err = s.appr.previews.stage(r.Context(), in.preview.JSON); err != nil {
+		if staged, err = s.appr.previews.stage(r.Context(), encodeKept(in.preview)); err != nil {
 			s.log.ErrorContext(r.Context(), "storing a preview failed; nothing appended", "mediator", mediator, "error", err)
 			s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the preview could not be stored; nothing was appended")
 			return

@@ -130,13 +130,13 @@ func TestWorkloadApproval(t *testing.T) {
 				t.Errorf("the ledger does not know approval %s", id)
 				return
 			}
-			_, shown, _, err := s.srv.previewOf(ctx, st)
+			shown, err := s.srv.previewOf(ctx, st)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			time.Sleep(50 * time.Millisecond) // the workload is waiting
-			appendVerdict(t, s, id, shown, v)
+			appendVerdict(t, s, id, shown.Digest, v)
 		}
 	}
 
