@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,6 +281,13 @@ func TestDiskFilledByAnother(t *testing.T) {
 		t.Fatalf("ledgerd exited %d on a full disk; want 1 and the reason:\n%s", code, d.stderr)
 	}
 	logRecord(t, d.stderr, "ledger: the store closed without writing its index: the next open indexes the frame log's entries again")
+	// A start on the full disk is refused, saying why.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, ledgerd, "serve", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "ledgerd: error: ledger: too little free space: opening the store") {
+		t.Fatalf("ledgerd serve on a full disk: %v; want exit status 1 and the reason:\n%s", err, out)
+	}
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -291,6 +299,6 @@ func TestDiskFilledByAnother(t *testing.T) {
 	for index := range load.acked {
 		size = max(size, index+1)
 	}
-	out := exportAndVerify(t, ledgerVerify, url, again.vkey, size)
-	t.Logf("filled %d bytes; %v; %s", filled, load, out)
+	verified := exportAndVerify(t, ledgerVerify, url, again.vkey, size)
+	t.Logf("filled %d bytes; %v; %s", filled, load, verified)
 }
