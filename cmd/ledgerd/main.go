@@ -601,7 +601,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv.Shutdown(shutdown)
 	if err := l.Close(); err != nil {
 		log.Error("ledgerd stopped", "error", err, "size", l.Size())
+		store.Close() // logs a full disk itself
 		return fail(stderr, "closing the ledger: %v", err)
+	}
+	// On a full disk the badger store closes without writing its index,
+	// which the next start recovers from the frame log, and says so.
+	if err := store.Close(); err != nil {
+		log.Error("ledgerd stopped", "error", err, "size", l.Size())
+		return fail(stderr, "closing the store: %v", err)
 	}
 	_, checkpointSize := l.Checkpoint()
 	log.Info("ledgerd stopped", "size", l.Size(), "checkpoint_size", checkpointSize)

@@ -41,8 +41,11 @@
 // Commit refuses a batch, writing nothing and wrapping ErrNoSpace, while
 // the file system has less than Options.ReserveBytes free: badger writes
 // through memory-mapped files, and a write into a mapping on a full disk
-// kills the process instead of failing. Directories are made 0700 and
-// files 0600.
+// kills the process instead of failing. Below half of it (at most 64
+// MiB), which only other writers can cause, the store writes nothing to
+// badger: the indexer waits for space, AddCheckpoint and Open refuse,
+// wrapping ErrNoSpace, and Close leaves the index for the next Open to
+// recover from the frame log. Directories are made 0700 and files 0600.
 //
 // The store passes storage/storetest, the Store conformance suite; this
 // package's tests cut frames short and damage them as crashes and disks

@@ -63,3 +63,14 @@ func DamageFrameIndex(s *Store, start uint64) error {
 		return txn.Set(frameKey(first), appendFrameIndex(nil, locs))
 	})
 }
+
+// SetFreeSpace makes the stores opened from now on, until the test ends,
+// see free as the free space of their file system.
+func SetFreeSpace(t testing.TB, free func() uint64) {
+	freeSpace = func(string) (uint64, error) { return free(), nil }
+	t.Cleanup(func() { freeSpace = freeBytes })
+}
+
+// CloseIndex closes the badger index that s.Close left open on a full
+// disk, as the end of the process would release it.
+func CloseIndex(s *Store) error { return s.db.Close() }

@@ -61,7 +61,8 @@ func newOverlay(size uint64) *overlay {
 }
 
 // add records a durable frame for b, waiting first while too many frames
-// wait for the indexer. It copies what it keeps.
+// wait for the indexer, unless the store is closing (the indexer may have
+// stopped for want of space). It copies what it keeps.
 func (o *overlay) add(b ledger.Batch, pos, end int64, locs []entryLocation) {
 	f := &pendingFrame{
 		batch: ledger.Batch{Start: b.Start, LeafHashes: slices.Clone(b.LeafHashes)},
@@ -83,7 +84,7 @@ func (o *overlay) add(b ledger.Batch, pos, end int64, locs []entryLocation) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for len(o.frames) >= maxPendingFrames && o.failed == nil {
+	for len(o.frames) >= maxPendingFrames && o.failed == nil && !o.stop {
 		o.cond.Wait()
 	}
 	o.frames = append(o.frames, f)

@@ -76,12 +76,15 @@ type Store struct {
 	tiles   *tileFiles // the full tiles (tilefile.go)
 	leaves  *leafIndex // the leaf-hash index (leafindex.go)
 	reserve uint64     // Options.ReserveBytes
+	floor   uint64     // indexFloor(reserve): less free, nothing is written to badger
 	logger  *slog.Logger
 
 	// ov holds the durable frames the indexer has not yet written to
-	// badger (overlay.go); indexerDone is closed when the indexer stops.
+	// badger (overlay.go); indexerDone is closed when the indexer stops,
+	// stopping when Close starts (it wakes an indexer waiting for space).
 	ov          *overlay
 	indexerDone chan struct{}
+	stopping    chan struct{}
 
 	// writeMu serializes the writes of Commit and AddCheckpoint, and
 	// guards the fields below.
@@ -195,7 +198,9 @@ type Options struct {
 	// mapping on a full disk kills the process (SIGBUS) instead of
 	// returning an error. It also keeps the spare from taking the space
 	// the segment in use grows into. Other writers on the same file system
-	// can still fill it: give the store its own, or watch its free space.
+	// can still fill it: below half of it (at most 64 MiB) free, the store
+	// writes nothing more to badger (see Store.Close). Give the store a
+	// file system of its own, or watch its free space.
 	ReserveBytes int64
 
 	// Logger receives badger's messages and the store's own. Optional,
@@ -357,7 +362,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, reserve: uint64(opts.ReserveBytes), logger: opts.Logger, indexerDone: make(chan struct{})}
+	s := &Store{dir: dir, lock: lock, reserve: uint64(opts.ReserveBytes), floor: indexFloor(uint64(opts.ReserveBytes)),
+		logger: opts.Logger, indexerDone: make(chan struct{}), stopping: make(chan struct{})}
 	fail := func(err error) (*Store, error) {
 		if s.db != nil {
 			s.db.Close()
@@ -385,6 +391,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return s.freeAbove(uint64(size))
 	}); err != nil {
 		return fail(err)
+	}
+	// Badger's open flushes the memtables a crash left, and recovery
+	// writes the index of the frames badger lost: neither may meet a
+	// full disk.
+	if err := s.roomForIndex("opening the store"); err != nil {
+		return fail(fmt.Errorf("%w; free some space on it and start again", err))
 	}
 	if s.db, err = badgerdb.Open(bo); err != nil {
 		return fail(fmt.Errorf("ledger: opening badger index in %s: %w", dir, err))
@@ -627,6 +639,11 @@ const tileFlushInterval = 250 * time.Millisecond
 // frame's full tiles with its index, and the partial tiles every
 // tileFlushInterval and when it stops; recovery replays the tiles of the
 // frames after the last flush.
+//
+// While less than the floor is free (roomForIndex) it writes nothing: it
+// waits for space, and if the store closes first it stops, leaving the
+// frames not yet indexed, and the partial tiles, to the next Open, which
+// indexes them from the frame log as after a crash.
 func (s *Store) runIndexer() {
 	defer close(s.indexerDone)
 	lastFlush := time.Now()
@@ -640,11 +657,14 @@ func (s *Store) runIndexer() {
 	for {
 		f := s.ov.next()
 		if f == nil {
-			if pendingTilesEnd >= 0 {
+			if pendingTilesEnd >= 0 && s.waitForRoom() {
 				if err := s.indexTiles(s.ov.partialTiles(), pendingTilesEnd); err != nil {
 					fail(err)
 				}
 			}
+			return
+		}
+		if !s.waitForRoom() {
 			return
 		}
 		flush := time.Since(lastFlush) >= tileFlushInterval
@@ -704,20 +724,35 @@ func (s *Store) indexTiles(tiles []ledger.Tile, end int64) error {
 
 // Close closes the index and the frame log. Calling it again returns the
 // first call's result.
+//
+// On a file system with less than half the reserve (at most 64 MiB) free,
+// Close writes nothing to badger: it neither indexes the frames not yet
+// indexed nor closes badger, whose close writes its memtable to a new
+// table through a mapped file, which on a full disk kills the process.
+// It closes the rest and returns an error wrapping ErrNoSpace; badger's
+// index is left as a crash leaves it, and the next Open, once there is
+// space, recovers it from the frame log, which holds every committed
+// entry. Badger keeps its own lock on the index until the process ends,
+// so only another process can open the store again.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
+		close(s.stopping)
 		if s.ov != nil {
 			s.ov.mu.Lock()
 			s.ov.stop = true
 			s.ov.cond.Broadcast()
 			s.ov.mu.Unlock()
 		}
-		<-s.indexerDone // it indexes what is pending first
+		<-s.indexerDone // it indexes what is pending first, if there is room
 		if err := s.leaves.close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: closing the leaf-hash index: %w", err))
 		}
-		if err := s.db.Close(); err != nil {
+		if err := s.roomForIndex("closing the index"); err != nil {
+			s.logger.Error("ledger: the store closed without writing its index: the next open indexes the frame log's entries again",
+				slog.Any("error", err))
+			errs = append(errs, fmt.Errorf("%w; badger's index was left as a crash leaves it, for the next open to recover from the frame log, which holds every committed entry", err))
+		} else if err := s.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: closing badger index: %w", err))
 		}
 		if err := s.log.close(); err != nil {
@@ -761,8 +796,73 @@ func (s *Store) State(ctx context.Context) (ledger.State, error) {
 // freeAbove reports whether more than the reserve and extra bytes are
 // free.
 func (s *Store) freeAbove(extra uint64) bool {
-	free, err := freeBytes(s.dir)
+	free, err := freeSpace(s.dir)
 	return err == nil && free >= s.reserve+extra
+}
+
+// freeSpace is freeBytes; the tests replace it.
+var freeSpace = freeBytes
+
+// maxIndexFloor caps indexFloor: badger's own writes (its memtables'
+// flushes, its compactions, tables of 512 KiB) take a few tens of MiB with
+// this store's options.
+const maxIndexFloor = 64 << 20
+
+// indexFloor is the free space below which a Store with the given reserve
+// writes nothing to badger: half the reserve, at most maxIndexFloor. It
+// is below the reserve, so that once commits stop the indexer can still
+// write what is pending, and checkpoints can still be signed.
+func indexFloor(reserve uint64) uint64 { return min(reserve/2, maxIndexFloor) }
+
+// roomForIndex refuses a write to badger while less than the floor is
+// free. Badger writes its memtable's log and its new tables into files it
+// maps after extending them without allocating their blocks, and a write
+// into a page the file system then cannot allocate kills the process
+// with SIGBUS, in badger's goroutines, instead of returning an error:
+// badger offers no way to allocate the files first. Commits stop at the
+// reserve, above the floor; other programs may fill the file system
+// further.
+func (s *Store) roomForIndex(what string) error {
+	free, err := freeSpace(s.dir)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: measuring free space: %w", what, err)
+	}
+	if free < s.floor {
+		return fmt.Errorf("%w: %s: %d bytes are free on the store's file system, under the %d its badger index needs to write safely (half of badger.Options.ReserveBytes, at most 64 MiB)",
+			ErrNoSpace, what, free, s.floor)
+	}
+	return nil
+}
+
+// roomPollInterval is how often an indexer waiting for space measures it.
+const roomPollInterval = time.Second
+
+// waitForRoom returns true once the floor is free (at once, mostly), or
+// false once the store is closing while it is not.
+func (s *Store) waitForRoom() bool {
+	err := s.roomForIndex("indexing")
+	if err == nil {
+		return true
+	}
+	select {
+	case <-s.stopping:
+		return false // Close logs it
+	default:
+	}
+	s.logger.Error("ledger: indexing paused until there is space: the frame log holds the entries not yet indexed", slog.Any("error", err))
+	t := time.NewTicker(roomPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return false
+		case <-t.C:
+		}
+		if s.roomForIndex("indexing") == nil {
+			s.logger.Info("ledger: indexing resumed")
+			return true
+		}
+	}
 }
 
 // ErrNoSpace: a Store refused a write because its file system has
@@ -773,7 +873,7 @@ var ErrNoSpace = errors.New("ledger: too little free space")
 // Checkpoints are not refused: the reserve is there for the index and
 // for them.
 func (s *Store) checkReserve(what string) error {
-	free, err := freeBytes(s.dir)
+	free, err := freeSpace(s.dir)
 	if err != nil {
 		return fmt.Errorf("ledger: %s: measuring free space: %w", what, err)
 	}
@@ -1308,7 +1408,11 @@ func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) e
 	if err != nil {
 		return err
 	}
-	// The reserve is not checked: it exists for the index and for this.
+	if err := s.roomForIndex(fmt.Sprintf("checkpoint for size %d", size)); err != nil {
+		return fmt.Errorf("%w; nothing was written", err)
+	}
+	// The reserve is not checked: it exists for the index and for this
+	// (the floor, below it, is).
 	// Outside writeMu, as badger's sync below: commits go on meanwhile.
 	// AddCheckpoint runs one call at a time, so latestCP stays as
 	// checked.

@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,4 +284,93 @@ func TestBadgerOwnerOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Below the floor of free space (half the reserve, at most 64 MiB) the
+// store writes nothing to badger, whose mapped files fault on a full
+// disk: the indexer waits for space while reads find the frames it has
+// not indexed, checkpoints and opens are refused, and Close leaves badger
+// for the next open to recover from the frame log. The free space is made
+// up here (TestDiskFilledByAnother, in cmd/ledgerd, fills a real one).
+func TestBadgerIndexFloor(t *testing.T) {
+	const plenty, little = 1 << 40, 1 << 20
+	var highAnswers atomic.Int64 // then little
+	highAnswers.Store(math.MaxInt64)
+	badger.SetFreeSpace(t, func() uint64 {
+		if highAnswers.Add(-1) >= 0 {
+			return plenty
+		}
+		return little
+	})
+	logs := &recordLog{}
+	f := newFrameStore(t)
+	f.opts.Logger = slog.New(&recordingHandler{log: logs})
+	f.commit(2)
+	s, err := f.open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	badger.WaitForSpare(s)
+	logged := func(msg string) int {
+		n := 0
+		for _, r := range logs.all() {
+			if r.msg == msg {
+				n++
+			}
+		}
+		return n
+	}
+	waitLogged := func(msg string, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); logged(msg) < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no log line %q", msg)
+			}
+		}
+	}
+	// A commit sees the reserve free, then the file system fills.
+	commit := func() {
+		t.Helper()
+		highAnswers.Store(1)
+		b := testBatch(uint64(100*len(f.batches)), 100)
+		if err := s.Commit(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+		f.batches = append(f.batches, b)
+	}
+	const paused = "ledger: indexing paused until there is space: the frame log holds the entries not yet indexed"
+	commit()
+	waitLogged(paused, 1)
+	if e, err := s.Entry(t.Context(), 250); err != nil || !bytes.Equal(e, f.batches[2].Entries[50]) {
+		t.Fatalf("Entry(250) while indexing waits = %v; want the entry committed", err)
+	}
+	err = s.AddCheckpoint(t.Context(), 300, testCheckpoint(300))
+	if !errors.Is(err, badger.ErrNoSpace) || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("AddCheckpoint below the floor = %v; want ErrNoSpace", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "checkpoint")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("AddCheckpoint below the floor wrote the checkpoint file (%v)", err)
+	}
+	// Space again: indexing resumes, and checkpoints are signed.
+	highAnswers.Store(math.MaxInt64)
+	waitLogged("ledger: indexing resumed", 1)
+	badger.WaitLeafMerges(s)
+	if err := s.AddCheckpoint(t.Context(), 300, testCheckpoint(300)); err != nil {
+		t.Fatal(err)
+	}
+	// Full again, and closed: badger is neither written nor closed.
+	commit()
+	waitLogged(paused, 2)
+	err = s.Close()
+	if !errors.Is(err, badger.ErrNoSpace) || !strings.Contains(err.Error(), "recover from the frame log") {
+		t.Fatalf("Close below the floor = %v; want ErrNoSpace", err)
+	}
+	if _, err := f.open(); !errors.Is(err, badger.ErrNoSpace) || !strings.Contains(err.Error(), "free some space") {
+		t.Fatalf("Open below the floor = %v; want ErrNoSpace", err)
+	}
+	if err := badger.CloseIndex(s); err != nil {
+		t.Fatal(err)
+	}
+	highAnswers.Store(math.MaxInt64)
+	f.check()
 }
