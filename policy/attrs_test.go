@@ -93,17 +93,17 @@ func TestLoadRefusesUndeclaredAttribute(t *testing.T) {
 
 // The messages of the review's first two cases, in full.
 func TestAttributeErrorMessage(t *testing.T) {
-	for _, tc := range []struct{ src, want string }{
-		{`@id("payments.deny-large")
+	for _, tc := range []struct{ file, src, want string }{
+		{"payments.cedar", `@id("payments.deny-large")
 forbid (principal, action == Action::"make_payment", resource)
 when { context has amount && context.amount > 100000 };
-`, `policy: p.cedar:3:20: policy "payments.deny-large": names an undeclared attribute: context has no attribute "amount" in the declaration of make_payment; the nearest declared is "amount_minor"`},
-		{`@id("email.deny-subject")
+`, `policy: payments.cedar:3:20: policy "payments.deny-large": names an undeclared attribute: context has no attribute "amount" in the declaration of make_payment; the nearest declared is "amount_minor"`},
+		{"email.cedar", `@id("email.deny-subject")
 forbid (principal, action == Action::"send_email", resource)
 when { context has subject && context.subject like "*invoice*" };
-`, `policy: p.cedar:3:20: policy "email.deny-subject": names an undeclared attribute: context has no attribute "subject" in the declaration of send_email: it is a payload field, which never reaches ledgerd or a policy`},
+`, `policy: email.cedar:3:20: policy "email.deny-subject": names an undeclared attribute: context has no attribute "subject" in the declaration of send_email: it is a payload field, which never reaches ledgerd or a policy`},
 	} {
-		_, err := policy.New([]policy.File{{Name: "p.cedar", Bytes: []byte(tc.src)}}, declarations(t))
+		_, err := policy.New([]policy.File{{Name: tc.file, Bytes: []byte(tc.src)}}, declarations(t))
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("got  %v\nwant %s", err, tc.want)
 		}

@@ -29,10 +29,23 @@
 // policy naming a payload field, a derived field's raw value instead of a
 // projection (context.recipient.recipient_domain, not context.recipient),
 // an undeclared action, or comparing a field with the wrong type is
-// refused. Errors are *LoadError values naming file:line:col (of the
-// policy, or of the parser's complaint) and the policy id; the validator
-// does not place errors inside a policy, so a validation error names the
-// policy's position: its first annotation, or its effect if it has none.
+// refused.
+//
+// The validator types `context has X` on a record without X as false and
+// skips what a constant cuts off (the right of `false && …`), so two
+// checks come first and last. Every attribute access and has test, in
+// every sub-expression, evaluated or not, must name an attribute declared
+// for at least one of the policy's actions on what it is read on
+// (context, a record attribute, a record literal; principal, resource,
+// action and entity literals declare none), else *AttributeError. And a
+// branch the validator skips for every request is made reachable and the
+// policy must then validate for at least one of its actions.
+//
+// Errors are *LoadError values naming file:line:col and the policy id:
+// of the parser's complaint, of an undeclared attribute, or else of the
+// policy (the validator does not place errors inside a policy): its first
+// annotation, or its effect if it has none. No error repeats a string or
+// integer literal of the policy text.
 //
 // # Decisions
 //
