@@ -34,12 +34,15 @@ type AttributeError struct {
 	// Nearest is the declared attribute of the receiver the policy most
 	// likely meant: one that begins with the name written or that it
 	// begins with, else the nearest by edit distance (ties in byte
-	// order); "" when the receiver declares no attribute.
+	// order), among those that are identifiers (a record literal's key
+	// may be a value); "" when there is none.
 	Nearest string
 	// Payload is set when the receiver is context and the name is a
 	// payload field of one of Actions: declared, but never sent to
 	// ledgerd, so no policy can read it.
 	Payload bool
+
+	declaresNone bool // the receiver has no attribute at all
 }
 
 func (e *AttributeError) Error() string {
@@ -68,7 +71,7 @@ func (e *AttributeError) Error() string {
 		b.WriteString(": it is a payload field, which never reaches ledgerd or a policy")
 	case e.Nearest != "":
 		fmt.Fprintf(&b, "; the nearest declared is %q", e.Nearest)
-	default:
+	case e.declaresNone:
 		b.WriteString("; it declares none")
 	}
 	return b.String()
@@ -347,7 +350,7 @@ func (c *attrChecker) attribute(arg xast.IsNode, recv vtype, name types.String) 
 		return out
 	}
 	path := attrPath(arg)
-	e := &AttributeError{Receiver: formatPath(path), Nearest: nearest(string(name), declared)}
+	e := &AttributeError{Receiver: formatPath(path), Nearest: nearest(string(name), declared), declaresNone: len(declared) == 0}
 	if identifier.MatchString(string(name)) {
 		e.Attribute = string(name)
 	}
@@ -392,11 +395,12 @@ func formatPath(path []string) string {
 	return b.String()
 }
 
-// nearest returns the name in names that the one written most likely
+// nearest returns the identifier in names that the one written most likely
 // meant: one that begins with it or that it begins with (amount for
 // amount_minor), the shortest first, else the one at the least edit
-// distance; the first in byte order among equals, "" if names is empty.
+// distance; the first in byte order among equals, "" if there is none.
 func nearest(name string, names []string) string {
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !identifier.MatchString(n) })
 	slices.Sort(names)
 	names = slices.Compact(names)
 	best, bestPrefix, bestD := "", false, 0

@@ -53,6 +53,7 @@ func TestLoadRefusesUndeclaredAttribute(t *testing.T) {
 		{"in", pay, `when { principal in context.approvers };`, 29, "context", "approvers", "payee", []string{"make_payment"}},
 		{"is", mail, `when { context.owner is Agent };`, 16, "context", "owner", "body", []string{"send_email"}},
 		{"record literal", pay, `when { {a: context.amount_minor} has b };`, 38, "", "b", "a", nil},
+		{"record literal, a key not an identifier", pay, `when { {"someone@example.com": 1} has b };`, 39, "", "b", "", nil},
 		{"string-named attribute", pay, `when { context["someone@example.com"] == 1 };`, 16, "context", "", "amount_minor", []string{"make_payment"}},
 		// Scopes of several actions: declared by none of them.
 		{"every action", `forbid (principal, action, resource)`, `when { context has amount };`, 20, "context", "amount", "amount_minor", all},
@@ -107,6 +108,31 @@ when { context has subject && context.subject like "*invoice*" };
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("got  %v\nwant %s", err, tc.want)
 		}
+	}
+}
+
+// The validator quotes the string an extension constructor refuses; the
+// refusal does not, alive or in a branch no request reaches.
+func TestValidatorErrorNamesNoLiteral(t *testing.T) {
+	for _, cond := range []string{
+		`when { ip("LITERAL-ip-7731").isIpv4() };`,
+		`when { false && ip("LITERAL-ip-7731").isIpv4() };`,
+		`when { context.currency == "EUR" && decimal("LITERAL-7731") == decimal("1.0") };`,
+	} {
+		src := okPolicy + `@id("refused")` + "\n" + `forbid (principal, action == Action::"make_payment", resource)` + "\n" + cond + "\n"
+		_, err := policy.New([]policy.File{{Name: "refused.cedar", Bytes: []byte(src)}}, declarations(t))
+		if !errors.Is(err, policy.ErrSchema) {
+			t.Fatalf("%s: got %v, want ErrSchema", cond, err)
+		}
+		for e := error(err); e != nil; e = errors.Unwrap(e) {
+			if strings.Contains(e.Error(), "7731") {
+				t.Errorf("the error quotes a literal: %v", e)
+			}
+		}
+		if !strings.Contains(err.Error(), "`<string literal>`") {
+			t.Errorf("%v: no `<string literal>`", err)
+		}
+		t.Log(err)
 	}
 }
 

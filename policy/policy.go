@@ -498,13 +498,26 @@ func (s *Set) check(f File, p *cedar.Policy) (Policy, error) {
 		return lp, &LoadError{File: file, Line: line, Column: col, ID: lp.ID, Problem: "names an undeclared attribute: " + r.err.Error(), Err: fmt.Errorf("%w: %w", ErrSchema, r.err)}
 	}
 	if err := s.validator.Policy(lp.ID, ast); err != nil {
-		msg := strings.ReplaceAll(oneLine(err.Error()), "for policy `"+lp.ID+"`, ", "")
-		return lp, fail(fmt.Errorf("%w: %w", ErrSchema, err), "does not validate: %s", msg)
+		msg := validatorMessage(lp.ID, err)
+		return lp, fail(fmt.Errorf("%w: %s", ErrSchema, msg), "does not validate: %s", msg)
 	}
 	if err := checkUnreached(s.validator, s.schema, lp.ID, ast); err != nil {
 		return lp, fail(fmt.Errorf("%w: %w", ErrSchema, err), "does not validate in a branch no request evaluates (after a condition always false or always true: false && …, true || …, if false then …): %s", err)
 	}
 	return lp, nil
+}
+
+// validatorString is a string literal as cedar-go's validator quotes it
+// (`"…"`, in back quotes, as in failed to parse as IP address: `"…"`),
+// not an entity uid (`Agent::"…"`, which it names as the policy does).
+var validatorString = regexp.MustCompile("`\"(?:[^\"\\\\]|\\\\.)*\"`")
+
+// validatorMessage is the validator's complaint about policy id on one
+// line, without the policy's name and with the string literals it quotes
+// replaced by their kind.
+func validatorMessage(id string, err error) string {
+	msg := strings.ReplaceAll(oneLine(err.Error()), "for policy `"+id+"`, ", "")
+	return validatorString.ReplaceAllLiteralString(msg, "`<string literal>`")
 }
 
 // locate returns the refusal that comes first in the text of the policy

@@ -69,7 +69,7 @@ func checkUnreached(v *validate.Validator, sch *resolved.Schema, id string, p *x
 		if err == nil {
 			return nil
 		}
-		msg := strings.ReplaceAll(oneLine(err.Error()), "for policy `"+id+"`, ", "")
+		msg := validatorMessage(id, err)
 		if len(actions) > 1 {
 			msg = "for " + string(uid.ID) + ": " + msg
 		}
