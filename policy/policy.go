@@ -29,10 +29,23 @@
 // policy naming a payload field, a derived field's raw value instead of a
 // projection (context.recipient.recipient_domain, not context.recipient),
 // an undeclared action, or comparing a field with the wrong type is
-// refused. Errors are *LoadError values naming file:line:col (of the
-// policy, or of the parser's complaint) and the policy id; the validator
-// does not place errors inside a policy, so a validation error names the
-// policy's position: its first annotation, or its effect if it has none.
+// refused.
+//
+// The validator types `context has X` on a record without X as false and
+// skips what a constant cuts off (the right of `false && …`), so two
+// checks come first and last. Every attribute access and has test, in
+// every sub-expression, evaluated or not, must name an attribute declared
+// for at least one of the policy's actions on what it is read on
+// (context, a record attribute, a record literal; principal, resource,
+// action and entity literals declare none), else *AttributeError. And a
+// branch the validator skips for every request is made reachable and the
+// policy must then validate for at least one of its actions.
+//
+// Errors are *LoadError values naming file:line:col and the policy id:
+// of the parser's complaint, of an undeclared attribute, or else of the
+// policy (the validator does not place errors inside a policy): its first
+// annotation, or its effect if it has none. No error repeats a string or
+// integer literal of the policy text.
 //
 // # Decisions
 //
@@ -107,10 +120,12 @@ import (
 	"github.com/cedar-policy/cedar-go"
 	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
 	"github.com/cedar-policy/cedar-go/x/exp/schema"
+	"github.com/cedar-policy/cedar-go/x/exp/schema/resolved"
 	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/commit/tier"
 	"github.com/decisionledger/ledger/entry"
 )
 
@@ -199,6 +214,8 @@ type Set struct {
 	cedar     []*cedar.Policy
 	byID      map[string]int
 	validator *validate.Validator // nil for a replay set
+	schema    *resolved.Schema    // nil for a replay set
+	payload   map[string][]string // action → its payload fields, for messages
 	digest    commit.Digest
 }
 
@@ -277,11 +294,19 @@ func New(files []File, decls []*declare.Declaration) (*Set, error) {
 	if err := sch.UnmarshalCedar(declare.CedarSchema(decls...)); err != nil {
 		return nil, &LoadError{Problem: "the declarations' Cedar schema does not parse", Err: fmt.Errorf("%w: %w", ErrSchema, err)}
 	}
-	resolved, err := sch.Resolve()
+	rs, err := sch.Resolve()
 	if err != nil {
 		return nil, &LoadError{Problem: "the declarations' Cedar schema does not resolve", Err: fmt.Errorf("%w: %w", ErrSchema, err)}
 	}
-	return newSet(files, validate.New(resolved))
+	payload := map[string][]string{}
+	for _, d := range decls {
+		for _, f := range d.Fields {
+			if f.Tier == tier.Payload {
+				payload[d.Action] = append(payload[d.Action], f.Name)
+			}
+		}
+	}
+	return newSet(files, validate.New(rs), rs, payload)
 }
 
 // checkFiles returns a sorted copy of files, with its own copy of the
@@ -313,15 +338,15 @@ func checkFiles(files []File) ([]File, error) {
 
 // newSet parses the checked files and checks each policy's annotations
 // and, when v is not nil, validates it with v.
-func newSet(files []File, v *validate.Validator) (*Set, error) {
-	s := &Set{files: files, byID: map[string]int{}, validator: v}
+func newSet(files []File, v *validate.Validator, sch *resolved.Schema, payload map[string][]string) (*Set, error) {
+	s := &Set{files: files, byID: map[string]int{}, validator: v, schema: sch, payload: payload}
 	for _, f := range files {
 		list, err := cedar.NewPolicyListFromBytes(f.Name, f.Bytes)
 		if err != nil {
-			return nil, parseError(f.Name, err)
+			return nil, parseError(f.Name, f.Bytes, err)
 		}
 		for _, p := range list {
-			lp, err := s.check(f.Name, p)
+			lp, err := s.check(f, p)
 			if err != nil {
 				return nil, err
 			}
@@ -334,23 +359,96 @@ func newSet(files []File, v *validate.Validator) (*Set, error) {
 	return s, nil
 }
 
-// parsePos matches the position and complaint of a cedar-go parse error:
-// `parse error at <input>:<line>:<column> "<token>": <message>`, quoted as by %q.
-// The token is policy text, which may hold a value copied from a call, so
-// it is dropped.
-var parsePos = regexp.MustCompile(`:([0-9]+):([0-9]+) (?:"(?:[^"\\]|\\.)*": )?(.*)$`)
+// cedar-go's parse errors come in three forms: the parser's
+// `parse error at <input>:<line>:<col> "<token>": <message>` (the token,
+// quoted as by %q, is where it stopped), the scanner's
+// `<input>:<line>:<col>: <message>`, and, for a literal the scanner let
+// through, a message with no position (a bad escape, an integer out of
+// range). Policy text may hold a value copied from a call, and the
+// parser's messages repeat tokens (`exact got "…" want }`), so a
+// refusal keeps the position, the kind of the token and the message with
+// every string and integer literal replaced by its kind; the cedar-go
+// error itself is not kept.
+var (
+	parserPos    = regexp.MustCompile(`:([0-9]+):([0-9]+) ("(?:[^"\\]|\\.)*"): (.*)$`)
+	scannerPos   = regexp.MustCompile(`:([0-9]+):([0-9]+): (.*)$`)
+	stringToken  = regexp.MustCompile(`"(?:[^"\\]|\\.)*(?:"|$)`)
+	intToken     = regexp.MustCompile(`\b[0-9]+\b`)
+	duplicateKey = regexp.MustCompile(`^duplicate key: .*$`)
+)
 
-func parseError(file string, err error) error {
-	e := &LoadError{File: file, Problem: "does not parse", Err: fmt.Errorf("%w: %w", ErrParse, err)}
-	if m := parsePos.FindStringSubmatch(oneLine(err.Error())); m != nil {
+// scannerMessages are the scanner's messages, none of which quotes text.
+var scannerMessages = []string{"invalid char escape", "literal not terminated", "comment not terminated", "invalid UTF-8 encoding", "invalid character NUL"}
+
+// literalMessages are the messages without position of a literal the
+// parser could not read.
+var literalMessages = []string{"bad unicode rune", "bad hex escape sequence", "bad unicode escape sequence", "bad char escape"}
+
+func parseError(file string, src []byte, err error) error {
+	e := &LoadError{File: file, Problem: "does not parse", Err: ErrParse}
+	msg := oneLine(err.Error())
+	if m := parserPos.FindStringSubmatch(msg); m != nil {
 		e.Line, _ = strconv.Atoi(m[1])
 		e.Column, _ = strconv.Atoi(m[2])
-		e.Problem = "does not parse: " + m[3]
+		tok, _ := strconv.Unquote(m[3])
+		e.Problem = fmt.Sprintf("does not parse at %s: %s", tokenKindOf(tok), redactLiterals(m[4]))
+		return e
+	}
+	if m := scannerPos.FindStringSubmatch(msg); m != nil {
+		e.Line, _ = strconv.Atoi(m[1])
+		e.Column, _ = strconv.Atoi(m[2])
+		if slices.Contains(scannerMessages, m[3]) {
+			e.Problem = "does not parse: " + m[3]
+		}
+		return e
+	}
+	if strings.Contains(msg, "strconv.ParseInt") {
+		e.Problem = "does not parse at an integer literal: out of range"
+		toks := scan(src)
+		for i, t := range toks {
+			negated := i > 0 && toks[i-1].text == "-"
+			if _, err := strconv.ParseInt(t.text, 10, 64); t.kind == tokInt && err != nil && (t.text != "9223372036854775808" || !negated) {
+				e.Line, e.Column = t.line, t.col
+				break
+			}
+		}
+		return e
+	}
+	for _, lm := range literalMessages {
+		if strings.HasSuffix(msg, lm) {
+			e.Problem = "does not parse: a string literal: " + lm
+		}
 	}
 	return e
 }
 
-func (s *Set) check(file string, p *cedar.Policy) (Policy, error) {
+// tokenKindOf describes the token the parser stopped at without repeating
+// a literal.
+func tokenKindOf(tok string) string {
+	switch {
+	case tok == "":
+		return "the end of the file"
+	case tok[0] == '"':
+		return "a string literal"
+	case '0' <= tok[0] && tok[0] <= '9':
+		return "an integer literal"
+	}
+	return strconv.Quote(safeIdent(tok))
+}
+
+// redactLiterals replaces the string and integer literals a parser
+// message repeats by their kind.
+func redactLiterals(msg string) string {
+	if duplicateKey.MatchString(msg) { // the key is a literal's value
+		return "duplicate key in a record literal"
+	}
+	msg = strings.Replace(msg, "got  want", "got the end of the file, want", 1)
+	msg = stringToken.ReplaceAllLiteralString(msg, "<string literal>")
+	return intToken.ReplaceAllLiteralString(msg, "<integer literal>")
+}
+
+func (s *Set) check(f File, p *cedar.Policy) (Policy, error) {
+	file := f.Name
 	pos := p.Position()
 	lp := Policy{File: file, Line: pos.Line, Column: pos.Column, Forbid: p.Effect() == cedar.Forbid}
 	fail := func(sentinel error, format string, args ...any) error {
@@ -391,11 +489,68 @@ func (s *Set) check(file string, p *cedar.Policy) (Policy, error) {
 	if s.validator == nil { // a replay set: no schema
 		return lp, nil
 	}
-	if err := s.validator.Policy(lp.ID, (*xast.Policy)(p.AST())); err != nil {
-		msg := strings.ReplaceAll(oneLine(err.Error()), "for policy `"+lp.ID+"`, ", "")
-		return lp, fail(fmt.Errorf("%w: %w", ErrSchema, err), "does not validate: %s", msg)
+	ast := (*xast.Policy)(p.AST())
+	if refusals := checkAttributes(s.schema, s.payload, ast); len(refusals) > 0 {
+		r, line, col := locate(f.Bytes, pos.Offset, refusals)
+		if line == 0 {
+			line, col = pos.Line, pos.Column
+		}
+		return lp, &LoadError{File: file, Line: line, Column: col, ID: lp.ID, Problem: "names an undeclared attribute: " + r.err.Error(), Err: fmt.Errorf("%w: %w", ErrSchema, r.err)}
+	}
+	if err := s.validator.Policy(lp.ID, ast); err != nil {
+		msg := validatorMessage(lp.ID, err)
+		return lp, fail(fmt.Errorf("%w: %s", ErrSchema, msg), "does not validate: %s", msg)
+	}
+	if err := checkUnreached(s.validator, s.schema, lp.ID, ast); err != nil {
+		return lp, fail(fmt.Errorf("%w: %w", ErrSchema, err), "does not validate in a branch no request evaluates (after a condition always false or always true: false && …, true || …, if false then …): %s", err)
 	}
 	return lp, nil
+}
+
+// validatorString is a string literal as cedar-go's validator quotes it
+// (`"…"`, in back quotes, as in failed to parse as IP address: `"…"`),
+// not an entity uid (`Agent::"…"`, which it names as the policy does).
+var validatorString = regexp.MustCompile("`\"(?:[^\"\\\\]|\\\\.)*\"`")
+
+// validatorMessage is the validator's complaint about policy id on one
+// line, without the policy's name and with the string literals it quotes
+// replaced by their kind.
+func validatorMessage(id string, err error) string {
+	msg := strings.ReplaceAll(oneLine(err.Error()), "for policy `"+id+"`, ", "")
+	return validatorString.ReplaceAllLiteralString(msg, "`<string literal>`")
+}
+
+// locate returns the refusal that comes first in the text of the policy
+// starting at byte offset start of src, and the line and column of its
+// attribute; 0, 0 and the first refusal when the text does not show where
+// it is.
+func locate(src []byte, start int, refusals []attrRefusal) (attrRefusal, int, int) {
+	toks := scan(src)
+	from := slices.IndexFunc(toks, func(t token) bool { return t.offset >= start })
+	if from < 0 {
+		return refusals[0], 0, 0
+	}
+	toks = toks[from:]
+	if end := slices.IndexFunc(toks, func(t token) bool { return t.text == ";" }); end >= 0 {
+		toks = toks[:end]
+	}
+	attrs := attrTokens(toks)
+	best, bestAt := refusals[0], -1
+	for _, r := range refusals {
+		at := slices.IndexFunc(attrs, func(a attrToken) bool {
+			return a.name == r.name && r.receiver != nil && slices.Equal(a.receiver, r.receiver)
+		})
+		if at < 0 {
+			at = slices.IndexFunc(attrs, func(a attrToken) bool { return a.name == r.name })
+		}
+		if at >= 0 && (bestAt < 0 || attrs[at].offset < attrs[bestAt].offset) {
+			best, bestAt = r, at
+		}
+	}
+	if bestAt < 0 {
+		return best, 0, 0
+	}
+	return best, attrs[bestAt].line, attrs[bestAt].col
 }
 
 func checkID(id string) error {

@@ -64,7 +64,7 @@ func TestLoadRefuses(t *testing.T) {
 		{"payload field", okPolicy + `@id("reads-subject")
 permit (principal, action == Action::"send_email", resource)
 when { context.subject == "Invoice" };
-`, policy.ErrSchema, 4, 1, "reads-subject"},
+`, policy.ErrSchema, 6, 16, "reads-subject"}, // the attribute's position
 		{"raw derived value", okPolicy + `  @id("raw-recipient")
   permit (principal, action == Action::"send_email", resource)
   when { context.recipient == "someone@example.com" };
@@ -72,7 +72,7 @@ when { context.subject == "Invoice" };
 		{"projection of another field", okPolicy + `@id("wrong-projection")
 permit (principal, action == Action::"send_email", resource)
 when { context.recipient.byte_size > 1 };
-`, policy.ErrSchema, 4, 1, "wrong-projection"},
+`, policy.ErrSchema, 6, 26, "wrong-projection"},
 		{"type error", okPolicy + "\n\n" + `@id("amount-as-string")
 forbid (principal, action == Action::"make_payment", resource)
 when { context.amount_minor == "100" };

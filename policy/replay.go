@@ -20,5 +20,5 @@ func NewReplay(files []File) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newSet(files, nil)
+	return newSet(files, nil, nil, nil)
 }
