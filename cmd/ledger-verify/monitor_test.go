@@ -480,3 +480,34 @@ func TestParseConsistencyProof(t *testing.T) {
 		})
 	}
 }
+
+// A monitor started on an empty log keeps the empty tree's signed
+// checkpoint as its state (tree size 0, no last entry hash), and its next
+// run, from size 0, verifies the whole log as it then is.
+func TestMonitorEmptyState(t *testing.T) {
+	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newTileLog(t, skey)
+	dir := t.TempDir()
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL, "--init"); code != exitOK || !strings.Contains(out, "tree size 0, as the state's") || !strings.Contains(out, "state saved") {
+		t.Fatalf("first run on the empty log: exit %d\n%s", code, out)
+	}
+	st, err := os.ReadFile(filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if empty, _ := tl.l.CheckpointAt(context.Background(), 0); !bytes.Contains(st, bytes.ReplaceAll(bytes.TrimSuffix(empty, []byte("\n")), []byte("\n"), []byte(`\n`))) || bytes.Contains(st, []byte("last_entry_hash")) {
+		t.Fatalf("state at size 0:\n%s", st)
+	}
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL); code != exitOK || !strings.Contains(out, "no new entries") {
+		t.Fatalf("second run, nothing new: exit %d\n%s", code, out)
+	}
+	tl.add(t, "a", 300)
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL); code != exitOK || !strings.Contains(out, "verified: entries 0 to 299 (300 new)") ||
+		!strings.Contains(out, "consistent with the state's (tree size 0)") {
+		t.Fatalf("run from the size-0 state: exit %d\n%s", code, out)
+	}
+}
+

@@ -96,6 +96,8 @@ func hints(stderr io.Writer, err error) {
 		hintf(stderr, "use the verifier key the ledger's operator publishes for that log (after a key rotation, its new key too: docs/operations.md); if the keys you were given are right, this file was not signed by that ledger")
 	case errors.As(err, &uk):
 		hintf(stderr, "add the verifier key of %s with --key or --trust: a log whose key rotated is verified with every key it used (docs/operations.md); if the operator never announced that key, this entry was not signed by that ledger", termtext.Quote(uk.KeyID))
+	case errors.Is(err, verify.ErrEmptyTreeRoot):
+		hintf(stderr, "the empty tree's root is fixed (RFC 9162), so no log signs it honestly with another: keep the file, and trust a checkpoint you verified instead")
 	case errors.As(err, &ce):
 		ask := fmt.Sprintf("/v1/export?start=%d&end=%d&consistency_from=%d", ce.Start, ce.End, ce.TrustedSize)
 		switch {
