@@ -223,7 +223,9 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 	switch {
 	case cp.Size < old.cp.Size:
 		errorf(stderr, "monitor: the log's latest checkpoint is for tree size %d, smaller than the state's (%d), which is the newer one: a log never signs a smaller tree after a larger one", cp.Size, old.cp.Size)
-		hintf(stderr, "if %s is a cache or replica that lags, run again later; if the log itself went back, keep the state file and this answer (%s/checkpoint) as evidence: 'ledger-verify consistency --url' with both checkpoints asks the log to prove them consistent", f.base, f.base)
+		hintf(stderr, "if %s is a cache or replica that lags, run again later", f.base)
+		hintf(stderr, "if the log itself serves this checkpoint, it is behind what this monitor verified: the log went back (a rollback: a restore from an old backup, lost storage), and the entries from %d to %d are gone from it, or it showed this monitor a history it no longer shows (a fork); no consistency proof can settle it, since the log no longer has the tree of size %d", cp.Size, old.cp.Size-1, old.cp.Size)
+		hintf(stderr, "keep the evidence: the state file (its checkpoint, of tree size %d, is signed by the log's key) and the log's answer, saved with curl --fail -o behind.checkpoint '%s/checkpoint'; then tell the log's operator; the state was not changed", old.cp.Size, f.base)
 		return exitFailed
 	case cp.Size == old.cp.Size && bytes.Equal(cp.Hash, old.cp.Hash):
 		termtext.PrintLine(stdout, "verified: no new entries in %s", termtext.Quote(cp.Origin))

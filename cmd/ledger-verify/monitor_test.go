@@ -511,3 +511,37 @@ func TestMonitorEmptyState(t *testing.T) {
 	}
 }
 
+// A log whose latest checkpoint is smaller than the state's is behind
+// what this monitor verified: the hint says so (a rollback or a fork, or
+// a lagging cache), names the evidence, and suggests no consistency proof,
+// which a log behind the state's tree cannot serve.
+func TestMonitorStateAheadOfLog(t *testing.T) {
+	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newTileLog(t, skey)
+	tl.add(t, "a", 300)
+	tl.add(t, "a", 100)
+	dir := t.TempDir()
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL, "--init"); code != exitOK {
+		t.Fatalf("first run: exit %d\n%s", code, out)
+	}
+	st, _ := os.ReadFile(filepath.Join(dir, "state"))
+	tl.checkpointAt.Store(300)
+	code, out := monitorOnce(t, dir, vkey, tl.srv.URL)
+	if code != exitFailed || !strings.Contains(out, "smaller than the state's (400)") {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitFailed, out)
+	}
+	for _, want := range []string{"behind what this monitor verified", "rollback", "fork", "keep the evidence: the state file", "curl --fail -o"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the hint does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "consistency --url") {
+		t.Errorf("the hint suggests a consistency proof the log cannot serve:\n%s", out)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "state")); !bytes.Equal(after, st) {
+		t.Error("the state changed")
+	}
+}
