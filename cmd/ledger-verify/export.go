@@ -26,8 +26,11 @@ const keyOptions = `    --key VKEY            The ledger's note verifier key, na
                           the key its key_id names.
     --key-file FILE       A file holding one verifier key. Repeatable.
     --trust FILE          A trust file: one verifier key per line, blank
-                          lines and lines starting with # ignored.
-                          Repeatable; combines with --key and --key-file.
+                          lines and lines starting with # ignored; a key
+                          followed by "retired-at N" was rotated out at
+                          tree size N and signs nothing beyond it
+                          (docs/log.md, "Trust files"). Repeatable;
+                          combines with --key and --key-file.
     --witness VKEY        A witness's cosignature/v1 verifier key (C2SP
                           tlog-cosignature, key type 0x04), as the witness
                           publishes it. Repeat for each trusted witness.

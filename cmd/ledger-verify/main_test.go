@@ -51,14 +51,22 @@ func TestScript(t *testing.T) {
 // signed with the key), entry-7.tlog-proof, and params-<i>.json, the raw parameters of entry i, for i in
 // 0..9. "ledger-fixture hostile" writes the files of writeHostile instead,
 // "ledger-fixture decisions" those of writeDecisionFixture, "ledger-fixture
-// approvals" those of writeApprovalFixture.
+// approvals" those of writeApprovalFixture, "ledger-fixture rotated" those
+// of writeRotatedFixture.
 func makeFixture(args []string) int {
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals")
+		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals | witnessed | rotated")
 		return 2
 	}
 	if args[0] == "witnessed" {
 		if err := writeWitnessFixture(".", 40); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	if args[0] == "rotated" {
+		if err := writeRotatedFixture("."); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
