@@ -103,7 +103,7 @@ func New(baseURL, token, verifierKey string) (*Client, error) {
 }
 
 // NewWithKeys is New trusting the key set keys (verify.NewKeySet,
-// verify.ParseKeys, verify.ParseTrustFile): the ledger's current key and
+// verify.ParseKeys, verify.ParseTrust): the ledger's current key and
 // the keys it rotated out, as the package doc's Key rotation says. A
 // checkpoint must be signed by at least one of them. A key's witness
 // policy (verify.Key.WithWitnesses) applies to checkpoints as in package

@@ -22,7 +22,10 @@ type ExportOptions struct {
 	// Optional; 0 means the latest checkpoint.
 	Size uint64
 	// ConsistencyFrom, if not 0, adds a consistency proof from the tree of
-	// that size (an earlier checkpoint the auditor trusts) to Size.
+	// that size (an earlier checkpoint the auditor trusts) to Size. From
+	// 0, the empty tree, the proof is empty (RFC 9162 §2.1.4), and a
+	// verifier trusting the empty tree's checkpoint needs none: 0 adds no
+	// frame.
 	ConsistencyFrom uint64
 	// PolicySet, if set, returns the bundle (package policy) of the
 	// policy set with the given digest: the byte string whose SHA-256 is

@@ -49,7 +49,8 @@ func (e *ForkError) Error() string {
 
 // Consistency checks that the tree of checkpoint newer extends the tree of
 // checkpoint older, both already opened with the trusted key, by the RFC
-// 6962 consistency proof p (empty between equal sizes or from size 0).
+// 6962 consistency proof p (empty between equal sizes or from size 0,
+// whose root must then be the empty tree's: ErrEmptyTreeRoot).
 // On failure the *Failure wraps a *ForkError if p proves a fork (package
 // comment), ErrUnboundProof if it proves nothing. When older.Size is a
 // power of two the proof holds no hash for the older tree (RFC 9162
@@ -59,6 +60,10 @@ func Consistency(older, newer *log.Checkpoint, p [][]byte) error {
 	if older.Size > newer.Size {
 		return &Failure{Index: NoIndex, Part: "consistency proof", Check: CheckConsistency,
 			Err: fmt.Errorf("trusted checkpoint of size %d is newer than the one of size %d", older.Size, newer.Size)}
+	}
+	if older.Size == 0 && !bytes.Equal(older.Hash, hasher.EmptyRoot()) {
+		// proof.VerifyConsistency takes any root for size 0.
+		return &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckConsistency, Err: ErrEmptyTreeRoot}
 	}
 	err := proof.VerifyConsistency(hasher, older.Size, newer.Size, p, older.Hash, newer.Hash)
 	if err == nil {
@@ -184,3 +189,7 @@ func rangeRoot(end uint64, hashes [][]byte) ([]byte, error) {
 	}
 	return r.GetRootHash(nil)
 }
+
+// ErrEmptyTreeRoot: a checkpoint of tree size 0 whose root is not the
+// empty tree's, SHA-256 of nothing (RFC 9162 §2.1.1): no log's.
+var ErrEmptyTreeRoot = errors.New("a checkpoint of tree size 0 does not have the empty tree's root hash (SHA-256 of nothing)")

@@ -41,7 +41,8 @@ const (
 type ExportOptions struct {
 	// Trusted, if set, is a checkpoint the auditor verified before. The
 	// export's checkpoint must then be the same tree or extend it, proved
-	// by the export's consistency proof.
+	// by the export's consistency proof; from a trusted checkpoint of
+	// size 0, whose root must be the empty tree's, no proof is needed.
 	Trusted *log.Checkpoint
 	// Prev, if set, is the entry hash of entry start-1 as the auditor knows
 	// it (the last entry hash of an earlier export they verified).
@@ -77,7 +78,8 @@ type ExportReport struct {
 	// export.
 	LastHash commit.Digest
 	// ConsistencyFrom is the size of the trusted checkpoint the export was
-	// proved consistent with, or 0.
+	// proved consistent with, or 0 (also for a trusted checkpoint of size
+	// 0, which every tree extends).
 	ConsistencyFrom uint64
 	// PolicySets are the policy sets the export carries in policy-set
 	// frames, by digest (the SHA-256 of the frame's bundle, checked here),
@@ -297,6 +299,14 @@ func VerifyExport(r io.Reader, key *Key, opts ExportOptions) (*ExportReport, err
 			}
 		case t.Size > cp.Size:
 			part, ce.Err = "checkpoint", fmt.Errorf("the trusted checkpoint of size %d is newer than the export's of size %d", t.Size, cp.Size)
+		case t.Size == 0:
+			// The empty tree is a prefix of every tree: its proof is
+			// empty (RFC 9162 §2.1.4), and ledgerd writes no frame for
+			// consistency_from=0. A proof frame the export carries from
+			// another size proves nothing more.
+			if err := Consistency(t, cp, nil); err != nil {
+				part, ce.Err = "trusted checkpoint", errors.Unwrap(err)
+			}
 		case !hasConsistency || consistencyFrom != t.Size:
 			ce.Err = fmt.Errorf("the export proves no consistency with the trusted tree of size %d", t.Size)
 			if hasConsistency {

@@ -13,6 +13,8 @@ import (
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/verify"
+	tlog "github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
 )
 
 func (f *fixture) export(t testing.TB, start, end uint64, opts ledger.ExportOptions) []byte {
@@ -257,5 +259,47 @@ func TestExportRefusesControlCharacterInIdentifier(t *testing.T) {
 		_, err = verify.VerifyExport(bytes.NewReader(data), key, verify.ExportOptions{All: true})
 		want("export --all", err, 3)
 		want("tlog-proof", tlogProof(quoted), 0)
+	}
+}
+
+// A trusted checkpoint of size 0, the one ledgerd signs at its first
+// start, needs no proof: the empty tree is a prefix of every tree (RFC
+// 9162 §2.1.4, the empty proof), and ledgerd writes no consistency
+// frame for consistency_from=0. Its root must be the empty tree's.
+func TestExportTrustedEmptyTree(t *testing.T) {
+	f := newFixture(t, 40)
+	ctx := context.Background()
+	empty, err := f.key.Checkpoint(must(f.l.CheckpointAt(ctx, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]uint64{{0, 40}, {10, 40}} {
+		data := f.export(t, r[0], r[1], ledger.ExportOptions{ConsistencyFrom: 0})
+		report, err := verify.VerifyExport(bytes.NewReader(data), f.key, verify.ExportOptions{Trusted: empty})
+		if err != nil || report.ConsistencyFrom != 0 {
+			t.Fatalf("range %v, trusted the empty tree: %v %+v", r, err, report)
+		}
+	}
+	// A size-0 checkpoint with another root, signed by the log's key: no
+	// log's empty tree, refused.
+	text := tlog.Checkpoint{Origin: f.cp.Origin, Size: 0, Hash: bytes.Repeat([]byte{7}, 32)}.Marshal()
+	signed, err := note.Sign(&note.Note{Text: string(text)}, f.signWith.Signer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bogus, err := f.key.Checkpoint(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *verify.ConsistencyError
+	_, err = verify.VerifyExport(bytes.NewReader(f.export(t, 0, 40, ledger.ExportOptions{})), f.key, verify.ExportOptions{Trusted: bogus})
+	if !isCheck(err, verify.CheckConsistency) || !errors.As(err, &ce) || ce.TrustedSize != 0 || !errors.Is(err, verify.ErrEmptyTreeRoot) {
+		t.Fatalf("trusted size 0 with another root: %v", err)
+	}
+	if err := verify.Consistency(bogus, f.cp, nil); !errors.Is(err, verify.ErrEmptyTreeRoot) {
+		t.Errorf("Consistency from size 0 with another root: %v", err)
+	}
+	if err := verify.Consistency(empty, f.cp, nil); err != nil {
+		t.Errorf("Consistency from the empty tree: %v", err)
 	}
 }

@@ -296,3 +296,244 @@ func TestKeySetOldKeyAfterRotation(t *testing.T) {
 		t.Errorf("a, b, a: %v", err)
 	}
 }
+
+// trustFile is a trust file's text: each line a key's verifier key, with
+// " retired-at N" for a retired one (N >= 0).
+func trustFile(lines ...any) []byte {
+	var b strings.Builder
+	for i := 0; i < len(lines); i++ {
+		k := lines[i].(*logKey)
+		b.WriteString(k.vkey)
+		if i+1 < len(lines) {
+			if n, ok := lines[i+1].(int); ok {
+				fmt.Fprintf(&b, " retired-at %d", n)
+				i++
+			}
+		}
+		b.WriteString("\n")
+	}
+	return []byte(b.String())
+}
+
+// TestRetiredKey: a key retired at tree size 10 (a rotation checkpoint
+// for size 10 handed over from it) signs no entry from index 10 on and no
+// checkpoint of a larger tree alone, in any range: a stolen old key
+// cannot continue the log in a history of its own, although within one
+// range it never hands over to another key.
+func TestRetiredKey(t *testing.T) {
+	const origin = "ledger.example.com/keys"
+	a, b := newLogKey(t, origin), newLogKey(t, origin)
+	retired, err := verify.ParseTrust(trustFile(a, 10, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := retired.RetiredAt(a.id); !ok || at != 10 {
+		t.Fatalf("RetiredAt(a) = %d, %v", at, ok)
+	}
+	if _, ok := retired.RetiredAt(b.id); ok {
+		t.Fatal("b retired")
+	}
+	honest := rotatedExport(t, append(repeat(a, 10), repeat(b, 10)...), b)
+	if _, err := verify.VerifyExport(bytes.NewReader(honest), retired, verify.ExportOptions{}); err != nil {
+		t.Errorf("honest rotated log: %v", err)
+	}
+	// The pre-rotation checkpoint of size 10, signed by a alone, is of the
+	// rotation checkpoint's tree: still valid.
+	if _, err := verify.VerifyExport(bytes.NewReader(rotatedExport(t, repeat(a, 10), a)), retired, verify.ExportOptions{}); err != nil {
+		t.Errorf("a's checkpoint of size 10: %v", err)
+	}
+
+	// The forgery: entries from 10 on re-signed by a, a checkpoint by a
+	// alone. The key set without the retirement accepts it.
+	forged := rotatedExport(t, repeat(a, 20), a)
+	if _, err := verify.VerifyExport(bytes.NewReader(forged), keys(t, a, b), verify.ExportOptions{}); err != nil {
+		t.Fatalf("without the retirement the forgery is accepted, as it was before: %v", err)
+	}
+	_, err = verify.VerifyExport(bytes.NewReader(forged), retired, verify.ExportOptions{})
+	var fail *verify.Failure
+	var re *verify.RetiredKeyError
+	if !errors.As(err, &fail) || fail.Index != verify.NoIndex || fail.Check != verify.CheckCheckpointSignature ||
+		!errors.As(err, &re) || *re != (verify.RetiredKeyError{KeyID: a.id, RetiredAt: 10, Index: verify.NoIndex, Size: 20}) ||
+		!errors.Is(err, verify.ErrRetiredKey) ||
+		err.Error() != "checkpoint: checkpoint-signature: the checkpoint of tree size 20 is signed only by key "+a.id+", retired at tree size 10: a retired key signs no checkpoint of a larger tree" {
+		t.Errorf("forged continuation: %v", err)
+	}
+	if strings.Contains(err.Error(), a.vkey[len(a.id)+1:]) {
+		t.Errorf("the error holds key material: %v", err)
+	}
+	// Entries by a from 10 on, under a checkpoint b signed: each refused.
+	_, err = verify.VerifyExport(bytes.NewReader(rotatedExport(t, repeat(a, 20), b)), retired, verify.ExportOptions{All: true})
+	if !errors.As(err, &fail) || fail.Index != 10 || fail.Check != verify.CheckEntryKey || !errors.As(err, &re) || re.Index != 10 || re.KeyID != a.id ||
+		!strings.Contains(err.Error(), "entry 10: key: signed by key "+a.id+", retired at tree size 10: a retired key signs no entry from index 10 on") ||
+		strings.Count(err.Error(), "retired at tree size 10") != 10 {
+		t.Errorf("entries by the retired key: %v", err)
+	}
+	// One entry, as a client checks a receipt.
+	e, _ := entry.Parse(entryOf(t, rotatedExport(t, repeat(a, 12), b), 11))
+	if err := retired.VerifyEntry(e); !errors.As(err, &re) || re.Index != 11 || !isCheck(err, verify.CheckEntryKey) {
+		t.Errorf("VerifyEntry of entry 11 by the retired key: %v", err)
+	}
+	e, _ = entry.Parse(entryOf(t, honest, 9))
+	if err := retired.VerifyEntry(e); err != nil {
+		t.Errorf("VerifyEntry of entry 9: %v", err)
+	}
+
+	// Retired at 0: a key of an empty log's rotation signs no entry.
+	zero, err := verify.ParseTrust(trustFile(a, 0, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verify.VerifyExport(bytes.NewReader(rotatedExport(t, repeat(b, 3), b)), zero, verify.ExportOptions{}); err != nil {
+		t.Errorf("retired at 0, entries by b: %v", err)
+	}
+	if _, err := verify.VerifyExport(bytes.NewReader(rotatedExport(t, repeat(a, 3), a)), zero, verify.ExportOptions{}); !errors.As(err, &re) {
+		t.Errorf("retired at 0, a's checkpoint of size 3: %v", err)
+	}
+	// A checkpoint signed by the retired key and a key in service opens.
+	if _, err := verify.VerifyExport(bytes.NewReader(rotatedExport(t, append(repeat(a, 10), repeat(b, 5)...), a, b)), retired, verify.ExportOptions{}); err != nil {
+		t.Errorf("checkpoint by both keys: %v", err)
+	}
+}
+
+// entryOf returns entry i of an export written by rotatedExport.
+func entryOf(t testing.TB, export []byte, i int) []byte {
+	t.Helper()
+	rest := export[len(verify.ExportHeader):]
+	for n := 0; ; n++ {
+		header, after, _ := bytes.Cut(rest, []byte("\n"))
+		var tag string
+		var size int
+		if _, err := fmt.Sscanf(string(header), "%s %d", &tag, &size); err != nil {
+			t.Fatal(err)
+		}
+		if tag == "entry" {
+			if i == 0 {
+				return after[:size]
+			}
+			i--
+		}
+		rest = after[size+1:]
+	}
+}
+
+// TestParseTrust: the retired-at syntax, strictly; a file without it
+// reads as ParseTrustFile read it, which refuses one with it rather than
+// drop the retirement; retirements combine across files at the smallest
+// size.
+func TestParseTrust(t *testing.T) {
+	const origin = "ledger.example.com/keys"
+	a, b := newLogKey(t, origin), newLogKey(t, origin)
+	old := []byte("# " + origin + ", rotated at tree size 1000\n\n  " + a.vkey + "  \n" + b.vkey + "\n")
+	vkeys, err := verify.ParseTrustFile(old)
+	if err != nil || len(vkeys) != 2 || vkeys[0] != a.vkey || vkeys[1] != b.vkey {
+		t.Fatalf("ParseTrustFile of a file without retired-at: %q %v", vkeys, err)
+	}
+	set, err := verify.ParseTrust(old)
+	if err != nil || strings.Join(set.IDs(), " ") != a.id+" "+b.id {
+		t.Fatalf("ParseTrust of a file without retired-at: %v %v", set, err)
+	}
+	for _, id := range []string{a.id, b.id} {
+		if _, ok := set.RetiredAt(id); ok {
+			t.Errorf("%s retired", id)
+		}
+	}
+	with := []byte("# rotated\n" + a.vkey + " \t retired-at 1000 \n" + b.vkey + "\n")
+	if set, err = verify.ParseTrust(with); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := set.RetiredAt(a.id); !ok || at != 1000 {
+		t.Errorf("RetiredAt %d %v", at, ok)
+	}
+	if _, err := verify.ParseTrustFile(with); !errors.Is(err, verify.ErrTrustFileRetirement) || !strings.HasPrefix(err.Error(), "line 2: ") {
+		t.Errorf("ParseTrustFile of a file with retired-at: %v", err)
+	}
+	for _, c := range []struct{ text, err string }{
+		{a.vkey + " retired-at\n", "line 1: want a verifier key"},
+		{a.vkey + " retired-at 10 11\n", "line 1: want a verifier key"},
+		{a.vkey + " retired-since 10\n", "line 1: want a verifier key"},
+		{a.vkey + " " + b.vkey + "\n", "line 1: want a verifier key"},
+		{b.vkey + "\n" + a.vkey + " retired-at 010\n", "line 2: retired-at: want a tree size in decimal"},
+		{a.vkey + " retired-at -1\n", "line 1: retired-at: want a tree size"},
+		{a.vkey + " retired-at +1\n", "line 1: retired-at: want a tree size"},
+		{a.vkey + " retired-at 18446744073709551616\n", "line 1: retired-at: want a tree size"},
+		{"not-a-key retired-at 10\n", "line 1: verify: verifier key: "},
+		{a.vkey + " retired-at 10\n" + a.vkey + " retired-at 11\n", "line 2: key " + a.id + " again, retired otherwise than on line 1"},
+		{a.vkey + " retired-at 10\n" + a.vkey + "\n", "line 2: key " + a.id + " again"},
+	} {
+		if _, err := verify.ParseTrust([]byte(c.text)); err == nil || !strings.HasPrefix(err.Error(), c.err) {
+			t.Errorf("%q: %v, want %q", c.text, err, c.err)
+		}
+	}
+	if _, err := verify.ParseTrust([]byte(a.vkey + " retired-at 10\n" + a.vkey + " retired-at 10\n")); err != nil {
+		t.Errorf("a key twice with the same retirement: %v", err)
+	}
+	// Two files: the smallest retirement holds.
+	f1, _ := verify.ParseTrust(trustFile(a, 10, b))
+	f2, _ := verify.ParseTrust(trustFile(a, 5))
+	both, err := verify.NewKeySet(f1, f2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := both.RetiredAt(a.id); at != 5 {
+		t.Errorf("combined: a retired at %d, want 5", at)
+	}
+	one, err := verify.NewKeySet(f2, keys(t, a))
+	if at, ok := one.RetiredAt(a.id); err != nil || !ok || at != 5 {
+		t.Errorf("one key, retired in one of two: %d %v %v", at, ok, err)
+	}
+	if _, err := set.Retire(newLogKey(t, origin).id, 3); err == nil {
+		t.Error("retiring a key not in the set")
+	}
+	if r, err := both.Retire(a.id, 7); err != nil || func() uint64 { at, _ := r.RetiredAt(a.id); return at }() != 5 {
+		t.Errorf("Retire at a larger size moved the retirement: %v", err)
+	}
+}
+
+// TestRangeRotations: a range that follows another names the key the
+// range's entries replaced, at the index the new key took over.
+func TestRangeRotations(t *testing.T) {
+	const origin = "ledger.example.com/keys"
+	a, b := newLogKey(t, origin), newLogKey(t, origin)
+	export := rotatedExport(t, append(repeat(a, 10), repeat(b, 10)...), b)
+	key := keys(t, a, b)
+	cp, err := key.Checkpoint(checkpointOf(t, export))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(start, end int, follow string) *verify.Range {
+		r, err := verify.NewRange(key, cp, uint64(start), uint64(end), nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if follow != "" {
+			r.FollowKey(follow)
+		}
+		for i := start; i < end; i++ {
+			if err := r.Add(entryOf(t, export, i)); err != nil {
+				t.Fatalf("entry %d: %v", i, err)
+			}
+		}
+		return r
+	}
+	if r := run(0, 20, ""); fmt.Sprint(r.Rotations()) != fmt.Sprintf("map[%s:10]", a.id) || r.LastKeyID() != b.id {
+		t.Errorf("whole range: %v %s", r.Rotations(), r.LastKeyID())
+	}
+	if r := run(10, 20, a.id); fmt.Sprint(r.Rotations()) != fmt.Sprintf("map[%s:10]", a.id) || r.LastKeyID() != b.id {
+		t.Errorf("from the rotation, following a: %v %s", r.Rotations(), r.LastKeyID())
+	}
+	if r := run(10, 20, ""); len(r.Rotations()) != 0 || r.LastKeyID() != b.id {
+		t.Errorf("from the rotation, not following: %v %s", r.Rotations(), r.LastKeyID())
+	}
+	if r := run(12, 12, b.id); len(r.Rotations()) != 0 || r.LastKeyID() != b.id {
+		t.Errorf("empty range: %v %s", r.Rotations(), r.LastKeyID())
+	}
+	// Following a, whose first entry is by b: a may not sign again in
+	// the range.
+	r, _ := verify.NewRange(key, cp, 10, 12, nil, true)
+	r.FollowKey(a.id)
+	r.Add(entryOf(t, export, 10))
+	r.Add(entryOf(t, rotatedExport(t, repeat(a, 12), b), 11))
+	if err := r.Finish(nil, nil); !errors.Is(err, verify.ErrRetiredKey) || !strings.Contains(err.Error(), "entry 11: key: ") {
+		t.Errorf("a again after b took over from it: %v", err)
+	}
+}

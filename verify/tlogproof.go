@@ -108,11 +108,7 @@ func VerifyTlogProof(b []byte, key *Key) (*entry.Entry, *log.Checkpoint, error) 
 		return nil, nil, &Failure{Index: index, Check: CheckEntryKey, Err: errors.New("entry names another log origin")}
 	}
 	if err := key.verifyEntrySignature(e); err != nil {
-		check := CheckEntrySignature
-		if errors.Is(err, entry.ErrKeyID) {
-			check = CheckEntryKey
-		}
-		return nil, nil, &Failure{Index: index, Check: check, Err: err}
+		return nil, nil, &Failure{Index: index, Check: entryKeyCheck(err), Err: err}
 	}
 	if err := proof.VerifyInclusion(hasher, p.Index, cp.Size, hasher.HashLeaf(p.Extra), p.Proof, cp.Hash); err != nil {
 		return nil, nil, &Failure{Index: index, Check: CheckInclusion, Err: err}

@@ -89,6 +89,9 @@ type Key struct {
 	// (witness.go).
 	witnesses *WitnessPolicy
 	set       []*Key // a key set's keys, this one first; nil for one key
+	// retired maps a retired key's id to the tree size it was retired at
+	// (keys.go); never changed once the key is made.
+	retired map[string]uint64
 }
 
 // ParseKey parses a note verifier key "<name>+<hash>+<base64>" of an
@@ -170,6 +173,15 @@ func (k *Key) Checkpoint(signed []byte) (*log.Checkpoint, error) {
 	if cp.Origin != k.origin {
 		return fail(fmt.Errorf("the checkpoint is for origin %q, the key's is %q", cp.Origin, k.origin))
 	}
+	if k.retired != nil {
+		ids := make([]string, len(n.Sigs))
+		for i, s := range n.Sigs { // the trusted keys' signatures, verified
+			ids[i] = fmt.Sprintf("%s+%08x", s.Name, s.Hash)
+		}
+		if err := k.checkCheckpointSigners(ids, cp.Size); err != nil {
+			return fail(err)
+		}
+	}
 	if k.witnesses != nil {
 		if err := k.witnesses.check(signed); err != nil {
 			return nil, &Failure{Index: NoIndex, Part: "checkpoint", Check: CheckWitnesses, Err: err}
@@ -185,11 +197,7 @@ func (k *Key) VerifyEntry(e *entry.Entry) error {
 		return &Failure{Index: int64(e.Index), Check: CheckEntryKey, Err: errors.New("entry names another log origin")}
 	}
 	if err := k.verifyEntrySignature(e); err != nil {
-		check := CheckEntrySignature
-		if errors.Is(err, entry.ErrKeyID) {
-			check = CheckEntryKey
-		}
-		return &Failure{Index: int64(e.Index), Check: check, Err: err}
+		return &Failure{Index: int64(e.Index), Check: entryKeyCheck(err), Err: err}
 	}
 	return nil
 }
@@ -298,6 +306,10 @@ func (c *checked) check(key *Key, index uint64, b []byte, checkSignature bool, w
 		fail(CheckEntryKey, err)
 	case checkSignature && !ed25519.Verify(signer.public, m, e.Signature):
 		fail(CheckEntrySignature, entry.ErrSignature)
+	default:
+		if err := key.checkRetired(signer.id, int64(index), 0); err != nil {
+			fail(CheckEntryKey, err)
+		}
 	}
 	c.entry, c.hash = e, sha256.Sum256(m)
 }

@@ -345,6 +345,16 @@ func runConsistency(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case err != nil && errors.As(err, &fork):
 		return reportFork(stdout, stderr, older, newer, fork, proofFrom, *urlFlag != "", *jsonOut)
+	case errors.Is(err, verify.ErrEmptyTreeRoot):
+		// Not about any proof: the checkpoint of size 0 is wrong in itself.
+		if *jsonOut {
+			termtext.WriteJSON(stdout, map[string]any{"result": "failed", "older": older.name, "older_size": m,
+				"newer": newer.name, "newer_size": n, "error": verify.ErrEmptyTreeRoot.Error()})
+			return exitFailed
+		}
+		errorf(stderr, "consistency: %s: %v", termtext.Quote(older.name), verify.ErrEmptyTreeRoot)
+		hints(stderr, err)
+		return exitFailed
 	case err != nil:
 		if *jsonOut {
 			termtext.WriteJSON(stdout, map[string]any{"result": "unproven", "older": older.name, "older_size": m,

@@ -26,8 +26,11 @@ const keyOptions = `    --key VKEY            The ledger's note verifier key, na
                           the key its key_id names.
     --key-file FILE       A file holding one verifier key. Repeatable.
     --trust FILE          A trust file: one verifier key per line, blank
-                          lines and lines starting with # ignored.
-                          Repeatable; combines with --key and --key-file.
+                          lines and lines starting with # ignored; a key
+                          followed by "retired-at N" was rotated out at
+                          tree size N and signs nothing beyond it
+                          (docs/log.md, "Trust files"). Repeatable;
+                          combines with --key and --key-file.
     --witness VKEY        A witness's cosignature/v1 verifier key (C2SP
                           tlog-cosignature, key type 0x04), as the witness
                           publishes it. Repeat for each trusted witness.
@@ -40,7 +43,8 @@ const exportOptions = keyOptions + `    --trusted CHECKPOINT  A signed checkpoin
                           export must then prove that its tree extends this
                           one: ask ledgerd for the export with
                           consistency_from=SIZE, SIZE being the trusted
-                          checkpoint's tree size.
+                          checkpoint's tree size (none is needed from the
+                          empty tree, size 0, that ledgerd signs first).
     --prev HASH           The entry hash (sha256:...) of the entry before the
                           export's range, from an earlier verified export.
     --all                 Report every failure, not only the first.
@@ -262,7 +266,7 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			"tree_size": report.Checkpoint.Size, "start": report.Start, "end": report.End,
 			"entries": n, "last_hash": report.LastHash,
 		}
-		if report.ConsistencyFrom != 0 {
+		if r.trusted != "" {
 			out["consistent_with_size"] = report.ConsistencyFrom
 		}
 		if len(report.PolicySets) != 0 {
@@ -284,7 +288,10 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		termtext.PrintLine(stdout, "verified: entries %d to %d (%d entries) of %s", report.Start, report.End-1, n, origin)
 	}
 	termtext.PrintLine(stdout, "  checkpoint: tree size %d", report.Checkpoint.Size)
-	if report.ConsistencyFrom != 0 {
+	switch {
+	case r.trusted != "" && report.ConsistencyFrom == 0:
+		termtext.PrintLine(stdout, "  consistent with the trusted checkpoint of size 0 (the empty tree)")
+	case r.trusted != "":
 		termtext.PrintLine(stdout, "  consistent with the trusted checkpoint of size %d", report.ConsistencyFrom)
 	}
 	if n := len(report.PolicySets); n != 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,8 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/rogpeppe/go-internal/testscript"
+	tlog "github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
 )
 
 func TestMain(m *testing.M) {
@@ -43,17 +46,27 @@ func TestScript(t *testing.T) {
 // the current directory: ledger.vkey and other.vkey (an untrusted key),
 // half.checkpoint (the checkpoint at N/2), export.ledger (all entries at
 // the checkpoint N), tail.ledger (entries N/2..N with a consistency proof
-// from N/2), entry-7.tlog-proof, and params-<i>.json, the raw parameters of entry i, for i in
+// from N/2), empty.checkpoint (the empty tree's, signed at the ledger's
+// first start), bogus-empty.checkpoint (of size 0 with another root,
+// signed with the key), entry-7.tlog-proof, and params-<i>.json, the raw parameters of entry i, for i in
 // 0..9. "ledger-fixture hostile" writes the files of writeHostile instead,
 // "ledger-fixture decisions" those of writeDecisionFixture, "ledger-fixture
-// approvals" those of writeApprovalFixture.
+// approvals" those of writeApprovalFixture, "ledger-fixture rotated" those
+// of writeRotatedFixture.
 func makeFixture(args []string) int {
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals")
+		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals | witnessed | rotated")
 		return 2
 	}
 	if args[0] == "witnessed" {
 		if err := writeWitnessFixture(".", 40); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	if args[0] == "rotated" {
+		if err := writeRotatedFixture("."); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -123,6 +136,22 @@ func fixture(dir string, n int, skey string) (string, error) {
 		return "", err
 	}
 	defer l.Close()
+	// The checkpoint ledgerd signs at its first start: the empty tree's.
+	empty, err := l.CheckpointAt(ctx, 0)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(at("empty.checkpoint"), empty, 0o644); err != nil {
+		return "", err
+	}
+	// And one no log signs: of size 0, with another root.
+	bogus, err := note.Sign(&note.Note{Text: string(tlog.Checkpoint{Origin: key.Name(), Size: 0, Hash: bytes.Repeat([]byte{7}, 32)}.Marshal())}, key.Signer())
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(at("bogus-empty.checkpoint"), bogus, 0o644); err != nil {
+		return "", err
+	}
 	declFile, err := os.ReadFile(filepath.Join(declarationsDir(), "make_payment.json"))
 	if err != nil {
 		return "", err

@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/internal/keyflag"
@@ -36,8 +38,13 @@ temporary file, synced, renamed over it). Run it every few minutes; a
 run that finds nothing new changes nothing.
 
 The state file (docs/operations.md, "Monitoring") is JSON:
-{"version":1,"checkpoint":"<signed note>","last_entry_hash":"sha256:..."}
-(no last_entry_hash at tree size 0). The first run needs --init and
+{"version":1,"checkpoint":"<signed note>","last_entry_hash":"sha256:...",
+"last_key_id":"<name>+<hash>","retired_keys":{"<name>+<hash>":N}}
+(no last_entry_hash or last_key_id at tree size 0). retired_keys are the
+keys the monitor saw the log rotate out, at the rotation's tree size N
+(the new key's first entry, or the rotation checkpoint signed by both):
+like a trust file's retired-at, the monitor then refuses a checkpoint of
+a larger tree that such a key alone signed, and its entries from N on. The first run needs --init and
 starts from the empty tree: it verifies the whole log. Without --init a
 missing state file is an error, so that a lost state is noticed rather
 than silently trusting whatever history the log now shows.
@@ -79,54 +86,175 @@ Examples:
     */10 * * * * ledger-verify monitor --key-file /etc/ledger/ledger.vkey --state /var/lib/ledger-monitor/state --archive /var/lib/ledger-monitor/archive https://ledger.example.com
 `
 
-// monitorState is the state file.
+// monitorState is the state file. LastKeyID and RetiredKeys, added for
+// issue 23, are absent from the states of earlier versions, which read as
+// before: the first run then learns the rotations from its entries only.
 type monitorState struct {
 	Version       int    `json:"version"`
 	Checkpoint    string `json:"checkpoint"`
 	LastEntryHash string `json:"last_entry_hash,omitempty"`
+	// LastKeyID is the key_id of the tree's last entry.
+	LastKeyID string `json:"last_key_id,omitempty"`
+	// RetiredKeys are the keys the monitor saw the log rotate out, each
+	// with the tree size of the rotation (a trust file's retired-at).
+	RetiredKeys map[string]uint64 `json:"retired_keys,omitempty"`
 }
 
 // loaded is a state file opened with the trusted key.
 type loaded struct {
-	signed []byte
-	cp     *log.Checkpoint
-	last   *commit.Digest // nil at size 0
+	signed    []byte
+	cp        *log.Checkpoint
+	last      *commit.Digest // nil at size 0
+	lastKeyID string         // "" at size 0, or from a state without it
+	retired   map[string]uint64
 }
 
 // loadState reads the state file; an absent file is the empty tree with
-// init, an error without.
-func loadState(name string, key *verify.Key, init bool) (*loaded, error) {
+// init, an error without. It returns the state and the trusted key with
+// the state's retired keys retired too (those of them that are trusted:
+// a key no longer trusted signs nothing that verifies anyway).
+func loadState(name string, key *verify.Key, init bool) (*loaded, *verify.Key, error) {
 	b, err := keyflag.ReadFileLimit(name, 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !init {
-			return nil, fmt.Errorf("state file %s does not exist: run with --init the first time (it then verifies the log from its first entry)", termtext.Quote(name))
+			return nil, nil, fmt.Errorf("state file %s does not exist: run with --init the first time (it then verifies the log from its first entry)", termtext.Quote(name))
 		}
-		return &loaded{cp: &log.Checkpoint{Origin: key.Origin(), Size: 0, Hash: tileHasher.EmptyRoot()}}, nil
+		return &loaded{cp: &log.Checkpoint{Origin: key.Origin(), Size: 0, Hash: tileHasher.EmptyRoot()}}, key, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	var st monitorState
 	if err := d.Decode(&st); err != nil || d.More() || st.Version != 1 || st.Checkpoint == "" {
-		return nil, fmt.Errorf("state file %s: not a version 1 monitor state (%v)", termtext.Quote(name), err)
+		return nil, nil, fmt.Errorf("state file %s: not a version 1 monitor state (%v)", termtext.Quote(name), err)
 	}
-	l := &loaded{signed: []byte(st.Checkpoint)}
+	l := &loaded{signed: []byte(st.Checkpoint), lastKeyID: st.LastKeyID, retired: st.RetiredKeys}
+	for id := range st.RetiredKeys {
+		if !validKeyID(id) {
+			return nil, nil, fmt.Errorf("state file %s: retired_keys: %s is not a key id (name+hash)", termtext.Quote(name), termtext.Quote(id))
+		}
+		if slices.Contains(key.IDs(), id) {
+			if key, err = key.Retire(id, st.RetiredKeys[id]); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if st.LastKeyID != "" && !validKeyID(st.LastKeyID) {
+		return nil, nil, fmt.Errorf("state file %s: last_key_id is not a key id (name+hash)", termtext.Quote(name))
+	}
 	if l.cp, err = key.Checkpoint(l.signed); err != nil {
-		return nil, &stateCheckpointError{name: name, err: err}
+		return nil, nil, &stateCheckpointError{name: name, err: err}
+	}
+	for id, at := range st.RetiredKeys {
+		if at > l.cp.Size {
+			return nil, nil, fmt.Errorf("state file %s: retired_keys: %s retired at tree size %d, beyond the state's tree (size %d)", termtext.Quote(name), termtext.Quote(id), at, l.cp.Size)
+		}
 	}
 	switch {
-	case l.cp.Size == 0 && st.LastEntryHash != "":
-		return nil, fmt.Errorf("state file %s: a last_entry_hash at tree size 0", termtext.Quote(name))
+	case l.cp.Size == 0 && (st.LastEntryHash != "" || st.LastKeyID != ""):
+		return nil, nil, fmt.Errorf("state file %s: a last_entry_hash or last_key_id at tree size 0", termtext.Quote(name))
 	case l.cp.Size > 0:
 		h, err := commit.ParseDigest(st.LastEntryHash)
 		if err != nil {
-			return nil, fmt.Errorf("state file %s: last_entry_hash: %w", termtext.Quote(name), err)
+			return nil, nil, fmt.Errorf("state file %s: last_entry_hash: %w", termtext.Quote(name), err)
 		}
 		l.last = &h
 	}
-	return l, nil
+	return l, key, nil
+}
+
+// validKeyID reports whether id has the shape of a key id,
+// "<name>+<8 lower-case hex digits>", the name printable ASCII without
+// '+' or blanks (a note key name).
+func validKeyID(id string) bool {
+	name, hash, ok := strings.Cut(id, "+")
+	if !ok || name == "" || len(hash) != 8 {
+		return false
+	}
+	for _, c := range name {
+		if c <= ' ' || c > '~' || c == '+' {
+			return false
+		}
+	}
+	for _, c := range hash {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkpointSigners returns the ids of the trusted keys that signed a
+// checkpoint already opened with key.
+func checkpointSigners(key *verify.Key, signed []byte) []string {
+	var ids []string
+	for _, vkey := range key.VerifierKeys() {
+		one, err := verify.ParseKey(vkey)
+		if err != nil {
+			continue
+		}
+		if _, err := one.Checkpoint(signed); err == nil {
+			ids = append(ids, one.IDs()[0])
+		}
+	}
+	return ids
+}
+
+// rotations are what a run learned of the log's keys: the state's
+// retired keys, and those the run saw rotated out.
+type rotations struct {
+	retired map[string]uint64
+	learned []string // in the order learned, for the output
+}
+
+func newRotations(old map[string]uint64) *rotations {
+	r := &rotations{retired: map[string]uint64{}}
+	for id, at := range old {
+		r.retired[id] = at
+	}
+	return r
+}
+
+// add records that key id was rotated out at tree size at.
+func (r *rotations) add(id string, at uint64) {
+	if old, ok := r.retired[id]; ok && old <= at {
+		return
+	}
+	r.retired[id] = at
+	r.learned = append(r.learned, id)
+}
+
+// fromCheckpoint records the rotation a checkpoint of the tree whose last
+// entry lastKeyID signed shows: signed by that key and by another trusted
+// key, it is a rotation checkpoint handing over from it (a log signs a
+// checkpoint with two keys only then, docs/log.md §4).
+func (r *rotations) fromCheckpoint(key *verify.Key, signed []byte, size uint64, lastKeyID string) {
+	if lastKeyID == "" {
+		return
+	}
+	signers := checkpointSigners(key, signed)
+	if len(signers) > 1 && slices.Contains(signers, lastKeyID) {
+		r.add(lastKeyID, size)
+	}
+}
+
+// apply returns key with every learned rotation's key retired, to
+// re-check the new checkpoint with.
+func (r *rotations) apply(key *verify.Key) *verify.Key {
+	for _, id := range r.learned {
+		if k, err := key.Retire(id, r.retired[id]); err == nil {
+			key = k
+		}
+	}
+	return key
+}
+
+func (r *rotations) print(stdout io.Writer) {
+	for _, id := range r.learned {
+		termtext.PrintLine(stdout, "  key rotation: %s retired at tree size %d (the state keeps it: the key may sign nothing beyond; add \"retired-at %d\" to its line in the trust file)", termtext.Quote(id), r.retired[id], r.retired[id])
+	}
 }
 
 // stateCheckpointError: the state's checkpoint does not verify with the
@@ -143,10 +271,13 @@ func (e *stateCheckpointError) Error() string {
 
 func (e *stateCheckpointError) Unwrap() error { return e.err }
 
-func saveState(name string, signed []byte, last *commit.Digest) error {
-	st := monitorState{Version: 1, Checkpoint: string(signed)}
+func saveState(name string, signed []byte, last *commit.Digest, lastKeyID string, retired map[string]uint64) error {
+	st := monitorState{Version: 1, Checkpoint: string(signed), LastKeyID: lastKeyID}
 	if last != nil {
 		st.LastEntryHash = last.String()
+	}
+	if len(retired) > 0 {
+		st.RetiredKeys = retired
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -197,7 +328,7 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 			return usageError(stderr, "monitor", "--archive %s is not a directory", termtext.Quote(m.archive))
 		}
 	}
-	old, err := loadState(m.state, key, m.init)
+	old, key, err := loadState(m.state, key, m.init)
 	if err != nil {
 		errorf(stderr, "monitor: %v", err)
 		hints(stderr, err)
@@ -215,21 +346,28 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 	}
 	cp, err := key.Checkpoint(signed)
 	if err != nil {
-		errorf(stderr, "monitor: the log's latest checkpoint (%s/checkpoint): %v", f.base, err)
-		hints(stderr, err)
-		return exitFailed
+		return badCheckpoint(stderr, f, err)
 	}
 
 	switch {
 	case cp.Size < old.cp.Size:
 		errorf(stderr, "monitor: the log's latest checkpoint is for tree size %d, smaller than the state's (%d), which is the newer one: a log never signs a smaller tree after a larger one", cp.Size, old.cp.Size)
-		hintf(stderr, "if %s is a cache or replica that lags, run again later; if the log itself went back, keep the state file and this answer (%s/checkpoint) as evidence: 'ledger-verify consistency --url' with both checkpoints asks the log to prove them consistent", f.base, f.base)
+		hintf(stderr, "if %s is a cache or replica that lags, run again later", f.base)
+		hintf(stderr, "if the log itself serves this checkpoint, it is behind what this monitor verified: the log went back (a rollback: a restore from an old backup, lost storage), and the entries from %d to %d are gone from it, or it showed this monitor a history it no longer shows (a fork); no consistency proof can settle it, since the log no longer has the tree of size %d", cp.Size, old.cp.Size-1, old.cp.Size)
+		hintf(stderr, "keep the evidence: the state file (its checkpoint, of tree size %d, is signed by the log's key) and the log's answer, saved with curl --fail -o behind.checkpoint '%s/checkpoint'; then tell the log's operator; the state was not changed", old.cp.Size, f.base)
 		return exitFailed
 	case cp.Size == old.cp.Size && bytes.Equal(cp.Hash, old.cp.Hash):
+		// The same tree; its checkpoint may be the rotation checkpoint
+		// that replaced the one the state holds.
+		rot := newRotations(old.retired)
+		rot.fromCheckpoint(key, signed, cp.Size, old.lastKeyID)
 		termtext.PrintLine(stdout, "verified: no new entries in %s", termtext.Quote(cp.Origin))
 		termtext.PrintLine(stdout, "  checkpoint: tree size %d, as the state's", cp.Size)
-		if old.signed == nil { // --init on the empty log: keep its signed checkpoint
-			if err := saveState(m.state, signed, nil); err != nil {
+		rot.print(stdout)
+		// --init on the empty log: keep its signed checkpoint; a
+		// rotation learned: keep it, with the checkpoint that shows it.
+		if old.signed == nil || len(rot.learned) > 0 {
+			if err := saveState(m.state, signed, old.last, old.lastKeyID, rot.retired); err != nil {
 				errorf(stderr, "monitor: saving the state: %v", err)
 				return exitUsage
 			}
@@ -270,6 +408,9 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 	if err != nil {
 		return reportFailures(stdout, stderr, err, false)
 	}
+	if old.lastKeyID != "" {
+		r.FollowKey(old.lastKeyID)
+	}
 	var arch *archiveWriter
 	if m.archive != "" {
 		if arch, err = newArchiveWriter(m.archive, old.cp.Size); err != nil {
@@ -297,6 +438,18 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 		return m.failed(stdout, stderr, err)
 	}
 	last := r.Last()
+	// The rotations the entries show, and the one the new checkpoint
+	// shows if it is a rotation checkpoint; with them, the checkpoint
+	// must still open: one the old key alone signed past a rotation the
+	// entries show is not the log's.
+	rot := newRotations(old.retired)
+	for id, at := range r.Rotations() {
+		rot.add(id, at)
+	}
+	rot.fromCheckpoint(key, signed, cp.Size, r.LastKeyID())
+	if _, err := rot.apply(key).Checkpoint(signed); err != nil {
+		return badCheckpoint(stderr, f, err)
+	}
 
 	if arch != nil {
 		if err := arch.commit(signed, cp.Size); err != nil {
@@ -304,7 +457,7 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 			return exitUsage
 		}
 	}
-	if err := saveState(m.state, signed, last); err != nil {
+	if err := saveState(m.state, signed, last, r.LastKeyID(), rot.retired); err != nil {
 		errorf(stderr, "monitor: saving the state: %v", err)
 		hintf(stderr, "everything verified, but the state file %s was not replaced: fix the cause and run again", termtext.Quote(m.state))
 		return exitUsage
@@ -313,12 +466,24 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 	termtext.PrintLine(stdout, "verified: entries %d to %d (%d new) of %s", old.cp.Size, cp.Size-1, n, termtext.Quote(cp.Origin))
 	termtext.PrintLine(stdout, "  checkpoint: tree size %d, consistent with the state's (tree size %d)", cp.Size, old.cp.Size)
 	termtext.PrintLine(stdout, "  last entry hash: %s", last)
+	rot.print(stdout)
 	termtext.PrintLine(stdout, "  an export of these entries, proved against the previous state: /v1/export?start=%d&end=%d&consistency_from=%d&tree_size=%d", old.cp.Size, cp.Size, old.cp.Size, cp.Size)
 	if arch != nil {
 		termtext.PrintLine(stdout, "  archived: %s", termtext.Quote(arch.entriesName()))
 	}
 	termtext.PrintLine(stdout, "  state saved: %s", termtext.Quote(m.state))
 	return exitOK
+}
+
+// badCheckpoint reports a latest checkpoint that does not open with the
+// trusted keys (exit status 1).
+func badCheckpoint(stderr io.Writer, f *fetcher, err error) int {
+	errorf(stderr, "monitor: the log's latest checkpoint (%s/checkpoint): %v", f.base, err)
+	hints(stderr, err)
+	if errors.Is(err, verify.ErrRetiredKey) {
+		hintf(stderr, "the state was not changed; save the log's answer as evidence: curl --fail -o retired-key.checkpoint '%s/checkpoint'", f.base)
+	}
+	return exitFailed
 }
 
 func unreachable(stderr io.Writer, err error) int {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,8 +30,11 @@ import (
 // tileLog is a real ledger (in memory) behind a C2SP tlog-tiles server,
 // as ledgerd serves one, whose answers a test can rewrite.
 type tileLog struct {
-	l   *ledger.Ledger
-	srv *httptest.Server
+	l     *ledger.Ledger // changed only under mu (rotate), read by serve under it
+	mu    sync.Mutex
+	store *memory.Store
+	now   func() time.Time
+	srv   *httptest.Server
 	// lie, if set, rewrites the body of an answer (path, body).
 	lie atomic.Pointer[func(path string, b []byte) []byte]
 	// checkpointAt, if not 0, serves the checkpoint of that size as the
@@ -46,14 +51,50 @@ func newTileLog(t *testing.T, skey string) *tileLog {
 	// A fixed clock: two logs given the same records hold the same
 	// entries.
 	now := func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
-	l, err := ledger.Open(context.Background(), memory.New(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler), Now: now})
+	store := memory.New()
+	l, err := ledger.Open(context.Background(), store, key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := &tileLog{l: l}
+	tl := &tileLog{l: l, store: store, now: now}
 	tl.srv = httptest.NewServer(http.HandlerFunc(tl.serve))
-	t.Cleanup(func() { tl.srv.Close(); l.Close() })
+	t.Cleanup(func() { tl.srv.Close(); tl.ledger().Close() })
 	return tl
+}
+
+func (tl *tileLog) ledger() *ledger.Ledger {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.l
+}
+
+// rotate rotates the log's key from old to newSkey (ledger.Rotate, with
+// the ledger stopped) and reopens it with the new key, old listed as a
+// previous key; it returns the rotation checkpoint.
+func (tl *tileLog) rotate(t *testing.T, oldSkey, newSkey string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	oldKey, err := ledger.ParseKey([]byte(oldSkey), ledger.KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKey, err := ledger.ParseKey([]byte(newSkey), ledger.KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.l.Close()
+	quiet := slog.New(slog.DiscardHandler)
+	signed, err := ledger.Rotate(ctx, tl.store, oldKey, newKey, ledger.Options{Logger: quiet, Now: tl.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.l, err = ledger.Open(ctx, tl.store, newKey, ledger.Options{CheckpointInterval: -1, Logger: quiet, Now: tl.now,
+		PreviousKeys: []string{oldKey.VerifierKey()}}); err != nil {
+		t.Fatal(err)
+	}
+	return signed
 }
 
 // add appends n entries (payee seed differs by log), then signs a
@@ -80,13 +121,14 @@ func (tl *tileLog) add(t *testing.T, seed string, n int) {
 
 func (tl *tileLog) serve(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	l := tl.ledger()
 	var b []byte
 	var err error
 	switch p := r.URL.Path; {
 	case p == "/checkpoint":
-		b, _ = tl.l.Checkpoint()
+		b, _ = l.Checkpoint()
 		if size := tl.checkpointAt.Load(); size != 0 {
-			b, err = tl.l.CheckpointAt(ctx, size)
+			b, err = l.CheckpointAt(ctx, size)
 		}
 	case strings.HasPrefix(p, "/tile/"):
 		rest := strings.TrimPrefix(p, "/tile/")
@@ -98,10 +140,10 @@ func (tl *tileLog) serve(w http.ResponseWriter, r *http.Request) {
 		level, indexPath, _ := strings.Cut(rest, "/")
 		index, _ := strconv.ParseUint(strings.NewReplacer("x", "", "/", "").Replace(indexPath), 10, 64)
 		if level == "entries" {
-			b, err = tl.l.EntryBundle(ctx, index, width)
+			b, err = l.EntryBundle(ctx, index, width)
 		} else {
 			lv, _ := strconv.Atoi(level)
-			b, err = tl.l.Tile(ctx, uint8(lv), index, width)
+			b, err = l.Tile(ctx, uint8(lv), index, width)
 		}
 	default:
 		http.NotFound(w, r)
@@ -479,4 +521,187 @@ func TestParseConsistencyProof(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A monitor started on an empty log keeps the empty tree's signed
+// checkpoint as its state (tree size 0, no last entry hash), and its next
+// run, from size 0, verifies the whole log as it then is.
+func TestMonitorEmptyState(t *testing.T) {
+	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newTileLog(t, skey)
+	dir := t.TempDir()
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL, "--init"); code != exitOK || !strings.Contains(out, "tree size 0, as the state's") || !strings.Contains(out, "state saved") {
+		t.Fatalf("first run on the empty log: exit %d\n%s", code, out)
+	}
+	st, err := os.ReadFile(filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if empty, _ := tl.l.CheckpointAt(context.Background(), 0); !bytes.Contains(st, bytes.ReplaceAll(bytes.TrimSuffix(empty, []byte("\n")), []byte("\n"), []byte(`\n`))) || bytes.Contains(st, []byte("last_entry_hash")) {
+		t.Fatalf("state at size 0:\n%s", st)
+	}
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL); code != exitOK || !strings.Contains(out, "no new entries") {
+		t.Fatalf("second run, nothing new: exit %d\n%s", code, out)
+	}
+	tl.add(t, "a", 300)
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL); code != exitOK || !strings.Contains(out, "verified: entries 0 to 299 (300 new)") ||
+		!strings.Contains(out, "consistent with the state's (tree size 0)") {
+		t.Fatalf("run from the size-0 state: exit %d\n%s", code, out)
+	}
+}
+
+// A log whose latest checkpoint is smaller than the state's is behind
+// what this monitor verified: the hint says so (a rollback or a fork, or
+// a lagging cache), names the evidence, and suggests no consistency proof,
+// which a log behind the state's tree cannot serve.
+func TestMonitorStateAheadOfLog(t *testing.T) {
+	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newTileLog(t, skey)
+	tl.add(t, "a", 300)
+	tl.add(t, "a", 100)
+	dir := t.TempDir()
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL, "--init"); code != exitOK {
+		t.Fatalf("first run: exit %d\n%s", code, out)
+	}
+	st, _ := os.ReadFile(filepath.Join(dir, "state"))
+	tl.checkpointAt.Store(300)
+	code, out := monitorOnce(t, dir, vkey, tl.srv.URL)
+	if code != exitFailed || !strings.Contains(out, "smaller than the state's (400)") {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitFailed, out)
+	}
+	for _, want := range []string{"behind what this monitor verified", "rollback", "fork", "keep the evidence: the state file", "curl --fail -o"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the hint does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "consistency --url") {
+		t.Errorf("the hint suggests a consistency proof the log cannot serve:\n%s", out)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "state")); !bytes.Equal(after, st) {
+		t.Error("the state changed")
+	}
+}
+
+// The monitor's state keeps the rotations it saw, as a trust file's
+// retired-at would: after the log's key rotated at tree size 300, a log
+// served under the old key alone that continues the tree past 300 (what
+// a stolen old key can sign) is refused, whether the monitor saw the
+// rotation in the entries (the new key's first entry) or in the rotation
+// checkpoint itself (the same tree, signed by both keys); the honest log
+// goes on verifying. A state of an earlier version, without the new
+// members, reads as before.
+func TestMonitorRetiredKey(t *testing.T) {
+	oldSkey, oldVkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSkey, newVkey, _ := ledger.GenerateKey("ledger.example.com/log")
+	newKey, _ := ledger.ParseKey([]byte(newSkey), ledger.KeyOptions{})
+	oldKey, _ := ledger.ParseKey([]byte(oldSkey), ledger.KeyOptions{})
+	both := []string{"--key", oldVkey, "--key", newVkey}
+	run := func(dir, url string, extra ...string) (int, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		args := append(append([]string{"monitor", "--state", filepath.Join(dir, "state")}, both...), extra...)
+		code := run(append(args, url), nil, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	// The forger: the log's first 300 entries (the same records at the
+	// same clock), then 100 more under the old key, which never rotates.
+	forged := newTileLog(t, oldSkey)
+	forged.add(t, "a", 300)
+	forged.add(t, "a", 100)
+
+	t.Run("seen in the rotation checkpoint", func(t *testing.T) {
+		honest := newTileLog(t, oldSkey)
+		honest.add(t, "a", 300)
+		dir := t.TempDir()
+		if code, out := run(dir, honest.srv.URL, "--init"); code != exitOK {
+			t.Fatalf("first run: %d\n%s", code, out)
+		}
+		// Before the rotation, the forger's continuation is consistent
+		// with the state and signed by a trusted key: nothing tells it
+		// from the log's own.
+		if code, out := run(t.TempDir(), forged.srv.URL, "--init"); code != exitOK {
+			t.Fatalf("the forger's log before any rotation: %d\n%s", code, out)
+		}
+		honest.rotate(t, oldSkey, newSkey)
+		code, out := run(dir, honest.srv.URL)
+		if code != exitOK || !strings.Contains(out, "no new entries") ||
+			!strings.Contains(out, "key rotation: "+oldKey.ID()+" retired at tree size 300") || !strings.Contains(out, "state saved") {
+			t.Fatalf("run after the rotation: %d\n%s", code, out)
+		}
+		st, _ := os.ReadFile(filepath.Join(dir, "state"))
+		if !strings.Contains(string(st), `"retired_keys": {`) || !strings.Contains(string(st), `"`+oldKey.ID()+`": 300`) ||
+			!strings.Contains(string(st), `"last_key_id": "`+oldKey.ID()+`"`) {
+			t.Fatalf("state:\n%s", st)
+		}
+		code, out = run(dir, forged.srv.URL)
+		if code != exitFailed || !strings.Contains(out, "the checkpoint of tree size 400 is signed only by key "+oldKey.ID()+", retired at tree size 300") {
+			t.Fatalf("forged continuation: exit %d, want %d\n%s", code, exitFailed, out)
+		}
+		if after, _ := os.ReadFile(filepath.Join(dir, "state")); !bytes.Equal(after, st) {
+			t.Error("a refused run changed the state")
+		}
+		honest.add(t, "b", 100)
+		if code, out := run(dir, honest.srv.URL); code != exitOK || !strings.Contains(out, "verified: entries 300 to 399") {
+			t.Fatalf("honest log after the rotation: %d\n%s", code, out)
+		}
+		st, _ = os.ReadFile(filepath.Join(dir, "state"))
+		if !strings.Contains(string(st), `"last_key_id": "`+newKey.ID()+`"`) || !strings.Contains(string(st), `"`+oldKey.ID()+`": 300`) {
+			t.Fatalf("state:\n%s", st)
+		}
+	})
+
+	t.Run("seen in the entries", func(t *testing.T) {
+		honest := newTileLog(t, oldSkey)
+		honest.add(t, "a", 300)
+		dir := t.TempDir()
+		if code, out := run(dir, honest.srv.URL, "--init"); code != exitOK {
+			t.Fatalf("first run: %d\n%s", code, out)
+		}
+		// A state of an earlier version: no last_key_id, no
+		// retired_keys. It reads as before.
+		st, _ := os.ReadFile(filepath.Join(dir, "state"))
+		var m map[string]any
+		if err := json.Unmarshal(st, &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "last_key_id")
+		old, _ := json.Marshal(m)
+		os.WriteFile(filepath.Join(dir, "state"), old, 0o644)
+		if code, out := run(dir, honest.srv.URL); code != exitOK || !strings.Contains(out, "no new entries") {
+			t.Fatalf("state without last_key_id: %d\n%s", code, out)
+		}
+		honest.rotate(t, oldSkey, newSkey)
+		honest.add(t, "b", 50)
+		// Without the last key, the switch at the run's first entry is
+		// not seen: the state learns nothing, as before.
+		other := t.TempDir()
+		os.WriteFile(filepath.Join(other, "state"), old, 0o644)
+		if code, out := run(other, honest.srv.URL); code != exitOK || strings.Contains(out, "key rotation") {
+			t.Fatalf("from a state without last_key_id: %d\n%s", code, out)
+		}
+		os.WriteFile(filepath.Join(dir, "state"), st, 0o644)
+		code, out := run(dir, honest.srv.URL)
+		if code != exitOK || !strings.Contains(out, "verified: entries 300 to 349") || !strings.Contains(out, "key rotation: "+oldKey.ID()+" retired at tree size 300") {
+			t.Fatalf("run over the rotation: %d\n%s", code, out)
+		}
+		// The forger, 100 entries past 300 under the old key: refused at
+		// its checkpoint (not only as a fork of the entries 300-349 the
+		// state holds).
+		code, out = run(dir, forged.srv.URL)
+		if code != exitFailed || !strings.Contains(out, "signed only by key "+oldKey.ID()+", retired at tree size 300") {
+			t.Fatalf("forged continuation: exit %d, want %d\n%s", code, exitFailed, out)
+		}
+		if !strings.Contains(out, "curl --fail -o") {
+			t.Errorf("no way to keep the evidence named:\n%s", out)
+		}
+	})
 }

@@ -50,6 +50,10 @@ func failureJSON(err error) []map[string]any {
 		if errors.As(e, &ce) {
 			m["trusted_size"], m["tree_size"] = ce.TrustedSize, ce.Size
 		}
+		var rk *verify.RetiredKeyError
+		if errors.As(e, &rk) {
+			m["retired_key"], m["retired_at"] = rk.KeyID, rk.RetiredAt
+		}
 		list = append(list, m)
 	}
 	return list
@@ -84,6 +88,7 @@ func hints(stderr io.Writer, err error) {
 	var us *verify.UnknownSignerError
 	var ce *verify.ConsistencyError
 	var uk *verify.UntrustedKeyError
+	var rk *verify.RetiredKeyError
 	switch {
 	case errors.As(err, &la):
 		hintf(stderr, "ledgerd refused the request this file was fetched with (docs/api.md explains the codes); fetch it again with 'curl --fail', which saves no error answer")
@@ -96,6 +101,15 @@ func hints(stderr io.Writer, err error) {
 		hintf(stderr, "use the verifier key the ledger's operator publishes for that log (after a key rotation, its new key too: docs/operations.md); if the keys you were given are right, this file was not signed by that ledger")
 	case errors.As(err, &uk):
 		hintf(stderr, "add the verifier key of %s with --key or --trust: a log whose key rotated is verified with every key it used (docs/operations.md); if the operator never announced that key, this entry was not signed by that ledger", termtext.Quote(uk.KeyID))
+	case errors.As(err, &rk):
+		what := fmt.Sprintf("an entry from index %d on", rk.RetiredAt)
+		if rk.Index == verify.NoIndex {
+			what = fmt.Sprintf("a checkpoint of a tree larger than %d", rk.RetiredAt)
+		}
+		hintf(stderr, "key %s is retired-at %d (in the trust file, or in the monitor's state, which keeps the rotations it saw): the log's rotation checkpoint for tree size %d handed over to a new key, and the old key signs nothing after it; %s signed by it alone was not made by the log but by whoever holds the old key: keep the file as evidence and tell the log's operator (docs/operations.md \"Key rotation\"); if %d is not the rotation's tree size, correct the trust file",
+			termtext.Quote(rk.KeyID), rk.RetiredAt, rk.RetiredAt, what, rk.RetiredAt)
+	case errors.Is(err, verify.ErrEmptyTreeRoot):
+		hintf(stderr, "the empty tree's root is fixed (RFC 9162), so no log signs it honestly with another: keep the file, and trust a checkpoint you verified instead")
 	case errors.As(err, &ce):
 		ask := fmt.Sprintf("/v1/export?start=%d&end=%d&consistency_from=%d", ce.Start, ce.End, ce.TrustedSize)
 		switch {

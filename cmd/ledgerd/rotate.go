@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // keyCommand is "ledgerd key rotate --new-key FILE": the log's signing key
@@ -110,7 +112,14 @@ func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fmt.Fprintf(stdout, "ledgerd: rotated the key of %s at tree size %d\nold key: %s\nnew key: %s\n", old.Name(), st.CheckpointSize, old.VerifierKey(), newKey.VerifierKey())
 	fmt.Fprintf(stdout, "rotation checkpoint (signed by both keys; served at tree size %d):\n%s", st.CheckpointSize, signed)
 	fmt.Fprintf(stderr, "ledgerd: %s now names the new key (key_file) and lists the old one in previous_keys; start ledgerd to append with the new key\n", path)
-	fmt.Fprintf(stderr, "ledgerd: give auditors the new verifier key, to add to their trust file beside the old one (ledger-verify --trust FILE)\n")
+	if size, ok := rotationSize(signed, old); ok {
+		fmt.Fprintf(stdout, "trust file lines for auditors (the old key's line replaces the one they have):\n%s retired-at %d\n%s\n", old.VerifierKey(), size, newKey.VerifierKey())
+		fmt.Fprintf(stderr, "ledgerd: give auditors the two trust file lines above (ledger-verify --trust FILE, docs/operations.md): the new verifier key, and the old one retired at tree size %d, so that nothing the old key signs after the rotation verifies\n", size)
+	} else {
+		// Run again after ledgerd appended with the new key: the latest
+		// checkpoint is no longer the rotation checkpoint.
+		fmt.Fprintf(stderr, "ledgerd: give auditors the new verifier key, and the old one with \"retired-at N\", N the tree size of the rotation checkpoint (the checkpoint signed by both keys; docs/operations.md)\n")
+	}
 	fmt.Fprintf(stderr, "ledgerd: destroy the old private key %s once the new key serves (docs/operations.md): it must never sign again\n", cfg.KeyFile)
 	return 0
 }
@@ -173,6 +182,24 @@ func rotateConfig(path, newKey, oldVKey string) error {
 	return replaceConfig(path, old, text.Bytes())
 }
 
+// rotationSize returns the tree size of the rotation checkpoint signed,
+// if it is one: signed by the old key (and the new one).
+func rotationSize(signed []byte, old *ledger.Key) (uint64, bool) {
+	v, err := note.NewVerifier(old.VerifierKey())
+	if err != nil {
+		return 0, false
+	}
+	n, err := note.Open(signed, note.VerifierList(v))
+	if err != nil {
+		return 0, false
+	}
+	var cp log.Checkpoint
+	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
+		return 0, false
+	}
+	return cp.Size, true
+}
+
 // rotationHints says what to do about a refusal that concerns the log's
 // keys (ledger.ErrRotation).
 func rotationHints(stderr io.Writer, err error) {
@@ -181,7 +208,16 @@ func rotationHints(stderr io.Writer, err error) {
 	}
 	var uk *ledger.UnknownKeyError
 	if errors.As(err, &uk) {
-		hint(stderr, "a log whose key was rotated lists its old verifier keys in the config's previous_keys (docs/operations.md); the old key's id is %s", strings.Join(uk.Signers, ", "))
+		unknown := strings.Join(uk.Signers, ", ")
+		if strings.HasPrefix(uk.What, "the latest checkpoint") {
+			// The newest thing the log signed: its signer signs the log
+			// now, and the configured key, if the log's, is an old one.
+			hint(stderr, "the log is signed now by %s, which the config does not name: if the log's key was rotated to it (ledgerd key rotate), configure its private key file as key_file and list the configured key %s in previous_keys (docs/operations.md); running ledgerd key rotate --new-key FILE again, FILE that key's file, changes the config so", unknown, uk.Configured)
+			return
+		}
+		// An entry: the key that signed it may be older than the
+		// configured one, or newer (the log's last entries).
+		hint(stderr, "%s is signed by %s, which the config names neither as key_file (%s) nor in previous_keys: if it is an earlier key of the log, list its verifier key in previous_keys; if the log's key was rotated to it, configure its private key file as key_file and list %s in previous_keys (docs/operations.md)", uk.What, unknown, uk.Configured, uk.Configured)
 		return
 	}
 	hint(stderr, "docs/operations.md describes key rotation: ledgerd key rotate --new-key FILE, with ledgerd stopped, signs the rotation checkpoint with both keys and changes the config")

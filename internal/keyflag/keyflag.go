@@ -3,11 +3,13 @@
 //
 //	--key VKEY       a note verifier key, name+hash+base64
 //	--key-file FILE  a file holding one verifier key
-//	--trust FILE     a trust file (verify.ParseTrustFile): one key a line
+//	--trust FILE     a trust file (verify.ParseTrust): one key a line, an
+//	                 old key with the tree size it was retired at
 //
 // Each may be repeated, and they combine: the keys given make one key set
 // (verify.NewKeySet), the keys of one log, its current key and those it
-// rotated out (docs/operations.md §Key rotation).
+// rotated out (docs/operations.md §Key rotation), each retired key retired
+// at the smallest tree size a trust file gives it.
 package keyflag
 
 import (
@@ -75,11 +77,7 @@ func (f *Flags) Load() (*verify.Key, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--trust: %w", err)
 		}
-		vkeys, err := verify.ParseTrustFile(b)
-		if err != nil {
-			return nil, fmt.Errorf("--trust %s: %w", termtext.Quote(name), err)
-		}
-		key, err := verify.ParseKeys(vkeys...)
+		key, err := verify.ParseTrust(b)
 		if err != nil {
 			return nil, fmt.Errorf("--trust %s: %w", termtext.Quote(name), err)
 		}
