@@ -155,14 +155,21 @@ type leaseView struct {
 
 // term is one period of sequencing.
 type term struct {
-	store   *postgres.Store
-	l       *ledger.Ledger
-	api     *server
-	epoch   uint64
-	renewed time.Time // the start of the last successful renewal
+	store *postgres.Store
+	l     *ledger.Ledger
+	api   *server
+	epoch uint64
+	// renewed is when the last successful renewal (or the acquisition)
+	// began: by the database's clock the lease holds until lease_ttl
+	// after some later moment. The loop sets it; /readyz reads it.
+	renewed atomic.Pointer[time.Time]
 	cancel  context.CancelFunc
 	done    sync.WaitGroup // witnesses and preview sweeps
 }
+
+func (t *term) setRenewed(at time.Time) { t.renewed.Store(&at) }
+
+func (t *term) lastRenewed() time.Time { return *t.renewed.Load() }
 
 // serveCluster serves as one instance among several on cfg.Store's
 // database, from the listener ln, until ctx ends. It fails the start
@@ -468,7 +475,7 @@ func (n *node) tryTakeOver(ctx context.Context) {
 		store.Close()
 		return
 	}
-	t.renewed = start
+	t.setRenewed(start)
 	n.takeovers.Add(1)
 	n.term.Store(t)
 	n.handler.Store(&t.api.handler)
@@ -563,7 +570,7 @@ func (n *node) sequence(ctx context.Context) {
 		n.stepDown(t, reasonStorageFailure, err)
 		return
 	}
-	if ctx.Err() != nil || time.Since(t.renewed) < n.ttl/3-n.ttl/12 {
+	if ctx.Err() != nil || time.Since(t.lastRenewed()) < n.ttl/3-n.ttl/12 {
 		return
 	}
 	start := time.Now()
@@ -572,14 +579,14 @@ func (n *node) sequence(ctx context.Context) {
 	cancel()
 	switch {
 	case err == nil:
-		t.renewed = start
+		t.setRenewed(start)
 		n.mu.Lock()
 		n.view = leaseView{lease: lease, read: start, live: true}
 		n.mu.Unlock()
 	case errors.Is(err, postgres.ErrLeaseLost):
 		n.stepDown(t, reasonLeaseLost, err)
 	case ctx.Err() != nil:
-	case time.Since(t.renewed) >= n.ttl:
+	case time.Since(t.lastRenewed()) >= n.ttl:
 		n.stepDown(t, reasonNotRenewed, err)
 	default:
 		n.log.Warn("renewing the lease failed; retrying", "instance", n.instance, "epoch", t.epoch, "error", err)
@@ -874,10 +881,27 @@ type readiness struct {
 	Epoch     uint64 `json:"epoch"`
 }
 
+// role is this instance's role at now, and its term, if it has one:
+// roleSequencer while it has a term whose lease holds by the local
+// clock, that is, while less than five sixths of the lease's TTL have
+// passed since the start of the last successful renewal. Past that the
+// lease may have expired by the database's clock and another instance
+// may sequence; the term's loop learns so at its next renewal (after a
+// freeze by SIGSTOP, say, some moments after the process resumes), but
+// the instance stops calling itself the sequencer at once: roleFollower,
+// with its term.
+func (n *node) role(now time.Time) (string, *term) {
+	t := n.term.Load()
+	if t == nil || now.Sub(t.lastRenewed()) >= n.ttl-n.ttl/6 {
+		return roleFollower, t
+	}
+	return roleSequencer, t
+}
+
 // ready answers GET /readyz: 200 when this instance can take appends now
-// (it sequences and its ledger has not failed, or it follows a live
-// sequencer), 503 otherwise; with ?role=sequencer, 200 only on the
-// sequencer.
+// (it sequences, its lease holds by its clock and its ledger has not
+// failed, or it follows a live sequencer), 503 otherwise; with
+// ?role=sequencer, 200 only on the sequencer.
 func (n *node) ready(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	v := n.view
@@ -886,10 +910,15 @@ func (n *node) ready(w http.ResponseWriter, r *http.Request) {
 	if v.live {
 		rd.Sequencer = v.lease.Address
 	}
-	if t := n.term.Load(); t != nil {
+	switch role, t := n.role(time.Now()); {
+	case role == roleSequencer:
 		rd.Role, rd.Sequencer, rd.Epoch = roleSequencer, n.advertise, t.epoch
 		rd.Ready = t.l.Failure() == nil
-	} else {
+	case t != nil:
+		// A term whose lease may have expired: who sequences is not
+		// known until the loop renews or steps down.
+		rd.Sequencer, rd.Epoch = "", t.epoch
+	default:
 		// A view the store no longer extends (ledger.FollowError) serves
 		// stale reads: not ready.
 		rd.Ready = v.live && r.URL.Query().Get("role") != roleSequencer && n.followL.Failure() == nil
@@ -904,9 +933,10 @@ func (n *node) ready(w http.ResponseWriter, r *http.Request) {
 
 // writeMetrics writes the cluster's series.
 func (n *node) writeMetrics(w io.Writer) {
-	role, epoch := roleFollower, uint64(0)
-	if t := n.term.Load(); t != nil {
-		role, epoch = roleSequencer, t.epoch
+	role, t := n.role(time.Now())
+	var epoch uint64
+	if t != nil {
+		epoch = t.epoch
 	} else {
 		n.mu.Lock()
 		epoch = n.view.lease.Epoch

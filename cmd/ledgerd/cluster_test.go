@@ -677,7 +677,7 @@ func TestClusterStepDownOnLeaseLoss(t *testing.T) {
 		t.Fatalf("a did not take the free lease: %s", logs)
 	}
 	takeWhenExpired(t, f.store(t), "b", "")
-	t0.renewed = time.Time{} // the renewal is due
+	t0.setRenewed(time.Time{}) // the renewal is due
 	n.sequence(t.Context())
 	if n.term.Load() != nil {
 		t.Fatalf("a still sequences after losing its lease: %s", logs)
@@ -760,12 +760,12 @@ func TestClusterDatabaseUnreachable(t *testing.T) {
 		t.Fatalf("a did not take the free lease: %s", logs)
 	}
 	tm.store.Close()
-	tm.renewed = time.Now().Add(-n.ttl / 2) // due, but within the TTL
+	tm.setRenewed(time.Now().Add(-n.ttl / 2)) // due, but within the TTL
 	n.sequence(t.Context())
 	if n.term.Load() == nil {
 		t.Fatalf("a stepped down before its lease could have expired: %s", logs)
 	}
-	tm.renewed = time.Now().Add(-n.ttl)
+	tm.setRenewed(time.Now().Add(-n.ttl))
 	n.sequence(t.Context())
 	if n.term.Load() != nil {
 		t.Fatalf("a still sequences after a TTL without renewal: %s", logs)
@@ -819,6 +819,54 @@ func TestFollowerRoutes(t *testing.T) {
 		}
 		for p := range local {
 			t.Errorf("%d witnesses: a follower serves %s itself", len(cfg.Witnesses), p)
+		}
+	}
+}
+
+// An instance with a term counts itself the sequencer only while its
+// lease holds by its own clock: less than five sixths of the TTL since
+// the start of its last successful renewal. Past that (a freeze, say,
+// before its loop has learnt that another took over) its /readyz is 503
+// with the role follower and no sequencer, and its metrics say follower.
+func TestSequencerRoleByLocalClock(t *testing.T) {
+	n := &node{ttl: 3 * time.Second, instance: "a", advertise: "http://127.0.0.1:8081"}
+	now := time.Now()
+	if role, tm := n.role(now); role != roleFollower || tm != nil {
+		t.Errorf("without a term: %s %v", role, tm)
+	}
+	tm := &term{epoch: 7}
+	tm.setRenewed(now)
+	n.term.Store(tm)
+	for _, c := range []struct {
+		since time.Duration
+		want  string
+	}{
+		{0, roleSequencer}, {time.Second, roleSequencer}, {2499 * time.Millisecond, roleSequencer},
+		{2500 * time.Millisecond, roleFollower}, {3 * time.Second, roleFollower}, {time.Hour, roleFollower},
+	} {
+		if role, got := n.role(now.Add(c.since)); role != c.want || got != tm {
+			t.Errorf("%v after the last renewal began: %s %v, want %s and the term", c.since, role, got, c.want)
+		}
+	}
+
+	tm.setRenewed(time.Now().Add(-n.ttl + n.ttl/6))
+	for _, q := range []string{"", "?role=sequencer"} {
+		w := httptest.NewRecorder()
+		n.ready(w, httptest.NewRequest("GET", "/readyz"+q, nil))
+		var rd readiness
+		if err := json.Unmarshal(w.Body.Bytes(), &rd); err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" ||
+			rd != (readiness{Role: roleFollower, Instance: "a", Epoch: 7}) {
+			t.Errorf("/readyz%s with the lease expired by the local clock: %d %+v", q, w.Code, rd)
+		}
+	}
+	var m strings.Builder
+	n.writeMetrics(&m)
+	for _, want := range []string{`ledgerd_cluster_role{instance="a",role="sequencer"} 0`, `ledgerd_cluster_role{instance="a",role="follower"} 1`, "ledgerd_lease_epoch 7"} {
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("the metrics lack %q:\n%s", want, m.String())
 		}
 	}
 }

@@ -3,10 +3,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"slices"
 	"strconv"
@@ -439,9 +442,11 @@ const forwardBound = 5 * time.Second
 // retries a 503 with the same Idempotency-Key: each is acknowledged
 // within forwardBound of the takeover, the followers abandoning their
 // forwards to the frozen instance once the lease moved (503
-// outcome_unknown with Retry-After) rather than waiting for it. Then the
-// frozen instance resumes, and checkLog's checks hold (each key once in
-// the log: the retries appended nothing twice).
+// outcome_unknown with Retry-After) rather than waiting for it. Then
+// GET /readyz?role=sequencer requests reach the frozen instance and it is
+// resumed with SIGCONT: none is answered 200 or with the role sequencer,
+// as its lease expired by its own clock. checkLog's checks hold (each key
+// once in the log: the retries appended nothing twice).
 func TestClusterFrozenSequencer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three ledgerd instances on PostgreSQL")
@@ -544,7 +549,42 @@ func TestClusterFrozenSequencer(t *testing.T) {
 		t.Errorf("no forward to the frozen instance %s was abandoned with 503 outcome_unknown", seq.name)
 	}
 
+	// /readyz requests wait in the frozen instance's sockets, then it
+	// resumes: it answers them before its loop has learnt that the lease
+	// moved, by its own clock.
+	const readies = 4
+	sent := make(chan struct{}, readies)
+	answers := make(chan string, readies)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	for range readies {
+		go func() {
+			trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { sent <- struct{}{} }}
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", seq.url()+"/readyz?role=sequencer", nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				answers <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
+		}()
+	}
+	for range readies {
+		select {
+		case <-sent:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the /readyz requests to the frozen instance were not sent")
+		}
+	}
 	seq.signal(t, syscall.SIGCONT)
+	for range readies {
+		a := <-answers
+		if !strings.HasPrefix(a, "503 ") || !strings.Contains(a, `"role":"follower"`) {
+			t.Errorf("GET /readyz?role=sequencer at instance %s, deposed, as it resumed: %s, want 503 and the role follower", seq.name, a)
+		}
+	}
 	c.waitFor(fmt.Sprintf("instance %s to follow %s", seq.name, next.name), 10*time.Second, func() bool {
 		r := c.readyz(seq, false)
 		return r.status == http.StatusOK && r.Role == "follower" && r.Sequencer == next.url()
