@@ -35,10 +35,14 @@
 //
 // An append is acknowledged only by the sequencer's ledger, once durable;
 // a follower relays the sequencer's answer, and when it gets none it
-// answers 503 (the append may have been made: a retry with the same
-// Idempotency-Key learns its receipt, as the keys are unique in the
-// database). A request that arrives forwarded at an instance that does not
-// sequence is answered 503 and never forwarded again.
+// answers 503 outcome_unknown (the append may have been made: a retry with
+// the same Idempotency-Key learns its receipt, as the keys are unique in
+// the database). It gets none when the connection breaks, when no answer
+// begins within forwardTimeout, and when it learns that the lease moved
+// before the answer began: the forward is abandoned then, as the instance
+// it went to (frozen, cut off) no longer sequences. A request that arrives
+// forwarded at an instance that does not sequence is answered 503 and
+// never forwarded again.
 package main
 
 import (
@@ -127,6 +131,15 @@ type node struct {
 
 	mu   sync.Mutex
 	view leaseView
+	// leaseCtx ends, with the cause errLeaseMoved, when the lease's epoch
+	// moves past view's (another instance, or this one, took it): the
+	// forwards sent to the former holder are abandoned then. Guarded by
+	// mu, as view.
+	leaseCtx   context.Context
+	leaseMoved context.CancelCauseFunc
+	// forwardTimeout is how long a forward waits for the sequencer's
+	// answer (its header) once the request is sent.
+	forwardTimeout time.Duration
 
 	takeovers, forwarded, forwardFailures atomic.Uint64
 	stepdowns                             sync.Map // reason → *atomic.Uint64
@@ -142,14 +155,21 @@ type leaseView struct {
 
 // term is one period of sequencing.
 type term struct {
-	store   *postgres.Store
-	l       *ledger.Ledger
-	api     *server
-	epoch   uint64
-	renewed time.Time // the start of the last successful renewal
+	store *postgres.Store
+	l     *ledger.Ledger
+	api   *server
+	epoch uint64
+	// renewed is when the last successful renewal (or the acquisition)
+	// began: by the database's clock the lease holds until lease_ttl
+	// after some later moment. The loop sets it; /readyz reads it.
+	renewed atomic.Pointer[time.Time]
 	cancel  context.CancelFunc
 	done    sync.WaitGroup // witnesses and preview sweeps
 }
+
+func (t *term) setRenewed(at time.Time) { t.renewed.Store(&at) }
+
+func (t *term) lastRenewed() time.Time { return *t.renewed.Load() }
 
 // serveCluster serves as one instance among several on cfg.Store's
 // database, from the listener ln, until ctx ends. It fails the start
@@ -267,8 +287,13 @@ func newNode(ctx context.Context, cfg *Config, key *ledger.Key, cat catalog, set
 	if err != nil {
 		return nil, err
 	}
+	checkpointInterval, err := cfg.checkpointInterval()
+	if err != nil {
+		return nil, err
+	}
 	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: newMetrics(),
-		instance: cfg.instance(), advertise: advertise, ttl: ttl}
+		instance: cfg.instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval)}
+	n.leaseCtx, n.leaseMoved = context.WithCancelCause(context.Background())
 	n.m.treeSize, n.m.checkpointTime, n.m.cluster = n.size, n.checkpointTime, n.writeMetrics
 	if n.followStore, err = openPostgres(ctx, cfg); err != nil {
 		return nil, err
@@ -385,10 +410,22 @@ func (n *node) observe(ctx context.Context) {
 	if v.dbErr != nil {
 		n.log.Info("reading the lease again", "instance", n.instance)
 	}
+	n.noteEpoch(lease.Epoch)
 	v.dbErr, v.lease, v.read = nil, lease, time.Now()
 	// This instance's own name while it follows is a lease from before
 	// a restart, held until it expires: nobody to forward to.
 	v.live = lease.Held && lease.Address != "" && !(lease.Holder == n.instance && n.term.Load() == nil)
+}
+
+// noteEpoch abandons the forwards in flight if epoch is not the epoch
+// of the lease they were sent under (n.view's): the lease moved, and the
+// instance they were sent to no longer sequences. The caller holds n.mu.
+func (n *node) noteEpoch(epoch uint64) {
+	if epoch == n.view.lease.Epoch {
+		return
+	}
+	n.leaseMoved(errLeaseMoved)
+	n.leaseCtx, n.leaseMoved = context.WithCancelCause(context.Background())
 }
 
 // tryTakeOver takes the lease if it is free or expired, and then starts
@@ -405,10 +442,12 @@ func (n *node) tryTakeOver(ctx context.Context) {
 		}
 		n.candidate = s
 	}
+	// The lease runs from some moment of AcquireLease's round trip by
+	// the database's clock: from its start, at the latest, by ours.
+	start := time.Now()
 	actx, cancel := context.WithTimeout(ctx, n.ttl/2)
 	lease, err := n.candidate.AcquireLease(actx, n.instance, n.advertise, n.ttl)
 	cancel()
-	start := time.Now()
 	switch {
 	case errors.Is(err, postgres.ErrLeaseHeld):
 		return
@@ -421,6 +460,12 @@ func (n *node) tryTakeOver(ctx context.Context) {
 	}
 	store := n.candidate
 	n.candidate = nil
+	// The lease is this instance's: the forwards to the former holder
+	// are abandoned, and new ones answered 503 until the term serves.
+	n.mu.Lock()
+	n.noteEpoch(lease.Epoch)
+	n.view = leaseView{lease: lease, read: start}
+	n.mu.Unlock()
 	t, err := n.startTerm(ctx, store, lease)
 	if err != nil {
 		n.log.Error("taking over failed; following", "instance", n.instance, "epoch", lease.Epoch, "error", err)
@@ -430,7 +475,7 @@ func (n *node) tryTakeOver(ctx context.Context) {
 		store.Close()
 		return
 	}
-	t.renewed = start
+	t.setRenewed(start)
 	n.takeovers.Add(1)
 	n.term.Store(t)
 	n.handler.Store(&t.api.handler)
@@ -525,7 +570,7 @@ func (n *node) sequence(ctx context.Context) {
 		n.stepDown(t, reasonStorageFailure, err)
 		return
 	}
-	if ctx.Err() != nil || time.Since(t.renewed) < n.ttl/3-n.ttl/12 {
+	if ctx.Err() != nil || time.Since(t.lastRenewed()) < n.ttl/3-n.ttl/12 {
 		return
 	}
 	start := time.Now()
@@ -534,14 +579,14 @@ func (n *node) sequence(ctx context.Context) {
 	cancel()
 	switch {
 	case err == nil:
-		t.renewed = start
+		t.setRenewed(start)
 		n.mu.Lock()
 		n.view = leaseView{lease: lease, read: start, live: true}
 		n.mu.Unlock()
 	case errors.Is(err, postgres.ErrLeaseLost):
 		n.stepDown(t, reasonLeaseLost, err)
 	case ctx.Err() != nil:
-	case time.Since(t.renewed) >= n.ttl:
+	case time.Since(t.lastRenewed()) >= n.ttl:
 		n.stepDown(t, reasonNotRenewed, err)
 	default:
 		n.log.Warn("renewing the lease failed; retrying", "instance", n.instance, "epoch", t.epoch, "error", err)
@@ -677,13 +722,30 @@ func (s *server) forwardGuarded(h http.Handler, forward http.HandlerFunc) http.H
 	return forward
 }
 
+// errLeaseMoved is the cause of a forward's abandon: the lease moved
+// while the sequencer had not answered.
+var errLeaseMoved = errors.New("the lease moved to another term")
+
+// forwardTimeout is how long a follower waits for the sequencer's answer
+// to a forwarded request once it is sent: longer than a sequencer that
+// holds its lease takes to answer (a commit, which the lease bounds, after
+// at most min_commit_interval's largest value; for ?wait=checkpoint, a
+// checkpoint_interval more), and short enough that a sequencer that holds
+// its lease but answers nothing does not hold the request forever.
+func forwardTimeout(ttl, checkpointInterval time.Duration) time.Duration {
+	return 2*ttl + checkpointInterval + time.Second
+}
+
 // newProxy makes the forwarding proxy: to the sequencer's advertise URL,
 // keeping the client's Host (so that the approver's page checks origins
-// as behind any proxy), with forwardedByHeader set.
+// as behind any proxy), with forwardedByHeader set; a request whose
+// answer does not begin within n.forwardTimeout of being sent is
+// abandoned (forwardFailed).
 func (n *node) newProxy() (*httputil.ReverseProxy, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	tr.MaxIdleConnsPerHost = 64
+	tr.ResponseHeaderTimeout = n.forwardTimeout
 	if n.cfg.TLS != nil {
 		// The sequencer's certificate is checked against the system's
 		// roots; with mutual TLS this instance presents its own.
@@ -707,18 +769,34 @@ func (n *node) newProxy() (*httputil.ReverseProxy, error) {
 	return &httputil.ReverseProxy{
 		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			target := pr.In.Context().Value(forwardTarget{}).(*url.URL)
+			target := pr.In.Context().Value(forwardKey{}).(*forwarding).target
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
 			pr.Out.Header.Set(forwardedByHeader, n.instance)
+		},
+		// Once the sequencer's answer has begun, it is relayed whole,
+		// wherever the lease goes: the outcome is known.
+		ModifyResponse: func(resp *http.Response) error {
+			if !resp.Request.Context().Value(forwardKey{}).(*forwarding).keep() {
+				return errLeaseMoved // abandoned just before
+			}
+			return nil
 		},
 		ErrorHandler: n.forwardFailed,
 		ErrorLog:     serverErrorLog(n.log),
 	}, nil
 }
 
-type forwardTarget struct{}
+// forwarding is a forward in flight, in its request's context.
+type forwarding struct {
+	target *url.URL
+	// keep stops the forward's abandon should the lease move, and
+	// reports whether it was not abandoned already.
+	keep func() bool
+}
+
+type forwardKey struct{}
 
 // forward sends r to the sequencer and relays its answer, or answers 503
 // with Retry-After when there is none to send it to.
@@ -730,7 +808,7 @@ func (n *node) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n.mu.Lock()
-	v := n.view
+	v, moved := n.view, n.leaseCtx
 	n.mu.Unlock()
 	if !v.live {
 		n.forwardFailures.Add(1)
@@ -751,26 +829,47 @@ func (n *node) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n.forwarded.Add(1)
-	n.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardTarget{}, target)))
+	// The forward is abandoned if the lease moves before the answer
+	// begins: the instance it went to (frozen, cut off) no longer
+	// sequences, and the request, retried, reaches the one that does.
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	keep := context.AfterFunc(moved, func() { cancel(errLeaseMoved) })
+	defer keep()
+	n.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, forwardKey{}, &forwarding{target: target, keep: keep})))
 }
 
 // forwardFailed answers a request the sequencer did not answer: 503
 // no_sequencer when it could not be reached (nothing was sent), else 503
-// unavailable (the request may have been carried out).
+// outcome_unknown (the request was sent, and may or may not have been
+// carried out): no answer within n.forwardTimeout, the forward abandoned
+// as the lease moved, or the connection lost.
 func (n *node) forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
 	n.forwardFailures.Add(1)
-	if r.Context().Err() != nil {
+	moved := errors.Is(err, errLeaseMoved) || errors.Is(context.Cause(r.Context()), errLeaseMoved)
+	if !moved && r.Context().Err() != nil {
 		return // the client went away
 	}
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if !moved && errors.As(err, &op) && op.Op == "dial" {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "no_sequencer", "the sequencer could not be reached; retry")
 		return
 	}
-	n.log.WarnContext(r.Context(), "forwarding to the sequencer failed", "instance", n.instance, "error", err)
+	const retry = "the request may or may not have been carried out: retry it with the same Idempotency-Key (carried out at most once, it answers with the first receipt)"
+	var ne net.Error
 	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, "unavailable", "the sequencer did not answer; the request may have been carried out: retry (an append with the same Idempotency-Key learns its receipt)")
+	switch {
+	case moved:
+		n.log.WarnContext(r.Context(), "forward abandoned: the lease moved before the sequencer answered", "instance", n.instance)
+		writeError(w, http.StatusServiceUnavailable, "outcome_unknown", "another instance took over before the sequencer answered; %s", retry)
+	case errors.As(err, &ne) && ne.Timeout():
+		n.log.WarnContext(r.Context(), "forward abandoned: the sequencer did not answer in time", "instance", n.instance, "timeout", n.forwardTimeout.String())
+		writeError(w, http.StatusServiceUnavailable, "outcome_unknown", "the sequencer did not answer within %v; %s", n.forwardTimeout, retry)
+	default:
+		n.log.WarnContext(r.Context(), "forwarding to the sequencer failed", "instance", n.instance, "error", err)
+		writeError(w, http.StatusServiceUnavailable, "outcome_unknown", "the sequencer did not answer; %s", retry)
+	}
 }
 
 // readiness is the body of GET /readyz on an instance of a cluster.
@@ -782,10 +881,27 @@ type readiness struct {
 	Epoch     uint64 `json:"epoch"`
 }
 
+// role is this instance's role at now, and its term, if it has one:
+// roleSequencer while it has a term whose lease holds by the local
+// clock, that is, while less than five sixths of the lease's TTL have
+// passed since the start of the last successful renewal. Past that the
+// lease may have expired by the database's clock and another instance
+// may sequence; the term's loop learns so at its next renewal (after a
+// freeze by SIGSTOP, say, some moments after the process resumes), but
+// the instance stops calling itself the sequencer at once: roleFollower,
+// with its term.
+func (n *node) role(now time.Time) (string, *term) {
+	t := n.term.Load()
+	if t == nil || now.Sub(t.lastRenewed()) >= n.ttl-n.ttl/6 {
+		return roleFollower, t
+	}
+	return roleSequencer, t
+}
+
 // ready answers GET /readyz: 200 when this instance can take appends now
-// (it sequences and its ledger has not failed, or it follows a live
-// sequencer), 503 otherwise; with ?role=sequencer, 200 only on the
-// sequencer.
+// (it sequences, its lease holds by its clock and its ledger has not
+// failed, or it follows a live sequencer), 503 otherwise; with
+// ?role=sequencer, 200 only on the sequencer.
 func (n *node) ready(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	v := n.view
@@ -794,10 +910,15 @@ func (n *node) ready(w http.ResponseWriter, r *http.Request) {
 	if v.live {
 		rd.Sequencer = v.lease.Address
 	}
-	if t := n.term.Load(); t != nil {
+	switch role, t := n.role(time.Now()); {
+	case role == roleSequencer:
 		rd.Role, rd.Sequencer, rd.Epoch = roleSequencer, n.advertise, t.epoch
 		rd.Ready = t.l.Failure() == nil
-	} else {
+	case t != nil:
+		// A term whose lease may have expired: who sequences is not
+		// known until the loop renews or steps down.
+		rd.Sequencer, rd.Epoch = "", t.epoch
+	default:
 		// A view the store no longer extends (ledger.FollowError) serves
 		// stale reads: not ready.
 		rd.Ready = v.live && r.URL.Query().Get("role") != roleSequencer && n.followL.Failure() == nil
@@ -812,9 +933,10 @@ func (n *node) ready(w http.ResponseWriter, r *http.Request) {
 
 // writeMetrics writes the cluster's series.
 func (n *node) writeMetrics(w io.Writer) {
-	role, epoch := roleFollower, uint64(0)
-	if t := n.term.Load(); t != nil {
-		role, epoch = roleSequencer, t.epoch
+	role, t := n.role(time.Now())
+	var epoch uint64
+	if t != nil {
+		epoch = t.epoch
 	} else {
 		n.mu.Lock()
 		epoch = n.view.lease.Epoch

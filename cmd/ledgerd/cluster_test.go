@@ -167,21 +167,32 @@ func (f *clusterFixture) store(t *testing.T) *postgres.Store {
 }
 
 // post sends an append to url with the fixture's token and extra
-// headers, and returns the answer's status, headers and body.
+// headers, and returns the answer's status, headers and body; it fails
+// the test without an answer in 30 s.
 func (f *clusterFixture) post(t *testing.T, url string, i int, headers map[string]string) (int, http.Header, string) {
 	t.Helper()
+	status, h, body, err := f.tryPost(url, i, headers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, h, body
+}
+
+// tryPost is post returning the client's error; it may run in another
+// goroutine than the test's.
+func (f *clusterFixture) tryPost(url string, i int, headers map[string]string) (int, http.Header, string, error) {
 	req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
 	req.Header.Set("Authorization", "Bearer "+f.token)
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, "", err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
+	return resp.StatusCode, resp.Header, string(b), nil
 }
 
 // readyz returns GET url/readyz's status and body.
@@ -387,6 +398,137 @@ func TestClusterUnreachableSequencer(t *testing.T) {
 	wantUnavailable(t, "an append with an unreachable sequencer", status, h, body, "no_sequencer")
 }
 
+// silentSequencer is a stand-in sequencer that takes requests and
+// answers none until the client goes away or the test ends; arrived
+// receives the Idempotency-Key of each request as it arrives.
+func silentSequencer(t *testing.T) (url string, arrived chan string) {
+	t.Helper()
+	arrived = make(chan string, 16)
+	ended := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- r.Header.Get("Idempotency-Key")
+		select {
+		case <-r.Context().Done():
+		case <-ended:
+		}
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(ended) }) // before ts.Close, which waits for the handlers
+	return ts.URL, arrived
+}
+
+// A sequencer that holds its lease but does not answer a forwarded
+// append: the follower answers 503 outcome_unknown with Retry-After once
+// forwardTimeout has passed since it sent it.
+func TestClusterForwardTimeout(t *testing.T) {
+	f := newClusterFixture(t)
+	silent, arrived := silentSequencer(t)
+	if _, err := f.store(t).AcquireLease(t.Context(), "silent", silent, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	n, url, logs := f.testNode(t, "b", "300ms")
+	n.observe(t.Context())
+	timeout := forwardTimeout(300*time.Millisecond, 50*time.Millisecond) // the fixture's checkpoint_interval
+	start := time.Now()
+	status, h, body := f.post(t, url, 1, map[string]string{"Idempotency-Key": "k-1"})
+	took := time.Since(start)
+	if got := <-arrived; got != "k-1" {
+		t.Errorf("the sequencer got the key %q", got)
+	}
+	wantUnavailable(t, "an append the sequencer does not answer", status, h, body, "outcome_unknown")
+	if !strings.Contains(body, "did not answer within "+timeout.String()) || !strings.Contains(body, "may or may not have been carried out") {
+		t.Errorf("the answer's message: %s", body)
+	}
+	if took < timeout || took > timeout+10*time.Second {
+		t.Errorf("answered %v after the append was sent, want %v (and a little more)", took, timeout)
+	}
+	if r := logRecord(t, logs, "forward abandoned: the sequencer did not answer in time"); r["timeout"] != timeout.String() {
+		t.Errorf("the log line: %v", r)
+	}
+}
+
+// A forward in flight when the follower learns that the lease moved is
+// abandoned at once, answered 503 outcome_unknown with Retry-After: when
+// another instance took the lease, and when this one did. The append
+// retried with its key reaches the new holder.
+func TestClusterForwardAbandoned(t *testing.T) {
+	f := newClusterFixture(t)
+	frozen, arrivedFrozen := silentSequencer(t)
+	next, arrivedNext := silentSequencer(t)
+	if _, err := f.store(t).AcquireLease(t.Context(), "frozen", frozen, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// lease_ttl 3 s: forwardTimeout (7 s) is not what ends the forwards.
+	n, url, logs := f.testNode(t, "b", "3s")
+	n.observe(t.Context())
+	type answer struct {
+		status int
+		h      http.Header
+		body   string
+		err    error
+		at     time.Time
+	}
+	send := func() chan answer {
+		c := make(chan answer, 1)
+		go func() {
+			var a answer
+			a.status, a.h, a.body, a.err = f.tryPost(url, 1, map[string]string{"Idempotency-Key": "k-1"})
+			a.at = time.Now()
+			c <- a
+		}()
+		return c
+	}
+	wait := func(what string, c chan answer, moved time.Time) {
+		t.Helper()
+		select {
+		case a := <-c:
+			if a.err != nil {
+				t.Fatalf("%s: %v", what, a.err)
+			}
+			wantUnavailable(t, what, a.status, a.h, a.body, "outcome_unknown")
+			if !strings.Contains(a.body, "another instance took over before the sequencer answered") || !strings.Contains(a.body, "may or may not have been carried out") {
+				t.Errorf("%s: %s", what, a.body)
+			}
+			if a.at.Before(moved) {
+				t.Errorf("%s: answered before the lease moved", what)
+			}
+		case <-time.After(forwardTimeout(3*time.Second, 50*time.Millisecond) - time.Second):
+			t.Fatalf("%s: not answered", what)
+		}
+	}
+
+	// The lease moves to another instance.
+	first := send()
+	if got := <-arrivedFrozen; got != "k-1" {
+		t.Fatalf("the sequencer got the key %q", got)
+	}
+	holder := f.store(t)
+	takeWhenExpired(t, holder, "c", next)
+	moved := time.Now()
+	n.observe(t.Context())
+	wait("an append forwarded to the former holder", first, moved)
+	logRecord(t, logs, "forward abandoned: the lease moved before the sequencer answered")
+
+	// The retry goes to the new holder; then this instance takes the
+	// lease.
+	second := send()
+	if got := <-arrivedNext; got != "k-1" {
+		t.Fatalf("the new holder got the key %q", got)
+	}
+	if err := holder.ReleaseLease(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	moved = time.Now()
+	n.tryTakeOver(t.Context())
+	if n.term.Load() == nil {
+		t.Fatalf("b did not take the free lease: %s", logs)
+	}
+	wait("an append forwarded as this instance took the lease", second, moved)
+	if status, _, body := f.post(t, url, 1, map[string]string{"Idempotency-Key": "k-1"}); status != http.StatusCreated {
+		t.Errorf("the append again, at b sequencing: %d %s", status, body)
+	}
+}
+
 // testNode is an instance run by the test step by step: its loop does not
 // run, so that the test decides when it takes the lease and renews.
 func (f *clusterFixture) testNode(t *testing.T, name, ttl string) (*node, string, *lockedWriter) {
@@ -535,7 +677,7 @@ func TestClusterStepDownOnLeaseLoss(t *testing.T) {
 		t.Fatalf("a did not take the free lease: %s", logs)
 	}
 	takeWhenExpired(t, f.store(t), "b", "")
-	t0.renewed = time.Time{} // the renewal is due
+	t0.setRenewed(time.Time{}) // the renewal is due
 	n.sequence(t.Context())
 	if n.term.Load() != nil {
 		t.Fatalf("a still sequences after losing its lease: %s", logs)
@@ -622,12 +764,12 @@ func TestClusterDatabaseUnreachable(t *testing.T) {
 		t.Fatalf("a did not take the free lease: %s", logs)
 	}
 	tm.store.Close()
-	tm.renewed = time.Now().Add(-n.ttl / 2) // due, but within the TTL
+	tm.setRenewed(time.Now().Add(-n.ttl / 2)) // due, but within the TTL
 	n.sequence(t.Context())
 	if n.term.Load() == nil {
 		t.Fatalf("a stepped down before its lease could have expired: %s", logs)
 	}
-	tm.renewed = time.Now().Add(-n.ttl)
+	tm.setRenewed(time.Now().Add(-n.ttl))
 	n.sequence(t.Context())
 	if n.term.Load() != nil {
 		t.Fatalf("a still sequences after a TTL without renewal: %s", logs)
@@ -681,6 +823,54 @@ func TestFollowerRoutes(t *testing.T) {
 		}
 		for p := range local {
 			t.Errorf("%d witnesses: a follower serves %s itself", len(cfg.Witnesses), p)
+		}
+	}
+}
+
+// An instance with a term counts itself the sequencer only while its
+// lease holds by its own clock: less than five sixths of the TTL since
+// the start of its last successful renewal. Past that (a freeze, say,
+// before its loop has learnt that another took over) its /readyz is 503
+// with the role follower and no sequencer, and its metrics say follower.
+func TestSequencerRoleByLocalClock(t *testing.T) {
+	n := &node{ttl: 3 * time.Second, instance: "a", advertise: "http://127.0.0.1:8081"}
+	now := time.Now()
+	if role, tm := n.role(now); role != roleFollower || tm != nil {
+		t.Errorf("without a term: %s %v", role, tm)
+	}
+	tm := &term{epoch: 7}
+	tm.setRenewed(now)
+	n.term.Store(tm)
+	for _, c := range []struct {
+		since time.Duration
+		want  string
+	}{
+		{0, roleSequencer}, {time.Second, roleSequencer}, {2499 * time.Millisecond, roleSequencer},
+		{2500 * time.Millisecond, roleFollower}, {3 * time.Second, roleFollower}, {time.Hour, roleFollower},
+	} {
+		if role, got := n.role(now.Add(c.since)); role != c.want || got != tm {
+			t.Errorf("%v after the last renewal began: %s %v, want %s and the term", c.since, role, got, c.want)
+		}
+	}
+
+	tm.setRenewed(time.Now().Add(-n.ttl + n.ttl/6))
+	for _, q := range []string{"", "?role=sequencer"} {
+		w := httptest.NewRecorder()
+		n.ready(w, httptest.NewRequest("GET", "/readyz"+q, nil))
+		var rd readiness
+		if err := json.Unmarshal(w.Body.Bytes(), &rd); err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" ||
+			rd != (readiness{Role: roleFollower, Instance: "a", Epoch: 7}) {
+			t.Errorf("/readyz%s with the lease expired by the local clock: %d %+v", q, w.Code, rd)
+		}
+	}
+	var m strings.Builder
+	n.writeMetrics(&m)
+	for _, want := range []string{`ledgerd_cluster_role{instance="a",role="sequencer"} 0`, `ledgerd_cluster_role{instance="a",role="follower"} 1`, "ledgerd_lease_epoch 7"} {
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("the metrics lack %q:\n%s", want, m.String())
 		}
 	}
 }

@@ -3,10 +3,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"slices"
 	"strconv"
@@ -87,13 +90,14 @@ func TestClusterFailover(t *testing.T) {
 		seq.kill()
 		next, e := c.sequencer(c.others(seq), epoch, 30*time.Second)
 		took := time.Since(killed)
-		c.waitFor("an acknowledgement after the kill", 30*time.Second, func() bool {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			return l.lastAck.After(killed)
+		var first time.Time
+		c.waitFor("an acknowledgement of an append sent after the kill", 30*time.Second, func() bool {
+			var ok bool
+			first, ok = l.firstAckSentAfter(killed)
+			return ok
 		})
-		back := time.Since(killed)
-		t.Logf("kill %d: instance %s (epoch %d) %v after the previous round's appends; instance %s sequencer (epoch %d) %v after the kill, appends acknowledged again %v after it",
+		back := first.Sub(killed)
+		t.Logf("kill %d: instance %s (epoch %d) %v after the previous round's appends; instance %s sequencer (epoch %d) %v after the kill, the first append sent after it acknowledged %v after it",
 			round+1, seq.name, epoch, delay, next.name, e, took.Round(time.Millisecond), back.Round(time.Millisecond))
 		takeovers, resumed = append(takeovers, took), append(resumed, back)
 		epoch = e
@@ -101,12 +105,22 @@ func TestClusterFailover(t *testing.T) {
 		c.waitReady(seq)
 	}
 	c.checkLog(l, cps, c.nodes[rng.IntN(len(c.nodes))])
-	t.Logf("takeovers: %v; appends acknowledged again: %v", roundAll(takeovers), roundAll(resumed))
+	t.Logf("takeovers: %v (%s); the first append sent after the kill acknowledged: %v (%s)",
+		roundAll(takeovers), spread(takeovers), roundAll(resumed), spread(resumed))
 	for i, d := range takeovers {
 		if d > takeoverBound {
 			t.Errorf("takeover %d took %v, more than %v", i+1, d, takeoverBound)
 		}
 	}
+}
+
+// spread is the minimum, median and maximum of ds.
+func spread(ds []time.Duration) string {
+	s := slices.Sorted(slices.Values(ds))
+	if len(s) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("min %v, median %v, max %v", s[0].Round(time.Millisecond), s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
 }
 
 func roundAll(ds []time.Duration) []time.Duration {
@@ -424,4 +438,167 @@ func TestClusterPostgresRestart(t *testing.T) {
 func retryAfterOK(v string) bool {
 	n, err := strconv.Atoi(v)
 	return err == nil && n >= 1
+}
+
+// forwardBound is the bound on acknowledging, through a follower, an
+// append sent while the sequencer was frozen, counted from the takeover:
+// the follower learns the lease moved within a sixth of lease_ttl
+// (0.5 s by default), abandons the forward, and the retry reaches the new
+// sequencer.
+const forwardBound = 5 * time.Second
+
+// TestClusterFrozenSequencer: three instances (default lease_ttl). The
+// sequencer is frozen with SIGSTOP, and appends are sent through both
+// followers by a patient client (it waits 60 s for an answer) that
+// retries a 503 with the same Idempotency-Key: each is acknowledged
+// within forwardBound of the takeover, the followers abandoning their
+// forwards to the frozen instance once the lease moved (503
+// outcome_unknown with Retry-After) rather than waiting for it. Then
+// GET /readyz?role=sequencer requests reach the frozen instance and it is
+// resumed with SIGCONT: none is answered 200 or with the role sequencer,
+// as its lease expired by its own clock. checkLog's checks hold (each key
+// once in the log: the retries appended nothing twice).
+func TestClusterFrozenSequencer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three ledgerd instances on PostgreSQL")
+	}
+	srv := pgtest.NewServer(t)
+	seed := clusterSeed(t)
+	t.Logf("seed %d", seed)
+	c := newCluster(t, srv.NewDatabase(t), seed, nil, nil, "a", "b", "c")
+	for _, n := range c.nodes {
+		c.start(n)
+	}
+	for _, n := range c.nodes {
+		c.waitReady(n)
+	}
+	cps := c.pollCheckpoints()
+	l := c.newLoad(0, nil, nil) // no appenders: the record of the acknowledgements
+	keep := func(a appendAnswer) bool {
+		ak, ok := a.ack()
+		if ok {
+			l.mu.Lock()
+			l.keep(ak)
+			l.mu.Unlock()
+		}
+		return ok
+	}
+	seq, epoch := c.sequencer(c.nodes, 0, 30*time.Second)
+	followers := c.others(seq)
+	for i, f := range followers {
+		key := fmt.Sprintf("before-%d", i)
+		if a := c.postPatient(f, key, clusterBody(key)); !keep(a) {
+			t.Fatalf("append through instance %s: %d %s %v", f.name, a.status, a.code, a.err)
+		}
+	}
+
+	// probe is the story of one append sent while the sequencer is
+	// frozen.
+	type probe struct {
+		key, node string
+		answers   []appendAnswer // the refusals, then the acknowledgement
+		acked     bool
+	}
+	const perFollower = 4
+	probes := make(chan probe, perFollower*len(followers))
+	stopProbes := make(chan struct{})
+	defer close(stopProbes)
+	seq.signal(t, syscall.SIGSTOP)
+	frozen := time.Now()
+	for _, f := range followers {
+		for i := range perFollower {
+			p := probe{key: fmt.Sprintf("frozen-%s-%d", f.name, i), node: f.name}
+			go func() {
+				defer func() { probes <- p }()
+				for {
+					a := c.postPatient(f, p.key, clusterBody(p.key))
+					p.answers = append(p.answers, a)
+					if p.acked = a.receipt != nil; p.acked || (a.status != 0 && a.status != http.StatusServiceUnavailable) {
+						return
+					}
+					select {
+					case <-stopProbes:
+						return
+					case <-time.After(50 * time.Millisecond): // paced, not timed
+					}
+				}
+			}()
+		}
+	}
+	next, e := c.sequencer(followers, epoch, 30*time.Second)
+	tookOver := time.Now()
+	t.Logf("instance %s frozen at epoch %d; instance %s sequencer (epoch %d) %v later",
+		seq.name, epoch, next.name, e, tookOver.Sub(frozen).Round(time.Millisecond))
+	deadline := time.After(time.Until(tookOver.Add(forwardBound)))
+	var outcomeUnknown int
+	for range cap(probes) {
+		var p probe
+		select {
+		case p = <-probes:
+		case <-deadline:
+			t.Fatalf("appends through the followers, sent when instance %s was frozen, not all acknowledged %v after the takeover", seq.name, forwardBound)
+		}
+		last := p.answers[len(p.answers)-1]
+		if !p.acked || !keep(last) {
+			t.Fatalf("%s through instance %s: %d %s %v", p.key, p.node, last.status, last.code, last.err)
+		}
+		for _, a := range p.answers[:len(p.answers)-1] {
+			switch {
+			case a.status == http.StatusServiceUnavailable && a.code == "outcome_unknown" && a.retryAfter == "1":
+				outcomeUnknown++
+			case a.status == http.StatusServiceUnavailable && a.code == "no_sequencer" && a.retryAfter == "1":
+			default:
+				t.Errorf("%s through instance %s: %d %s Retry-After %q %v at %v after the takeover, want 503 outcome_unknown or no_sequencer with Retry-After: 1",
+					p.key, p.node, a.status, a.code, a.retryAfter, a.err, a.end.Sub(tookOver).Round(time.Millisecond))
+			}
+		}
+		t.Logf("%s through instance %s: first answered %v after the takeover (%d %s), acknowledged %v after it, after %d attempts",
+			p.key, p.node, p.answers[0].end.Sub(tookOver).Round(time.Millisecond), p.answers[0].status, p.answers[0].code,
+			last.end.Sub(tookOver).Round(time.Millisecond), len(p.answers))
+	}
+	if outcomeUnknown == 0 {
+		t.Errorf("no forward to the frozen instance %s was abandoned with 503 outcome_unknown", seq.name)
+	}
+
+	// /readyz requests wait in the frozen instance's sockets, then it
+	// resumes: it answers them before its loop has learnt that the lease
+	// moved, by its own clock.
+	const readies = 4
+	sent := make(chan struct{}, readies)
+	answers := make(chan string, readies)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	for range readies {
+		go func() {
+			trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { sent <- struct{}{} }}
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", seq.url()+"/readyz?role=sequencer", nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				answers <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
+		}()
+	}
+	for range readies {
+		select {
+		case <-sent:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the /readyz requests to the frozen instance were not sent")
+		}
+	}
+	seq.signal(t, syscall.SIGCONT)
+	for range readies {
+		a := <-answers
+		if !strings.HasPrefix(a, "503 ") || !strings.Contains(a, `"role":"follower"`) {
+			t.Errorf("GET /readyz?role=sequencer at instance %s, deposed, as it resumed: %s, want 503 and the role follower", seq.name, a)
+		}
+	}
+	c.waitFor(fmt.Sprintf("instance %s to follow %s", seq.name, next.name), 10*time.Second, func() bool {
+		r := c.readyz(seq, false)
+		return r.status == http.StatusOK && r.Role == "follower" && r.Sequencer == next.url()
+	})
+	c.checkLog(l, cps, next)
 }

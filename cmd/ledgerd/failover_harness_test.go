@@ -391,6 +391,7 @@ type ackRecord struct {
 	entry  []byte // the signed entry, as answered
 	status int    // 201, or 200 for a replay
 	node   string // the instance that answered
+	sent   time.Time
 	at     time.Time
 }
 
@@ -422,7 +423,7 @@ type appendLoad struct {
 	byIndex  map[uint64]string    // key by index
 	problems []string             // acknowledgements contradicting others
 	statuses map[string]int       // answers counted by "status code"
-	lastAck  time.Time
+	lastSent time.Time            // the latest start of an acknowledged attempt
 
 	// inflight counts the appends sent to each instance and not yet
 	// answered, by name.
@@ -502,9 +503,27 @@ func (l *appendLoad) keep(a ackRecord) {
 		l.acks[a.key] = a
 	}
 	l.byIndex[a.index] = a.key
-	if a.at.After(l.lastAck) {
-		l.lastAck = a.at
+	if a.sent.After(l.lastSent) {
+		l.lastSent = a.sent
 	}
+}
+
+// firstAckSentAfter is the earliest acknowledgement of an attempt that
+// started after t, if there is one yet: after a kill at t, one that only
+// the new sequencer can have given.
+func (l *appendLoad) firstAckSentAfter(t time.Time) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.lastSent.After(t) {
+		return time.Time{}, false
+	}
+	var first time.Time
+	for _, a := range l.acks {
+		if a.sent.After(t) && (first.IsZero() || a.at.Before(first)) {
+			first = a.at
+		}
+	}
+	return first, true
 }
 
 // stop stops the appenders and waits for them.
@@ -545,7 +564,7 @@ func (a appendAnswer) ack() (ackRecord, bool) {
 		return ackRecord{}, false
 	}
 	return ackRecord{key: a.key, index: a.receipt.Index, leaf: a.receipt.LeafHash, entry: a.receipt.Entry,
-		status: a.status, node: a.node, at: a.end}, true
+		status: a.status, node: a.node, sent: a.start, at: a.end}, true
 }
 
 // clusterBody is an append whose attributes and parameters carry key.

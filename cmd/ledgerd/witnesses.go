@@ -130,9 +130,16 @@ type witnessState struct {
 	key *verify.WitnessKey
 
 	// Guarded by witnesses.mu.
-	cosigned    uint64 // the size it last cosigned, as far as we know
-	lastSuccess time.Time
-	failures    map[string]uint64
+	//
+	// known is the size the witness knows the log at, as far as we know:
+	// the size of its latest cosignature of ours, or the size a 409 named,
+	// which a submission's proof starts from. cosigned is the largest
+	// size of this log's history that it cosigned (a verified line over
+	// our checkpoint), which the metrics report: on a forked store the
+	// witness knows a size of the other history, never cosigned here.
+	known, cosigned uint64
+	lastSuccess     time.Time
+	failures        map[string]uint64
 }
 
 // newWitnesses sets up the config's witnesses (Config.check checked
@@ -222,7 +229,7 @@ func (ws *witnesses) read(ctx context.Context, size uint64) error {
 		}
 		ws.add(size, w.i, line)
 		ws.mu.Lock()
-		w.cosigned = max(w.cosigned, size)
+		w.known, w.cosigned = max(w.known, size), max(w.cosigned, size)
 		ws.mu.Unlock()
 	}
 	return nil
@@ -320,11 +327,11 @@ func (ws *witnesses) loop(ctx context.Context, w *witnessState) {
 }
 
 // submit sends the checkpoint of the given size to w with a consistency
-// proof from the size w last cosigned, and keeps the cosignature. On
-// failure it returns the failure's kind.
+// proof from the size w knows, and keeps the cosignature. On failure it
+// returns the failure's kind.
 func (ws *witnesses) submit(ctx context.Context, w *witnessState, cp []byte, size uint64) (string, error) {
 	ws.mu.Lock()
-	old := w.cosigned
+	old := w.known
 	ws.mu.Unlock()
 	if old > size {
 		// The witness cosigned a larger tree of this origin than ours: a
@@ -373,8 +380,10 @@ func (ws *witnesses) submit(ctx context.Context, w *witnessState, cp []byte, siz
 			// Retrying at once would loop: wait like any failure.
 			return failBadAnswer, fmt.Errorf("409 Conflict naming the size sent, %d", old)
 		}
+		// Not cosigned here, as far as we know: the size may be another
+		// history's (the proof from it then fails).
 		ws.mu.Lock()
-		w.cosigned = known
+		w.known = known
 		ws.mu.Unlock()
 		return failConflict, fmt.Errorf("the witness has cosigned size %d, not %d", known, old)
 	case resp.StatusCode == http.StatusNotFound:
@@ -393,7 +402,7 @@ func (ws *witnesses) submit(ctx context.Context, w *witnessState, cp []byte, siz
 		return failBadAnswer, fmt.Errorf("200 without a valid cosignature by %s: %q", w.key.ID(), limitText(answer))
 	}
 	ws.mu.Lock()
-	w.cosigned, w.lastSuccess = size, time.Now()
+	w.known, w.cosigned, w.lastSuccess = size, max(w.cosigned, size), time.Now()
 	ws.mu.Unlock()
 	ws.add(size, w.i, line)
 	if ws.store != nil {
@@ -544,7 +553,7 @@ func (ws *witnesses) writeMetrics(out io.Writer) {
 	defer ws.mu.Unlock()
 	fmt.Fprintf(out, "# HELP ledgerd_witnesses_needed Cosignatures a checkpoint should gather (witnesses_needed).\n# TYPE ledgerd_witnesses_needed gauge\nledgerd_witnesses_needed %d\n", ws.needed)
 	fmt.Fprintf(out, "# HELP ledgerd_checkpoint_cosignatures Valid witness cosignatures held for the latest checkpoint.\n# TYPE ledgerd_checkpoint_cosignatures gauge\nledgerd_checkpoint_cosignatures %d\n", n)
-	fmt.Fprintf(out, "# HELP ledgerd_witness_cosigned_size The tree size each witness last cosigned, as far as ledgerd knows (0 until it answers).\n# TYPE ledgerd_witness_cosigned_size gauge\n")
+	fmt.Fprintf(out, "# HELP ledgerd_witness_cosigned_size The largest tree size of this log each witness cosigned, as far as ledgerd knows (0 until it cosigns).\n# TYPE ledgerd_witness_cosigned_size gauge\n")
 	for _, w := range ws.ws {
 		fmt.Fprintf(out, "ledgerd_witness_cosigned_size{witness=%q} %d\n", w.cfg.Name, w.cosigned)
 	}

@@ -342,3 +342,38 @@ func TestWitnessInterval(t *testing.T) {
 	waitCosignatures(t, s, size, 1)
 	t.Logf("%d checkpoints, %d cosigned in %v", size+1, accepted, elapsed)
 }
+
+// TestWitnessForkedMetrics: a witness that cosigned another history of
+// the log's origin (a forked store, the same key) answers 409 with its
+// size, and then refuses the proof from that size: the witness's
+// cosigned-size metric reports only sizes cosigned for this log's
+// history, none here, and the lag the whole log, not the other
+// history's size.
+func TestWitnessForkedMetrics(t *testing.T) {
+	var w *fakeWitness
+	s := startServerWith(t, func(c *Config) {
+		w = addFakeWitnesses(t, c, 1)[0]
+		// The other history: size 3, another root.
+		w.size, w.root = 3, bytes.Repeat([]byte{0x42}, 32)
+		if err := c.check(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	size := appendN(t, s, 0, 5)
+	waitUntil(t, "a bad_proof failure", func() bool {
+		m := get(t, s.url+"/metrics")
+		return strings.Contains(m, `ledgerd_witness_failures_total{witness="w0",kind="bad_proof"} `) &&
+			!strings.Contains(m, `ledgerd_witness_failures_total{witness="w0",kind="bad_proof"} 0`)
+	})
+	m := get(t, s.url+"/metrics")
+	for _, want := range []string{`ledgerd_witness_cosigned_size{witness="w0"} 0`, fmt.Sprintf(`ledgerd_witness_lag_entries{witness="w0"} %d`, size)} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("the metrics lack %q:\n%s", want, m)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.accepted != 0 || w.conflicts == 0 {
+		t.Errorf("the witness cosigned %d checkpoints and answered %d conflicts, want none and some", w.accepted, w.conflicts)
+	}
+}
