@@ -104,7 +104,8 @@ func startDaemon(t *testing.T, bin, dir string) *daemon {
 }
 
 // TestDaemonKill9 runs the real binaries: concurrent clients append over
-// HTTP while ledgerd is killed with SIGKILL and restarted (10 times); every
+// HTTP while ledgerd is killed with SIGKILL and restarted (4 times, 10 with
+// LEDGER_SOAK=1: soakRounds); every
 // acknowledged entry must be served unchanged afterwards, every checkpoint
 // served before must be consistent with the one after, and at the end an
 // export of all entries (over 1,000) verifies with ledger-verify.
@@ -119,7 +120,8 @@ func TestDaemonKill9(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
 	var vkey string
 
-	for cycle := range 10 {
+	kills := soakRounds(t, 4, 10)
+	for cycle := range kills {
 		d := startDaemon(t, ledgerd, dir)
 		vkey = d.vkey
 		token, _ := os.ReadFile(filepath.Join(dir, "token"))
@@ -134,6 +136,7 @@ func TestDaemonKill9(t *testing.T) {
 				t.Fatalf("cycle %d: acknowledged entry %d lost or changed", cycle, index)
 			}
 		}
+		ackedBefore := len(acked)
 		stop := make(chan struct{})
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -167,7 +170,22 @@ func TestDaemonKill9(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+		// At least 250 acknowledged in each cycle (so that the final log
+		// holds over 1,000 however slow the machine), then a random moment.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			mu.Lock()
+			n := len(acked) - ackedBefore
+			mu.Unlock()
+			if n >= 250 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cycle %d: %d appends acknowledged in 60 s", cycle, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rng.IntN(900)) * time.Millisecond) // a random moment, not a wait for a condition
 		if cp := get(t, url+"/v1/checkpoint"); cp != "" {
 			checkpoints = append(checkpoints, []byte(cp))
 		}
@@ -183,18 +201,26 @@ func TestDaemonKill9(t *testing.T) {
 	defer func() { d.cmd.Process.Kill(); d.cmd.Wait() }()
 	url := "http://" + d.addr
 	checkConsistentAfterRestart(t, url, d.vkey, checkpoints)
-	time.Sleep(1500 * time.Millisecond) // the next checkpoint covers every entry
-	cp := get(t, url+"/v1/checkpoint")
-	v, _ := note.NewVerifier(vkey)
-	latest, _, _, err := log.ParseCheckpoint([]byte(cp), strings.SplitN(vkey, "+", 2)[0], v)
-	if err != nil {
-		t.Fatal(err)
+	// The next checkpoint covers every acknowledged entry.
+	var top uint64
+	for index := range acked {
+		top = max(top, index+1)
 	}
+	v, _ := note.NewVerifier(vkey)
+	var latest log.Checkpoint
+	waitFor(t, "a checkpoint of every acknowledged entry", func() bool {
+		cp, _, _, err := log.ParseCheckpoint([]byte(get(t, url+"/v1/checkpoint")), strings.SplitN(vkey, "+", 2)[0], v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest = *cp
+		return latest.Size >= top
+	})
 	if latest.Size < 1000 || uint64(len(acked)) > latest.Size {
 		t.Fatalf("%d acknowledged, tree size %d: want at least 1,000 entries", len(acked), latest.Size)
 	}
 	out := exportAndVerify(t, ledgerVerify, url, vkey, latest.Size)
-	t.Logf("%d kills; %d entries acknowledged; %s", 10, len(acked), out)
+	t.Logf("%d kills; %d entries acknowledged; %s", kills, len(acked), out)
 }
 
 // checkServed checks that the ledgerd at url serves every acknowledged

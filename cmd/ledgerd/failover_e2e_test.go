@@ -51,7 +51,8 @@ func clusterSeed(t *testing.T) uint64 {
 // TestClusterFailover: three instances (default lease_ttl) on one
 // database, 64 closed-loop appenders spread over all three, each append
 // with its own idempotency key, retried on the next instance after any
-// failure; ten times the sequencer is killed with SIGKILL at a random
+// failure; four times (ten with LEDGER_SOAK=1: soakRounds) the sequencer
+// is killed with SIGKILL at a random
 // moment, another takes over, and the killed one is started again. Every
 // checkpoint any instance serves meanwhile is kept. At the end
 // (checkLog): the export verifies with the key; every acknowledged entry
@@ -80,7 +81,7 @@ func TestClusterFailover(t *testing.T) {
 
 	var takeovers, resumed []time.Duration
 	_, epoch := c.sequencer(c.nodes, 0, 30*time.Second)
-	for round := range 10 {
+	for round := range soakRounds(t, 4, 10) {
 		seq, e := c.sequencer(c.nodes, epoch-1, 30*time.Second)
 		epoch = e
 		l.waitAcks(fmt.Sprintf("before kill %d", round+1), 100, 30*time.Second)
