@@ -171,6 +171,50 @@ func TestSlowBodyTimeout(t *testing.T) {
 	}
 }
 
+// A body declared (Content-Length) larger than max_body_bytes is refused
+// at once with 413 too_large, on every endpoint that takes a mediator's
+// body, without waiting for the body (the client sends only the header)
+// nor reading it, and the connection is closed; nothing is recorded. A
+// body of exactly max_body_bytes is read.
+func TestDeclaredBodyTooLarge(t *testing.T) {
+	const maxBody = 4096
+	s := startMedServer(t, func(c *Config) {
+		c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies
+		c.MaxBodyBytes = maxBody
+		c.BodyTimeout = "60s" // not what answers
+	})
+	size := s.l.Size()
+	id := "sha256:" + strings.Repeat("1", 64)
+	header := func(path, length string) string {
+		return "POST " + path + " HTTP/1.1\r\nHost: example.com\r\nAuthorization: Bearer " + s.token +
+			"\r\nContent-Type: application/json\r\nContent-Length: " + length + "\r\n\r\n"
+	}
+	for _, path := range []string{"/v1/entries", "/v1/decide", "/v1/approvals/" + id + "/consume", "/v1/approvals/" + id + "/outcome"} {
+		for _, length := range []string{"10000000000", fmt.Sprint(maxBody + 1)} {
+			c := dialRaw(t, s.url)
+			c.send(t, header(path, length))
+			resp, body, err := c.response(10 * time.Second)
+			if err != nil {
+				t.Fatalf("%s, Content-Length %s: no answer within 10 s (body_timeout 60s): %v", path, length, err)
+			}
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close || !strings.Contains(body, `"too_large"`) {
+				t.Fatalf("%s, Content-Length %s: got %d (Connection: %q) %s, want 413 too_large, Connection: close", path, length, resp.StatusCode, resp.Header.Get("Connection"), body)
+			}
+			if !c.closedWithin(5 * time.Second) {
+				t.Fatalf("%s, Content-Length %s: the connection stays open after the refusal", path, length)
+			}
+		}
+	}
+	c := dialRaw(t, s.url)
+	c.send(t, header("/v1/entries", fmt.Sprint(maxBody))+strings.Repeat(" ", maxBody))
+	if resp, body, err := c.response(10 * time.Second); err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"invalid_request"`) {
+		t.Fatalf("a body of max_body_bytes, all spaces: %v %v %s, want 400 invalid_request", resp, err, body)
+	}
+	if s.l.Size() != size {
+		t.Fatal("appended")
+	}
+}
+
 // An append without a valid bearer token is answered at once, without
 // waiting for its body, and its connection is closed.
 func TestUnauthenticatedAppendNotRead(t *testing.T) {
