@@ -83,6 +83,7 @@ func main() {
 		mu       sync.Mutex
 		lat      []time.Duration
 		failures = map[string]int{}
+		example  = map[string]string{} // the first error of each kind
 		requests sync.WaitGroup
 	)
 	for tick := time.NewTicker(*interval); ctx.Err() == nil; <-tick.C {
@@ -94,7 +95,10 @@ func main() {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				failures[kind(err)]++
+				k := kind(err)
+				if failures[k]++; failures[k] == 1 {
+					example[k] = err.Error()
+				}
 				return
 			}
 			lat = append(lat, time.Since(start))
@@ -115,7 +119,10 @@ func main() {
 		*rate, first, *sources, *duration, *warmup, f.opened.Load(), f.failed.Load(), f.closed.Load(), f.meanHold(), f.held.Load())
 	fmt.Printf("client from %s, GET %s every %v (keep-alive %v): %d answered, %d failed %v\n",
 		*clientFrom, *path, *interval, *keepalive, len(lat), sum(failures), failures)
-	fmt.Printf("latency: p50 %v  p90 %v  p99 %v  max %v\n", pct(0.50), pct(0.90), pct(0.99), pct(1))
+	for k, e := range example {
+		fmt.Printf("first %s failure: %s\n", k, e)
+	}
+	fmt.Printf("latency of the answered: p50 %v  p90 %v  p99 %v  max %v\n", pct(0.50), pct(0.90), pct(0.99), pct(1))
 }
 
 // get asks for url and reads the answer, which must be 200.
