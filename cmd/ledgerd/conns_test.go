@@ -329,7 +329,11 @@ func TestConnectionCapPerSource(t *testing.T) {
 	for range 2 {
 		dial("127.0.0.1").send(t, partialAppend("Bearer "+s.token)) // its body is being read
 	}
-	waitFor(t, "the appends to be read", func() bool { f, n := s.lim.counts(); return f+n == 0 })
+	waitFor(t, "the appends to be read", func() bool {
+		open, _, _ := s.lim.stats()
+		f, n := s.lim.counts()
+		return open == 2 && f+n == 0
+	})
 	refused := dial("127.0.0.1")
 	refused.send(t, healthz)
 	if resp, _, err := refused.response(5 * time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
