@@ -143,10 +143,12 @@ type Config struct {
 	// MaxConnections is the most client connections served at once. When
 	// all are taken and another client connects, ledgerd closes the
 	// connection that has waited longest without a complete request
-	// header (an idle keep-alive connection, or one still sending its
-	// header) to make room; if every connection is busy with a request,
-	// the newcomer waits in the listen queue until one closes (the
-	// timeouts above bound how long). Optional; default derived from the
+	// header to make room: an idle keep-alive connection at once, a new
+	// connection that has sent nothing once it has had 250 ms to send a
+	// byte, one that has sent part of its header once it has had 2 s from
+	// its first byte to send the rest; until one of them can go, or if
+	// every connection is busy with a request, the newcomer waits in the
+	// listen queue (the timeouts above bound how long). Optional; default derived from the
 	// process's descriptor limit (RLIMIT_NOFILE, which Go raises to the
 	// hard limit at start): the limit less a reserve for the store's
 	// files and the process of a quarter of it (at least 64), at most
@@ -155,6 +157,21 @@ type Config struct {
 	// a smaller value or a higher limit. A value the limit cannot hold
 	// beside the reserve of 64 is refused at start.
 	MaxConnections int `json:"max_connections"`
+	// MaxConnectionsPerSource is the most connections from one source
+	// (an IPv4 address, or an IPv6 /64) served at once, so that one client
+	// cannot take every connection. When a source has this many and
+	// opens another, ledgerd closes the source's own connection that has
+	// waited longest without a complete request header, at once; if all
+	// of them are busy with requests, it closes the newcomer at once
+	// (counted in ledgerd_connections_refused_total). Optional; default
+	// (0 or absent) half of max_connections, at least 1. A value of
+	// max_connections or more sets no such cap: use it behind a reverse
+	// proxy or load balancer (every connection then comes from the proxy's
+	// address, and per-client caps belong in the proxy), and on the
+	// sequencer of a cluster whose followers forward many requests
+	// (docs/operations.md "Floods of connections"). A negative value is
+	// refused.
+	MaxConnectionsPerSource int `json:"max_connections_per_source"`
 	// CatalogDir, if set, is a directory of action declarations (*.json,
 	// docs/declarations.md). Appends must then name a declared action,
 	// carry attributes its generated JSON Schema accepts and its
@@ -532,7 +549,7 @@ func (c Config) LogValue() slog.Value {
 	for i, m := range c.Mediators {
 		names[i] = m.Name
 	}
-	maxConns, _ := c.maxConnections()
+	maxConns, perSource, _ := c.connectionCaps()
 	witnesses := make([]string, len(c.Witnesses))
 	for i, w := range c.Witnesses {
 		witnesses[i] = w.Name
@@ -543,6 +560,7 @@ func (c Config) LogValue() slog.Value {
 	}
 	attrs := []slog.Attr{slog.String("listen", c.Listen), slog.String("store_dir", c.StoreDir), slog.String("store", store),
 		slog.String("mediators", strings.Join(names, ",")), slog.Int("max_connections", maxConns),
+		slog.Int("max_connections_per_source", min(perSource, maxConns)),
 		slog.String("witnesses", strings.Join(witnesses, ",")), slog.Int("witnesses_needed", c.witnessesNeeded())}
 	// Previous tokens valid at start, by expiry; never their hashes.
 	if n, expiries := previousTokens(&c, time.Now()); n > 0 {
@@ -616,6 +634,22 @@ func (c *Config) maxConnections() (int, error) {
 		return 0, fmt.Errorf("the process may open only %d files (RLIMIT_NOFILE), too few for the store and connections: raise the limit (ulimit -n)", limit)
 	}
 	return n, nil
+}
+
+// connectionCaps returns maxConnections and MaxConnectionsPerSource, or
+// its default: half of maxConnections, at least 1. A per-source cap of
+// max or more caps nothing.
+func (c *Config) connectionCaps() (maxConns, perSource int, err error) {
+	if maxConns, err = c.maxConnections(); err != nil {
+		return 0, 0, err
+	}
+	switch {
+	case c.MaxConnectionsPerSource < 0:
+		return 0, 0, fmt.Errorf("max_connections_per_source %d is negative", c.MaxConnectionsPerSource)
+	case c.MaxConnectionsPerSource > 0:
+		return maxConns, c.MaxConnectionsPerSource, nil
+	}
+	return maxConns, max(1, maxConns/2), nil
 }
 
 // defaultMaxConnections derives MaxConnections from a descriptor limit:
@@ -803,7 +837,7 @@ func (c *Config) check() error {
 	if _, err := c.writeTimeout(); err != nil {
 		return err
 	}
-	if _, err := c.maxConnections(); err != nil {
+	if _, _, err := c.connectionCaps(); err != nil {
 		return err
 	}
 	if c.Approvals != nil {

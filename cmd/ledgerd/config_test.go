@@ -68,6 +68,7 @@ func TestConfigRanges(t *testing.T) {
 		`"mediators": [{"name": "m", "token_sha256": "` + hash2 + `", "burst": 5}]`:                                     "burst needs rate_per_second",
 		`"mediators": [{"name": "m", "token_sha256": "` + hash2 + `"}, {"name": "n", "token_sha256": "` + hash2 + `"}]`: "mediators[1] (n): token_sha256 is also mediators[0]'s",
 	}
+	refused[`"max_connections_per_source": -2`] = "max_connections_per_source -2 is negative"
 	for change, want := range refused {
 		if _, err := configWith(t, change); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", change, err, want)

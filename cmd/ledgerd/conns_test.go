@@ -114,17 +114,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// counts returns the numbers of fresh and idle connections.
+// counts returns the numbers of new connections yet to send their first
+// header (silent or fresh), and of idle ones.
 func (l *connLimiter) counts() (fresh, idle int) {
+	silent, fresh, idle := l.counts3()
+	return silent + fresh, idle
+}
+
+// counts3 returns the numbers of silent, fresh and idle connections.
+func (l *connLimiter) counts3() (silent, fresh, idle int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for c := l.fresh.head; c != nil; c = c.next {
+	for c := l.silent.head; c != nil; c = c.link.next {
+		silent++
+	}
+	for c := l.fresh.head; c != nil; c = c.link.next {
 		fresh++
 	}
-	for c := l.idle.head; c != nil; c = c.next {
+	for c := l.idle.head; c != nil; c = c.link.next {
 		idle++
 	}
-	return fresh, idle
+	return silent, fresh, idle
 }
 
 // A keep-alive connection is closed after idle_timeout.
@@ -161,6 +171,50 @@ func TestSlowBodyTimeout(t *testing.T) {
 	}
 }
 
+// A body declared (Content-Length) larger than max_body_bytes is refused
+// at once with 413 too_large, on every endpoint that takes a mediator's
+// body, without waiting for the body (the client sends only the header)
+// nor reading it, and the connection is closed; nothing is recorded. A
+// body of exactly max_body_bytes is read.
+func TestDeclaredBodyTooLarge(t *testing.T) {
+	const maxBody = 4096
+	s := startMedServer(t, func(c *Config) {
+		c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies
+		c.MaxBodyBytes = maxBody
+		c.BodyTimeout = "60s" // not what answers
+	})
+	size := s.l.Size()
+	id := "sha256:" + strings.Repeat("1", 64)
+	header := func(path, length string) string {
+		return "POST " + path + " HTTP/1.1\r\nHost: example.com\r\nAuthorization: Bearer " + s.token +
+			"\r\nContent-Type: application/json\r\nContent-Length: " + length + "\r\n\r\n"
+	}
+	for _, path := range []string{"/v1/entries", "/v1/decide", "/v1/approvals/" + id + "/consume", "/v1/approvals/" + id + "/outcome"} {
+		for _, length := range []string{"10000000000", fmt.Sprint(maxBody + 1)} {
+			c := dialRaw(t, s.url)
+			c.send(t, header(path, length))
+			resp, body, err := c.response(10 * time.Second)
+			if err != nil {
+				t.Fatalf("%s, Content-Length %s: no answer within 10 s (body_timeout 60s): %v", path, length, err)
+			}
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close || !strings.Contains(body, `"too_large"`) {
+				t.Fatalf("%s, Content-Length %s: got %d (Connection: %q) %s, want 413 too_large, Connection: close", path, length, resp.StatusCode, resp.Header.Get("Connection"), body)
+			}
+			if !c.closedWithin(5 * time.Second) {
+				t.Fatalf("%s, Content-Length %s: the connection stays open after the refusal", path, length)
+			}
+		}
+	}
+	c := dialRaw(t, s.url)
+	c.send(t, header("/v1/entries", fmt.Sprint(maxBody))+strings.Repeat(" ", maxBody))
+	if resp, body, err := c.response(10 * time.Second); err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"invalid_request"`) {
+		t.Fatalf("a body of max_body_bytes, all spaces: %v %v %s, want 400 invalid_request", resp, err, body)
+	}
+	if s.l.Size() != size {
+		t.Fatal("appended")
+	}
+}
+
 // An append without a valid bearer token is answered at once, without
 // waiting for its body, and its connection is closed.
 func TestUnauthenticatedAppendNotRead(t *testing.T) {
@@ -182,9 +236,10 @@ func TestUnauthenticatedAppendNotRead(t *testing.T) {
 }
 
 // At max_connections, a new client takes the place of the connection idle
-// longest; the others stay open.
+// longest; the others stay open. (Every connection comes from 127.0.0.1:
+// max_connections_per_source 2 sets no cap of its own.)
 func TestConnectionCapReclaimsIdle(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.MaxConnections = 2 })
+	s := startServerWith(t, func(c *Config) { c.MaxConnections, c.MaxConnectionsPerSource = 2, 2 })
 	var idle []*rawConn
 	for i := range 2 {
 		c := dialRaw(t, s.url)
@@ -219,22 +274,104 @@ func TestConnectionCapReclaimsIdle(t *testing.T) {
 }
 
 // At max_connections, a connection that has sent nothing keeps its place
-// for freshGrace (2 s), then a new client takes it, well before the header
-// timeout (10 s) would have closed it.
+// for silentGrace (250 ms), one that has sent part of its header for
+// freshGrace (2 s) from its first byte; then a new client takes it, well
+// before the header timeout (10 s) would have closed it. The new client
+// cannot be served before the grace ends (the connection's grace starts
+// after the test's clock), nor long after.
 func TestConnectionCapReclaimsSilent(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.MaxConnections = 1 })
-	silent := dialRaw(t, s.url)
-	waitFor(t, "the connection to be accepted", func() bool { f, _ := s.lim.counts(); return f == 1 })
-	c := dialRaw(t, s.url)
-	c.send(t, healthz)
-	if silent.closedWithin(500 * time.Millisecond) {
-		t.Fatal("a new connection was closed for another before it had time to send its header")
+	for _, tc := range []struct {
+		name, sent string
+		grace      time.Duration
+	}{
+		{"silent", "", silentGrace},
+		{"part of a header", "GET /healthz HT", freshGrace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServerWith(t, func(c *Config) { c.MaxConnections = 1 })
+			start := time.Now()
+			first := dialRaw(t, s.url)
+			first.send(t, tc.sent)
+			waitFor(t, "the connection to be accepted", func() bool {
+				silent, fresh, _ := s.lim.counts3()
+				return tc.sent == "" && silent == 1 || tc.sent != "" && fresh == 1
+			})
+			c := dialRaw(t, s.url)
+			c.send(t, healthz)
+			if resp, _, err := c.response(tc.grace + 8*time.Second); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("a new client at the cap, the only connection %s: %v", tc.name, err)
+			}
+			if d := time.Since(start); d < tc.grace {
+				t.Errorf("the new client was served %v after the first connected, before its grace (%v) ended", d, tc.grace)
+			}
+			if !first.closedWithin(5 * time.Second) {
+				t.Fatal("the first connection is still open")
+			}
+		})
 	}
-	if resp, _, err := c.response(8 * time.Second); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("a new client at the cap, the only connection silent: %v", err)
+}
+
+// At max_connections_per_source, a source's new connection takes the
+// place of the source's own that has waited longest without a request
+// header, at once; when all of the source's are busy, the newcomer is
+// closed at once, unanswered. Other sources are served meanwhile.
+func TestConnectionCapPerSource(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.MaxConnections, c.MaxConnectionsPerSource = 8, 2 })
+	addr := strings.TrimPrefix(s.url, "http://")
+	dial := func(src string) *rawConn {
+		c, err := dialFrom(src, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return &rawConn{c, bufio.NewReader(c)}
 	}
-	if !silent.closedWithin(time.Second) {
-		t.Fatal("the silent connection is still open")
+	for range 2 {
+		dial("127.0.0.1").send(t, partialAppend("Bearer "+s.token)) // its body is being read
+	}
+	waitFor(t, "the appends to be read", func() bool {
+		open, _, _ := s.lim.stats()
+		f, n := s.lim.counts()
+		return open == 2 && f+n == 0
+	})
+	refused := dial("127.0.0.1")
+	refused.send(t, healthz)
+	if resp, _, err := refused.response(5 * time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a third connection from a source of two busy ones, at max_connections_per_source 2: %v %v, want it closed unanswered", resp, err)
+	}
+
+	var idle []*rawConn
+	for i := range 2 {
+		c := dial("127.0.0.3")
+		c.send(t, healthz)
+		if resp, _, err := c.response(5 * time.Second); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("another source's connection %d: %v", i, err)
+		}
+		waitFor(t, fmt.Sprintf("connection %d to be idle", i), func() bool { _, n := s.lim.counts(); return n == i+1 })
+		idle = append(idle, c)
+	}
+	other := dial("127.0.0.2")
+	other.send(t, healthz)
+	if _, _, err := other.response(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the third source's connection to be idle", func() bool { _, n := s.lim.counts(); return n == 3 })
+	c := dial("127.0.0.3")
+	c.send(t, "GET /metrics HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	_, m, err := c.response(5 * time.Second)
+	if err != nil {
+		t.Fatalf("a source's third connection, two of its own idle: %v", err)
+	}
+	if !idle[0].closedWithin(5 * time.Second) {
+		t.Fatal("the source's connection idle longest was not closed for its new one")
+	}
+	if idle[1].closedWithin(200*time.Millisecond) || other.closedWithin(200*time.Millisecond) {
+		t.Fatal("another idle connection was closed too")
+	}
+	for _, want := range []string{"ledgerd_connections_open 5\n", "ledgerd_connections_reclaimed_total 1\n", "ledgerd_connections_refused_total 1\n"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }
 
@@ -355,6 +492,14 @@ func TestConfigConnections(t *testing.T) {
 	}
 	if _, err := (&Config{MaxConnections: -1}).maxConnections(); err == nil || !strings.Contains(err.Error(), "max_connections") {
 		t.Errorf("negative max_connections: %v", err)
+	}
+	for _, c := range []struct{ max, perSource, want int }{{768, 0, 384}, {1, 0, 1}, {3, 0, 1}, {768, 10, 10}, {768, 5000, 5000}} {
+		if _, got, err := (&Config{MaxConnections: c.max, MaxConnectionsPerSource: c.perSource}).connectionCaps(); err != nil || got != c.want {
+			t.Errorf("max_connections %d, max_connections_per_source %d: %d %v, want %d", c.max, c.perSource, got, err, c.want)
+		}
+	}
+	if _, _, err := (&Config{MaxConnectionsPerSource: -1}).connectionCaps(); err == nil || !strings.Contains(err.Error(), "max_connections_per_source") {
+		t.Errorf("negative max_connections_per_source: %v", err)
 	}
 	if limit, ok := fileLimit(); ok && limit < 1<<30 {
 		if _, err := (&Config{MaxConnections: int(limit)}).maxConnections(); err == nil || !strings.Contains(err.Error(), "max_connections") {

@@ -145,12 +145,21 @@ func (s *server) readRecord(w http.ResponseWriter, r *http.Request, mediator str
 	return in, true
 }
 
-// readMediatorBody reads the body of a mediator's request: the
-// mediator's rate, the body's bound and body_timeout. It answers a
-// refusal itself, and then returns false. The body lives in a pooled
-// buffer: the caller calls release once done with it.
+// readMediatorBody reads the body of a mediator's request: the body's
+// bound, the mediator's rate and body_timeout. It answers a refusal
+// itself, and then returns false. The body lives in a pooled buffer: the
+// caller calls release once done with it.
 func (s *server) readMediatorBody(w http.ResponseWriter, r *http.Request, mediator string) (body []byte, release func(), ok bool) {
 	rc := http.NewResponseController(w)
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		// Declared too large: refused before any of it is read (it may
+		// never come), and the connection closed with the body unread,
+		// as an unauthenticated append's (mediatorGuard).
+		rc.SetReadDeadline(time.Now().Add(refusedBodyGrace))
+		w.Header().Set("Connection", "close")
+		s.refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body exceeds %d bytes", s.cfg.MaxBodyBytes)
+		return nil, nil, false
+	}
 	if ok, wait := s.credentials().limiter.allow(mediator, time.Now()); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		s.refuse(w, http.StatusTooManyRequests, "rate_limited", "the mediator's append rate is exceeded; retry later")

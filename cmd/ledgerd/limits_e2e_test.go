@@ -74,7 +74,10 @@ func TestDaemonUnderIdleAndSlowClients(t *testing.T) {
 	d := startDaemon(t, bin, dir) // makes the data directory and token
 	d.cmd.Process.Kill()
 	d.cmd.Wait()
-	setConfig(t, dir, map[string]any{"idle_timeout": "2s", "body_timeout": "3s"})
+	// Every connection comes from 127.0.0.1: a per-source cap of 192 (no
+	// less than max_connections) leaves the cap of all connections to be
+	// tested (conns_flood_test.go tests the per-source cap).
+	setConfig(t, dir, map[string]any{"idle_timeout": "2s", "body_timeout": "3s", "max_connections_per_source": 192})
 	d = startWrapped(t, bin, dir, map[string]string{"LEDGERD_TEST_NOFILE": "256"})
 	defer func() { d.cmd.Process.Kill(); d.cmd.Wait() }()
 	token, _ := os.ReadFile(filepath.Join(dir, "token"))

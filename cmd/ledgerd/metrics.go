@@ -26,8 +26,8 @@ type metrics struct {
 	replayed       uint64
 	treeSize       func() uint64
 	checkpointTime func() time.Time
-	connections    func() (open int, reclaimed uint64) // connLimiter.stats
-	decisions      map[string]uint64                   // by decision value
+	connections    func() (open int, reclaimed, refused uint64) // connLimiter.stats
+	decisions      map[string]uint64                            // by decision value
 	reloadsOK      uint64
 	reloadsFailed  uint64
 	configReloads  [2]uint64         // failed, ok
@@ -180,9 +180,10 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "# HELP ledgerd_tree_size Durable entries.\n# TYPE ledgerd_tree_size gauge\nledgerd_tree_size %d\n", m.treeSize())
 	}
 	if m.connections != nil {
-		open, reclaimed := m.connections()
+		open, reclaimed, refused := m.connections()
 		fmt.Fprintf(w, "# HELP ledgerd_connections_open Client connections open (at most max_connections).\n# TYPE ledgerd_connections_open gauge\nledgerd_connections_open %d\n", open)
-		fmt.Fprintf(w, "# HELP ledgerd_connections_reclaimed_total Connections without a request closed to make room for a new one at max_connections.\n# TYPE ledgerd_connections_reclaimed_total counter\nledgerd_connections_reclaimed_total %d\n", reclaimed)
+		fmt.Fprintf(w, "# HELP ledgerd_connections_reclaimed_total Connections without a request closed to make room for a new one at max_connections or max_connections_per_source.\n# TYPE ledgerd_connections_reclaimed_total counter\nledgerd_connections_reclaimed_total %d\n", reclaimed)
+		fmt.Fprintf(w, "# HELP ledgerd_connections_refused_total New connections closed at once because their source had max_connections_per_source connections, all busy with requests.\n# TYPE ledgerd_connections_refused_total counter\nledgerd_connections_refused_total %d\n", refused)
 	}
 	if m.witnesses != nil {
 		m.witnesses(w)
