@@ -164,7 +164,11 @@ type Config struct {
 	// waited longest without a complete request header, at once; if all
 	// of them are busy with requests, it closes the newcomer at once
 	// (counted in ledgerd_connections_refused_total). Optional; default
-	// (0 or absent) half of max_connections, at least 1. A value of
+	// (0 or absent) half of max_connections, at least 1, on one machine's
+	// store, and no cap on a PostgreSQL store (store set): instances of a
+	// cluster forward to the sequencer from their own addresses, many
+	// requests at once, and a cluster is reached through a load balancer,
+	// where every connection comes from its address. A value of
 	// max_connections or more sets no such cap: use it behind a reverse
 	// proxy or load balancer (every connection then comes from the proxy's
 	// address, and per-client caps belong in the proxy), and on the
@@ -637,8 +641,9 @@ func (c *Config) maxConnections() (int, error) {
 }
 
 // connectionCaps returns maxConnections and MaxConnectionsPerSource, or
-// its default: half of maxConnections, at least 1. A per-source cap of
-// max or more caps nothing.
+// its default: half of maxConnections, at least 1, or on a PostgreSQL
+// store maxConnections (no cap). A per-source cap of max or more caps
+// nothing.
 func (c *Config) connectionCaps() (maxConns, perSource int, err error) {
 	if maxConns, err = c.maxConnections(); err != nil {
 		return 0, 0, err
@@ -648,6 +653,9 @@ func (c *Config) connectionCaps() (maxConns, perSource int, err error) {
 		return 0, 0, fmt.Errorf("max_connections_per_source %d is negative", c.MaxConnectionsPerSource)
 	case c.MaxConnectionsPerSource > 0:
 		return maxConns, c.MaxConnectionsPerSource, nil
+	}
+	if c.Store != "" {
+		return maxConns, maxConns, nil
 	}
 	return maxConns, max(1, maxConns/2), nil
 }

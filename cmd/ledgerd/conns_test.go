@@ -498,6 +498,13 @@ func TestConfigConnections(t *testing.T) {
 			t.Errorf("max_connections %d, max_connections_per_source %d: %d %v, want %d", c.max, c.perSource, got, err, c.want)
 		}
 	}
+	// On PostgreSQL the default caps no source: followers forward from
+	// their own addresses, and a cluster sits behind a load balancer.
+	for _, c := range []struct{ perSource, want int }{{0, 768}, {10, 10}} {
+		if _, got, err := (&Config{MaxConnections: 768, MaxConnectionsPerSource: c.perSource, Store: "postgres://db.example.org/l"}).connectionCaps(); err != nil || got != c.want {
+			t.Errorf("a PostgreSQL store, max_connections_per_source %d: %d %v, want %d", c.perSource, got, err, c.want)
+		}
+	}
 	if _, _, err := (&Config{MaxConnectionsPerSource: -1}).connectionCaps(); err == nil || !strings.Contains(err.Error(), "max_connections_per_source") {
 		t.Errorf("negative max_connections_per_source: %v", err)
 	}
