@@ -585,7 +585,11 @@ func (r *leafRun) find(h [ledger.HashSize]byte) (uint64, bool, error) {
 		for ; len(recs) > 0; recs = recs[leafRecSize:] {
 			switch c := bytes.Compare(recs[:ledger.HashSize], h[:]); {
 			case c == 0:
-				return binary.BigEndian.Uint64(recs[ledger.HashSize:]), true, nil
+				i := binary.BigEndian.Uint64(recs[ledger.HashSize:])
+				if i < r.first || i >= r.end {
+					return 0, false, fmt.Errorf("%w: leaf-hash run %s: block %d gives entry %d, outside the run", ledger.ErrCorrupt, r.name(), k, i)
+				}
+				return i, true, nil
 			case c > 0:
 				return 0, false, nil
 			}
