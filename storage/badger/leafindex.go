@@ -141,8 +141,12 @@ func openLeafIndex(dir string, logger *slog.Logger) (*leafIndex, error) {
 			}
 			continue
 		case sp.first != li.end():
-			li.close()
-			return nil, fmt.Errorf("%w: the leaf-hash runs in %s cover the entries up to %d, then %s", ledger.ErrCorrupt, dir, li.end(), path)
+			err := fmt.Errorf("%w: the leaf-hash runs in %s cover the entries up to %d, then %s", ledger.ErrCorrupt, dir, li.end(), path)
+			if sp.first > li.end() {
+				err = fmt.Errorf("%w: the run of entries [%d, %d) is missing", err, li.end(), sp.first)
+			}
+			li.close() // which forgets the runs, and their end
+			return nil, err
 		}
 		r, err := openLeafRun(path, sp.first, sp.end)
 		if err != nil {
