@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/storage/badger"
+)
+
+// These tests damage a store as a disk or an operator may, and run the
+// ledgerd binary on it: it must answer damage as damage (500, counted),
+// refuse to start from a state it cannot continue safely, and fsck must
+// say what it found and what it repaired.
+
+// servedDataDir starts the ledgerd binary bin once on a new data
+// directory in dir (dir/data), which makes it, and stops it.
+func servedDataDir(t *testing.T, bin, dir string) string {
+	t.Helper()
+	d := startDaemon(t, bin, dir)
+	stopDaemon(t, d)
+	if d.cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("ledgerd did not stop cleanly:\n%s", d.stderr)
+	}
+	return filepath.Join(dir, "data")
+}
+
+// fillStore appends n entries (appendBody) to the stopped ledgerd's data
+// directory data, in this process, through the ledger ledgerd opens: the
+// quick way to a store of thousands of entries. The ledger signs a
+// checkpoint when it closes.
+func fillStore(t *testing.T, data string, from, n int) {
+	t.Helper()
+	cfg, err := loadConfig(filepath.Join(data, configName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	store, err := badger.Open(t.Context(), cfg.StoreDir, badger.Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l, err := ledger.Open(t.Context(), store, key, ledger.Options{CheckpointInterval: -1, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	next := make(chan int)
+	for range 64 { // enough to fill group commits
+		wg.Go(func() {
+			for i := range next {
+				if _, err := l.Append(t.Context(), mustRecord(t, appendBody(i))); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for i := from; i < from+n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// httpGet returns the status and body of a GET of url.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// runBinary runs bin with args and returns its exit status, stdout and
+// stderr; it fails t if bin does not exit within a minute.
+func runBinary(t *testing.T, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode(), stdout.String(), stderr.String()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return 0, stdout.String(), stderr.String()
+}
+
+// A tile slot of the tree zeroed in tiles/level-0 (issue 23): ledgerd
+// starts (the slot is below the tree's right edge, which a start reads),
+// but every read that needs the tile answers 500 internal naming damage,
+// never 404 "no such entry", and counts it in ledgerd_store_damage_total;
+// the entry itself is still served. fsck names the tile as missing, with
+// exit 1.
+func TestZeroedTileSlotIsDamage(t *testing.T) {
+	bin := clusterLedgerd(t)
+	dir := t.TempDir()
+	data := servedDataDir(t, bin, dir)
+	fillStore(t, data, 0, 5300) // full level-0 tiles 0 to 19
+	path := filepath.Join(data, "store", "tiles", "level-0")
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const slot = ledger.TileWidth*ledger.HashSize + 4
+	if _, err := f.WriteAt(make([]byte, slot), 19*slot); err != nil { // entries 4864 to 5119
+		t.Fatal(err)
+	}
+	f.Close()
+
+	d := startDaemon(t, bin, dir)
+	url := "http://" + d.addr
+	if code, body := httpGet(t, url+"/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	code, e := httpGet(t, url+"/v1/entries/5000")
+	if code != 200 {
+		t.Fatalf("/v1/entries/5000: %d %s; want the entry, which is undamaged", code, e)
+	}
+	leaf := sha256.Sum256(append([]byte{0}, e...))
+	for _, path := range []string{"/v1/inclusion?index=5000", "/v1/inclusion?leaf_hash=" + hex.EncodeToString(leaf[:]), "/v1/proofs/5000", "/tile/0/019"} {
+		code, body := httpGet(t, url+path)
+		var answer struct{ Error apiError }
+		json.Unmarshal([]byte(body), &answer)
+		if code != 500 || answer.Error.Code != "internal" || !strings.Contains(answer.Error.Message, "the store is damaged") {
+			t.Errorf("GET %s with tile 0/19 zeroed: %d %s; want 500 internal, the store is damaged", path, code, body)
+		}
+	}
+	if code, _ := httpGet(t, url+"/tile/0/018"); code != 200 {
+		t.Errorf("GET /tile/0/018, undamaged: %d", code)
+	}
+	if _, m := httpGet(t, url+"/metrics"); !strings.Contains(m, "\nledgerd_store_damage_total 4\n") {
+		t.Errorf("/metrics does not count the 4 requests that met damage:\n%s", m)
+	}
+	stopDaemon(t, d)
+	if n := strings.Count(d.stderr.String(), "the store is damaged: a request found it"); n != 1 {
+		t.Errorf("ledgerd logged the damage %d times, want once:\n%s", n, d.stderr)
+	}
+
+	code, stdout, stderr := runBinary(t, bin, "fsck", "--data", data)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "tile 0/19 of the tree of 5300 entries is missing") ||
+		!regexp.MustCompile(`(?m)^ledgerd: damage: ledger: store is corrupt: tile 0/19: `).MatchString(stderr) || strings.Contains(stderr, "not found") {
+		t.Fatalf("fsck with tile 0/19 zeroed: exit %d, stdout %q, stderr %s; want exit 1 naming tile 0/19 missing, never \"not found\"", code, stdout, stderr)
+	}
+}
