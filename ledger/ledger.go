@@ -1183,7 +1183,18 @@ func (l *Ledger) InclusionProofByHash(ctx context.Context, leafHash [HashSize]by
 	if index >= size {
 		return 0, nil, fmt.Errorf("%w: leaf %x is entry %d, not in the tree of size %d", ErrNotFound, leafHash, index, size)
 	}
-	p, err := newTileReader(ctx, l.store).inclusionProof(index, size)
+	// The tree's own leaf hash at index, from the tile the proof reads
+	// anyway: a leaf-hash index that names another entry is damaged, and
+	// its proof would be of another entry.
+	r := newTileReader(ctx, l.store)
+	leaf, err := r.node(compact.NodeID{Level: 0, Index: index})
+	if err != nil {
+		return 0, nil, err
+	}
+	if !bytes.Equal(leaf, leafHash[:]) {
+		return 0, nil, fmt.Errorf("%w: the leaf-hash index gives entry %d for a leaf hash, but the tree's leaf hash there is another", ErrCorrupt, index)
+	}
+	p, err := r.inclusionProof(index, size)
 	return index, p, err
 }
 

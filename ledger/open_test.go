@@ -147,3 +147,31 @@ func TestOpenDetectsTampering(t *testing.T) {
 	}
 	l2.Close()
 }
+
+// wrongLeafStore's leaf-hash index is damaged: it gives every leaf hash
+// the index after the right one.
+type wrongLeafStore struct{ ledger.Store }
+
+func (s wrongLeafStore) IndexOf(ctx context.Context, h [ledger.HashSize]byte) (uint64, error) {
+	i, err := s.Store.IndexOf(ctx, h)
+	return i + 1, err
+}
+
+// A leaf-hash index that names another entry than the tree holds under
+// the leaf hash is damage: the proof would be another entry's.
+func TestInclusionProofByHashChecksTheIndex(t *testing.T) {
+	k := testKey(t)
+	s := memory.New()
+	l := openTest(t, s, k)
+	receipts := appendN(t, l, 0, 20)
+	l.Close()
+	l, err := ledger.Open(t.Context(), wrongLeafStore{s}, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, _, err = l.InclusionProofByHash(t.Context(), receipts[3].LeafHash, 20)
+	if !errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("InclusionProofByHash with a leaf-hash index giving the wrong entry: %v; want ErrCorrupt", err)
+	}
+}
