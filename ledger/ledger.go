@@ -337,6 +337,11 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 	if err != nil {
 		return nil, err
 	}
+	if st.Checkpoint == nil && st.Size > 0 {
+		return nil, fmt.Errorf("%w: the store holds %d entries but no signed checkpoint: a log signs the empty tree's before its first entry, "+
+			"so its latest checkpoint was lost; starting would sign a tree that may be smaller than one signed before, and give "+
+			"its indices to new entries, forking the log: restore the store, or at least its latest checkpoint, from a backup", ErrCorrupt, st.Size)
+	}
 	var latestSigners, latestOthers []string
 	if st.Checkpoint != nil {
 		var cp *log.Checkpoint
@@ -399,7 +404,8 @@ func Check(ctx context.Context, store Store, key *Key, previousKeys ...string) e
 
 // Open checks the store against its own tiles and latest checkpoint, and
 // starts the ledger. It refuses to start, with an error wrapping a clear
-// cause, if the stored tree does not match the latest signed checkpoint,
+// cause, if the store holds entries but no signed checkpoint (it was
+// lost: ErrCorrupt), if the stored tree does not match the latest signed checkpoint,
 // if that checkpoint was not signed by key (or, with Options.PreviousKeys,
 // the log's keys do not follow each other through rotation checkpoints:
 // see Rotate; then the error is errors.Is ErrRotation), if a tile on the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
+	"strings"
 	"testing"
 )
 
@@ -146,6 +147,47 @@ func TestOpenDetectsTampering(t *testing.T) {
 		t.Errorf("size %d, want 760 (entries after the checkpoint are kept)", l2.Size())
 	}
 	l2.Close()
+}
+
+// lostCheckpointStore has lost its checkpoints: its entries are all there.
+type lostCheckpointStore struct{ ledger.Store }
+
+func (s lostCheckpointStore) State(ctx context.Context) (ledger.State, error) {
+	st, err := s.Store.State(ctx)
+	return ledger.State{Size: st.Size}, err
+}
+
+// A store with entries but no signed checkpoint lost its latest one (a
+// log signs the empty tree's first): Open and Check refuse it, saying so
+// and what to do, rather than sign a tree that may fork the log. An empty
+// store without one is a new log.
+func TestOpenRefusesEntriesWithoutCheckpoint(t *testing.T) {
+	k := testKey(t)
+	s := memory.New()
+	l := openTest(t, s, k)
+	appendN(t, l, 0, 30)
+	l.Close()
+	lost := lostCheckpointStore{s}
+	_, err := ledger.Open(t.Context(), lost, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if !errors.Is(err, ledger.ErrCorrupt) {
+		t.Fatalf("Open of 30 entries without a checkpoint = %v, want ErrCorrupt", err)
+	}
+	for _, want := range []string{"holds 30 entries but no signed checkpoint", "was lost", "restore the store, or at least its latest checkpoint, from a backup"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Open's error %q does not say %q", err, want)
+		}
+	}
+	if err := ledger.Check(t.Context(), lost, k); !errors.Is(err, ledger.ErrCorrupt) {
+		t.Errorf("Check of 30 entries without a checkpoint = %v, want ErrCorrupt", err)
+	}
+	if st, _ := s.State(t.Context()); st.CheckpointSize != 30 || st.Size != 30 {
+		t.Errorf("the refused Open changed the store: %+v", st)
+	}
+	l, err = ledger.Open(t.Context(), lostCheckpointStore{memory.New()}, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatalf("Open of an empty store without a checkpoint: %v", err)
+	}
+	l.Close()
 }
 
 // wrongLeafStore's leaf-hash index is damaged: it gives every leaf hash

@@ -188,3 +188,90 @@ func TestZeroedTileSlotIsDamage(t *testing.T) {
 		t.Fatalf("fsck with tile 0/19 zeroed: exit %d, stdout %q, stderr %s; want exit 1 naming tile 0/19 missing, never \"not found\"", code, stdout, stderr)
 	}
 }
+
+// A store whose entries outlived every copy of its latest checkpoint (the
+// index and the checkpoint file lost, issue 23): ledgerd refuses to start,
+// naming the state and the remedy, rather than sign a tree that may be
+// smaller than one it signed and fork the log; fsck calls it damage. The
+// checkpoint file alone lost is rebuilt from the index, with a warning.
+func TestStartRefusesLostCheckpoint(t *testing.T) {
+	bin := clusterLedgerd(t)
+	dir := t.TempDir()
+	data := servedDataDir(t, bin, dir)
+	fillStore(t, data, 0, 300)
+
+	t.Run("every copy lost", func(t *testing.T) {
+		data := filepath.Join(t.TempDir(), "data")
+		copyTree(t, filepath.Join(dir, "data"), data)
+		store := filepath.Join(data, "store")
+		for _, lost := range []string{"index", "checkpoint"} {
+			if err := os.RemoveAll(filepath.Join(store, lost)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, stdout, stderr := runBinary(t, bin, "serve", "--data", data, "--listen", "127.0.0.1:0")
+		for _, want := range []string{
+			"ledgerd: error: ", "the store holds 300 entries but no signed checkpoint", "its latest checkpoint was lost",
+			"restore the store, or at least its latest checkpoint, from a backup",
+			"ledgerd: hint: ledgerd fsck --config ",
+		} {
+			if code != 1 || !strings.Contains(stderr, want) {
+				t.Fatalf("serve without any copy of the latest checkpoint: exit %d, stdout %q, stderr %s; want exit 1 saying %q", code, stdout, stderr, want)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(store, "checkpoint")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the refused start made a checkpoint file: %v", err)
+		}
+		code, stdout, stderr = runBinary(t, bin, "fsck", "--data", data)
+		if code != 1 || !strings.Contains(stderr, "holds 300 entries but no signed checkpoint") {
+			t.Fatalf("fsck without any copy of the latest checkpoint: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+		}
+	})
+	t.Run("checkpoint file lost", func(t *testing.T) {
+		store := filepath.Join(data, "store")
+		if err := os.Remove(filepath.Join(store, "checkpoint")); err != nil {
+			t.Fatal(err)
+		}
+		d := startDaemon(t, bin, dir)
+		stopDaemon(t, d)
+		if !strings.Contains(d.stderr.String(), "rebuilt the checkpoint file from the index's latest signed checkpoint") {
+			t.Fatalf("ledgerd rebuilt the checkpoint file without a warning:\n%s", d.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(store, "checkpoint")); err != nil {
+			t.Fatalf("the checkpoint file was not rebuilt: %v", err)
+		}
+	})
+}
+
+// copyTree copies the file or directory src to dst, modes kept.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	info, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.IsDir() {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	// CopyFS makes files 0644; ledgerd refuses a key others can read.
+	if key := filepath.Join(dst, "ledger.key"); fileExists(key) {
+		if err := os.Chmod(key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

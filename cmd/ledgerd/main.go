@@ -244,6 +244,16 @@ func fail(stderr io.Writer, format string, args ...any) int {
 	return 1
 }
 
+// damageHints says what to do about a start refused for damage
+// (ledger.ErrCorrupt but for the keys' errors, which rotationHints
+// covers); configPath is the config, for the fsck command.
+func damageHints(stderr io.Writer, err error, configPath string) {
+	if !errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrRotation) {
+		return
+	}
+	hint(stderr, "ledgerd fsck --config %s names all of the damage; docs/operations.md \"Damage\" says what to do (restore from a backup, keep the damaged copy, never edit a store by hand)", shellQuote(configPath))
+}
+
 func hint(stderr io.Writer, format string, args ...any) {
 	fmt.Fprintf(stderr, "ledgerd: hint: %s\n", fmt.Sprintf(format, args...))
 }
@@ -476,7 +486,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	store, err := openStore(ctx, cfg, log)
 	if err != nil {
-		return failStart("%v", err)
+		code := failStart("%v", err)
+		damageHints(stderr, err, configPath)
+		return code
 	}
 	defer store.Close()
 	m := newMetrics()
@@ -487,6 +499,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		code := failStart("%v", err)
 		rotationHints(stderr, err)
+		damageHints(stderr, err, configPath)
 		return code
 	}
 	pol := newPolicies(cfg, cat, l, log, m)

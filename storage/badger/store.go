@@ -560,7 +560,7 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	if err := s.indexTiles(nil, int64(complete)); err != nil {
 		return 0, err
 	}
-	restored := false
+	restored, rebuilt := false, false
 	switch {
 	case fileCP != nil && (!hasCP || fileSize > cpSize):
 		// The index lost it (rebuilt, or its last sync lost).
@@ -584,13 +584,15 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 			restored = true
 		}
 	case hasCP && (fileCP == nil || cpSize > fileSize):
-		// A store from before the checkpoint file.
+		// The file lost, or older than the index's copy (a file restored
+		// alone), or a store from before the checkpoint file.
 		var cp []byte
 		if err = s.db.View(func(txn *badgerdb.Txn) error {
 			cp, err = getValue(txn, checkpointKey(cpSize))
 			return err
 		}); err == nil {
 			err = writeCheckpointFile(s.dir, cpSize, cp)
+			rebuilt = true
 		}
 	}
 	if err != nil {
@@ -601,11 +603,15 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 		log.WarnContext(ctx, "ledger: erased a frame whose write a crash cut short (never acknowledged)",
 			slog.Uint64("size", size), slog.Int64("bytes", dropped))
 	}
+	if replayed > 0 {
+		log.InfoContext(ctx, "ledger: indexed frames after a crash", slog.Int("frames", replayed), slog.Uint64("size", size))
+	}
 	if restored {
 		log.WarnContext(ctx, "ledger: restored the latest signed checkpoint from the checkpoint file into the index", slog.Uint64("checkpoint_size", fileSize))
 	}
-	if replayed > 0 {
-		log.InfoContext(ctx, "ledger: indexed frames after a crash", slog.Int("frames", replayed), slog.Uint64("size", size))
+	if rebuilt {
+		log.WarnContext(ctx, "ledger: rebuilt the checkpoint file from the index's latest signed checkpoint (the file was missing or older)",
+			slog.Uint64("checkpoint_size", cpSize))
 	}
 	if replayed > 0 || dropped > 0 || restored {
 		if err := s.db.Sync(); err != nil {
