@@ -243,6 +243,73 @@ func TestStartRefusesLostCheckpoint(t *testing.T) {
 	})
 }
 
+// fsck opens the store as serve does, which erases a frame whose write a
+// crash cut short: it says so, and then that it found no damage (a torn
+// write is not damage: it was never acknowledged), exit 0.
+func TestFsckSaysWhatItRepaired(t *testing.T) {
+	bin := clusterLedgerd(t)
+	dir := t.TempDir()
+	data := servedDataDir(t, bin, dir)
+	fillStore(t, data, 0, 300)
+	store := filepath.Join(data, "store")
+	segments, _ := filepath.Glob(filepath.Join(store, "frames", "*.frames"))
+	if len(segments) != 1 {
+		t.Fatalf("frames/ holds %v; the test needs one segment", segments)
+	}
+	before, err := os.ReadFile(segments[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep everything but the frames, append one more entry, then put the
+	// rest back and cut the new frame in half: a crash during its write,
+	// before it was acknowledged.
+	saved := filepath.Join(dir, "saved")
+	if err := os.Mkdir(saved, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kept := []string{"index", "checkpoint", "approvals"}
+	for _, name := range kept {
+		if _, err := os.Stat(filepath.Join(store, name)); err == nil {
+			copyTree(t, filepath.Join(store, name), filepath.Join(saved, name))
+		}
+	}
+	fillStore(t, data, 300, 1)
+	after, err := os.ReadFile(segments[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := 0
+	for at < len(before) && before[at] == after[at] {
+		at++
+	}
+	end := len(bytes.TrimRight(after, "\x00"))
+	if at >= end {
+		t.Fatal("the appended entry's frame is not in the segment")
+	}
+	torn := append(after[:at+(end-at)/2:at+(end-at)/2], make([]byte, len(after)-(at+(end-at)/2))...)
+	if err := os.WriteFile(segments[0], torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range kept {
+		if err := os.RemoveAll(filepath.Join(store, name)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(saved, name)); err == nil {
+			copyTree(t, filepath.Join(saved, name), filepath.Join(store, name))
+		}
+	}
+
+	code, stdout, stderr := runBinary(t, bin, "fsck", "--data", data)
+	if code != 0 || !regexp.MustCompile(`(?m)^ledgerd: fsck: repaired when the store was opened \(as serve would\): erased the last \d+ bytes of the frame log, `+
+		`a frame whose write a crash cut short \(never acknowledged\)\nledgerd: fsck: \S+ holds 300 entries, the latest signed checkpoint is for 300; no damage found after the repairs above `).MatchString(stdout) {
+		t.Fatalf("fsck after a torn write: exit %d, stdout %q, stderr %s; want the repair, then no damage, exit 0", code, stdout, stderr)
+	}
+	code, stdout, stderr = runBinary(t, bin, "fsck", "--data", data)
+	if code != 0 || strings.Contains(stdout, "repaired") || !strings.Contains(stdout, "no damage found (") {
+		t.Fatalf("fsck again: exit %d, stdout %q, stderr %s; want no repair, no damage", code, stdout, stderr)
+	}
+}
+
 // copyTree copies the file or directory src to dst, modes kept.
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()

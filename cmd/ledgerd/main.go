@@ -119,15 +119,17 @@ Commands:
               otherwise), then each damage found, naming the entry, tile or
               checkpoint and what differs (at most --max-damage, default
               100), and a summary with the rate. It opens the store as
-              serve does (a crash's torn write is erased then) and signs
-              nothing. On PostgreSQL it takes the sequencer's lease,
-              refused while an instance holds it: stop every instance
-              first. With --online, ledgerd keeps running: the ledgerd
-              serving the data directory checks the log up to its latest
-              signed checkpoint, on one core, while it appends, and
-              streams the progress back (through the unix socket
-              fsck.sock in the store directory, mode 0600: the operator's,
-              as the files are); one at a time. On PostgreSQL, --online
+              serve does, which repairs what a crash leaves (a torn write
+              erased, the index brought up to date): it says each repair
+              before the summary. It signs nothing. On PostgreSQL it
+              takes the sequencer's lease, refused while an instance
+              holds it: stop every instance first. With --online,
+              ledgerd keeps running: the ledgerd serving the data
+              directory checks the log up to its latest signed
+              checkpoint, on one core, while it appends, and streams the
+              progress back (through the unix socket fsck.sock in the
+              store directory, mode 0600: the operator's, as the files
+              are); one at a time. On PostgreSQL, --online
               checks from this process, without the lease, up to the
               latest checkpoint. Exit 0 if no damage is found, 1 if any
               is.

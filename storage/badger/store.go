@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +95,9 @@ type Store struct {
 	// hasCP; only AddCheckpoint, one call at a time, changes them.
 	latestCP uint64
 	hasCP    bool
+
+	// repairs are what Open repaired (Repairs).
+	repairs []string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -602,16 +606,20 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	if dropped > 0 {
 		log.WarnContext(ctx, "ledger: erased a frame whose write a crash cut short (never acknowledged)",
 			slog.Uint64("size", size), slog.Int64("bytes", dropped))
+		s.repairs = append(s.repairs, fmt.Sprintf("erased the last %d bytes of the frame log, a frame whose write a crash cut short (never acknowledged)", dropped))
 	}
 	if replayed > 0 {
 		log.InfoContext(ctx, "ledger: indexed frames after a crash", slog.Int("frames", replayed), slog.Uint64("size", size))
+		s.repairs = append(s.repairs, fmt.Sprintf("indexed %d frames the index had lost (a crash, or a lost index), up to %d entries", replayed, size))
 	}
 	if restored {
 		log.WarnContext(ctx, "ledger: restored the latest signed checkpoint from the checkpoint file into the index", slog.Uint64("checkpoint_size", fileSize))
+		s.repairs = append(s.repairs, fmt.Sprintf("restored the latest signed checkpoint, for tree size %d, from the checkpoint file into the index", fileSize))
 	}
 	if rebuilt {
 		log.WarnContext(ctx, "ledger: rebuilt the checkpoint file from the index's latest signed checkpoint (the file was missing or older)",
 			slog.Uint64("checkpoint_size", cpSize))
+		s.repairs = append(s.repairs, fmt.Sprintf("rebuilt the checkpoint file from the index's latest signed checkpoint, for tree size %d (the file was missing or older)", cpSize))
 	}
 	if replayed > 0 || dropped > 0 || restored {
 		if err := s.db.Sync(); err != nil {
@@ -620,6 +628,14 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	}
 	return size, nil
 }
+
+// Repairs says what Open repaired, one sentence each, in the order done:
+// a frame a crash cut short erased, frames the index lost indexed again,
+// the latest signed checkpoint restored into the index from the
+// checkpoint file, or the file rebuilt from the index. It is empty when
+// Open found the store as Close leaves it. Each is also logged, as a
+// warning but for the frames indexed again (routine after a crash).
+func (s *Store) Repairs() []string { return slices.Clone(s.repairs) }
 
 // tileFlushInterval is how often the indexer writes the partial tiles
 // the overlay holds to badger. Between two flushes a commit's index
