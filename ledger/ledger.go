@@ -337,6 +337,11 @@ func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, e
 	if err != nil {
 		return nil, err
 	}
+	if st.Checkpoint == nil && st.Size > 0 {
+		return nil, fmt.Errorf("%w: the store holds %d entries but no signed checkpoint: a log signs the empty tree's before its first entry, "+
+			"so its latest checkpoint was lost; starting would sign a tree that may be smaller than one signed before, and give "+
+			"its indices to new entries, forking the log: restore the store, or at least its latest checkpoint, from a backup", ErrCorrupt, st.Size)
+	}
 	var latestSigners, latestOthers []string
 	if st.Checkpoint != nil {
 		var cp *log.Checkpoint
@@ -399,7 +404,8 @@ func Check(ctx context.Context, store Store, key *Key, previousKeys ...string) e
 
 // Open checks the store against its own tiles and latest checkpoint, and
 // starts the ledger. It refuses to start, with an error wrapping a clear
-// cause, if the stored tree does not match the latest signed checkpoint,
+// cause, if the store holds entries but no signed checkpoint (it was
+// lost: ErrCorrupt), if the stored tree does not match the latest signed checkpoint,
 // if that checkpoint was not signed by key (or, with Options.PreviousKeys,
 // the log's keys do not follow each other through rotation checkpoints:
 // see Rotate; then the error is errors.Is ErrRotation), if a tile on the
@@ -1183,7 +1189,18 @@ func (l *Ledger) InclusionProofByHash(ctx context.Context, leafHash [HashSize]by
 	if index >= size {
 		return 0, nil, fmt.Errorf("%w: leaf %x is entry %d, not in the tree of size %d", ErrNotFound, leafHash, index, size)
 	}
-	p, err := newTileReader(ctx, l.store).inclusionProof(index, size)
+	// The tree's own leaf hash at index, from the tile the proof reads
+	// anyway: a leaf-hash index that names another entry is damaged, and
+	// its proof would be of another entry.
+	r := newTileReader(ctx, l.store)
+	leaf, err := r.node(compact.NodeID{Level: 0, Index: index})
+	if err != nil {
+		return 0, nil, err
+	}
+	if !bytes.Equal(leaf, leafHash[:]) {
+		return 0, nil, fmt.Errorf("%w: the leaf-hash index gives entry %d for a leaf hash, but the tree's leaf hash there is another", ErrCorrupt, index)
+	}
+	p, err := r.inclusionProof(index, size)
 	return index, p, err
 }
 

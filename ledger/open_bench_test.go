@@ -160,7 +160,9 @@ func openBenchStore(b *testing.B, n int) (string, *ledger.Key) {
 }
 
 // buildBenchStore commits n signed entries to a new badger store in dir,
-// in batches of 512, then opens a ledger on it to sign the checkpoint.
+// in batches of 512, after the empty tree's checkpoint (a log has one
+// before its first entry: Open refuses entries without a checkpoint),
+// then opens a ledger on it to sign the checkpoint.
 // Every 50th entry from 1 on is a needs_approval decision, and 3, 6 and 9
 // entries after it come its verdict, consumption and outcome: about 8% of
 // the entries are the approval lifecycle's, the rest decisions of ~600
@@ -172,6 +174,13 @@ func buildBenchStore(dir string, key *ledger.Key, n int) error {
 		return err
 	}
 	defer s.Close()
+	first, err := ledger.Open(ctx, s, key, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if err != nil {
+		return err
+	}
+	if err := first.Close(); err != nil {
+		return err
+	}
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	edge := ledger.NewEdge()
 	var prev commit.Digest

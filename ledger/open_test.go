@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
+	"strings"
 	"testing"
 )
 
@@ -146,4 +147,73 @@ func TestOpenDetectsTampering(t *testing.T) {
 		t.Errorf("size %d, want 760 (entries after the checkpoint are kept)", l2.Size())
 	}
 	l2.Close()
+}
+
+// lostCheckpointStore has lost its checkpoints: its entries are all there.
+type lostCheckpointStore struct{ ledger.Store }
+
+func (s lostCheckpointStore) State(ctx context.Context) (ledger.State, error) {
+	st, err := s.Store.State(ctx)
+	return ledger.State{Size: st.Size}, err
+}
+
+// A store with entries but no signed checkpoint lost its latest one (a
+// log signs the empty tree's first): Open and Check refuse it, saying so
+// and what to do, rather than sign a tree that may fork the log. An empty
+// store without one is a new log.
+func TestOpenRefusesEntriesWithoutCheckpoint(t *testing.T) {
+	k := testKey(t)
+	s := memory.New()
+	l := openTest(t, s, k)
+	appendN(t, l, 0, 30)
+	l.Close()
+	lost := lostCheckpointStore{s}
+	_, err := ledger.Open(t.Context(), lost, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if !errors.Is(err, ledger.ErrCorrupt) {
+		t.Fatalf("Open of 30 entries without a checkpoint = %v, want ErrCorrupt", err)
+	}
+	for _, want := range []string{"holds 30 entries but no signed checkpoint", "was lost", "restore the store, or at least its latest checkpoint, from a backup"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Open's error %q does not say %q", err, want)
+		}
+	}
+	if err := ledger.Check(t.Context(), lost, k); !errors.Is(err, ledger.ErrCorrupt) {
+		t.Errorf("Check of 30 entries without a checkpoint = %v, want ErrCorrupt", err)
+	}
+	if st, _ := s.State(t.Context()); st.CheckpointSize != 30 || st.Size != 30 {
+		t.Errorf("the refused Open changed the store: %+v", st)
+	}
+	l, err = ledger.Open(t.Context(), lostCheckpointStore{memory.New()}, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatalf("Open of an empty store without a checkpoint: %v", err)
+	}
+	l.Close()
+}
+
+// wrongLeafStore's leaf-hash index is damaged: it gives every leaf hash
+// the index after the right one.
+type wrongLeafStore struct{ ledger.Store }
+
+func (s wrongLeafStore) IndexOf(ctx context.Context, h [ledger.HashSize]byte) (uint64, error) {
+	i, err := s.Store.IndexOf(ctx, h)
+	return i + 1, err
+}
+
+// A leaf-hash index that names another entry than the tree holds under
+// the leaf hash is damage: the proof would be another entry's.
+func TestInclusionProofByHashChecksTheIndex(t *testing.T) {
+	k := testKey(t)
+	s := memory.New()
+	l := openTest(t, s, k)
+	receipts := appendN(t, l, 0, 20)
+	l.Close()
+	l, err := ledger.Open(t.Context(), wrongLeafStore{s}, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, _, err = l.InclusionProofByHash(t.Context(), receipts[3].LeafHash, 20)
+	if !errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("InclusionProofByHash with a leaf-hash index giving the wrong entry: %v; want ErrCorrupt", err)
+	}
 }

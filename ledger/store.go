@@ -28,7 +28,11 @@ var (
 	// checkpoint. Open returns it when a stored entry, tile or checkpoint
 	// does not match the tree it recomputes; a Store returns it when its
 	// own records disagree (a checksum, a length or an index that does not
-	// match the data), rather than serve bytes it cannot vouch for.
+	// match the data), rather than serve bytes it cannot vouch for, and
+	// when it lost something its records say it holds (an entry below its
+	// size, a tile of its tree, its latest checkpoint), rather than call
+	// it ErrNotFound: "not found" is a definite answer about the log,
+	// damage is not. An error never wraps both.
 	ErrCorrupt = errors.New("ledger: store is corrupt")
 )
 
@@ -63,13 +67,15 @@ type Store interface {
 	Commit(ctx context.Context, b Batch) error
 
 	// Entry returns the bytes of the entry at index, or ErrNotFound if
-	// index is not below the stored size.
+	// index is not below the stored size. An entry below the stored size
+	// that the store cannot find MUST be reported as ErrCorrupt.
 	Entry(ctx context.Context, index uint64) ([]byte, error)
 
 	// ReadEntries calls fn with each entry in [start, end) in index order,
 	// stopping at the first error fn returns, which it returns. It MUST
 	// return ErrNotFound, before calling fn, if end exceeds the stored size
-	// or start > end. fn MUST NOT retain the slice after it returns.
+	// or start > end, and ErrCorrupt for an entry of the range it cannot
+	// find. fn MUST NOT retain the slice after it returns.
 	ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error
 
 	// IndexOf returns the index of the entry whose Merkle leaf hash is
@@ -83,7 +89,11 @@ type Store interface {
 
 	// Tile returns the hashes stored for the tile at (level, index): the
 	// concatenation of between 1 and TileWidth hashes, the last version
-	// committed. It returns ErrNotFound if no batch has written that tile.
+	// committed. It returns ErrNotFound if no batch has written that tile
+	// and the tree of the stored size does not have it (TileInTree). The
+	// ledger's batches carry every tile they change, so a tile of the
+	// stored tree that the store does not hold was lost: Tile MUST return
+	// ErrCorrupt for it, never ErrNotFound.
 	Tile(ctx context.Context, level uint8, index uint64) ([]byte, error)
 
 	// AddCheckpoint stores a signed checkpoint for tree size size and makes
@@ -97,7 +107,9 @@ type Store interface {
 	AddCheckpoint(ctx context.Context, size uint64, signed []byte) error
 
 	// Checkpoint returns the signed checkpoint added for exactly size, or
-	// ErrNotFound.
+	// ErrNotFound. The latest checkpoint, which State names, MUST NOT be
+	// ErrNotFound: a store that lost it returns ErrCorrupt, from State
+	// too.
 	Checkpoint(ctx context.Context, size uint64) ([]byte, error)
 
 	// Close releases the store. Durable data stays durable.
@@ -162,6 +174,18 @@ type Tile struct {
 	Level  uint8
 	Index  uint64
 	Hashes []byte // 1 to TileWidth hashes, concatenated
+}
+
+// TileInTree reports whether the tree of size entries has the tile at
+// (level, index): whether it has a node at tree level TileHeight·level
+// whose index is at least TileWidth·index. Those are the tiles a Store
+// holds after the ledger's batches; one it does not hold was lost.
+func TileInTree(size uint64, level uint8, index uint64) bool {
+	if uint(level)*TileHeight >= 64 {
+		return false
+	}
+	n := size >> (TileHeight * uint(level)) // nodes at that tree level
+	return n > 0 && index <= (n-1)/TileWidth
 }
 
 // Check refuses, wrapping ErrConflict, a batch that no Store may commit

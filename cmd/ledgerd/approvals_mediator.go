@@ -278,6 +278,7 @@ func (s *server) getApproval(w http.ResponseWriter, r *http.Request) {
 	st, ok, err := s.l.ReadApproval(r.Context(), id)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "reading a closed approval's entries failed", "approval", id.String(), "error", err)
+		s.storeDamaged(r.Context(), err)
 		s.refuse(w, http.StatusInternalServerError, "internal", "the approval's entries could not be read")
 		return
 	}

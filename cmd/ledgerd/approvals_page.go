@@ -528,6 +528,7 @@ func (s *server) pageLookup(w http.ResponseWriter, r *http.Request, ses *pageSes
 	st, ok, err := s.l.ReadApproval(r.Context(), id)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "approver's page: reading a closed approval's entries failed", "approval", id.String(), "error", err)
+		s.storeDamaged(r.Context(), err)
 		s.pageRefuse(w, r, http.StatusInternalServerError, "internal", "the approval's entries could not be read")
 		return ledger.ApprovalStatus{}, false
 	}
@@ -591,6 +592,7 @@ func (s *server) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *p
 	}
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "approver's page: the request entry could not be read", "approval", st.ID.String(), "error", err)
+		s.storeDamaged(r.Context(), err)
 		s.pageRefuse(w, r, http.StatusInternalServerError, "internal", "the approval's request could not be read")
 		return pageView{}, false
 	}

@@ -37,7 +37,7 @@ func (s *server) checkpointAt(w http.ResponseWriter, r *http.Request) {
 	}
 	cp, err := s.signedAt(r.Context(), size)
 	if err != nil {
-		s.writeSignedAtError(w, err, "the size")
+		s.writeSignedAtError(w, r, err, "the size")
 		return
 	}
 	cache := "public, max-age=31536000, immutable"
@@ -71,7 +71,7 @@ func (s *server) signedAt(ctx context.Context, size uint64) ([]byte, error) {
 		return nil, errNotSigned
 	}
 	cp, err := s.l.CheckpointAt(ctx, size)
-	if errors.Is(err, ledger.ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) && !errors.Is(err, ledger.ErrCorrupt) {
 		return nil, errNotSigned
 	}
 	return cp, err
@@ -80,7 +80,10 @@ func (s *server) signedAt(ctx context.Context, size uint64) ([]byte, error) {
 // writeSignedAtError answers a signedAt error for the parameter what. The
 // message names the latest size, not the one asked for (refusals never
 // repeat what was sent).
-func (s *server) writeSignedAtError(w http.ResponseWriter, err error, what string) {
+func (s *server) writeSignedAtError(w http.ResponseWriter, r *http.Request, err error, what string) {
+	if s.damaged(w, r, err, "the checkpoint") {
+		return
+	}
 	if errors.Is(err, errNotSigned) {
 		_, latest := s.l.Checkpoint()
 		writeError(w, http.StatusNotFound, "not_found",

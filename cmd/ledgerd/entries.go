@@ -246,6 +246,11 @@ func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 		}
 		s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the request ended before the append was answered; the entry may have been appended: retry with the same Idempotency-Key to learn its receipt")
 		return
+	case s.l.Failure() == nil && s.storeDamaged(r.Context(), err):
+		// A read before the entry was queued (its idempotency key's
+		// entry) found damage.
+		s.refuse(w, http.StatusInternalServerError, "internal", "the entry was not appended: the store is damaged")
+		return
 	case err != nil:
 		s.appendFailed(r, mediator, err)
 		if s.cluster != nil {
@@ -286,6 +291,10 @@ func (s *server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 		var hashes [][]byte
 		if err == nil {
 			hashes, err = s.l.InclusionProof(r.Context(), receipt.Index, size)
+		}
+		if s.storeDamaged(r.Context(), err) {
+			s.refuse(w, http.StatusInternalServerError, "internal", "the entry %d is durable, but its inclusion proof could not be read: the store is damaged", receipt.Index)
+			return
 		}
 		if err != nil {
 			s.refuse(w, http.StatusServiceUnavailable, "no_checkpoint", "the entry %d is durable, but no checkpoint covered it in time", receipt.Index)
@@ -484,6 +493,9 @@ func (s *server) getEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := s.l.Entry(r.Context(), index)
+	if s.damaged(w, r, err, "the entry") {
+		return
+	}
 	if errors.Is(err, ledger.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "not_found", "no entry at this index")
 		return
@@ -544,6 +556,7 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 	body := progressWriter{w, http.NewResponseController(w), s.writeTimeout}
 	if err := s.l.Export(r.Context(), body, start, end, opts); err != nil {
 		// Headers are sent: the truncated file fails verification.
+		s.storeDamaged(r.Context(), err)
 		s.log.ErrorContext(r.Context(), "export failed", "start", start, "end", end, "error", err)
 	}
 }

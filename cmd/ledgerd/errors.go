@@ -4,13 +4,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // apiError is the JSON body of every error response. Messages name fields
@@ -32,6 +36,36 @@ func (s *server) refuse(w http.ResponseWriter, status int, code, format string, 
 	s.m.reject(code)
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	writeError(w, status, code, format, args...)
+}
+
+// storeDamaged reports whether err says the store is damaged
+// (ledger.ErrCorrupt: its records contradict themselves, or it lost
+// something they say it holds, such as a tile of its tree). A request
+// that meets damage is answered 500, never 404: "not found" is a definite
+// answer about the log, which a damaged store cannot give. Each is counted
+// in ledgerd_store_damage_total; the first is logged, the later ones only
+// counted (ledgerd fsck, with ledgerd stopped, names all of the damage).
+func (s *server) storeDamaged(ctx context.Context, err error) bool {
+	if !errors.Is(err, ledger.ErrCorrupt) {
+		return false
+	}
+	s.m.damage()
+	if s.damageLogged.CompareAndSwap(false, true) {
+		s.log.ErrorContext(ctx, "the store is damaged: a request found it; later ones are counted in ledgerd_store_damage_total, not logged: "+
+			"stop ledgerd and run ledgerd fsck, which names the damage (docs/operations.md)", "error", err)
+	}
+	return true
+}
+
+// damaged answers a read whose err says the store is damaged
+// (storeDamaged) with 500, what (the thing read) named, and reports
+// whether it did.
+func (s *server) damaged(w http.ResponseWriter, r *http.Request, err error, what string) bool {
+	if !s.storeDamaged(r.Context(), err) {
+		return false
+	}
+	writeError(w, http.StatusInternalServerError, "internal", "%s could not be read: the store is damaged", what)
+	return true
 }
 
 // unrouted answers what no route serves, in place of ServeMux's plain-text

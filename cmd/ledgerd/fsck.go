@@ -19,7 +19,9 @@ import (
 // refuses a check beside a running ledgerd; on PostgreSQL, the
 // sequencer's lease, which the check holds while it reads: exclusive). It
 // opens the store as serve does, which may re-index frames and erase a
-// write a crash cut short, then reads everything: every frame and entry
+// write a crash cut short, and says what that repaired (not damage: what
+// a crash leaves, and serve would repair the same), then reads
+// everything: every frame and entry
 // checksum, the index against the frames, badger's table checksums
 // (badger.Store.Check), and every entry, tile, checkpoint and key as
 // ledger.Fsck checks them. A progress line goes to stderr, the summary to
@@ -67,8 +69,10 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	if err != nil {
 		return fail(stderr, "%s: %v", name, err)
 	}
+	var repairs []string
 	var storeDamage error
 	if store.badger != nil {
+		repairs = store.badger.Repairs()
 		fmt.Fprintf(stderr, "ledgerd: %s: checking the frames, the index and badger's tables of %s\n", name, store.where)
 		bp := newProgress(stderr, name+": the store's records")
 		started := time.Now()
@@ -97,12 +101,14 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	if cerr := store.Close(); cerr != nil && err == nil {
 		return fail(stderr, "%v", cerr)
 	}
-	return fsckSummary(stdout, stderr, name, store.where, rep, err, storeDamage, time.Since(start), false)
+	return fsckSummary(stdout, stderr, name, store.where, repairs, rep, err, storeDamage, time.Since(start), false)
 }
 
-// fsckSummary prints what fsck found, and returns the exit status. online
-// says the check was of the tree at a checkpoint while ledgerd appended.
-func fsckSummary(stdout, stderr io.Writer, name, where string, rep *ledger.FsckReport, err, storeDamage error, took time.Duration, online bool) int {
+// fsckSummary prints what fsck found, and returns the exit status:
+// repairs are what opening the store repaired, said where the summary
+// goes (stdout, or stderr with damage). online says the check was of the
+// tree at a checkpoint while ledgerd appended.
+func fsckSummary(stdout, stderr io.Writer, name, where string, repairs []string, rep *ledger.FsckReport, err, storeDamage error, took time.Duration, online bool) int {
 	state := fmt.Sprintf("%s holds %d entries, the latest signed checkpoint is for %d", where, rep.StoreSize, rep.CheckpointSize)
 	if online {
 		state = fmt.Sprintf("%s held %d entries, checked online up to the signed checkpoint for %d", where, rep.StoreSize, rep.CheckpointSize)
@@ -119,6 +125,13 @@ func fsckSummary(stdout, stderr io.Writer, name, where string, rep *ledger.FsckR
 	}
 	stats := fmt.Sprintf("%d entries and %d tiles checked %s in %v, %s entries/s",
 		rep.Checked, rep.Tiles, what, rep.Elapsed.Round(time.Millisecond), rate(rep.Checked, rep.Elapsed))
+	said := stdout
+	if err != nil || storeDamage != nil {
+		said = stderr
+	}
+	for _, r := range repairs {
+		fmt.Fprintf(said, "ledgerd: %s: repaired when the store was opened (as serve would): %s\n", name, r)
+	}
 	if err != nil || storeDamage != nil {
 		found := len(rep.Damage) + rep.More
 		if storeDamage != nil {
@@ -134,8 +147,12 @@ func fsckSummary(stdout, stderr io.Writer, name, where string, rep *ledger.FsckR
 		rotationHints(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "ledgerd: %s: %s; no damage found (%s; %v in all)\n",
-		name, state, stats, took.Round(time.Millisecond))
+	after := ""
+	if len(repairs) > 0 {
+		after = " after the repairs above"
+	}
+	fmt.Fprintf(stdout, "ledgerd: %s: %s; no damage found%s (%s; %v in all)\n",
+		name, state, after, stats, took.Round(time.Millisecond))
 	if n := rep.StoreSize - rep.CheckpointSize; !online && rep.StoreSize > rep.CheckpointSize {
 		// Not damage: a ledgerd that stopped before signing (a crash)
 		// leaves them, and signs a checkpoint for them when it starts.

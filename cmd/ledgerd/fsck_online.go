@@ -191,7 +191,7 @@ func fsckOnline(ctx context.Context, name string, cfg *Config, key *ledger.Key, 
 		rep, err := ledger.Fsck(ctx, store, key, ledger.FsckOptions{PreviousKeys: cfg.PreviousKeys, Online: true, Size: st.CheckpointSize,
 			Signatures: req.Signatures, MaxDamage: req.MaxDamage, Progress: p.update})
 		p.done()
-		return fsckSummary(stdout, stderr, name, postgres.RedactURL(cfg.Store), rep, err, nil, time.Since(start), true)
+		return fsckSummary(stdout, stderr, name, postgres.RedactURL(cfg.Store), nil, rep, err, nil, time.Since(start), true)
 	}
 	path := filepath.Join(cfg.StoreDir, fsckSocket)
 	var d net.Dialer
@@ -236,6 +236,6 @@ func fsckOnline(ctx context.Context, name string, cfg *Config, key *ledger.Key, 
 		for _, s := range done.Damage {
 			rep.Damage = append(rep.Damage, errors.New(s))
 		}
-		return fsckSummary(stdout, stderr, name, cfg.StoreDir, rep, rep.Err(), nil, time.Since(start), true)
+		return fsckSummary(stdout, stderr, name, cfg.StoreDir, nil, rep, rep.Err(), nil, time.Since(start), true)
 	}
 }

@@ -119,15 +119,17 @@ Commands:
               otherwise), then each damage found, naming the entry, tile or
               checkpoint and what differs (at most --max-damage, default
               100), and a summary with the rate. It opens the store as
-              serve does (a crash's torn write is erased then) and signs
-              nothing. On PostgreSQL it takes the sequencer's lease,
-              refused while an instance holds it: stop every instance
-              first. With --online, ledgerd keeps running: the ledgerd
-              serving the data directory checks the log up to its latest
-              signed checkpoint, on one core, while it appends, and
-              streams the progress back (through the unix socket
-              fsck.sock in the store directory, mode 0600: the operator's,
-              as the files are); one at a time. On PostgreSQL, --online
+              serve does, which repairs what a crash leaves (a torn write
+              erased, the index brought up to date): it says each repair
+              before the summary. It signs nothing. On PostgreSQL it
+              takes the sequencer's lease, refused while an instance
+              holds it: stop every instance first. With --online,
+              ledgerd keeps running: the ledgerd serving the data
+              directory checks the log up to its latest signed
+              checkpoint, on one core, while it appends, and streams the
+              progress back (through the unix socket fsck.sock in the
+              store directory, mode 0600: the operator's, as the files
+              are); one at a time. On PostgreSQL, --online
               checks from this process, without the lease, up to the
               latest checkpoint. Exit 0 if no damage is found, 1 if any
               is.
@@ -242,6 +244,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func fail(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "ledgerd: error: %s\n", fmt.Sprintf(format, args...))
 	return 1
+}
+
+// damageHints says what to do about a start refused for damage
+// (ledger.ErrCorrupt but for the keys' errors, which rotationHints
+// covers); configPath is the config, for the fsck command.
+func damageHints(stderr io.Writer, err error, configPath string) {
+	if !errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrRotation) {
+		return
+	}
+	hint(stderr, "ledgerd fsck --config %s names all of the damage; docs/operations.md \"Damage\" says what to do (restore from a backup, keep the damaged copy, never edit a store by hand)", shellQuote(configPath))
 }
 
 func hint(stderr io.Writer, format string, args ...any) {
@@ -476,7 +488,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	store, err := openStore(ctx, cfg, log)
 	if err != nil {
-		return failStart("%v", err)
+		code := failStart("%v", err)
+		damageHints(stderr, err, configPath)
+		return code
 	}
 	defer store.Close()
 	m := newMetrics()
@@ -487,6 +501,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		code := failStart("%v", err)
 		rotationHints(stderr, err)
+		damageHints(stderr, err, configPath)
 		return code
 	}
 	pol := newPolicies(cfg, cat, l, log, m)

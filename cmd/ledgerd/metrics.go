@@ -22,6 +22,7 @@ type metrics struct {
 	appendSeconds  histogram
 	batchEntries   histogram
 	rejects        map[string]uint64 // by error code
+	storeDamage    uint64            // reads that found the store damaged
 	appended       uint64
 	replayed       uint64
 	treeSize       func() uint64
@@ -106,6 +107,13 @@ func (m *metrics) reject(code string) {
 	m.rejects[code]++
 }
 
+// damage counts a request that found the store damaged.
+func (m *metrics) damage() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.storeDamage++
+}
+
 // observeDecision counts a decision the ledger made (not a replay).
 func (m *metrics) observeDecision(decision string) {
 	m.mu.Lock()
@@ -160,6 +168,7 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, c := range codes {
 		fmt.Fprintf(w, "ledgerd_rejects_total{code=%q} %d\n", c, m.rejects[c])
 	}
+	fmt.Fprintf(w, "# HELP ledgerd_store_damage_total Requests that found the store damaged (ledger.ErrCorrupt: its records contradict themselves, or it lost something they say it holds), answered 500; ledgerd fsck names the damage.\n# TYPE ledgerd_store_damage_total counter\nledgerd_store_damage_total %d\n", m.storeDamage)
 	fmt.Fprintf(w, "# HELP ledgerd_decisions_total Decisions the ledger made and recorded (POST /v1/decide, replays excluded), by decision.\n# TYPE ledgerd_decisions_total counter\n")
 	for _, d := range []string{"allow", "deny", "needs_approval"} {
 		fmt.Fprintf(w, "ledgerd_decisions_total{decision=%q} %d\n", d, m.decisions[d])

@@ -13,11 +13,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
 )
 
@@ -286,6 +288,23 @@ var notExercised = map[string]string{
 	"get /approvals/ 503":           "a follower's forwarding",
 	"post /approvals/sign-out 503":  "a follower's forwarding",
 	"get /approvals/{id} 503":       "a follower's forwarding",
+	// The same code answers every append (appendAndAnswer).
+	"post /v1/approvals/{id}/consume 500": "as POST /v1/entries with a damaged store",
+	"post /v1/approvals/{id}/outcome 500": "as POST /v1/entries with a damaged store",
+}
+
+// entryLostStore has lost its entries once lost is set: it reports them
+// as damage.
+type entryLostStore struct {
+	ledger.Store
+	lost atomic.Bool
+}
+
+func (s *entryLostStore) Entry(ctx context.Context, index uint64) ([]byte, error) {
+	if s.lost.Load() {
+		return nil, fmt.Errorf("%w: entry %d is lost", ledger.ErrCorrupt, index)
+	}
+	return s.Store.Entry(ctx, index)
 }
 
 // ledgerd's answers, every status docs/openapi.json gives of every
@@ -473,6 +492,22 @@ func TestOpenAPIAnswers(t *testing.T) {
 	a.do(brokenDecide, 201, "POST", "/v1/decide", decide, auth(brokenDecide)...)
 	decideStore.Close()
 	a.do(brokenDecide, 503, "POST", "/v1/decide", decide, auth(brokenDecide)...)
+
+	// A damaged store: the entry an Idempotency-Key names cannot be read.
+	for _, c := range []struct {
+		path, body string
+		change     func(*Config)
+	}{
+		{"/v1/entries", appendBody(0), nil},
+		{"/v1/decide", decide, func(c *Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies }},
+	} {
+		store := &entryLostStore{Store: memory.New()}
+		damaged := startServerOn(t, c.change, store)
+		retry := append(auth(damaged), "Idempotency-Key", "key-1")
+		a.do(damaged, 201, "POST", c.path, c.body, retry...)
+		store.lost.Store(true)
+		a.do(damaged, 500, "POST", c.path, c.body, retry...)
+	}
 
 	// The mediators' approval endpoints (approvals_mediator_test.go).
 	openAPIApprovalAnswers(t, a)

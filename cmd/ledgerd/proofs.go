@@ -31,6 +31,8 @@ func (s *server) tlogProof(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := s.l.TlogProof(r.Context(), index, size)
 	switch {
+	case s.damaged(w, r, err, "the proof"):
+		return
 	case errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrSize):
 		writeError(w, http.StatusNotFound, "not_found", "no entry at this index under %s", checkpointName(given))
 		return
@@ -79,7 +81,7 @@ func (s *server) treeSize(w http.ResponseWriter, r *http.Request) (size uint64, 
 		return 0, true, false
 	}
 	if _, err := s.signedAt(r.Context(), size); err != nil {
-		s.writeSignedAtError(w, err, "tree_size")
+		s.writeSignedAtError(w, r, err, "tree_size")
 		return 0, true, false
 	}
 	return size, true, true
@@ -124,6 +126,9 @@ func (s *server) inclusion(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		index, hashes, err = s.l.InclusionProofByHash(r.Context(), [ledger.HashSize]byte(raw), size)
+		if s.damaged(w, r, err, "the proof") {
+			return
+		}
 		if errors.Is(err, ledger.ErrNotFound) {
 			writeError(w, http.StatusNotFound, "not_found", "no entry has this leaf_hash in the tree")
 			return
@@ -142,7 +147,7 @@ func (s *server) inclusion(w http.ResponseWriter, r *http.Request) {
 		hashes, err = s.l.InclusionProof(r.Context(), index, size)
 	}
 	if err != nil {
-		writeProofError(w, err)
+		s.writeProofError(w, r, err)
 		return
 	}
 	writeProof(w, proofJSON{Index: &index, TreeSize: size, Hashes: hashes})
@@ -164,14 +169,15 @@ func (s *server) consistency(w http.ResponseWriter, r *http.Request) {
 	}
 	hashes, err := s.l.ConsistencyProof(r.Context(), size1, size)
 	if err != nil {
-		writeProofError(w, err)
+		s.writeProofError(w, r, err)
 		return
 	}
 	writeProof(w, proofJSON{Size1: &size1, TreeSize: size, Hashes: hashes})
 }
 
-func writeProofError(w http.ResponseWriter, err error) {
+func (s *server) writeProofError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case s.damaged(w, r, err, "the proof"):
 	case errors.Is(err, ledger.ErrSize):
 		writeError(w, http.StatusBadRequest, "out_of_range", "sizes and indices must lie within the latest checkpoint's tree")
 	case errors.Is(err, ledger.ErrNotFound):

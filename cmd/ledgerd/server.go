@@ -38,6 +38,9 @@ type server struct {
 	// failureLogged is set once a refusal after a storage failure was
 	// logged: the later ones are only counted.
 	failureLogged atomic.Bool
+	// damageLogged is set once a request that found the store damaged was
+	// logged: the later ones are only counted (storeDamaged).
+	damageLogged atomic.Bool
 }
 
 // credentials are the credentials in force now. A request takes them

@@ -30,6 +30,9 @@ func (s *server) tile(w http.ResponseWriter, r *http.Request) {
 	} else {
 		b, err = s.l.Tile(r.Context(), uint8(level), index, width)
 	}
+	if s.damaged(w, r, err, "the tile") {
+		return
+	}
 	if errors.Is(err, ledger.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "not_found", "no such tile under the latest checkpoint")
 		return

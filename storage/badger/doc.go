@@ -32,11 +32,15 @@
 // Open takes an exclusive flock on the directory, refusing at once, and
 // changing nothing, while another Store holds it. It re-indexes every
 // frame the index lost in a crash, erases a frame whose write a crash cut
-// short (never acknowledged), and refuses, wrapping ledger.ErrCorrupt, a
-// frame log that is damaged, does not continue the index, or holds fewer
-// entries than the latest signed checkpoint. Store.Check (ledgerd check)
-// reads every frame, entry, index record, tile and badger table against
-// its checksum and against each other.
+// short (never acknowledged), restores either copy of the latest signed
+// checkpoint from the other, says what it repaired (Store.Repairs), and
+// refuses, wrapping ledger.ErrCorrupt, a frame log that is damaged, does
+// not continue the index, or holds fewer entries than the latest signed
+// checkpoint. Reads report what they find damaged, or lost (a tile of the
+// tree in neither a tile file nor the index), as ledger.ErrCorrupt, never
+// as ledger.ErrNotFound. Store.Check (ledgerd fsck) reads every frame,
+// entry, index record, tile and badger table against its checksum and
+// against each other.
 //
 // Commit refuses a batch, writing nothing and wrapping ErrNoSpace, while
 // the file system has less than Options.ReserveBytes free: badger writes

@@ -141,8 +141,12 @@ func openLeafIndex(dir string, logger *slog.Logger) (*leafIndex, error) {
 			}
 			continue
 		case sp.first != li.end():
-			li.close()
-			return nil, fmt.Errorf("%w: the leaf-hash runs in %s cover the entries up to %d, then %s", ledger.ErrCorrupt, dir, li.end(), path)
+			err := fmt.Errorf("%w: the leaf-hash runs in %s cover the entries up to %d, then %s", ledger.ErrCorrupt, dir, li.end(), path)
+			if sp.first > li.end() {
+				err = fmt.Errorf("%w: the run of entries [%d, %d) is missing", err, li.end(), sp.first)
+			}
+			li.close() // which forgets the runs, and their end
+			return nil, err
 		}
 		r, err := openLeafRun(path, sp.first, sp.end)
 		if err != nil {
@@ -585,7 +589,11 @@ func (r *leafRun) find(h [ledger.HashSize]byte) (uint64, bool, error) {
 		for ; len(recs) > 0; recs = recs[leafRecSize:] {
 			switch c := bytes.Compare(recs[:ledger.HashSize], h[:]); {
 			case c == 0:
-				return binary.BigEndian.Uint64(recs[ledger.HashSize:]), true, nil
+				i := binary.BigEndian.Uint64(recs[ledger.HashSize:])
+				if i < r.first || i >= r.end {
+					return 0, false, fmt.Errorf("%w: leaf-hash run %s: block %d gives entry %d, outside the run", ledger.ErrCorrupt, r.name(), k, i)
+				}
+				return i, true, nil
 			case c > 0:
 				return 0, false, nil
 			}

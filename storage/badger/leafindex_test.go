@@ -264,3 +264,31 @@ func TestBadgerLeafRunsMergedAtOpen(t *testing.T) {
 	}
 	wantLeaves(t, s, batches)
 }
+
+// A run missing between others is named: the entries the runs before it
+// cover, and the range missing.
+func TestBadgerMissingLeafRunNamed(t *testing.T) {
+	badger.SetLeafRunSize(t, 100)
+	badger.SetLeafMergesOff(t)
+	dir := t.TempDir()
+	s := openBadger(t, dir, badger.Options{Logger: testLogger(t)})
+	leafStore(t, s, 0, 8) // runs [0, 100), [100, 200), [200, 300), [300, 400)
+	badger.WaitLeafMerges(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runs := leafRuns(t, dir)
+	if len(runs) != 4 {
+		t.Fatalf("leaves/ holds %v; the test needs 4 runs", runs)
+	}
+	if err := os.Remove(filepath.Join(dir, "leaves", runs[1])); err != nil {
+		t.Fatal(err)
+	}
+	_, err := badger.Open(t.Context(), dir, badger.Options{Logger: testLogger(t)})
+	wantCorrupt(t, err, "the leaf-hash runs in ")
+	for _, want := range []string{"cover the entries up to 100, then ", runs[2], "the run of entries [100, 200) is missing"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Open with the run of [100, 200) missing: %v; want it to say %q", err, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +98,9 @@ type Store struct {
 	// hasCP; only AddCheckpoint, one call at a time, changes them.
 	latestCP uint64
 	hasCP    bool
+
+	// repairs are what Open repaired (Repairs).
+	repairs []string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -572,7 +576,7 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	if err := s.indexTiles(nil, int64(complete)); err != nil {
 		return 0, err
 	}
-	restored := false
+	restored, rebuilt := false, false
 	switch {
 	case fileCP != nil && (!hasCP || fileSize > cpSize):
 		// The index lost it (rebuilt, or its last sync lost).
@@ -596,13 +600,15 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 			restored = true
 		}
 	case hasCP && (fileCP == nil || cpSize > fileSize):
-		// A store from before the checkpoint file.
+		// The file lost, or older than the index's copy (a file restored
+		// alone), or a store from before the checkpoint file.
 		var cp []byte
 		if err = s.db.View(func(txn *badgerdb.Txn) error {
 			cp, err = getValue(txn, checkpointKey(cpSize))
 			return err
 		}); err == nil {
 			err = writeCheckpointFile(s.dir, cpSize, cp)
+			rebuilt = true
 		}
 	}
 	if err != nil {
@@ -612,12 +618,20 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	if dropped > 0 {
 		log.WarnContext(ctx, "ledger: erased a frame whose write a crash cut short (never acknowledged)",
 			slog.Uint64("size", size), slog.Int64("bytes", dropped))
-	}
-	if restored {
-		log.WarnContext(ctx, "ledger: restored the latest signed checkpoint from the checkpoint file into the index", slog.Uint64("checkpoint_size", fileSize))
+		s.repairs = append(s.repairs, fmt.Sprintf("erased the last %d bytes of the frame log, a frame whose write a crash cut short (never acknowledged)", dropped))
 	}
 	if replayed > 0 {
 		log.InfoContext(ctx, "ledger: indexed frames after a crash", slog.Int("frames", replayed), slog.Uint64("size", size))
+		s.repairs = append(s.repairs, fmt.Sprintf("indexed %d frames the index had lost (a crash, or a lost index), up to %d entries", replayed, size))
+	}
+	if restored {
+		log.WarnContext(ctx, "ledger: restored the latest signed checkpoint from the checkpoint file into the index", slog.Uint64("checkpoint_size", fileSize))
+		s.repairs = append(s.repairs, fmt.Sprintf("restored the latest signed checkpoint, for tree size %d, from the checkpoint file into the index", fileSize))
+	}
+	if rebuilt {
+		log.WarnContext(ctx, "ledger: rebuilt the checkpoint file from the index's latest signed checkpoint (the file was missing or older)",
+			slog.Uint64("checkpoint_size", cpSize))
+		s.repairs = append(s.repairs, fmt.Sprintf("rebuilt the checkpoint file from the index's latest signed checkpoint, for tree size %d (the file was missing or older)", cpSize))
 	}
 	if replayed > 0 || dropped > 0 || restored {
 		if err := s.db.Sync(); err != nil {
@@ -626,6 +640,14 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	}
 	return size, nil
 }
+
+// Repairs says what Open repaired, one sentence each, in the order done:
+// a frame a crash cut short erased, frames the index lost indexed again,
+// the latest signed checkpoint restored into the index from the
+// checkpoint file, or the file rebuilt from the index. It is empty when
+// Open found the store as Close leaves it. Each is also logged, as a
+// warning but for the frames indexed again (routine after a crash).
+func (s *Store) Repairs() []string { return slices.Clone(s.repairs) }
 
 // tileFlushInterval is how often the indexer writes the partial tiles
 // the overlay holds to badger. Between two flushes a commit's index
@@ -781,7 +803,7 @@ func (s *Store) State(ctx context.Context) (ledger.State, error) {
 		st.CheckpointSize = size
 		st.Checkpoint, err = getValue(txn, checkpointKey(size))
 		if errors.Is(err, badgerdb.ErrKeyNotFound) {
-			return fmt.Errorf("ledger: latest checkpoint for size %d is missing from the store", size)
+			return fmt.Errorf("%w: the latest checkpoint, for tree size %d, is missing from the index", ledger.ErrCorrupt, size)
 		}
 		return err
 	})
@@ -1332,6 +1354,10 @@ func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (ui
 	if !found {
 		return 0, fmt.Errorf("ledger: leaf hash %x: %w", leafHash, ledger.ErrNotFound)
 	}
+	// The size after the lookup: it only grows.
+	if size := s.ov.durableSize(); index >= size {
+		return 0, fmt.Errorf("%w: the leaf-hash index gives entry %d, beyond the %d stored", ledger.ErrCorrupt, index, size)
+	}
 	return index, nil
 }
 
@@ -1355,19 +1381,48 @@ func (s *Store) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 		return 0, fmt.Errorf("ledger: looking up an idempotency key: %w", err)
 	case !found:
 		return 0, fmt.Errorf("ledger: idempotency key: %w", ledger.ErrNotFound)
+	case index >= s.ov.durableSize():
+		return 0, fmt.Errorf("%w: the index gives an idempotency key entry %d, beyond the %d stored", ledger.ErrCorrupt, index, s.ov.durableSize())
 	}
 	return index, nil
 }
 
 // Tile implements Store: the overlay's version if a pending frame wrote
 // one, else the full tile in the tile files, else badger's partial one.
+// A tile of the tree that is in none of them was lost: damage.
 func (s *Store) Tile(ctx context.Context, level uint8, index uint64) ([]byte, error) {
+	// The size first: every tile of the tree of this size was in the
+	// overlay before the size was, and is in one of the three places from
+	// then on.
+	size := s.ov.durableSize()
+	if !ledger.TileInTree(size, level, index) {
+		t, ok, err := s.findTile(level, index)
+		if err == nil && !ok {
+			err = fmt.Errorf("ledger: tile %d/%d: %w", level, index, ledger.ErrNotFound)
+		}
+		return t, err
+	}
+	// Twice: the indexer may move the tile while it is looked for (a
+	// tile that fills is written to its file, then its partial version
+	// deleted from badger), but not twice between two looks.
+	for range 2 {
+		if t, ok, err := s.findTile(level, index); err != nil || ok {
+			return t, err
+		}
+	}
+	return nil, fmt.Errorf("%w: tile %d/%d of the tree of %d entries is missing: its slot in %s holds no tile, and the index no version of it",
+		ledger.ErrCorrupt, level, index, size, filepath.Join(tilesDir, tileFileName(level)))
+}
+
+// findTile looks for the last version of tile level/index in the
+// overlay, the tile files and badger, in that order.
+func (s *Store) findTile(level uint8, index uint64) ([]byte, bool, error) {
 	if t, ok := s.ov.tile(level, index); ok {
-		return t, nil
+		return t, true, nil
 	}
 	t, ok, err := s.tiles.read(level, index)
 	if err != nil || ok {
-		return t, err
+		return t, ok, err
 	}
 	err = s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
@@ -1376,11 +1431,11 @@ func (s *Store) Tile(ctx context.Context, level uint8, index uint64) ([]byte, er
 	})
 	switch {
 	case errors.Is(err, badgerdb.ErrKeyNotFound):
-		return nil, fmt.Errorf("ledger: tile %d/%d: %w", level, index, ledger.ErrNotFound)
+		return nil, false, nil
 	case err != nil:
-		return nil, fmt.Errorf("ledger: reading tile %d/%d: %w", level, index, err)
+		return nil, false, fmt.Errorf("ledger: reading tile %d/%d: %w", level, index, err)
 	}
-	return t, nil
+	return t, true, nil
 }
 
 // AddCheckpoint implements Store: the checkpoint file first, synced, so
@@ -1469,6 +1524,14 @@ func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 	err := s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
 		v, err = getValue(txn, checkpointKey(size))
+		if errors.Is(err, badgerdb.ErrKeyNotFound) {
+			// Not stored, unless the index says it is the latest.
+			if latest, ok, lerr := getUint64(txn, keyLatestCheckpoint); lerr != nil {
+				return lerr
+			} else if ok && latest == size {
+				return fmt.Errorf("%w: the latest checkpoint, for tree size %d, is missing from the index", ledger.ErrCorrupt, size)
+			}
+		}
 		return err
 	})
 	switch {
@@ -1502,7 +1565,7 @@ func getUint64(txn *badgerdb.Txn, key []byte) (uint64, bool, error) {
 	var n uint64
 	err = item.Value(func(v []byte) error {
 		if len(v) != 8 {
-			return fmt.Errorf("ledger: value of key %q is %d bytes, not a uint64", key, len(v))
+			return fmt.Errorf("%w: the index's value of a key of kind %q is %d bytes, not a uint64", ledger.ErrCorrupt, key[:1], len(v))
 		}
 		n = binary.BigEndian.Uint64(v)
 		return nil

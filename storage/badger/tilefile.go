@@ -26,8 +26,11 @@ import (
 // tileSlotSize bytes: slot N holds full tile L/N, its 8,192 bytes and then
 // their CRC-32C (Castagnoli), big-endian. A slot of zeros, a hole or
 // beyond the end of the file, holds no tile (the CRC-32C of 8,192 bytes is
-// never 0 for zero bytes, so a stored tile is never all zeros). Any other
-// slot whose checksum fails is damage.
+// never 0 for zero bytes, so a stored tile is never all zeros); when the
+// tree has that tile and badger holds no version of it either, the tile
+// was lost, and Store.Tile reports damage (ledger.TileInTree). Any other
+// slot whose checksum fails is damage, and so is a file shorter than this
+// process wrote it.
 //
 // Tiles are derived from the frames, which are the durable copy: the
 // indexer writes a frame's full tiles here without a sync, and syncs the
@@ -156,7 +159,11 @@ func (tf *tileFiles) read(level uint8, index uint64) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	slot := make([]byte, tileSlotSize)
-	if _, err := tf.files[level].ReadAt(slot, int64(index)*tileSlotSize); err != nil && !errors.Is(err, io.EOF) {
+	switch _, err := tf.files[level].ReadAt(slot, int64(index)*tileSlotSize); {
+	case errors.Is(err, io.EOF):
+		return nil, false, fmt.Errorf("%w: tile %d/%d: %s is shorter than the %d bytes written to it", ledger.ErrCorrupt, level, index,
+			filepath.Join(tf.dir, tileFileName(level)), tf.sizes[level])
+	case err != nil:
 		return nil, false, fmt.Errorf("ledger: reading tile %d/%d: %w", level, index, err)
 	}
 	hashes, sum := slot[:tileBytes], binary.BigEndian.Uint32(slot[tileBytes:])

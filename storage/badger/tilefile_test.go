@@ -215,3 +215,45 @@ func TestBadgerDamagedTileSlot(t *testing.T) {
 		t.Fatalf("Check of a damaged tile slot = %v, want ErrCorrupt", err)
 	}
 }
+
+// A tile slot of the tree zeroed, or a tile file cut short under an open
+// store, is a lost tile: Tile reports it as damage, never as a tile that
+// is not stored, and Check finds it; a tile beyond the tree is still not
+// found.
+func TestBadgerZeroedTileSlot(t *testing.T) {
+	dir := t.TempDir()
+	tileStore(t, dir, 4)
+	path := filepath.Join(dir, "tiles", "level-0")
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, tileBytes+4), tileBytes+4); err != nil { // slot 1
+		t.Fatal(err)
+	}
+	f.Close()
+	s := openBadger(t, dir, badger.Options{Logger: testLogger(t)})
+	defer s.Close()
+	wantLost := func(index uint64, what string) {
+		t.Helper()
+		_, err := s.Tile(t.Context(), 0, index)
+		if !errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("Tile(0, %d), %s: %v; want ErrCorrupt, not ErrNotFound", index, what, err)
+		}
+	}
+	wantLost(1, "its slot zeroed")
+	if _, err := s.Tile(t.Context(), 0, 4); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("Tile(0, 4), beyond the tree of 1024 entries: %v; want ErrNotFound", err)
+	}
+	if err := s.Check(t.Context()); !errors.Is(err, ledger.ErrCorrupt) {
+		t.Fatalf("Check of a zeroed tile slot = %v, want ErrCorrupt", err)
+	}
+	// Cut short while the store is open: slot 3 is gone.
+	if err := os.Truncate(path, 3*(tileBytes+4)); err != nil {
+		t.Fatal(err)
+	}
+	wantLost(3, "its file cut short")
+	if got, err := s.Tile(t.Context(), 0, 2); err != nil || len(got) != tileBytes {
+		t.Fatalf("Tile(0, 2) = %d bytes, %v; want the undamaged tile", len(got), err)
+	}
+}

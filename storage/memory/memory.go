@@ -240,7 +240,11 @@ func (s *Store) Tile(ctx context.Context, level uint8, index uint64) ([]byte, er
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	t, ok := d.tiles[tileKey{level, index}]
-	if !ok {
+	switch size := uint64(len(d.entries)); {
+	case !ok && ledger.TileInTree(size, level, index):
+		// A batch that did not carry it: the contract calls it lost.
+		return nil, fmt.Errorf("%w: tile %d/%d of the tree of %d entries is missing", ledger.ErrCorrupt, level, index, size)
+	case !ok:
 		return nil, fmt.Errorf("ledger: tile %d/%d: %w", level, index, ledger.ErrNotFound)
 	}
 	return cloneBytes(t), nil

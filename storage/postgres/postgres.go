@@ -651,13 +651,18 @@ func (s *Store) Entry(ctx context.Context, index uint64) ([]byte, error) {
 	if index > math.MaxInt64 {
 		return nil, fmt.Errorf("postgres: entry %d: %w", index, ledger.ErrNotFound)
 	}
+	// The tree size in the same statement, so in the same snapshot: an
+	// entry below it that is not stored was lost.
+	var size int64
 	var e []byte
-	err := s.pool.QueryRow(ctx, "SELECT data FROM entries WHERE idx = $1", int64(index)).Scan(&e)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("postgres: entry %d: %w", index, ledger.ErrNotFound)
-	}
-	if err != nil {
+	err := s.pool.QueryRow(ctx, "SELECT t.size, e.data FROM tree_head t LEFT JOIN entries e ON e.idx = $1", int64(index)).Scan(&size, &e)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("postgres: entry %d: %w", index, err)
+	case e == nil && index < uint64(size):
+		return nil, fmt.Errorf("%w: entry %d is missing below the tree size %d", ledger.ErrCorrupt, index, size)
+	case e == nil:
+		return nil, fmt.Errorf("postgres: entry %d: %w", index, ledger.ErrNotFound)
 	}
 	return e, nil
 }
@@ -696,7 +701,7 @@ func (s *Store) ReadEntries(ctx context.Context, start, end uint64, fn func(inde
 			}
 			if uint64(idx) != next {
 				rows.Close()
-				return fmt.Errorf("postgres: entries [%d, %d): entry %d is missing below the tree size %d", from, to, next, size)
+				return fmt.Errorf("%w: entries [%d, %d): entry %d is missing below the tree size %d", ledger.ErrCorrupt, from, to, next, size)
 			}
 			chunk = append(chunk, e)
 			next++
@@ -706,7 +711,7 @@ func (s *Store) ReadEntries(ctx context.Context, start, end uint64, fn func(inde
 			return fmt.Errorf("postgres: entries [%d, %d): %w", from, to, err)
 		}
 		if next != to {
-			return fmt.Errorf("postgres: entries [%d, %d): entry %d is missing below the tree size %d", from, to, next, size)
+			return fmt.Errorf("%w: entries [%d, %d): entry %d is missing below the tree size %d", ledger.ErrCorrupt, from, to, next, size)
 		}
 		for i, e := range chunk {
 			if err := fn(from+uint64(i), e); err != nil {
@@ -761,13 +766,19 @@ func (s *Store) Tile(ctx context.Context, level uint8, index uint64) ([]byte, er
 	if index > math.MaxInt64 {
 		return nil, fmt.Errorf("postgres: tile %d/%d: %w", level, index, ledger.ErrNotFound)
 	}
+	// The tree size in the same statement, so in the same snapshot: a
+	// tile of the tree that is not stored was lost.
+	var size int64
 	var h []byte
-	err := s.pool.QueryRow(ctx, "SELECT hashes FROM tiles WHERE level = $1 AND idx = $2", int16(level), int64(index)).Scan(&h)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("postgres: tile %d/%d: %w", level, index, ledger.ErrNotFound)
-	}
-	if err != nil {
+	err := s.pool.QueryRow(ctx, "SELECT t.size, x.hashes FROM tree_head t LEFT JOIN tiles x ON x.level = $1 AND x.idx = $2",
+		int16(level), int64(index)).Scan(&size, &h)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("postgres: tile %d/%d: %w", level, index, err)
+	case h == nil && ledger.TileInTree(uint64(size), level, index):
+		return nil, fmt.Errorf("%w: tile %d/%d of the tree of %d entries is missing", ledger.ErrCorrupt, level, index, size)
+	case h == nil:
+		return nil, fmt.Errorf("postgres: tile %d/%d: %w", level, index, ledger.ErrNotFound)
 	}
 	return h, nil
 }

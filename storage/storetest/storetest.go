@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) (s ledger.Store, reopen func() le
 		{"Empty", testEmpty},
 		{"CommitAndRead", testCommitAndRead},
 		{"TileReplacedByLaterBatch", testTileReplaced},
+		{"TileLostIsDamage", testTileLost},
 		{"CommitWrongStart", testCommitWrongStart},
 		{"CommitMalformedBatch", testCommitMalformed},
 		{"NotFound", testNotFound},
@@ -456,6 +457,42 @@ func testTileReplaced(t *testing.T, h *harness) {
 			len(got), got[:1], len(replacement))
 	}
 	h.check(t)
+}
+
+// testTileLost: a tile of the stored tree that the store does not hold
+// was lost, since the ledger's batches carry every tile they change. A
+// batch without one of its tiles stands in for the loss here (a store
+// cannot tell the two apart): Tile reports it as damage, ErrCorrupt and
+// not ErrNotFound, before and after a reopen, while a tile beyond the
+// tree stays ErrNotFound.
+func testTileLost(t *testing.T, h *harness) {
+	ctx := t.Context()
+	b := h.m.nextBatch(300) // tiles 0/0 (full), 0/1 and 1/0
+	kept := b.Tiles[:0:0]
+	for _, tile := range b.Tiles {
+		if tile.Level != 0 || tile.Index != 0 {
+			kept = append(kept, tile)
+		}
+	}
+	if len(kept) != len(b.Tiles)-1 {
+		t.Fatalf("test model: the batch of 300 entries has no tile 0/0 (%d tiles)", len(b.Tiles))
+	}
+	b.Tiles = kept
+	h.commit(t, b)
+	for round := range 2 {
+		_, err := h.s.Tile(ctx, 0, 0)
+		if !errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("round %d: Tile(0, 0), lost from the tree of 300 entries: got error %v, want ErrCorrupt (and not ErrNotFound)", round, err)
+		}
+		for _, id := range []tileID{{0, 2}, {1, 1}, {2, 0}} {
+			wantNotFound(t, fmt.Sprintf("round %d: Tile(%d, %d), beyond the tree", round, id.level, id.index), func() error {
+				_, err := h.s.Tile(ctx, id.level, id.index)
+				return err
+			})
+		}
+		h.check(t)
+		h.doReopen(t)
+	}
 }
 
 func testCommitWrongStart(t *testing.T, h *harness) {
