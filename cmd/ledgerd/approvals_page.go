@@ -107,6 +107,14 @@ func (g approverGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"a POST must come from the page itself: send Sec-Fetch-Site: same-origin, or an Origin naming this host")
 			return
 		}
+		if r.ContentLength > maxPageForm {
+			// Declared too large: refused before any of it is read (it
+			// may never come), the connection closed with it unread.
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedBodyGrace))
+			w.Header().Set("Connection", "close")
+			s.pageRefuse(w, r, http.StatusRequestEntityTooLarge, "too_large", "the form exceeds %d bytes", maxPageForm)
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxPageForm)
 		if err := r.ParseForm(); err != nil {
 			s.pageRefuse(w, r, http.StatusBadRequest, "invalid_request", "the form could not be read (application/x-www-form-urlencoded, at most %d bytes)", maxPageForm)

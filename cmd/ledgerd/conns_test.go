@@ -205,6 +205,22 @@ func TestDeclaredBodyTooLarge(t *testing.T) {
 			}
 		}
 	}
+	// The approver's page's forms too, against their own bound.
+	for _, length := range []string{"10000000000", fmt.Sprint(maxPageForm + 1)} {
+		c := dialRaw(t, s.url)
+		c.send(t, "POST /approvals/sign-in HTTP/1.1\r\nHost: example.com\r\nOrigin: http://example.com\r\nAccept: application/json\r\n"+
+			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: "+length+"\r\n\r\n")
+		resp, body, err := c.response(10 * time.Second)
+		if err != nil {
+			t.Fatalf("/approvals/sign-in, Content-Length %s: no answer within 10 s: %v", length, err)
+		}
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close || !strings.Contains(body, `"too_large"`) {
+			t.Fatalf("/approvals/sign-in, Content-Length %s: got %d (Connection: %q) %s, want 413 too_large, Connection: close", length, resp.StatusCode, resp.Header.Get("Connection"), body)
+		}
+		if !c.closedWithin(5 * time.Second) {
+			t.Fatalf("/approvals/sign-in, Content-Length %s: the connection stays open after the refusal", length)
+		}
+	}
 	c := dialRaw(t, s.url)
 	c.send(t, header("/v1/entries", fmt.Sprint(maxBody))+strings.Repeat(" ", maxBody))
 	if resp, body, err := c.response(10 * time.Second); err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"invalid_request"`) {
