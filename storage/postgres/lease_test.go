@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -22,7 +24,18 @@ const hour = time.Hour
 // out its TTL would, without waiting.
 func expireLease(t *testing.T, url string) {
 	t.Helper()
-	exec(t, url, "UPDATE lease SET expires_at = now() - interval '1 second'")
+	// Bounded: a store holding the lease row's lock (a renewal cut off
+	// half-way, TestCutOffHolder) fails the test, not hangs it.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "UPDATE lease SET expires_at = now() - interval '1 second'"); err != nil {
+		t.Fatalf("expiring the lease: %v", err)
+	}
 }
 
 func acquire(t *testing.T, s *postgres.Store, holder string) postgres.Lease {
@@ -460,7 +473,7 @@ func TestTakeoverBeforeCommit(t *testing.T) {
 	<-entered
 	late := batch(2, 3, "k2", "k3", "k4")
 	commitDone := result(func() error { return a.Commit(ctx, late) })
-	waitForLockWait(t, url, "UPDATE tree_head%")
+	waitForLockWait(t, url, "BEGIN;%EXECUTE ledger_move%")
 	notYet(t, "A's Commit", commitDone)
 	release()
 	if err := <-acquireDone; err != nil {

@@ -29,7 +29,7 @@ func (s *Store) PutSnapshot(ctx context.Context, size uint64, snap []byte) error
 	epoch := s.epoch.Load()
 	tag, err := s.pool.Exec(ctx, `INSERT INTO approval_snapshot (size, data)
 		SELECT $1, $2 FROM tree_head WHERE epoch = $3 AND size >= $1
-		ON CONFLICT (singleton) DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data`, int64(size), snap, epoch)
+		ON CONFLICT (singleton) DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data`, simple, int64(size), snap, epoch)
 	if err != nil {
 		return fmt.Errorf("postgres: writing the approval snapshot: %w", err)
 	}
