@@ -31,7 +31,9 @@
 //	approval_snapshot (singleton, size, data)      one row, once written
 //
 // PutSnapshot writes it only while tree_head is at the store's epoch and
-// holds at least size entries, so a fenced store writes none.
+// holds at least size entries, reading tree_head FOR KEY SHARE as
+// AddCheckpoint does, so a fenced store writes none, and a write in flight
+// during a takeover is ordered before it or refused.
 //
 // Version 4 (migrations/0004_approval_previews_sessions.sql) adds what
 // ledgerd keeps for approvals beside the log (approvals.go):
