@@ -276,6 +276,14 @@ func newApprovals() *approvals {
 // count is the number of approvals opened.
 func (s *approvals) count() int { return len(s.open) + len(s.closed) }
 
+// empty reports whether the state is a new one's: no lifecycle entry was
+// admitted (no approval_config, no approval).
+func (s *approvals) empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.configured && len(s.open) == 0 && len(s.closed) == 0 && !s.last.ok
+}
+
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }

@@ -1137,7 +1137,7 @@ func (l *Ledger) Close() error {
 			l.mu.Lock()
 			e := l.edge
 			l.mu.Unlock()
-			if size := e.size(); size != l.snapSize.Load() {
+			if size := e.size(); size != l.snapSize.Load() && l.worthSnapshot(size) {
 				l.putSnapshot(context.Background(), ss, size, l.approvals.encodeSnapshot(size, e.root(), l.refused))
 			}
 		}

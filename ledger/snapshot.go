@@ -35,7 +35,11 @@ import (
 // log's, and is written when Open had to read at least 4,096 entries to
 // build it; at Close, once the sequencer has stopped with no storage
 // failure, every entry chained is durable, and the state is written for
-// the final size.
+// the final size. A log without approval entries (the state empty: no
+// approval_config, no approval) gets a snapshot only when it saves the
+// next Open at least 4,096 entries since the stored one, as at Open and
+// in the background: not at the Close of every short run (every
+// sequencer's term in a cluster).
 //
 // Format (version 2), all integers big-endian:
 //
@@ -546,6 +550,16 @@ func (l *Ledger) writeSnapshot(ctx context.Context, ss SnapshotStore) error {
 	l.snapSize.Store(size)
 	l.log.DebugContext(ctx, "ledger: approval snapshot written", "size", size, "replayed", size-at)
 	return nil
+}
+
+// worthSnapshot reports whether Close writes the snapshot of the state
+// for size: always when the log holds approval entries; for a log without
+// any (the state empty: no approval_config, request or other lifecycle
+// entry, none refused), only when it saves the next Open at least
+// snapshotOnOpen entries since the stored snapshot, as Open and the
+// background loop (SnapshotEvery) write one only then too.
+func (l *Ledger) worthSnapshot(size uint64) bool {
+	return !l.approvals.empty() || l.refused > 0 || size-l.snapSize.Load() >= snapshotOnOpen
 }
 
 // putSnapshot writes snap, the snapshot for size, and records it.

@@ -522,3 +522,53 @@ func rootOf(t *testing.T, store ledger.Store, size uint64) []byte {
 	}
 	return root
 }
+
+// countingSnapshots counts PutSnapshot calls.
+type countingSnapshots struct {
+	ledger.SnapshotStore
+	puts atomic.Int64
+}
+
+func (s *countingSnapshots) PutSnapshot(ctx context.Context, size uint64, snap []byte) error {
+	s.puts.Add(1)
+	return s.SnapshotStore.PutSnapshot(ctx, size, snap)
+}
+
+// A log without approvals gets no snapshot at Close (a ledgerd without
+// approvals configured, every sequencer's term in a cluster): it would
+// record an empty state and save the next open a few entries; once the
+// log holds approval entries (here an approval_config), Close writes one.
+func TestApprovalSnapshotNoneWithoutApprovals(t *testing.T) {
+	store := &countingSnapshots{SnapshotStore: memory.New()}
+	k := testKey(t)
+	open := func() *ledger.Ledger {
+		l, err := ledger.Open(t.Context(), store, k, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open()
+	for i := range 20 {
+		if _, err := l.Append(t.Context(), testRecord(t, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.puts.Load(); n != 0 {
+		n, _, err := store.Snapshot(t.Context())
+		t.Fatalf("Close of a log without approvals wrote a snapshot (%d, %v)", n, err)
+	}
+	l = open()
+	if _, err := l.Append(t.Context(), ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: pendingTTL, ExecutionTTL: executionTTL}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := store.Snapshot(t.Context()); err != nil || n != 21 || store.puts.Load() != 1 {
+		t.Fatalf("after an approval_config, Close wrote %d snapshots, the stored one at %d (%v); want one at 21", store.puts.Load(), n, err)
+	}
+}

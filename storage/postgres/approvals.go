@@ -38,7 +38,7 @@ func (s *Store) fenced(ctx context.Context, what string, f func(tx pgx.Tx) error
 	epoch := s.epoch.Load()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var current int64
-		if err := tx.QueryRow(ctx, "SELECT epoch FROM tree_head FOR KEY SHARE").Scan(&current); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT epoch FROM tree_head FOR KEY SHARE", simple).Scan(&current); err != nil {
 			return err
 		}
 		if current != epoch {
@@ -59,7 +59,7 @@ func (s *Store) fenced(ctx context.Context, what string, f func(tx pgx.Tx) error
 // lease) and durable when PutPreview returns nil.
 func (s *Store) PutPreview(ctx context.Context, id ID, doc []byte) (stored bool, err error) {
 	err = s.fenced(ctx, "preview", func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, "INSERT INTO approval_previews (approval_id, doc) VALUES ($1, $2) ON CONFLICT (approval_id) DO NOTHING", id[:], doc)
+		tag, err := tx.Exec(ctx, "INSERT INTO approval_previews (approval_id, doc) VALUES ($1, $2) ON CONFLICT (approval_id) DO NOTHING", simple, id[:], doc)
 		stored = tag.RowsAffected() == 1
 		return err
 	})
@@ -88,7 +88,7 @@ func (s *Store) Preview(ctx context.Context, id ID) ([]byte, error) {
 // stale, deletes nothing.
 func (s *Store) DeletePreview(ctx context.Context, id ID) error {
 	return s.fenced(ctx, "preview deletion", func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "DELETE FROM approval_previews WHERE approval_id = $1", id[:])
+		_, err := tx.Exec(ctx, "DELETE FROM approval_previews WHERE approval_id = $1", simple, id[:])
 		return err
 	})
 }
@@ -139,11 +139,11 @@ func (s *Store) PutSession(ctx context.Context, key ID, se Session, max int) err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO approver_sessions (token_sha256, approver, csrf, credential, sign_in, used_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, key[:], se.Approver, se.CSRF, se.Credential[:], se.SignIn, se.UsedAt); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6)`, simple, key[:], se.Approver, se.CSRF, se.Credential[:], se.SignIn, se.UsedAt); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM approver_sessions WHERE token_sha256 IN (
-			SELECT token_sha256 FROM approver_sessions ORDER BY sign_in DESC, token_sha256 OFFSET $1)`, max)
+			SELECT token_sha256 FROM approver_sessions ORDER BY sign_in DESC, token_sha256 OFFSET $1)`, simple, max)
 		return err
 	})
 	if err != nil {
@@ -163,11 +163,11 @@ func (s *Store) UseSession(ctx context.Context, key ID, now time.Time, idle, lif
 	var cred []byte
 	err = s.pool.QueryRow(ctx, `UPDATE approver_sessions SET used_at = greatest(used_at, $2)
 		WHERE token_sha256 = $1 AND used_at > $3 AND sign_in > $4
-		RETURNING approver, csrf, credential, sign_in, used_at`, key[:], now, now.Add(-idle), now.Add(-lifetime)).
+		RETURNING approver, csrf, credential, sign_in, used_at`, simple, key[:], now, now.Add(-idle), now.Add(-lifetime)).
 		Scan(&se.Approver, &se.CSRF, &cred, &se.SignIn, &se.UsedAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		if _, err := s.pool.Exec(ctx, "DELETE FROM approver_sessions WHERE token_sha256 = $1", key[:]); err != nil {
+		if _, err := s.pool.Exec(ctx, "DELETE FROM approver_sessions WHERE token_sha256 = $1", simple, key[:]); err != nil {
 			return Session{}, false, fmt.Errorf("postgres: deleting an ended session: %w", err)
 		}
 		return Session{}, false, nil
@@ -185,7 +185,7 @@ func (s *Store) DeleteSession(ctx context.Context, key ID) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, "DELETE FROM approver_sessions WHERE token_sha256 = $1", key[:]); err != nil {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM approver_sessions WHERE token_sha256 = $1", simple, key[:]); err != nil {
 		return fmt.Errorf("postgres: deleting a session: %w", err)
 	}
 	return nil
@@ -197,7 +197,7 @@ func (s *Store) DeleteSessionsOf(ctx context.Context, name string) (int64, error
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, "DELETE FROM approver_sessions WHERE approver = $1", name)
+	tag, err := s.pool.Exec(ctx, "DELETE FROM approver_sessions WHERE approver = $1", simple, name)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: deleting the sessions of %q: %w", name, err)
 	}
@@ -210,7 +210,7 @@ func (s *Store) DeleteEndedSessions(ctx context.Context, now time.Time, idle, li
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, "DELETE FROM approver_sessions WHERE used_at <= $1 OR sign_in <= $2", now.Add(-idle), now.Add(-lifetime))
+	tag, err := s.pool.Exec(ctx, "DELETE FROM approver_sessions WHERE used_at <= $1 OR sign_in <= $2", simple, now.Add(-idle), now.Add(-lifetime))
 	if err != nil {
 		return 0, fmt.Errorf("postgres: deleting ended sessions: %w", err)
 	}

@@ -56,7 +56,7 @@ func (s *Store) PutCosignature(ctx context.Context, size uint64, witness string,
 		var current int64
 		var signed bool
 		err := tx.QueryRow(ctx, `SELECT t.epoch, EXISTS (SELECT 1 FROM checkpoints WHERE size = $1)
-			FROM tree_head t FOR KEY SHARE OF t`, int64(size)).Scan(&current, &signed)
+			FROM tree_head t FOR KEY SHARE OF t`, simple, int64(size)).Scan(&current, &signed)
 		if err != nil {
 			return err
 		}
@@ -67,12 +67,12 @@ func (s *Store) PutCosignature(ctx context.Context, size uint64, witness string,
 			return fmt.Errorf("no checkpoint is stored for this size: %w", ledger.ErrNotFound)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO cosignatures (size, witness, line) VALUES ($1, $2, $3)
-			ON CONFLICT (size, witness) DO UPDATE SET line = EXCLUDED.line`, int64(size), witness, line); err != nil {
+			ON CONFLICT (size, witness) DO UPDATE SET line = EXCLUDED.line`, simple, int64(size), witness, line); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM cosignatures c
 			WHERE c.size < (SELECT min(k.size) FROM (SELECT DISTINCT size FROM cosignatures ORDER BY size DESC LIMIT $1) k)
-			AND EXISTS (SELECT 1 FROM cosignatures n WHERE n.witness = c.witness AND n.size > c.size)`, CosignatureSizesKept)
+			AND EXISTS (SELECT 1 FROM cosignatures n WHERE n.witness = c.witness AND n.size > c.size)`, simple, CosignatureSizesKept)
 		return err
 	})
 	if err != nil {

@@ -24,8 +24,9 @@ func AcquireAll(t *testing.T, s *Store) []*pgx.Conn {
 
 // SetHook makes s call hook at the points where a transaction holds
 // tree_head's row lock: "commit" (after Commit's conditional UPDATE),
-// "checkpoint" (after AddCheckpoint's epoch check), "acquire" (after
-// AcquireLease's updates, before its COMMIT).
+// "checkpoint" (after AddCheckpoint's epoch check), "snapshot" (after
+// PutSnapshot's), "acquire" (after AcquireLease's updates, before its
+// COMMIT).
 func SetHook(s *Store, hook func(point string)) { s.hook = hook }
 
 // LatestVersion is the schema version this build migrates to.

@@ -114,7 +114,7 @@ func (s *Store) AcquireLease(ctx context.Context, holder, address string, ttl ti
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The lease row's lock makes acquisitions take turns; a waiting
 		// one then reads the winner's lease, held.
-		cur, err := scanLease(tx.QueryRow(ctx, "SELECT "+leaseColumns+" FROM lease FOR UPDATE"))
+		cur, err := scanLease(tx.QueryRow(ctx, "SELECT "+leaseColumns+" FROM lease FOR UPDATE", simple))
 		if err != nil {
 			return fmt.Errorf("reading the lease: %w", err)
 		}
@@ -128,11 +128,11 @@ func (s *Store) AcquireLease(ctx context.Context, holder, address string, ttl ti
 			return fmt.Errorf("locking tree_head: %w", err)
 		}
 		l, err = scanLease(tx.QueryRow(ctx, `UPDATE lease SET holder = $1, address = $2, epoch = epoch + 1,
-			expires_at = now() + $3 * interval '1 microsecond' RETURNING `+leaseColumns, holder, address, us))
+			expires_at = now() + $3 * interval '1 microsecond' RETURNING `+leaseColumns, simple, holder, address, us))
 		if err != nil {
 			return fmt.Errorf("updating the lease: %w", err)
 		}
-		if _, err := tx.Exec(ctx, "UPDATE tree_head SET epoch = $1", int64(l.Epoch)); err != nil {
+		if _, err := tx.Exec(ctx, "UPDATE tree_head SET epoch = $1", simple, int64(l.Epoch)); err != nil {
 			return fmt.Errorf("moving tree_head to epoch %d: %w", l.Epoch, err)
 		}
 		s.at("acquire")
@@ -174,7 +174,7 @@ func (s *Store) RenewLease(ctx context.Context, ttl time.Duration) (Lease, error
 		return Lease{}, fmt.Errorf("postgres: renewing the lease: %w (this store holds none)", ErrLeaseLost)
 	}
 	l, err := scanLease(s.pool.QueryRow(ctx, `UPDATE lease SET expires_at = now() + $1 * interval '1 microsecond'
-		WHERE epoch = $2 AND holder = $3 RETURNING `+leaseColumns, us, int64(mine.epoch), mine.holder))
+		WHERE epoch = $2 AND holder = $3 RETURNING `+leaseColumns, simple, us, int64(mine.epoch), mine.holder))
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur, err := s.CurrentLease(ctx)
 		if err != nil {
@@ -205,7 +205,7 @@ func (s *Store) ReleaseLease(ctx context.Context) error {
 		return nil
 	}
 	tag, err := s.pool.Exec(ctx, "UPDATE lease SET expires_at = least(expires_at, now()) WHERE epoch = $1 AND holder = $2",
-		int64(mine.epoch), mine.holder)
+		simple, int64(mine.epoch), mine.holder)
 	if err != nil {
 		return fmt.Errorf("postgres: releasing the lease of epoch %d: %w", mine.epoch, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -22,7 +24,18 @@ const hour = time.Hour
 // out its TTL would, without waiting.
 func expireLease(t *testing.T, url string) {
 	t.Helper()
-	exec(t, url, "UPDATE lease SET expires_at = now() - interval '1 second'")
+	// Bounded: a store holding the lease row's lock (a renewal cut off
+	// half-way, TestCutOffHolder) fails the test, not hangs it.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "UPDATE lease SET expires_at = now() - interval '1 second'"); err != nil {
+		t.Fatalf("expiring the lease: %v", err)
+	}
 }
 
 func acquire(t *testing.T, s *postgres.Store, holder string) postgres.Lease {
@@ -302,6 +315,158 @@ func TestSnapshotFenced(t *testing.T) {
 	}
 }
 
+// TestSnapshotDuringTakeover: B's takeover holds tree_head's lock when A
+// (the holder before) writes its approval snapshot: A's write waits for
+// the takeover, then is refused with ErrFenced, and the snapshot B
+// writes afterwards is the one kept. (Before the fix PutSnapshot took no
+// lock: A's write went through during the takeover.)
+func TestSnapshotDuringTakeover(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Shared(t).NewDatabase(t)
+	a, b := open(t, url), open(t, url)
+	acquire(t, a, "a")
+	commit(t, a, batch(0, 3))
+	if err := a.PutSnapshot(ctx, 2, []byte("a at 2")); err != nil {
+		t.Fatal(err)
+	}
+	expireLease(t, url)
+	entered, release := hold(t, b, "acquire")
+	acquireDone := result(func() error {
+		_, err := b.AcquireLease(ctx, "b", "http://b.example.org", hour)
+		return err
+	})
+	<-entered
+	putDone := result(func() error { return a.PutSnapshot(ctx, 3, []byte("a at 3")) })
+	if err := waitForLockWaitOr(t, url, "SELECT size, epoch FROM tree_head FOR KEY SHARE%", putDone); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := <-acquireDone; err != nil {
+		t.Fatalf("B's AcquireLease: %v", err)
+	}
+	wantFenced(t, "A's PutSnapshot behind the takeover", <-putDone)
+	commit(t, b, batch(3, 1))
+	if err := b.PutSnapshot(ctx, 4, []byte("b at 4")); err != nil {
+		t.Fatal(err)
+	}
+	wantFenced(t, "A's PutSnapshot after B's", a.PutSnapshot(ctx, 3, []byte("a at 3")))
+	if n, snap, err := b.Snapshot(ctx); err != nil || n != 4 || string(snap) != "b at 4" {
+		t.Errorf("Snapshot = %d, %q, %v; want B's, 4, \"b at 4\"", n, snap, err)
+	}
+}
+
+// TestSnapshotInFlightAcrossTakeover: A's PutSnapshot has read the epoch
+// (its own) and is held up before its row is written (here by a trigger
+// of the test's, waiting for an advisory lock) while B takes over and
+// writes a newer snapshot. Whatever happens to A's write, B's newer
+// snapshot is the one kept: A's, of the older epoch, never replaces it.
+// (Before the fix, PutSnapshot's one statement took no lock: B's takeover
+// went through, and A's write, let go, replaced B's snapshot with its
+// older one.)
+func TestSnapshotInFlightAcrossTakeover(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Shared(t).NewDatabase(t)
+	a, b := open(t, url), open(t, url)
+	acquire(t, a, "a")
+	commit(t, a, batch(0, 3))
+	exec(t, url, `CREATE FUNCTION hold_a() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.data = 'a at 3'::bytea THEN PERFORM pg_advisory_xact_lock_shared(7); END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER hold_a BEFORE INSERT OR UPDATE ON approval_snapshot FOR EACH ROW EXECUTE FUNCTION hold_a()`)
+	locker, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(context.Background())
+	if _, err := locker.Exec(ctx, "SELECT pg_advisory_lock(7)"); err != nil {
+		t.Fatal(err)
+	}
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			if _, err := locker.Exec(ctx, "SELECT pg_advisory_unlock(7)"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer unlock()
+	putDone := result(func() error { return a.PutSnapshot(ctx, 3, []byte("a at 3")) })
+	waitForLockWait(t, url, "%approval_snapshot%")
+
+	expireLease(t, url)
+	acquireDone := result(func() error {
+		_, err := b.AcquireLease(ctx, "b", "http://b.example.org", hour)
+		return err
+	})
+	// With the fix, B's takeover waits for A's write (which holds
+	// tree_head FOR KEY SHARE); without it, it does not.
+	tookOver := false
+	if err := waitForLockWaitOr(t, url, "SELECT 1 FROM tree_head FOR UPDATE%", acquireDone); err != nil {
+		if !errors.Is(err, errReturned) {
+			t.Fatal(err)
+		}
+		tookOver = true
+		commit(t, b, batch(3, 1))
+		if err := b.PutSnapshot(ctx, 4, []byte("b at 4")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unlock()
+	errA := <-putDone
+	if !tookOver {
+		if err := <-acquireDone; err != nil {
+			t.Fatalf("B's AcquireLease: %v", err)
+		}
+		commit(t, b, batch(3, 1))
+		if err := b.PutSnapshot(ctx, 4, []byte("b at 4")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("A's PutSnapshot in flight across the takeover: %v", errA)
+	if n, snap, err := b.Snapshot(ctx); err != nil || n != 4 || string(snap) != "b at 4" {
+		t.Errorf("Snapshot = %d, %q, %v; want B's, 4, \"b at 4\" (A's older one replaced it)", n, snap, err)
+	}
+}
+
+// errReturned: what waitForLockWaitOr waited on returned first.
+var errReturned = errors.New("returned before waiting for a lock")
+
+// waitForLockWaitOr waits until a backend whose query is LIKE pattern
+// waits for a lock, or done has a result (then the error wraps
+// errReturned and says what it was).
+func waitForLockWaitOr(t *testing.T, url, pattern string, done <-chan error) error {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, pattern).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return nil
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("%w (%v), not waiting for a lock as %q", errReturned, err, pattern)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no statement like %q waited for a lock", pattern)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestConcurrentAcquire: stores racing for an expired lease: exactly one
 // wins each round, the others are refused with ErrLeaseHeld, and the
 // epochs of the lease and tree_head move together, by one per round.
@@ -460,7 +625,7 @@ func TestTakeoverBeforeCommit(t *testing.T) {
 	<-entered
 	late := batch(2, 3, "k2", "k3", "k4")
 	commitDone := result(func() error { return a.Commit(ctx, late) })
-	waitForLockWait(t, url, "UPDATE tree_head%")
+	waitForLockWait(t, url, "BEGIN;%EXECUTE ledger_move%")
 	notYet(t, "A's Commit", commitDone)
 	release()
 	if err := <-acquireDone; err != nil {

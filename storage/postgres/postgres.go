@@ -31,7 +31,9 @@
 //	approval_snapshot (singleton, size, data)      one row, once written
 //
 // PutSnapshot writes it only while tree_head is at the store's epoch and
-// holds at least size entries, so a fenced store writes none.
+// holds at least size entries, reading tree_head FOR KEY SHARE as
+// AddCheckpoint does, so a fenced store writes none, and a write in flight
+// during a takeover is ordered before it or refused.
 //
 // Version 4 (migrations/0004_approval_previews_sessions.sql) adds what
 // ledgerd keeps for approvals beside the log (approvals.go):
@@ -68,8 +70,11 @@
 // or processes take turns; then it inserts the entries with their leaf
 // hashes and keys in one multi-row INSERT (from arrays, unnest), and
 // upserts the batch's tiles in another, INSERT ... ON CONFLICT DO UPDATE.
-// BEGIN and these statements go to the server as one pipeline, one round
-// trip, and COMMIT follows once every result was read: two round trips a
+// BEGIN and these statements go to the server as one simple-protocol
+// Query message, one round trip (the statements prepared on the
+// connection with SQL PREPARE by its first Commit, in that message, and
+// named with EXECUTE; their arguments literals: see "Stalls" for why),
+// and COMMIT follows once every result was read: two round trips a
 // batch, whatever it holds. A batch that does not continue the log is
 // rolled back whatever its later statements did. An idempotency key
 // already stored breaks the UNIQUE constraint, and the transaction, so the
@@ -149,14 +154,10 @@
 // expiry plays no part in this. It gives liveness only: a holder that
 // dies stops renewing, its lease expires, and another store takes it.
 //
-// A holder stopped in the middle of a write (its process frozen, its
-// network cut) keeps its transaction open, and with it tree_head's row
-// lock, which a takeover waits for: as long as the holder is stopped, no
-// other store could take over. With Options.StallTimeout the server
-// aborts a transaction whose client sends nothing for that long
-// (idle_in_transaction_session_timeout) and closes its connection, which
-// releases the lock: the stopped write is lost, unacknowledged, and the
-// takeover goes ahead. A sequencer sets it to about its lease's TTL.
+// A holder stopped in the middle of a write (its process frozen or gone,
+// its network cut, a proxy hung) may hold tree_head's row lock (or the
+// lease row's), which a takeover waits for. What bounds that wait is
+// "Stalls", below; with Options.StallTimeout, about that long.
 //
 // Expiry is set (now() + TTL) and judged (expires_at > now()) by the
 // database's clock alone, never an instance's; CurrentLease reports it as
@@ -170,11 +171,84 @@
 // (ledger.Open), then sequences, renewing well within the TTL; on
 // ErrLeaseLost or ErrFenced it stops sequencing, and should it take the
 // lease again, reopens the ledger (what it cached may be stale).
+//
+// # Stalls
+//
+// A writer may stop anywhere in a write and never resume: its process
+// frozen or killed, its host gone, its network cut, a proxy between it
+// and the server hung (still holding its sockets open). Whatever the
+// writer's transaction holds (tree_head's row lock, the lease row's, rows
+// it inserted, which block the next writer's inserts at the same
+// indices and keys) stays held as long as its server session lives. This
+// is what ends such a session, and so bounds how long a takeover, and the
+// new holder's first commit, can be held off:
+//
+//   - How writes are sent. Every statement of a write transaction, and
+//     every write outside one, goes as one simple-protocol Query message
+//     (pgx's QueryExecModeSimpleProtocol, or Commit's own message), never
+//     as the extended protocol's Parse, Bind, Execute and Sync, which pgx
+//     pipelines. The server reads a Query message whole before it
+//     executes any of it, and answers it with ReadyForQuery. With the
+//     extended protocol, a statement runs at its Execute and the server
+//     then waits for the next message (up to the Sync) in the state
+//     "active, ClientRead", where neither idle_in_transaction_session_
+//     timeout nor statement_timeout applies: before this, a Commit cut
+//     off after its UPDATE's Execute had arrived held tree_head's lock
+//     until the TCP connection died (hours, by the server's keepalive
+//     defaults, or never behind a hung proxy). Now the server waits for a
+//     writer's bytes only between statements (after ReadyForQuery), or
+//     inside a message whose statements have not started.
+//   - idle_in_transaction_session_timeout (StallTimeout): covers every
+//     such wait inside a transaction, including a message that stopped
+//     half-way: after StallTimeout the server aborts the transaction,
+//     closes the session and releases what it held. Between transactions
+//     a session holds nothing; a write outside a transaction is one
+//     message, done once it has arrived.
+//   - lock_timeout (StallTimeout): a statement of this store that waits
+//     for a lock that long fails (the migrations excepted, which wait for
+//     each other). A waiting statement whose caller gave up (its context
+//     ended, pgx closed the connection) would otherwise keep waiting in
+//     the server, holding what its transaction took: an AcquireLease
+//     waiting for tree_head holds the lease row, so every later
+//     acquisition would queue behind it.
+//   - TCP keepalives and TCP_USER_TIMEOUT, on both ends of a TCP
+//     connection (tcp_keepalives_idle StallTimeout, _interval a third of
+//     it, _count 3, in whole seconds, at least 1; tcp_user_timeout twice
+//     StallTimeout; the same on this side's socket, TCP_USER_TIMEOUT on
+//     Linux only): a peer that stops answering at the TCP level (its host
+//     down, the network cut) ends the connection within about twice
+//     StallTimeout (3 s at least), whatever the session is doing, idle,
+//     or blocked writing its answer. They do not help while the peer's
+//     TCP stack still answers (a frozen process, a hung proxy): the two
+//     points above cover those. Over a Unix socket they do not apply.
+//   - Commit's deadline: each of its two round trips (taking a connection
+//     and the message; COMMIT) gives up after twice StallTimeout, so a
+//     Commit returns within about four times StallTimeout even when the
+//     server or the network no longer answers, and the ledger above it
+//     reports the storage failure (ledgerd then steps down, releasing the
+//     lease). A first round trip given up writes nothing (pgx closes the
+//     connection; the server aborts the transaction); a COMMIT given up
+//     leaves the batch's fate unknown (ErrBroken). Other calls are
+//     bounded by their callers' contexts.
+//
+// So with StallTimeout a stopped writer holds a lock for at most about
+// StallTimeout after its last byte reached the server, and a takeover
+// waits at most that long for it (a takeover that waits for a lock longer
+// than its own lock_timeout fails, and its caller tries again). Nothing
+// here bounds the server's own work: a COMMIT waiting for a synchronous
+// standby that is gone (synchronous_standby_names) holds its locks until
+// the standby returns, and the writer gives up on it after its deadline
+// (ErrBroken). Without StallTimeout, only the operating system's TCP
+// keepalives end a session whose writer stopped (by Linux's defaults,
+// after about two hours and eleven minutes), and never one whose peer's
+// TCP stack still answers.
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -187,6 +261,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -225,13 +300,18 @@ type Options struct {
 	// MaxConns bounds the store's connections. Optional; 0 means pgxpool's
 	// default (4, or the number of CPUs if more).
 	MaxConns int32
-	// StallTimeout, if positive, is how long the server waits for the
-	// next statement of a transaction in progress before it aborts the
-	// transaction and closes the connection
-	// (idle_in_transaction_session_timeout, in whole milliseconds), so
-	// that a writer stopped mid-transaction cannot hold off a takeover
-	// for longer (see the package doc). Optional; 0 leaves the server's
-	// setting (by default, no limit).
+	// StallTimeout, if positive, bounds how long a write of this store
+	// that stops half-way (its process frozen or gone, its network cut,
+	// a proxy hung) can hold off another store's takeover, and how long
+	// a Commit waits for the database. On every connection it sets
+	// idle_in_transaction_session_timeout and lock_timeout to it (whole
+	// milliseconds), the server's TCP keepalives and tcp_user_timeout,
+	// and the same on this side of the connection; and it bounds each
+	// of Commit's two round trips to twice its value. See the package
+	// doc, "Stalls", for what each covers. Optional; 0 leaves the
+	// server's settings (by default, no limits) and the operating
+	// system's keepalives, and a Commit waits as long as its context
+	// lets it (and its COMMIT up to a minute).
 	StallTimeout time.Duration
 }
 
@@ -244,9 +324,16 @@ type Store struct {
 	// by AcquireLease. Commit and AddCheckpoint are conditional on it.
 	epoch atomic.Int64
 
+	// roundTrip bounds each of Commit's round trips (0: no bound but the
+	// caller's context, and a minute for COMMIT).
+	roundTrip time.Duration
+
 	mu     sync.Mutex
 	broken error     // set when a COMMIT's outcome is unknown
 	held   heldLease // the lease this store took, if any
+	// prepared holds the connections on which Commit's statements are
+	// prepared (commitSQL); a connection leaves it when the pool closes it.
+	prepared map[*pgconn.PgConn]struct{}
 
 	// hook, set by tests only, is called at named points where a
 	// transaction holds tree_head's row lock, so that a test can hold it
@@ -275,17 +362,29 @@ func Open(ctx context.Context, connURL string, opts Options) (*Store, error) {
 	}
 	// Set at connection startup, before any statement: see the package doc.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	// What pgx's simple protocol (writes, see simple) requires.
+	cfg.ConnConfig.RuntimeParams["standard_conforming_strings"] = "on"
+	cfg.ConnConfig.RuntimeParams["client_encoding"] = "UTF8"
 	if opts.StallTimeout > 0 {
-		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(1, opts.StallTimeout.Milliseconds()), 10)
+		for k, v := range stallParams(opts.StallTimeout) {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+		cfg.ConnConfig.DialFunc = stallDialer(opts.StallTimeout).DialContext
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	s := &Store{roundTrip: 2 * opts.StallTimeout, prepared: map[*pgconn.PgConn]struct{}{}}
+	cfg.BeforeClose = func(c *pgx.Conn) {
+		s.mu.Lock()
+		delete(s.prepared, c.PgConn())
+		s.mu.Unlock()
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %w", RedactURL(connURL), err)
 	}
-	s := &Store{pool: pool}
+	s.pool = pool
 	if err := s.checkDurable(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", RedactURL(connURL), err)
@@ -319,6 +418,17 @@ func (s *Store) checkDurable(ctx context.Context) error {
 	}
 	return nil
 }
+
+// simple makes pgx send a statement as one simple-protocol Query message,
+// its arguments written into the text, instead of the extended
+// protocol's Parse, Bind, Execute and Sync. Every statement of a write
+// transaction, and every write outside one, goes this way: the server
+// reads the whole message before it executes any of it, and answers
+// with ReadyForQuery, so that it never waits for the rest of the
+// client's bytes while the statement holds a lock or a row, where no
+// timeout applies (the package doc, "Stalls"). Reads keep the extended
+// protocol, with binary results.
+const simple = pgx.QueryExecModeSimpleProtocol
 
 // migrationsFS holds the schema migrations, NNNN_name.sql.
 //
@@ -374,7 +484,12 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	for _, m := range ms {
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))", migrationLock); err != nil {
+			// Opens wait for each other's migrations however long they
+			// take, whatever lock_timeout Options.StallTimeout set.
+			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = 0"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))", simple, migrationLock); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -384,7 +499,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 				return err
 			}
 			var latest int
-			if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&latest); err != nil {
+			if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations", simple).Scan(&latest); err != nil {
 				return err
 			}
 			if latest > len(ms) {
@@ -396,7 +511,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 			}
-			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name)
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", simple, m.version, m.name)
 			return err
 		})
 		if err != nil {
@@ -492,7 +607,14 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	if err != nil {
 		return err
 	}
-	conn, err := s.pool.Acquire(ctx)
+	// Each round trip is bounded (see the package doc, "Stalls").
+	pctx := ctx
+	if s.roundTrip > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, s.roundTrip)
+		defer cancel()
+	}
+	conn, err := s.pool.Acquire(pctx)
 	if err != nil {
 		return fmt.Errorf("postgres: batch at %d: acquiring a connection: %w", b.Start, err)
 	}
@@ -503,54 +625,51 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 		if !committed {
 			// Rollback even if ctx is done; a broken connection is closed
 			// by pgx, and the server then aborts the transaction.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.commitTimeout())
 			conn.Exec(rctx, "ROLLBACK")
 			cancel()
 		}
 	}()
 
-	// Everything before COMMIT is one round trip (a pipeline): BEGIN, the
-	// tree size's move, the entries, the tiles. A round trip costs a
-	// wake-up of the server and of this goroutine, which on a busy machine
-	// is more than the statement; COMMIT stays separate, so that no batch
-	// is committed before all its results were read.
-	idxs := make([]int64, len(b.Entries))
-	leaves := make([][]byte, len(b.Entries))
-	keys := make([][]byte, len(b.Entries)) // nil (NULL) where the entry has none
-	for i := range b.Entries {
-		idxs[i], leaves[i] = int64(b.Start)+int64(i), b.LeafHashes[i][:]
-		if len(b.Keys) > 0 && len(b.Keys[i]) > 0 {
-			keys[i] = b.Keys[i]
-		}
+	// Everything before COMMIT is one round trip, and one message: BEGIN,
+	// the tree size's move, the entries, the tiles, as one simple query
+	// (see the package doc, "Stalls"). A round trip costs a wake-up of the
+	// server and of this goroutine, which on a busy machine is more than
+	// the statement; COMMIT stays separate, so that no batch is committed
+	// before all its results were read.
+	pg := conn.Conn().PgConn()
+	if pg.ParameterStatus("standard_conforming_strings") != "on" || pg.ParameterStatus("client_encoding") != "UTF8" {
+		// Set at startup (Open), and this store's statements never change them.
+		return fmt.Errorf("postgres: batch at %d: the connection has standard_conforming_strings %q and client_encoding %q, not on and UTF8",
+			b.Start, pg.ParameterStatus("standard_conforming_strings"), pg.ParameterStatus("client_encoding"))
 	}
-	var batch pgx.Batch
-	batch.Queue("BEGIN")
+	s.mu.Lock()
+	_, ready := s.prepared[pg]
+	s.mu.Unlock()
 	epoch := s.epoch.Load()
-	batch.Queue("UPDATE tree_head SET size = $1 WHERE size = $2 AND epoch = $3", int64(end), int64(b.Start), epoch)
-	batch.Queue(`INSERT INTO entries (idx, leaf_hash, idem_key, data)
-		SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::bytea[])`, idxs, leaves, keys, b.Entries)
-	if len(levels) > 0 {
-		batch.Queue(`INSERT INTO tiles (level, idx, hashes)
-			SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])
-			ON CONFLICT (level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`, levels, tileIdxs, hashes)
+	sql := commitSQL(b, end, epoch, levels, tileIdxs, hashes, !ready, pg.ParameterStatus("server_encoding") == "UTF8")
+	moved, prepared, err := sendCommit(pctx, conn.Conn(), sql, b, !ready, len(levels) > 0)
+	if prepared {
+		s.mu.Lock()
+		s.prepared[pg] = struct{}{}
+		s.mu.Unlock()
 	}
-	moved, err := sendBatch(ctx, conn.Conn(), &batch, b.Start)
 	if err != nil {
 		return err
 	}
 	if !moved {
-		// Rolled back first: the pipeline's later statements may have
-		// failed and aborted the transaction. The size and epoch read
-		// afterwards explain the refusal; the epoch only grows, so one
-		// still ours now was ours at the UPDATE.
+		// Rolled back first: the later statements may have failed and
+		// aborted the transaction. The size and epoch read afterwards
+		// explain the refusal; the epoch only grows, so one still ours
+		// now was ours at the UPDATE.
 		// Through the pool: a ROLLBACK that fails closes conn, and the
 		// server aborts the transaction all the same.
 		committed = true // no ROLLBACK twice
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.commitTimeout())
 		conn.Exec(rctx, "ROLLBACK")
 		cancel()
 		var size, current int64
-		if err := s.pool.QueryRow(ctx, "SELECT size, epoch FROM tree_head").Scan(&size, &current); err != nil {
+		if err := s.pool.QueryRow(pctx, "SELECT size, epoch FROM tree_head").Scan(&size, &current); err != nil {
 			return fmt.Errorf("postgres: batch at %d: reading the tree size: %w", b.Start, err)
 		}
 		if current != epoch {
@@ -566,7 +685,7 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: batch at %d: %w", b.Start, err)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.commitTimeout())
 	defer cancel()
 	committed = true
 	tag, err := conn.Exec(cctx, "COMMIT")
@@ -586,41 +705,190 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	return nil
 }
 
-// sendBatch sends a Commit's pipeline (BEGIN, the tree_head update, the
-// entries, the tiles if any) and reads its results; moved reports whether
-// the update moved the tree size. The transaction stays open.
-func sendBatch(ctx context.Context, conn *pgx.Conn, batch *pgx.Batch, start uint64) (moved bool, err error) {
-	results := conn.SendBatch(ctx, batch)
-	defer results.Close()
-	if _, err := results.Exec(); err != nil {
-		return false, fmt.Errorf("postgres: batch at %d: beginning its transaction: %w", start, err)
+// commitTimeout bounds COMMIT (and a ROLLBACK), which do not see the
+// caller's cancellation: the store's round-trip bound, or a minute.
+func (s *Store) commitTimeout() time.Duration {
+	if s.roundTrip > 0 {
+		return s.roundTrip
 	}
-	tag, err := results.Exec()
+	return time.Minute
+}
+
+// The statements of a Commit, prepared (SQL PREPARE) on each connection
+// by its first Commit, in the same message: the commit's message then
+// names them with EXECUTE, and the server neither parses nor plans them
+// again. Their arguments are literals (see commitSQL).
+const (
+	prepareMove = `PREPARE ledger_move(bigint, bigint, bigint) AS
+	UPDATE tree_head SET size = $1 WHERE size = $2 AND epoch = $3`
+	// ledger_entries(start, n, leaf hashes concatenated, keys, entries,
+	// hex): keys and entries each end with the terminator (',' and
+	// U+001F), so that n empty ones are n+1 elements; a key in hex,
+	// empty for none; an entry as its UTF-8 text, or in hex when hex.
+	prepareEntries = `PREPARE ledger_entries(bigint, bigint, bytea, text, text, boolean) AS
+	INSERT INTO entries (idx, leaf_hash, idem_key, data)
+	SELECT $1 + u.n - 1, substring($3 from u.n::integer * 32 - 31 for 32), decode(nullif(u.k, ''), 'hex'),
+		CASE WHEN $6 THEN decode(u.e, 'hex') ELSE convert_to(u.e, 'UTF8') END
+	FROM unnest(string_to_array($5, E'\x1f'), string_to_array($4, ',')) WITH ORDINALITY AS u(e, k, n)
+	WHERE u.n <= $2`
+	// ledger_tiles(levels, indices, hashes in hex, each ending with ',').
+	prepareTiles = `PREPARE ledger_tiles(smallint[], bigint[], text) AS
+	INSERT INTO tiles (level, idx, hashes)
+	SELECT l, i, decode(h, 'hex') FROM unnest($1, $2, string_to_array($3, ',')) AS t(l, i, h) WHERE l IS NOT NULL
+	ON CONFLICT (level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`
+)
+
+// commitSQL is the text of a Commit's one message: the statements'
+// PREPAREs if prepare, then BEGIN, the tree_head update, the entries, the
+// tiles if any. Only the entries go as text (a quote doubled), when they
+// are all valid UTF-8 without U+0000 or U+001F (a ledger's entries are
+// JSON) and the database's encoding is UTF-8 (utf8DB); everything else is
+// digits, hex digits, braces and commas. The connection must have
+// standard_conforming_strings on and client_encoding UTF8 (checked
+// before).
+func commitSQL(b ledger.Batch, end uint64, epoch int64, levels []int16, tileIdxs []int64, hashes [][]byte, prepare, utf8DB bool) string {
+	text := utf8DB
+	n := 0
+	for i, e := range b.Entries {
+		n += len(e) + 2*ledger.HashSize + 2
+		if len(b.Keys) > 0 {
+			n += 2*len(b.Keys[i]) + 1
+		}
+		if text && (!utf8.Valid(e) || bytes.IndexByte(e, 0) >= 0 || bytes.IndexByte(e, 0x1f) >= 0) {
+			text = false
+		}
+	}
+	if !text {
+		n *= 2
+	}
+	for _, h := range hashes {
+		n += 2*len(h) + 32
+	}
+	var q strings.Builder
+	q.Grow(n + 1024)
+	if prepare {
+		q.WriteString(prepareMove + ";\n" + prepareEntries + ";\n" + prepareTiles + ";\n")
+	}
+	fmt.Fprintf(&q, "BEGIN;\nEXECUTE ledger_move(%d, %d, %d);\n", end, b.Start, epoch)
+	fmt.Fprintf(&q, "EXECUTE ledger_entries(%d, %d, '\\x", b.Start, len(b.Entries))
+	var buf []byte
+	for _, h := range b.LeafHashes {
+		buf = hex.AppendEncode(buf[:0], h[:])
+		q.Write(buf)
+	}
+	q.WriteString("', '")
+	for i := range b.Entries {
+		if len(b.Keys) > 0 {
+			buf = hex.AppendEncode(buf[:0], b.Keys[i])
+			q.Write(buf)
+		}
+		q.WriteByte(',')
+	}
+	q.WriteString("', '")
+	for _, e := range b.Entries {
+		if text {
+			for len(e) > 0 {
+				i := bytes.IndexByte(e, '\'')
+				if i < 0 {
+					q.Write(e)
+					break
+				}
+				q.Write(e[:i+1])
+				q.WriteByte('\'')
+				e = e[i+1:]
+			}
+		} else {
+			buf = hex.AppendEncode(buf[:0], e)
+			q.Write(buf)
+		}
+		q.WriteByte(0x1f)
+	}
+	fmt.Fprintf(&q, "', %t)", !text)
+	if len(levels) > 0 {
+		q.WriteString(";\nEXECUTE ledger_tiles('{")
+		for i, l := range levels {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString(strconv.Itoa(int(l)))
+		}
+		q.WriteString("}', '{")
+		for i, x := range tileIdxs {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString(strconv.FormatInt(x, 10))
+		}
+		q.WriteString("}', '")
+		for _, h := range hashes {
+			buf = hex.AppendEncode(buf[:0], h)
+			q.Write(buf)
+			q.WriteByte(',')
+		}
+		q.WriteString("')")
+	}
+	return q.String()
+}
+
+// sendCommit sends a Commit's message (commitSQL, with the PREPAREs if
+// prepare) and reads its results; moved reports whether the update moved
+// the tree size, prepared whether the PREPAREs succeeded. The transaction
+// stays open.
+func sendCommit(ctx context.Context, conn *pgx.Conn, sql string, b ledger.Batch, prepare, tiles bool) (moved, prepared bool, err error) {
+	start := b.Start
+	mrr := conn.PgConn().Exec(ctx, sql)
+	defer mrr.Close()
+	// next returns the next statement's command tag, or why it failed.
+	next := func() (pgconn.CommandTag, error) {
+		if !mrr.NextResult() {
+			if err := mrr.Close(); err != nil {
+				return pgconn.CommandTag{}, err
+			}
+			return pgconn.CommandTag{}, errors.New("the server answered fewer statements than were sent")
+		}
+		return mrr.ResultReader().Close()
+	}
+	if prepare {
+		for range 3 {
+			if _, err := next(); err != nil {
+				return false, false, fmt.Errorf("postgres: batch at %d: preparing its statements: %w", start, err)
+			}
+		}
+	}
+	prepared = prepare
+	if _, err := next(); err != nil {
+		return false, prepared, fmt.Errorf("postgres: batch at %d: beginning its transaction: %w", start, err)
+	}
+	tag, err := next()
 	if err != nil {
-		return false, fmt.Errorf("postgres: batch at %d: updating the tree size: %w", start, err)
+		return false, prepared, fmt.Errorf("postgres: batch at %d: updating the tree size: %w", start, err)
 	}
 	if tag.RowsAffected() != 1 {
 		// Before the entries' result: a batch that does not continue
 		// the log may also collide with stored entries.
-		return false, nil
+		return false, prepared, nil
 	}
-	if _, err := results.Exec(); err != nil {
+	tag, err = next()
+	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "entries_idem_key_unique" {
 			// Not pgErr itself: its detail repeats the key.
-			return false, fmt.Errorf("postgres: batch at %d: an idempotency key is already stored: %w", start, ledger.ErrConflict)
+			return false, prepared, fmt.Errorf("postgres: batch at %d: an idempotency key is already stored: %w", start, ledger.ErrConflict)
 		}
-		return false, fmt.Errorf("postgres: batch at %d: writing its entries: %w", start, err)
+		return false, prepared, fmt.Errorf("postgres: batch at %d: writing its entries: %w", start, err)
 	}
-	if batch.Len() > 3 {
-		if _, err := results.Exec(); err != nil {
-			return false, fmt.Errorf("postgres: batch at %d: writing its tiles: %w", start, err)
+	if tag.RowsAffected() != int64(len(b.Entries)) {
+		return false, prepared, fmt.Errorf("postgres: batch at %d: %d of its %d entries written", start, tag.RowsAffected(), len(b.Entries))
+	}
+	if tiles {
+		if _, err := next(); err != nil {
+			return false, prepared, fmt.Errorf("postgres: batch at %d: writing its tiles: %w", start, err)
 		}
 	}
-	if err := results.Close(); err != nil {
-		return false, fmt.Errorf("postgres: batch at %d: %w", start, err)
+	if err := mrr.Close(); err != nil {
+		return false, prepared, fmt.Errorf("postgres: batch at %d: %w", start, err)
 	}
-	return true, nil
+	return true, prepared, nil
 }
 
 // latestTiles returns b's tiles as columns, keeping only the last of each
@@ -804,7 +1072,7 @@ func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) e
 		// AcquireLease's FOR UPDATE does (and it for AcquireLease).
 		err := tx.QueryRow(ctx, `SELECT t.size, t.epoch, c.size, c.signed FROM tree_head t
 			LEFT JOIN LATERAL (SELECT size, signed FROM checkpoints ORDER BY size DESC LIMIT 1) c ON true
-			FOR KEY SHARE OF t`).Scan(&treeSize, &current, &latestSize, &latest)
+			FOR KEY SHARE OF t`, simple).Scan(&treeSize, &current, &latestSize, &latest)
 		if err != nil {
 			return err
 		}
@@ -823,9 +1091,9 @@ func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) e
 			replace = true
 		}
 		if replace {
-			_, err = tx.Exec(ctx, "UPDATE checkpoints SET signed = $2 WHERE size = $1", int64(size), signed)
+			_, err = tx.Exec(ctx, "UPDATE checkpoints SET signed = $2 WHERE size = $1", simple, int64(size), signed)
 		} else {
-			_, err = tx.Exec(ctx, "INSERT INTO checkpoints (size, signed) VALUES ($1, $2)", int64(size), signed)
+			_, err = tx.Exec(ctx, "INSERT INTO checkpoints (size, signed) VALUES ($1, $2)", simple, int64(size), signed)
 		}
 		return err
 	})

@@ -342,7 +342,7 @@ func TestBrokenConnectionDuringCommit(t *testing.T) {
 	b := batch(5, 10)
 	go func() { done <- s.Commit(ctx, b) }()
 	// Wait for the Commit to block on the lock, then end its backend.
-	pid := waitForLockWait(t, url, "UPDATE tree_head%")
+	pid := waitForLockWait(t, url, "BEGIN;%EXECUTE ledger_move%")
 	exec(t, url, fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid))
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
@@ -428,5 +428,64 @@ func TestClosed(t *testing.T) {
 	}
 	if err := s.Commit(t.Context(), batch(0, 1)); !errors.Is(err, postgres.ErrClosed) {
 		t.Errorf("Commit after Close: %v", err)
+	}
+}
+
+// TestCommitEntryBytes: entries and keys of any bytes are stored as
+// given, whichever way Commit writes them (as text: JSON with quotes,
+// backslashes and non-ASCII letters, an empty entry; in hex: invalid
+// UTF-8, U+0000, U+001F), on a new connection (the statements prepared
+// in the commit's message) and a used one.
+func TestCommitEntryBytes(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Shared(t).NewDatabase(t)
+	s, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	batches := [][][]byte{
+		{[]byte(`{"principal":"o'brien@example.com","memo":"a \"quoted\" \\ backslash"}`), {}, []byte(`{"name":"Zoë ÅÆ 日本"}`), []byte(`''`)},
+		{[]byte("\xff\xfe not UTF-8"), []byte("a\x00b"), []byte("a\x1fb"), {}, []byte(`{"ok":true}`)},
+	}
+	keys := [][]byte{[]byte("k,1"), nil, []byte("k'2\x00"), []byte("\xff")}
+	var want [][]byte
+	size := uint64(0)
+	for _, entries := range batches {
+		b := ledger.Batch{Start: size, Entries: entries}
+		for i, e := range entries {
+			b.LeafHashes = append(b.LeafHashes, sha256.Sum256(append([]byte{0}, e...)))
+			b.Keys = append(b.Keys, append(bytes.Clone(keys[i%len(keys)]), byte('a'+size), byte('a'+i)))
+		}
+		b.Keys[1] = nil
+		b.Tiles = []ledger.Tile{{Level: 0, Index: 0, Hashes: bytes.Repeat([]byte{byte(size)}, 2*ledger.HashSize)}}
+		if err := s.Commit(ctx, b); err != nil {
+			t.Fatalf("Commit at %d: %v", size, err)
+		}
+		for i, k := range b.Keys {
+			if len(k) == 0 {
+				continue
+			}
+			if got, err := s.IndexOfKey(ctx, k); err != nil || got != size+uint64(i) {
+				t.Errorf("IndexOfKey(key of entry %d) = %d, %v", size+uint64(i), got, err)
+			}
+		}
+		if got, err := s.Tile(ctx, 0, 0); err != nil || !bytes.Equal(got, b.Tiles[0].Hashes) {
+			t.Errorf("tile 0/0 after the batch at %d = %x, %v", size, got, err)
+		}
+		want = append(want, entries...)
+		size += uint64(len(entries))
+	}
+	err = s.ReadEntries(ctx, 0, size, func(i uint64, e []byte) error {
+		if !bytes.Equal(e, want[i]) {
+			return fmt.Errorf("entry %d = %q, want %q", i, e, want[i])
+		}
+		if j, err := s.IndexOf(ctx, sha256.Sum256(append([]byte{0}, want[i]...))); err != nil || j > i {
+			return fmt.Errorf("IndexOf(leaf %d) = %d, %v", i, j, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }

@@ -13,12 +13,16 @@ import (
 
 var _ ledger.SnapshotStore = (*Store)(nil)
 
-// PutSnapshot implements ledger.SnapshotStore: one statement that writes
-// the approval_snapshot row only if tree_head is at the store's epoch and
-// holds at least size entries. A fenced store (another took the lease)
-// writes nothing and gets ErrFenced, as its commits do. The ledger does
-// not depend on this for correctness: a snapshot names the tree's root at
-// its size, and is used only for a tree with that root (ledger/snapshot.go).
+// PutSnapshot implements ledger.SnapshotStore: one transaction that reads
+// tree_head FOR KEY SHARE, as AddCheckpoint does, and writes the
+// approval_snapshot row only if tree_head is at the store's epoch and
+// holds at least size entries. The lock orders the write wholly before or
+// wholly after any takeover (whose FOR UPDATE waits for it, and it for
+// the takeover): a fenced store (another took the lease) writes nothing
+// and gets ErrFenced, as its commits do, so that it never replaces the
+// new holder's snapshot with its older one. The ledger does not depend on
+// this for correctness: a snapshot names the tree's root at its size, and
+// is used only for a tree with that root (ledger/snapshot.go).
 func (s *Store) PutSnapshot(ctx context.Context, size uint64, snap []byte) error {
 	if err := s.check(); err != nil {
 		return err
@@ -27,23 +31,26 @@ func (s *Store) PutSnapshot(ctx context.Context, size uint64, snap []byte) error
 		return fmt.Errorf("postgres: approval snapshot for size %d: %w", size, ledger.ErrConflict)
 	}
 	epoch := s.epoch.Load()
-	tag, err := s.pool.Exec(ctx, `INSERT INTO approval_snapshot (size, data)
-		SELECT $1, $2 FROM tree_head WHERE epoch = $3 AND size >= $1
-		ON CONFLICT (singleton) DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data`, int64(size), snap, epoch)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var stored, current int64
+		if err := tx.QueryRow(ctx, "SELECT size, epoch FROM tree_head FOR KEY SHARE", simple).Scan(&stored, &current); err != nil {
+			return fmt.Errorf("reading the tree size: %w", err)
+		}
+		if current != epoch {
+			return fmt.Errorf("%w (the log is at epoch %d, this store writes at %d)", ErrFenced, current, epoch)
+		}
+		if uint64(stored) < size {
+			return fmt.Errorf("the tree has %d entries: %w", stored, ledger.ErrConflict)
+		}
+		s.at("snapshot")
+		_, err := tx.Exec(ctx, `INSERT INTO approval_snapshot (size, data) VALUES ($1, $2)
+			ON CONFLICT (singleton) DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data`, simple, int64(size), snap)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("postgres: writing the approval snapshot: %w", err)
+		return fmt.Errorf("postgres: approval snapshot for size %d: %w", size, err)
 	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var stored, current int64
-	if err := s.pool.QueryRow(ctx, "SELECT size, epoch FROM tree_head").Scan(&stored, &current); err != nil {
-		return fmt.Errorf("postgres: approval snapshot for size %d: reading the tree size: %w", size, err)
-	}
-	if current != epoch {
-		return fmt.Errorf("postgres: approval snapshot for size %d: %w (the log is at epoch %d, this store writes at %d)", size, ErrFenced, current, epoch)
-	}
-	return fmt.Errorf("postgres: approval snapshot for size %d, the tree has %d entries: %w", size, stored, ledger.ErrConflict)
+	return nil
 }
 
 // Snapshot implements ledger.SnapshotStore.
