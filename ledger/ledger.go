@@ -1091,6 +1091,10 @@ func (l *Ledger) store1(b *built) bool {
 		answerAll(b.requests, fmt.Errorf("%w: %w", ErrClosed, err))
 		return false
 	}
+	// Not cancelled, not bounded here: a Commit given up half-way may
+	// leave its outcome unknown. A store bounds its own waits where the
+	// database may stop answering (storage/postgres: each round trip
+	// within twice Options.StallTimeout, then a storage failure).
 	err := l.store.Commit(context.Background(), b.batch)
 	if err != nil {
 		l.mu.Lock()

@@ -16,6 +16,11 @@
 // connections is caught by its tests. Everything else is durable (fsync
 // on, full_page_writes on).
 //
+// A test that cuts a client's connection off half-way puts a Proxy
+// (NewProxy) between them: TCP on 127.0.0.1 to the server's socket, it
+// stops forwarding one connection at a frontend message of the test's
+// choosing and keeps the sockets open.
+//
 // A test that needs a server calls Shared, which starts one server per
 // test binary on first use; the package's TestMain calls Main, which stops
 // it after the tests. A test that stops the database under a running

@@ -625,7 +625,7 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 		if !committed {
 			// Rollback even if ctx is done; a broken connection is closed
 			// by pgx, and the server then aborts the transaction.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.commitTimeout())
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.rollbackTimeout())
 			conn.Exec(rctx, "ROLLBACK")
 			cancel()
 		}
@@ -665,7 +665,7 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 		// Through the pool: a ROLLBACK that fails closes conn, and the
 		// server aborts the transaction all the same.
 		committed = true // no ROLLBACK twice
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.commitTimeout())
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.rollbackTimeout())
 		conn.Exec(rctx, "ROLLBACK")
 		cancel()
 		var size, current int64
@@ -705,13 +705,23 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	return nil
 }
 
-// commitTimeout bounds COMMIT (and a ROLLBACK), which do not see the
-// caller's cancellation: the store's round-trip bound, or a minute.
+// commitTimeout bounds COMMIT, which does not see the caller's
+// cancellation: the store's round-trip bound, or a minute.
 func (s *Store) commitTimeout() time.Duration {
 	if s.roundTrip > 0 {
 		return s.roundTrip
 	}
 	return time.Minute
+}
+
+// rollbackTimeout bounds the ROLLBACK of a Commit that wrote nothing:
+// 10 s, or the store's round-trip bound if shorter (a ROLLBACK that
+// fails closes the connection, and the server aborts the transaction).
+func (s *Store) rollbackTimeout() time.Duration {
+	if s.roundTrip > 0 {
+		return min(s.roundTrip, 10*time.Second)
+	}
+	return 10 * time.Second
 }
 
 // The statements of a Commit, prepared (SQL PREPARE) on each connection
