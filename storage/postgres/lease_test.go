@@ -330,12 +330,7 @@ func TestSnapshotDuringTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	expireLease(t, url)
-	entered, release := hold(t, b, "acquire")
-	acquireDone := result(func() error {
-		_, err := b.AcquireLease(ctx, "b", "http://b.example.org", hour)
-		return err
-	})
-	<-entered
+	acquireDone, release := acquireHeld(ctx, t, b)
 	putDone := result(func() error { return a.PutSnapshot(ctx, 3, []byte("a at 3")) })
 	if err := waitForLockWaitOr(t, url, "SELECT size, epoch FROM tree_head FOR KEY SHARE%", putDone); err != nil {
 		t.Fatal(err)
@@ -552,6 +547,19 @@ func hold(t *testing.T, s *postgres.Store, point string) (entered <-chan struct{
 }
 
 // result runs f in a goroutine and returns its outcome's channel.
+// acquireHeld starts b's AcquireLease as "b" and returns once it holds
+// tree_head's lock inside its transaction (hold's "acquire" point), with
+// its result and the release that lets it go on.
+func acquireHeld(ctx context.Context, t *testing.T, b *postgres.Store) (acquireDone <-chan error, release func()) {
+	entered, release := hold(t, b, "acquire")
+	acquireDone = result(func() error {
+		_, err := b.AcquireLease(ctx, "b", "http://b.example.org", hour)
+		return err
+	})
+	<-entered
+	return acquireDone, release
+}
+
 func result(f func() error) <-chan error {
 	c := make(chan error, 1)
 	go func() { c <- f() }()
@@ -617,12 +625,7 @@ func TestTakeoverBeforeCommit(t *testing.T) {
 	commit(t, a, batch(0, 2))
 	expireLease(t, url)
 
-	entered, release := hold(t, b, "acquire")
-	acquireDone := result(func() error {
-		_, err := b.AcquireLease(ctx, "b", "http://b.example.org", hour)
-		return err
-	})
-	<-entered
+	acquireDone, release := acquireHeld(ctx, t, b)
 	late := batch(2, 3, "k2", "k3", "k4")
 	commitDone := result(func() error { return a.Commit(ctx, late) })
 	waitForLockWait(t, url, "BEGIN;%EXECUTE ledger_move%")
