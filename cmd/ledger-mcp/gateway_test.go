@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The gateway in front of a server of the test's own, through the
+// binaries: an allowed write is forwarded and its outcome recorded; a
+// denied write and an undeclared tool never reach the server; a move
+// needs approval, which a 2026-07-28 client is sent to the page for (an
+// approver approves there) and whose retry consumes it; a rug-pulled
+// definition is hidden and refused. The exported log verifies with
+// ledger-verify export, decisions and approvals, and no file content or
+// full path appears in a ledger byte or a log line.
+func TestGatewayNotes(t *testing.T) {
+	n := startNotes(t)
+	catalog, policies := notesCatalog(t, n.pins(t))
+	l := startLedger(t, catalog, policies)
+	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, map[string]any{"wait": "30s"})
+	g := startGateway(t, cfg, token)
+
+	var elicited []string
+	var mu sync.Mutex
+	agent := g.agent(t, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			elicited = append(elicited, req.Params.URL)
+			mu.Unlock()
+			// The person opens the page and approves; the client's
+			// "accept" alone would approve nothing.
+			l.approve(t, strings.TrimPrefix(req.Params.URL, l.url+"/approvals/"), "approve")
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	})
+
+	names := toolNames(t, agent)
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"notes.move_note", "notes.write_note"}) {
+		t.Fatalf("tools/list: %v, want the two declared tools only", names)
+	}
+
+	const secret = "quarterly figures: 4711 EUR to payee-0042"
+	if text, isErr := callText(t, agent, "notes.write_note", map[string]any{"path": "/allowed/q3-report.txt", "content": secret}); isErr {
+		t.Fatalf("allowed write refused: %s\n%s", text, g.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(n.root, "allowed", "q3-report.txt")); err != nil || string(b) != secret {
+		t.Fatalf("allowed write: %q %v", b, err)
+	}
+
+	text, isErr := callText(t, agent, "notes.write_note", map[string]any{"path": "/elsewhere/q3-copy.txt", "content": secret})
+	if !isErr || !strings.Contains(text, "denied") {
+		t.Fatalf("denied write: %q (error %v)", text, isErr)
+	}
+	if _, err := os.Stat(filepath.Join(n.root, "elsewhere", "q3-copy.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a denied write reached the server: %v", err)
+	}
+	if got := n.count("write_note"); got != 1 {
+		t.Fatalf("the server saw %d writes, want 1", got)
+	}
+
+	text, isErr = callText(t, agent, "notes.delete_note", map[string]any{"path": "/allowed/q3-report.txt"})
+	if !isErr || n.count("delete_note") != 0 {
+		t.Fatalf("undeclared tool: %q (error %v), server saw %d", text, isErr, n.count("delete_note"))
+	}
+
+	text, isErr = callText(t, agent, "notes.move_note", map[string]any{"source": "/allowed/q3-report.txt", "destination": "/allowed/q3-final.txt"})
+	if isErr {
+		t.Fatalf("approved move refused: %s\n%s", text, g.stderr)
+	}
+	if len(elicited) != 1 || !strings.HasPrefix(elicited[0], l.url+"/approvals/sha256:") {
+		t.Fatalf("elicitations: %v", elicited)
+	}
+	if _, err := os.Stat(filepath.Join(n.root, "allowed", "q3-final.txt")); err != nil {
+		t.Fatalf("approved move did not happen: %v", err)
+	}
+
+	// The log: decision allow + its outcome, deny, needs_approval,
+	// verdict, consumption, outcome.
+	var kinds []string
+	for _, e := range l.entries(t) {
+		k, _ := e["kind"].(string)
+		if d, ok := e["decision"].(string); ok && k == "decision" {
+			k += ":" + d
+		}
+		if r, ok := e["result"].(string); ok {
+			k += ":" + r
+		}
+		kinds = append(kinds, fmt.Sprintf("v%v/%s", e["version"], k))
+	}
+	want := []string{"v4/approval_config", "v3/policy_set", "v3/decision:allow", "v5/outcome:succeeded", "v3/decision:deny",
+		"v3/decision:needs_approval", "v4/approval", "v4/consumption", "v4/outcome:succeeded"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("log:\n%v\nwant\n%v", kinds, want)
+	}
+
+	// A rug pull: the definition changes under the gateway.
+	n.rugPull()
+	waitFor(t, "the changed tool to leave tools/list", func() bool { return !contains(toolNames(t, agent), "notes.write_note") })
+	before := n.count("write_note")
+	text, isErr = callText(t, agent, "notes.write_note", map[string]any{"path": "/allowed/again.txt", "content": secret})
+	if !isErr || n.count("write_note") != before {
+		t.Fatalf("rug-pulled tool: %q (error %v); server saw %d more", text, isErr, n.count("write_note")-before)
+	}
+	if !strings.Contains(g.stderr.String(), "definition does not match its pin") {
+		t.Fatalf("no log line for the pin mismatch:\n%s", g.stderr)
+	}
+	resp, err := http.Get(strings.TrimSuffix(g.url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `ledger_mcp_pin_mismatch_total{tool="notes.write_note"} 1`) {
+		t.Fatalf("metrics:\n%s", metrics)
+	}
+
+	export := l.export(t)
+	l.verify(t, "export", export)
+	l.verify(t, "decisions", export, "--policies", policies)
+	l.verify(t, "approvals", export)
+
+	// Nothing raw: the content and the files' names appear nowhere.
+	exportBytes, _ := os.ReadFile(export)
+	for _, where := range []struct{ name, text string }{
+		{"the export", string(exportBytes)}, {"the gateway's log", g.stderr.String()}, {"ledgerd's log", l.stderr.String() + l.stdout.String()},
+	} {
+		for _, raw := range []string{secret, "q3-report.txt", "q3-copy.txt", "q3-final.txt", "/allowed/q3", "payee-0042"} {
+			if strings.Contains(where.text, raw) {
+				t.Errorf("%s holds %q", where.name, raw)
+			}
+		}
+	}
+	_ = time.Second
+}

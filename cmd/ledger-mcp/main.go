@@ -1,0 +1,282 @@
+// Command ledger-mcp is an MCP gateway: agents connect to it as their MCP
+// server, and every tool call they make is checked against its tool's
+// declaration, minimized, decided by ledgerd, approved by a person when
+// the policies say so, recorded with its outcome — or refused and never
+// forwarded (docs/mcp.md).
+//
+// Usage:
+//
+//	ledger-mcp serve --config FILE (--stdio | --http [--listen ADDR])
+//	ledger-mcp check --config FILE
+//	ledger-mcp declare --config FILE --server NAME --out DIR
+//	ledger-mcp token PRINCIPAL
+//	ledger-mcp version
+//
+// Exit status: 0 on success, 1 when check finds a declared tool that is
+// not exposed or a command fails, 2 on bad usage.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/decisionledger/ledger/internal/buildinfo"
+	"github.com/decisionledger/ledger/internal/cliflag"
+	"github.com/decisionledger/ledger/mcpgate"
+)
+
+const usage = `Usage:
+    ledger-mcp serve --config FILE (--stdio | --http [--listen ADDR])
+    ledger-mcp check --config FILE
+    ledger-mcp declare --config FILE --server NAME --out DIR
+    ledger-mcp token PRINCIPAL
+    ledger-mcp version
+
+Commands:
+    serve    Be the agents' MCP server: over stdio (an agent host launches
+             ledger-mcp; the config's stdio.principal acts) or streamable
+             HTTP at http://ADDR/mcp (agents send a bearer token the config's
+             http.agents maps to a principal; /metrics beside it). Every
+             tools/call is minimized by its tool's declaration, decided by
+             ledgerd and recorded; only declared, reviewed tools whose
+             definition matches their pin are listed or forwarded.
+    check    Connect to every upstream server and print each tool's status
+             (exposed, undeclared, unreviewed, pin_mismatch, ...) with its
+             definition digest, one JSON object a line.
+    declare  Connect to server NAME and write a draft declaration per tool
+             into DIR: every field payload, pinned to the tool's current
+             definition, marked unreviewed. Review each, then remove the
+             "reviewed": false member to expose the tool.
+    token    Make a bearer token for an agent acting as PRINCIPAL: the token
+             on stdout, once; the http.agents member to add (its SHA-256
+             only) on stderr.
+    version  Print the module version and VCS revision.
+
+Logs go to stderr as JSON lines; they never hold an argument or result
+value, nor a token.
+`
+
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+func main() {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	var ue usageError
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(os.Stdout, usage)
+	case errors.As(err, &ue):
+		fmt.Fprintf(os.Stderr, "ledger-mcp: %v\n\n%s", err, usage)
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "ledger-mcp: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError("no command")
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return serve(rest, stderr)
+	case "check":
+		return check(rest, stdout, stderr)
+	case "declare":
+		return declareCmd(rest, stdout, stderr)
+	case "token":
+		return token(rest, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, buildinfo.Line("ledger-mcp"))
+		return nil
+	case "help", "-h", "--help":
+		return flag.ErrHelp
+	default:
+		return usageError(fmt.Sprintf("unknown command %q", cmd))
+	}
+}
+
+func flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	rest, err := cliflag.Parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError(err.Error())
+	}
+	return rest, nil
+}
+
+func loadGateway(path string, log *slog.Logger) (*mcpgate.Gateway, *mcpgate.Config, error) {
+	if path == "" {
+		return nil, nil, usageError("--config is required")
+	}
+	cfg, err := mcpgate.LoadConfig(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := mcpgate.New(cfg, mcpgate.Options{Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, cfg, nil
+}
+
+func serve(args []string, stderr io.Writer) error {
+	fs := flags("serve")
+	config := fs.String("config", "", "")
+	stdio := fs.Bool("stdio", false, "")
+	httpMode := fs.Bool("http", false, "")
+	listen := fs.String("listen", "", "")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(rest) != 0:
+		return usageError("serve takes no arguments")
+	case *stdio == *httpMode:
+		return usageError("serve needs exactly one of --stdio and --http")
+	case *listen != "" && !*httpMode:
+		return usageError("--listen is for --http")
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	g, cfg, err := loadGateway(*config, log)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if *stdio {
+		if cfg.Stdio == nil {
+			return errors.New("config: serve --stdio needs a stdio member (its principal)")
+		}
+		g.Start(ctx)
+		log.Info("serving over stdio", "principal", cfg.Stdio.Principal)
+		err := g.Server().Run(ctx, &mcp.StdioTransport{})
+		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
+			return err
+		}
+		return nil
+	}
+	if cfg.HTTP == nil {
+		return errors.New("config: serve --http needs an http member (its agents)")
+	}
+	addr := *listen
+	if addr == "" {
+		addr = cfg.HTTP.Listen
+	}
+	if addr == "" {
+		addr = "127.0.0.1:8090"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	g.Start(ctx)
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "ledger-mcp: serving on http://%s/mcp\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func check(args []string, stdout, stderr io.Writer) error {
+	fs := flags("check")
+	config := fs.String("config", "", "")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	g, _, err := loadGateway(*config, slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	g.SyncAll(ctx)
+	enc := json.NewEncoder(stdout)
+	hidden := 0
+	for _, r := range g.Tools() {
+		enc.Encode(r)
+		if r.Status != mcpgate.Exposed && r.Status != mcpgate.Undeclared {
+			hidden++
+		}
+	}
+	if hidden > 0 {
+		return fmt.Errorf("%d declared tools are not exposed", hidden)
+	}
+	return nil
+}
+
+func declareCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flags("declare")
+	config := fs.String("config", "", "")
+	server := fs.String("server", "", "")
+	out := fs.String("out", "", "")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if *server == "" || *out == "" {
+		return usageError("declare needs --server and --out")
+	}
+	g, _, err := loadGateway(*config, slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	written, err := g.WriteDrafts(ctx, *server, *out)
+	for _, w := range written {
+		fmt.Fprintln(stdout, w)
+	}
+	return err
+}
+
+func token(args []string, stdout, stderr io.Writer) error {
+	if len(args) != 1 || args[0] == "" {
+		return usageError("token takes one PRINCIPAL")
+	}
+	b := make([]byte, 32)
+	rand.Read(b)
+	tok := hex.EncodeToString(b)
+	sum := sha256.Sum256([]byte(tok))
+	member, _ := json.Marshal(mcpgate.Agent{Principal: args[0], TokenSHA256: hex.EncodeToString(sum[:])})
+	fmt.Fprintln(stdout, tok)
+	fmt.Fprintf(stderr, "add to http.agents: %s\n", member)
+	return nil
+}

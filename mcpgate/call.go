@@ -1,0 +1,208 @@
+package mcpgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/entry"
+)
+
+// call is one tools/call as the gateway handles it.
+type call struct {
+	tool      string // namespaced
+	gt        *gatedTool
+	principal string
+	args      []byte // as received
+	min       declare.Result
+}
+
+func rawJSON(b []byte) json.RawMessage { return b }
+
+// handler is the ToolHandler of the exposed tool name.
+func (g *Gateway) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res := g.handle(ctx, name, req)
+		return res, nil
+	}
+}
+
+// handle runs the gate: every path that does not forward answers a
+// refusal, so nothing is forwarded unless the ledger recorded an allow
+// (or a consumed approval) for exactly these arguments.
+func (g *Gateway) handle(ctx context.Context, name string, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	gt, status := g.lookup(name)
+	if gt == nil {
+		g.metrics.add(&g.metrics.refused, string(status))
+		g.log.Warn("call refused", "tool", name, "reason", string(status))
+		return refusal("%s: refused, not forwarded: the tool is %s (%s)", name, statusText(status), "only declared, reviewed tools whose definition matches their pin are gated")
+	}
+	principal, ok := g.principal(req)
+	if !ok {
+		g.metrics.add(&g.metrics.refused, "unauthenticated")
+		return refusal("%s: refused, not forwarded: no principal for this session", name)
+	}
+	c := &call{tool: name, gt: gt, principal: principal, args: rawArguments(req.Params)}
+	min, err := gt.decl.Minimize(c.args, declare.Options{Allowlists: g.allowlists})
+	if err != nil {
+		g.metrics.add(&g.metrics.refused, "arguments")
+		g.log.Warn("call refused: arguments", "tool", name, "principal", principal, "err", err)
+		return refusal("%s: refused, not forwarded: %v", name, err)
+	}
+	c.min = min
+	if st := req.Params.RequestState; st != "" {
+		return g.resume(ctx, c, req)
+	}
+	if res := g.retryPending(ctx, c, req); res != nil {
+		return res
+	}
+	return g.decide(ctx, c, req)
+}
+
+// decide asks the ledger and acts on its decision.
+func (g *Gateway) decide(ctx context.Context, c *call, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	r := client.Request{Principal: c.principal, Action: c.tool, Params: c.min.Params, Tiers: c.min.Tiers,
+		Attributes: c.min.Attributes}
+	if g.cfg.Approvals != nil {
+		p, err := previewDoc(c.tool, c.args)
+		if err == nil {
+			r.Preview = p
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, g.callTimeout)
+	d, err := g.ledger.Decide(dctx, r)
+	cancel()
+	if err != nil {
+		g.metrics.add(&g.metrics.refused, "ledger")
+		g.log.Warn("call refused: the ledger did not decide", "tool", c.tool, "principal", c.principal, "err", ledgerErr(err))
+		return refusal("%s: refused, not forwarded: the ledger did not decide (%s)", c.tool, ledgerErr(err))
+	}
+	if want := g.declDigests[c.tool]; d.Entry.Definition != want {
+		g.metrics.add(&g.metrics.refused, "catalog_drift")
+		g.log.Error("call refused: the ledger decided under another declaration of this tool; make declarations_dir and ledgerd's catalog_dir hold the same files",
+			"tool", c.tool, "index", d.Index, "ledger_definition_digest", d.Entry.Definition.String(), "gateway_definition_digest", want.String())
+		return refusal("%s: refused, not forwarded: the ledger's declaration of this tool (entry %d) is not the gateway's", c.tool, d.Index)
+	}
+	g.metrics.add(&g.metrics.decisions, string(d.Decision))
+	switch d.Decision {
+	case entry.Allow:
+		return g.forward(ctx, c, d.Index, nil)
+	case entry.Deny:
+		g.log.Info("call denied", "tool", c.tool, "principal", c.principal, "index", d.Index, "policies", d.Policies)
+		return refusal("%s: denied by the ledger's policies (entry %d; determining policies: %s); not forwarded",
+			c.tool, d.Index, policyList(d.Policies))
+	case entry.NeedsApproval:
+		if d.Approval == nil {
+			return refusal("%s: needs approval (entry %d; policies: %s), but the ledger opened none (its approvals are off); not forwarded",
+				c.tool, d.Index, policyList(d.Policies))
+		}
+		return g.awaitApproval(ctx, c, req, d)
+	}
+	return refusal("%s: refused, not forwarded: the ledger answered an unknown decision", c.tool)
+}
+
+// forward calls the upstream and records the outcome: of the decision at
+// index, or of the consumption when approved says so.
+func (g *Gateway) forward(ctx context.Context, c *call, index uint64, consumed *consumedApproval) *mcp.CallToolResult {
+	fctx, cancel := context.WithTimeout(ctx, g.callTimeout)
+	start := time.Now()
+	res, err := c.gt.up.call(fctx, c.gt.def.Name, c.args)
+	cancel()
+	result := resultOf(res, err)
+	g.metrics.observeForward(time.Since(start))
+	g.metrics.add(&g.metrics.outcomes, string(result))
+	g.recordOutcome(ctx, c, index, consumed, result)
+	if err != nil {
+		g.log.Warn("forwarded call failed", "tool", c.tool, "index", index, "err", transportErr(err))
+		return refusal("%s: forwarded (entry %d), but the server's answer was lost (%s); outcome recorded unknown",
+			c.tool, index, transportErr(err))
+	}
+	g.log.Info("call forwarded", "tool", c.tool, "principal", c.principal, "index", index, "result", string(result))
+	return res
+}
+
+// recordOutcome appends the outcome, retrying with one idempotency key so
+// that a retry never records twice. An outcome that cannot be recorded is
+// logged with its index; the act has happened, so the agent still gets
+// its answer.
+func (g *Gateway) recordOutcome(ctx context.Context, c *call, index uint64, consumed *consumedApproval, result entry.Result) {
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.callTimeout)
+	defer cancel()
+	var err error
+	if consumed != nil {
+		_, err = g.ledger.OutcomeIdempotent(octx, randomKey("mcp-outcome-"), consumed.id, consumed.consumption, result, "")
+	} else {
+		err = g.decisionOutcome(octx, randomKey("mcp-outcome-"), index, result)
+	}
+	if err != nil {
+		g.metrics.add(&g.metrics.refused, "outcome_unrecorded")
+		g.log.Error("outcome not recorded", "tool", c.tool, "index", index, "result", string(result), "err", ledgerErr(err))
+	}
+}
+
+// principal is whom the session acts for: the bearer token's principal
+// over HTTP, the configured one over stdio.
+func (g *Gateway) principal(req *mcp.CallToolRequest) (string, bool) {
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		p := req.Extra.TokenInfo.UserID
+		return p, p != ""
+	}
+	if g.cfg.Stdio != nil && (req.Extra == nil || req.Extra.Header == nil) {
+		return g.cfg.Stdio.Principal, true
+	}
+	return "", false
+}
+
+func statusText(s ToolStatus) string {
+	switch s {
+	case Undeclared:
+		return "not declared or not offered by its server"
+	case Unreviewed:
+		return "declared by a draft nobody has reviewed"
+	case PinMismatch:
+		return "changed since its declaration was reviewed"
+	case Unpinned:
+		return "declared without a tool pin"
+	case NoDigest:
+		return "defined outside the strict JSON domain"
+	}
+	return string(s)
+}
+
+func policyList(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// ledgerErr describes a ledger failure by its code, never its body.
+func ledgerErr(err error) string {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		return fmt.Sprintf("%d %s", ce.Status, ce.Code)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return "unreachable"
+}
+
+// transportErr describes an upstream failure without its text, which a
+// server may fill with argument values.
+func transportErr(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	case errors.Is(err, mcp.ErrConnectionClosed):
+		return "connection closed"
+	}
+	return "transport error"
+}

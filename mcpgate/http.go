@@ -1,0 +1,46 @@
+package mcpgate
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Handler serves agents over streamable HTTP at /mcp, each authenticated
+// by a bearer token whose SHA-256 the config lists, and the metrics at
+// /metrics.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+		&mcp.StreamableHTTPOptions{Logger: discardSDKLog})
+	mux.Handle("/mcp", auth.RequireBearerToken(g.verifyToken, nil)(mcpHandler))
+	mux.Handle("GET /metrics", g.metrics)
+	return mux
+}
+
+// verifyToken maps a bearer token to its principal. Every listed hash is
+// compared in constant time, so the answer's timing tells nothing of
+// which is near.
+func (g *Gateway) verifyToken(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	if g.cfg.HTTP == nil {
+		return nil, auth.ErrInvalidToken
+	}
+	sum := sha256.Sum256([]byte(token))
+	var principal string
+	for _, a := range g.cfg.HTTP.Agents {
+		want, err := hex.DecodeString(a.TokenSHA256)
+		if err == nil && subtle.ConstantTimeCompare(sum[:], want) == 1 {
+			principal = a.Principal
+		}
+	}
+	if principal == "" {
+		g.metrics.add(&g.metrics.refused, "unauthenticated")
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{UserID: principal}, nil
+}
