@@ -24,7 +24,7 @@ import (
 // be written for one action of several).
 
 // probeName is an attribute no declaration can declare (field names are
-// [a-z][a-z0-9_]*): reading it on context is an error that names it, and
+// [A-Za-z][A-Za-z0-9_]*, without spaces): reading it on context is an error that names it, and
 // that error appears exactly when the validator typechecks the probe.
 const probeName = "ledger unreached probe"
 

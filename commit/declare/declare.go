@@ -14,9 +14,14 @@
 //	  "declaration": 1,                       // format version, required
 //	  "action": "send_email",                 // required
 //	  "description": "…",                     // optional
-//	  "fields": {                             // required, at least one
+//	  "reviewed": false,                      // optional: an unreviewed draft; only false may be written
+//	  "tool": {                               // optional: the MCP tool the action is pinned to
+//	    "server": "fs", "name": "write_file", // action is then exactly "fs.write_file"
+//	    "definition_digest": "sha256:…"       // the upstream tool definition's digest
+//	  },
+//	  "fields": {                             // required; empty ({}) only with "tool"
 //	    "recipient": {
-//	      "type": "string",                   // string | integer | boolean | string_list
+//	      "type": "string",                   // string | integer | boolean | string_list | json (payload only)
 //	      "tier": "derived",                  // policy | derived | payload
 //	      "projections": ["recipient_domain"],// derived only, at least one
 //	      "optional": false,                  // may the field be absent? default false
@@ -27,9 +32,13 @@
 //	  }
 //	}
 //
-// Field and action names are lower-case ASCII identifiers (action names may
-// also hold dots). A field the declaration does not name is unclassified:
-// it reaches only the parameter digest, like a payload field.
+// Field names are ASCII letters (either case), digits and '_', starting
+// with a letter (Cedar identifiers: "dryRun" is read as context.dryRun);
+// action names are dot-separated parts of ASCII letters, digits, '_' and
+// '-', each starting with a letter ("everything.get-sum"); both at most 64
+// bytes. A field the declaration does not name — among them any argument
+// whose name the field rule refuses ("dry-run") — is unclassified: it
+// reaches only the parameter digest, like a payload field.
 //
 // The minimized attributes of a call are a JSON object: a policy field's
 // raw value under its name; for a derived field, an object under its name
@@ -47,6 +56,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/tier"
@@ -67,13 +77,18 @@ const (
 	Integer    Type = "integer" // within ±(2^53−1), as the strict domain requires
 	Boolean    Type = "boolean"
 	StringList Type = "string_list" // an array of strings
+	// JSON is any JSON value of the strict domain (null, a number, an
+	// object, …). Only a payload field may have it: nothing of it
+	// crosses, so no policy or projection has to know its shape.
+	JSON Type = "json"
 )
 
 // Bounds on a declaration.
 const (
-	MaxFields    = 256
-	MaxNameBytes = 64
-	MaxRoutes    = 256
+	MaxFields        = 256
+	MaxNameBytes     = 64 // a field's, an action's, a tool's server
+	MaxRoutes        = 256
+	MaxToolNameBytes = 1024
 )
 
 // Field is one declared parameter field.
@@ -92,8 +107,33 @@ type Field struct {
 type Declaration struct {
 	Action      string
 	Description string
-	Fields      []Field // sorted by name
+	Fields      []Field // sorted by name; empty only for a tool's action
+	// Tool, if set, pins the action to one upstream MCP tool: Action is
+	// then Tool.Server + "." + Tool.Name.
+	Tool *Tool
+	// Unreviewed is set when the file says "reviewed": false: a draft a
+	// generator wrote (DraftFromInputSchema) that no person has reviewed
+	// yet. The zero value is a reviewed declaration, as a file without the
+	// member is.
+	Unreviewed bool
 }
+
+// Tool is the upstream MCP tool an action's declaration is pinned to.
+type Tool struct {
+	// Server is the gateway's name for the upstream server: an action
+	// part (ASCII letters, digits, '_' and '-', starting with a letter).
+	Server string
+	// Name is the tool's own name, as the server lists it.
+	Name string
+	// DefinitionDigest is the digest of the upstream tool's definition,
+	// as the gateway computes it; never zero.
+	DefinitionDigest commit.Digest
+}
+
+// Reviewed reports whether a person has reviewed the declaration: false
+// for a draft that still carries "reviewed": false. ledgerd's catalog
+// refuses an unreviewed declaration.
+func (d *Declaration) Reviewed() bool { return !d.Unreviewed }
 
 // Error is a declaration or a call refused: Pointer is an RFC 6901 JSON
 // pointer into the declaration file ("/fields/recipient/tier") or into the
@@ -139,10 +179,26 @@ var projections = map[string]projection{
 }
 
 var (
-	fieldName  = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	actionName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
+	fieldName  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+	actionPart = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+	actionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$`)
 	routeVar   = regexp.MustCompile(`^\{[a-z][a-z0-9_]*\}$`)
 )
+
+// IsFieldName reports whether name may name a declared field: ASCII
+// letters (either case), digits and '_', starting with a letter, at most
+// MaxNameBytes. A parameter whose name is not one cannot be declared; it
+// is unclassified, so it reaches only the parameter digest.
+func IsFieldName(name string) bool { return len(name) <= MaxNameBytes && fieldName.MatchString(name) }
+
+// IsActionName reports whether name may name an action: dot-separated
+// parts of ASCII letters (either case), digits, '_' and '-', each starting
+// with a letter, at most MaxNameBytes in all.
+func IsActionName(name string) bool { return len(name) <= MaxNameBytes && actionName.MatchString(name) }
+
+// IsActionPart reports whether s may be one part of an action name (no
+// dot): a tool's server, and the name of a tool that can be declared.
+func IsActionPart(s string) bool { return len(s) <= MaxNameBytes && actionPart.MatchString(s) }
 
 // file is a declaration as written.
 type file struct {
@@ -150,6 +206,14 @@ type file struct {
 	Action      string               `json:"action"`
 	Description string               `json:"description"`
 	Fields      map[string]fileField `json:"fields"`
+	Tool        *fileTool            `json:"tool"`
+	Reviewed    json.RawMessage      `json:"reviewed"` // "false" or absent; null and true are refused
+}
+
+type fileTool struct {
+	Server           string `json:"server"`
+	Name             string `json:"name"`
+	DefinitionDigest string `json:"definition_digest"`
 }
 
 type fileField struct {
@@ -208,27 +272,49 @@ func (f *file) check() (*Declaration, error) {
 		return nil, fail("/declaration", "version %d; this reader knows version %d", f.Declaration, Version)
 	case f.Action == "":
 		return nil, fail("/action", "missing")
-	case len(f.Action) > MaxNameBytes || !actionName.MatchString(f.Action):
-		return nil, fail("/action", "not a lower-case name of letters, digits, '_' and '.' (at most %d bytes)", MaxNameBytes)
-	case len(f.Fields) == 0:
-		return nil, fail("/fields", "missing or empty")
+	case !IsActionName(f.Action):
+		return nil, fail("/action", "not a name of dot-separated parts, each ASCII letters, digits, '_' and '-' starting with a letter (at most %d bytes)", MaxNameBytes)
+	}
+	d := &Declaration{Action: f.Action, Description: f.Description}
+	switch string(f.Reviewed) {
+	case "":
+	case "false":
+		d.Unreviewed = true
+	default:
+		return nil, fail("/reviewed", `only false may be written (an unreviewed draft); remove the member once the declaration is reviewed`)
+	}
+	if f.Tool != nil {
+		t, err := f.Tool.check(f.Action, fail)
+		if err != nil {
+			return nil, err
+		}
+		d.Tool = t
+	}
+	switch {
+	case f.Fields == nil:
+		return nil, fail("/fields", "missing")
+	case len(f.Fields) == 0 && d.Tool == nil:
+		return nil, fail("/fields", "empty: only the declaration of a tool (with \"tool\") may have no field")
 	case len(f.Fields) > MaxFields:
 		return nil, fail("/fields", "more than %d fields", MaxFields)
 	}
-	d := &Declaration{Action: f.Action, Description: f.Description}
+	d.Fields = []Field{}
 	for name, ff := range f.Fields {
 		p := "/fields/" + escapePointer(name)
-		if len(name) > MaxNameBytes || !fieldName.MatchString(name) {
-			return nil, fail(p, "not a lower-case field name of letters, digits and '_' (at most %d bytes)", MaxNameBytes)
+		if !IsFieldName(name) {
+			return nil, fail(p, "not a field name: ASCII letters, digits and '_', starting with a letter (at most %d bytes)", MaxNameBytes)
 		}
 		field := Field{Name: name, Type: Type(ff.Type), Tier: tier.Tier(ff.Tier), Optional: ff.Optional,
 			Routes: ff.Routes, Allowlist: ff.Allowlist, Description: ff.Description}
 		switch field.Type {
-		case String, Integer, Boolean, StringList:
+		case String, Integer, Boolean, StringList, JSON:
 		case "":
 			return nil, fail(p+"/type", "missing")
 		default:
-			return nil, fail(p+"/type", "not string, integer, boolean or string_list")
+			return nil, fail(p+"/type", "not string, integer, boolean, string_list or json")
+		}
+		if field.Type == JSON && (field.Tier == tier.Policy || field.Tier == tier.Derived) {
+			return nil, fail(p+"/tier", "a json field must be payload: no policy or projection reads a value of any shape")
 		}
 		switch field.Tier {
 		case tier.Policy, tier.Payload:
@@ -269,6 +355,37 @@ func (f *file) check() (*Declaration, error) {
 	}
 	slices.SortFunc(d.Fields, func(a, b Field) int { return strings.Compare(a.Name, b.Name) })
 	return d, nil
+}
+
+// check checks the tool pin of a declaration of action.
+func (ft *fileTool) check(action string, fail func(string, string, ...any) error) (*Tool, error) {
+	switch {
+	case ft.Server == "":
+		return nil, fail("/tool/server", "missing")
+	case !IsActionPart(ft.Server):
+		return nil, fail("/tool/server", "not ASCII letters, digits, '_' and '-', starting with a letter (at most %d bytes)", MaxNameBytes)
+	case ft.Name == "":
+		return nil, fail("/tool/name", "missing")
+	case len(ft.Name) > MaxToolNameBytes:
+		return nil, fail("/tool/name", "more than %d bytes", MaxToolNameBytes)
+	case strings.ContainsFunc(ft.Name, unicode.IsControl):
+		return nil, fail("/tool/name", "holds a control character")
+	case !IsActionPart(ft.Name):
+		return nil, fail("/tool/name", "a tool whose name is not ASCII letters, digits, '_' and '-', starting with a letter (at most %d bytes), cannot be declared", MaxNameBytes)
+	case ft.DefinitionDigest == "":
+		return nil, fail("/tool/definition_digest", "missing")
+	}
+	dd, err := commit.ParseDigest(ft.DefinitionDigest)
+	if err != nil {
+		return nil, fail("/tool/definition_digest", "not \"sha256:\" and 64 lower-case hex digits")
+	}
+	if dd == (commit.Digest{}) {
+		return nil, fail("/tool/definition_digest", "all zeros")
+	}
+	if want := ft.Server + "." + ft.Name; action != want {
+		return nil, fail("/action", "a tool's action must be its server and name joined by '.' (%s)", want)
+	}
+	return &Tool{Server: ft.Server, Name: ft.Name, DefinitionDigest: dd}, nil
 }
 
 func checkRoutes(field Field, p string, fail func(string, string, ...any) error) error {
@@ -318,8 +435,11 @@ func (d *Declaration) TiersDigest() (commit.Digest, error) { return d.TierTable(
 
 // Canonical returns the declaration in canonical form: the JCS of the file
 // object with every member written out (optional false, empty lists and
-// strings included) and projections sorted. Two files that declare the
-// same thing have the same canonical form.
+// strings included) and projections sorted; "tool" and "reviewed" only
+// when the declaration has them (a tool pin, an unreviewed draft), so
+// that a declaration without them keeps the canonical form it had before
+// they existed. Two files that declare the same thing have the same
+// canonical form.
 func (d *Declaration) Canonical() ([]byte, error) {
 	fields := map[string]any{}
 	for _, f := range d.Fields {
@@ -329,14 +449,24 @@ func (d *Declaration) Canonical() ([]byte, error) {
 			"description": f.Description,
 		}
 	}
-	return commit.CanonicalizeValue(map[string]any{
+	obj := map[string]any{
 		"declaration": Version, "action": d.Action, "description": d.Description, "fields": fields,
-	})
+	}
+	if d.Tool != nil {
+		obj["tool"] = map[string]any{
+			"server": d.Tool.Server, "name": d.Tool.Name, "definition_digest": d.Tool.DefinitionDigest.String(),
+		}
+	}
+	if d.Unreviewed {
+		obj["reviewed"] = false
+	}
+	return commit.CanonicalizeValue(obj)
 }
 
 // Digest returns the action definition digest: SHA-256 of DomainSeparator
 // and the canonical declaration. Unlike the applied-tiers digest it also
-// covers types, optionality, routes, allowlist names and descriptions.
+// covers types, optionality, routes, allowlist names and descriptions, and
+// the tool pin and the review marker when the file has them.
 func (d *Declaration) Digest() (commit.Digest, error) {
 	c, err := d.Canonical()
 	if err != nil {

@@ -27,7 +27,8 @@ const (
 // principal and resource entity types and, for each declaration, its
 // action with the minimized attributes as context: a policy field as its
 // Cedar type, a derived field as a record of its projections. Optional
-// fields are optional attributes. Actions are in name order.
+// fields are optional attributes; payload fields (json ones among them)
+// are not attributes. Actions are in name order.
 func CedarSchema(decls ...*Declaration) []byte {
 	var b strings.Builder
 	b.WriteString("// Generated from action declarations (docs/declarations.md); do not edit.\n")
@@ -49,7 +50,7 @@ func CedarSchema(decls ...*Declaration) []byte {
 			if f.Optional {
 				opt = "?"
 			}
-			fmt.Fprintf(&b, "\n\t\t%s%s: ", f.Name, opt)
+			fmt.Fprintf(&b, "\n\t\t%s%s: ", cedarName(f.Name), opt)
 			if f.Tier == tier.Policy {
 				b.WriteString(cedarType(f.Type))
 				continue
@@ -69,6 +70,20 @@ func CedarSchema(decls ...*Declaration) []byte {
 		b.WriteString("}\n};\n")
 	}
 	return []byte(b.String())
+}
+
+// cedarReserved are Cedar's reserved words: a field of one of these names
+// is written as a string in the schema ("in": Long), since the schema
+// grammar takes no reserved word as an attribute name. A policy reads such
+// an attribute as context["in"].
+var cedarReserved = []string{"true", "false", "if", "then", "else", "in", "like", "has", "is"}
+
+// cedarName writes a field name as a Cedar schema attribute name.
+func cedarName(name string) string {
+	if slices.Contains(cedarReserved, name) {
+		return `"` + name + `"`
+	}
+	return name
 }
 
 func cedarType(t Type) string {

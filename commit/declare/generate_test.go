@@ -136,3 +136,109 @@ func TestJSONSchema(t *testing.T) {
 		t.Errorf("make_payment schema: %v, additionalProperties %v", err, parsed["additionalProperties"])
 	}
 }
+
+// MCP-shaped declarations through both generators: camelCase attributes,
+// an action with '-', json payload fields (no attribute), a tool without
+// arguments (an empty context) and fields named by Cedar reserved words,
+// which the schema writes as strings.
+func TestGeneratorsMCPNames(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	parse := func(s string) *declare.Declaration {
+		d, err := declare.Parse([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	edit := parse(`{"declaration":1,"action":"fs.edit_file","fields":{"path":{"type":"string","tier":"derived","projections":["resource_dir"]},` +
+		`"dryRun":{"type":"boolean","tier":"policy","optional":true},"edits":{"type":"json","tier":"payload"},"headLines":{"type":"integer","tier":"policy","optional":true}}}`)
+	sum := parse(`{"declaration":1,"action":"everything.get-sum","tool":{"server":"everything","name":"get-sum","definition_digest":"` + digest + `"},` +
+		`"fields":{"a":{"type":"integer","tier":"policy"},"in":{"type":"boolean","tier":"policy"},"if":{"type":"string","tier":"derived","projections":["byte_size"]},"is":{"type":"json","tier":"payload"}}}`)
+	none := parse(`{"declaration":1,"action":"fs.list_allowed_directories","tool":{"server":"fs","name":"list_allowed_directories","definition_digest":"` + digest + `"},"fields":{}}`)
+	cedar := declare.CedarSchema(edit, sum, none)
+	const want = `// Generated from action declarations (docs/declarations.md); do not edit.
+entity Agent;
+
+entity Tool;
+
+action "everything.get-sum" appliesTo {
+	principal: Agent,
+	resource: Tool,
+	context: {
+		a: Long,
+		"if": {
+			byte_size: Long
+		},
+		"in": Bool
+	}
+};
+
+action "fs.edit_file" appliesTo {
+	principal: Agent,
+	resource: Tool,
+	context: {
+		dryRun?: Bool,
+		headLines?: Long,
+		path: {
+			resource_dir: String
+		}
+	}
+};
+
+action "fs.list_allowed_directories" appliesTo {
+	principal: Agent,
+	resource: Tool,
+	context: {}
+};
+`
+	if string(cedar) != want {
+		t.Errorf("Cedar schema:\n%s\nwant:\n%s", cedar, want)
+	}
+	var s schema.Schema
+	if err := s.UnmarshalCedar(cedar); err != nil {
+		t.Fatalf("cedar-go refuses the schema: %v", err)
+	}
+	r, err := s.Resolve()
+	if err != nil {
+		t.Fatalf("cedar-go cannot resolve the schema: %v", err)
+	}
+	for _, a := range []string{"fs.edit_file", "everything.get-sum", "fs.list_allowed_directories"} {
+		if _, ok := r.Actions[types.NewEntityUID("Action", types.String(a))]; !ok {
+			t.Errorf("action %s missing from the resolved schema", a)
+		}
+	}
+
+	valid := func(d *declare.Declaration, attrs string) error {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(attrs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return compileSchema(t, d).Validate(v)
+	}
+	for _, c := range []struct {
+		d     *declare.Declaration
+		attrs string
+		ok    bool
+	}{
+		{edit, `{"dryRun":true,"headLines":10,"path":{"resource_dir":"/srv"}}`, true},
+		{edit, `{"path":{"resource_dir":"/srv"}}`, true},
+		{edit, `{"dryrun":true,"path":{"resource_dir":"/srv"}}`, false}, // names are case-sensitive
+		{edit, `{"edits":[],"path":{"resource_dir":"/srv"}}`, false},    // a json payload field never crosses
+		{sum, `{"a":1,"if":{"byte_size":3},"in":false}`, true},
+		{sum, `{"a":1,"if":{"byte_size":3},"in":false,"is":null}`, false},
+		{none, `{}`, true},
+		{none, `{"x":1}`, false},
+	} {
+		if err := valid(c.d, c.attrs); (err == nil) != c.ok {
+			t.Errorf("%s: %s: %v; want ok=%v", c.d.Action, c.attrs, err, c.ok)
+		}
+	}
+	// What Minimize gives is what the schema accepts.
+	res, err := edit.Minimize([]byte(`{"path":"/srv/x","edits":[{"oldText":"a","newText":"b"}],"dryRun":false}`), declare.Options{})
+	if err != nil || string(res.Attributes) != `{"dryRun":false,"path":{"resource_dir":"/srv"}}` {
+		t.Fatalf("Minimize = %s, %v", res.Attributes, err)
+	}
+	if err := valid(edit, string(res.Attributes)); err != nil {
+		t.Errorf("the schema refuses Minimize's attributes: %v", err)
+	}
+}

@@ -123,6 +123,8 @@ func (d *Declaration) safePointer(p string) string {
 // checkType says what is wrong with v as a value of type t, or "".
 func checkType(t Type, v any) string {
 	switch t {
+	case JSON:
+		return "" // any value, null included: the call is in the strict domain
 	case String:
 		if _, ok := v.(string); ok {
 			return ""

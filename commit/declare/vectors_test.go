@@ -80,6 +80,27 @@ func TestDefinitionDigestVectors(t *testing.T) {
 			canonical: `{"action":"http_request","declaration":1,"description":"An agent calls an HTTP API.","fields":{"body":{"allowlist":"","description":"","optional":true,"projections":["byte_size"],"routes":[],"tier":"derived","type":"string"},"method":{"allowlist":"","description":"","optional":false,"projections":[],"routes":[],"tier":"policy","type":"string"},"url":{"allowlist":"","description":"The request URL; the mediator sees the host and the matched route.","optional":false,"projections":["endpoint_host","route_shape"],"routes":["/v1/customers/{id}/orders","/v1/invoices/{id}","/v1/invoices"],"tier":"derived","type":"string"}}}`,
 			digest:    "sha256:5273b7a9747c833582e756a0250851126e15b47faaa6847f34d4a6ba5f129ba0",
 		},
+		{
+			// The tool pin and the review marker enter the hashed object
+			// only when the file has them, so the vectors above keep
+			// their digests.
+			name:      "a tool's unreviewed draft (camelCase, json)",
+			decl:      `{"declaration":1,"action":"fs.edit_file","reviewed":false,"tool":{"server":"fs","name":"edit_file","definition_digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},"fields":{"path":{"type":"string","tier":"payload"},"edits":{"type":"json","tier":"payload"},"dryRun":{"type":"boolean","tier":"payload","optional":true}}}`,
+			canonical: `{"action":"fs.edit_file","declaration":1,"description":"","fields":{"dryRun":{"allowlist":"","description":"","optional":true,"projections":[],"routes":[],"tier":"payload","type":"boolean"},"edits":{"allowlist":"","description":"","optional":false,"projections":[],"routes":[],"tier":"payload","type":"json"},"path":{"allowlist":"","description":"","optional":false,"projections":[],"routes":[],"tier":"payload","type":"string"}},"reviewed":false,"tool":{"definition_digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","name":"edit_file","server":"fs"}}`,
+			digest:    "sha256:ecbe58f9ceddaeaabb7d1614dc9b540873806a0fdbeb22e820bb5211e6791748",
+		},
+		{
+			name:      "the same draft reviewed: another definition",
+			decl:      `{"declaration":1,"action":"fs.edit_file","tool":{"server":"fs","name":"edit_file","definition_digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},"fields":{"path":{"type":"string","tier":"payload"},"edits":{"type":"json","tier":"payload"},"dryRun":{"type":"boolean","tier":"payload","optional":true}}}`,
+			canonical: `{"action":"fs.edit_file","declaration":1,"description":"","fields":{"dryRun":{"allowlist":"","description":"","optional":true,"projections":[],"routes":[],"tier":"payload","type":"boolean"},"edits":{"allowlist":"","description":"","optional":false,"projections":[],"routes":[],"tier":"payload","type":"json"},"path":{"allowlist":"","description":"","optional":false,"projections":[],"routes":[],"tier":"payload","type":"string"}},"tool":{"definition_digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","name":"edit_file","server":"fs"}}`,
+			digest:    "sha256:d6f70e9aedeaed4964ab6f37032a05f9e3ac09f0b642611af2873a54688d1289",
+		},
+		{
+			name:      "a tool without arguments",
+			decl:      `{"declaration":1,"action":"fs.list_allowed_directories","tool":{"server":"fs","name":"list_allowed_directories","definition_digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},"fields":{}}`,
+			canonical: `{"action":"fs.list_allowed_directories","declaration":1,"description":"","fields":{},"tool":{"definition_digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","name":"list_allowed_directories","server":"fs"}}`,
+			digest:    "sha256:91dfd5f24fd92849941d441b2838c67588a710b008ff1c35eca792682bfc0488",
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d, err := Parse([]byte(c.decl))
