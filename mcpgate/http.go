@@ -16,12 +16,29 @@ import (
 // /metrics.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
-		&mcp.StreamableHTTPOptions{Logger: discardSDKLog})
-	mux.Handle("/mcp", auth.RequireBearerToken(g.verifyToken, nil)(mcpHandler))
+	server := func(*http.Request) *mcp.Server { return g.server }
+	// Clients of 2026-07-28 and later send each request on its own, with
+	// its protocol version in a header; earlier ones hold a session. The
+	// SDK serves the former only statelessly and the latter only with
+	// sessions, so each goes to its own handler of the one server.
+	stateful := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Logger: discardSDKLog})
+	stateless := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Logger: discardSDKLog, Stateless: true})
+	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= sessionlessProtocol {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+	// Agent tokens are long-lived credentials the config lists (rotated
+	// by editing it), not OAuth access tokens: they carry no expiry.
+	mux.Handle("/mcp", auth.RequireBearerToken(g.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler))
 	mux.Handle("GET /metrics", g.metrics)
 	return mux
 }
+
+// sessionlessProtocol is the first protocol version without sessions.
+const sessionlessProtocol = "2026-07-28"
 
 // verifyToken maps a bearer token to its principal. Every listed hash is
 // compared in constant time, so the answer's timing tells nothing of

@@ -3,18 +3,19 @@ package mcpgate
 import (
 	"context"
 	"errors"
-	"github.com/decisionledger/ledger/commit"
+
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
 )
 
-type toolPin struct {
-	Server, Name     string
-	DefinitionDigest commit.Digest
+func pinOf(d *declare.Declaration) *declare.Tool {
+	if d == nil {
+		return nil
+	}
+	return d.Tool
 }
 
-func pinOf(d *declare.Declaration) *toolPin { return nil }
-func reviewed(d *declare.Declaration) bool  { return d != nil }
+func reviewed(d *declare.Declaration) bool { return d != nil && d.Reviewed() }
 
 func (g *Gateway) decisionOutcome(ctx context.Context, key string, index uint64, result entry.Result) error {
 	return errors.New("decision outcomes: not yet")

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A client that cannot follow a URL (no elicitation) waits, bounded, then
+// is told the approval's id and page; once approved, 64 concurrent calls
+// with the same arguments consume it once between them: one move. A call
+// with other arguments is a new decision, not the approved one.
+func TestGatewayApprovalWait(t *testing.T) {
+	n := startNotes(t)
+	catalog, policies := notesCatalog(t, n.pins(t))
+	l := startLedger(t, catalog, policies)
+	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, map[string]any{"wait": "1s"})
+	g := startGateway(t, cfg, token)
+	agent := g.agent(t, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+
+	writeFiles(t, filepath.Join(n.root, "allowed"), map[string]string{"draft.txt": "draft"})
+	move := map[string]any{"source": "/allowed/draft.txt", "destination": "/allowed/final.txt"}
+	text, isErr := callText(t, agent, "notes.move_note", move)
+	if !isErr || !strings.Contains(text, "still pending") || !strings.Contains(text, l.url+"/approvals/sha256:") {
+		t.Fatalf("unapproved move: %q (error %v)", text, isErr)
+	}
+	id := approvalID(t, text)
+	if n.count("move_note") != 0 {
+		t.Fatal("an unapproved move reached the server")
+	}
+	l.approve(t, id, "approve")
+
+	// Other arguments: not the approved call.
+	other := map[string]any{"source": "/allowed/draft.txt", "destination": "/elsewhere/final.txt"}
+	text, isErr = callText(t, agent, "notes.move_note", other)
+	if !isErr || strings.Contains(text, id) || n.count("move_note") != 0 {
+		t.Fatalf("changed arguments after approval: %q (error %v); the server saw %d moves", text, isErr, n.count("move_note"))
+	}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	moved, consumed := 0, 0
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text, isErr := callText(t, agent, "notes.move_note", move)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case !isErr:
+				moved++
+			case strings.Contains(text, "approval_consumed") || strings.Contains(text, "is consumed") || strings.Contains(text, "needs approval") || strings.Contains(text, "still pending"):
+				consumed++
+			default:
+				t.Errorf("a retry: %q", text)
+			}
+		}()
+	}
+	wg.Wait()
+	if moved != 1 || n.count("move_note") != 1 {
+		t.Fatalf("64 retries: %d answered moved, the server saw %d moves; want 1", moved, n.count("move_note"))
+	}
+	if _, err := os.Stat(filepath.Join(n.root, "allowed", "final.txt")); err != nil {
+		t.Fatal(err)
+	}
+	export := l.export(t)
+	l.verify(t, "approvals", export)
+}
+
+// A 2026-07-28 client that runs its own retry loop: the request state
+// binds the retry to the arguments, and is used once.
+func TestGatewayRequestState(t *testing.T) {
+	n := startNotes(t)
+	catalog, policies := notesCatalog(t, n.pins(t))
+	l := startLedger(t, catalog, policies)
+	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, map[string]any{"wait": "5s"})
+	g := startGateway(t, cfg, token)
+	agent := g.agent(t, &mcp.ClientOptions{
+		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	t.Logf("negotiated %s", agent.InitializeResult().ProtocolVersion)
+	writeFiles(t, filepath.Join(n.root, "allowed"), map[string]string{"a.txt": "a"})
+	move := map[string]any{"source": "/allowed/a.txt", "destination": "/allowed/b.txt"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := agent.CallTool(ctx, &mcp.CallToolParams{Name: "notes.move_note", Arguments: move})
+	if err != nil || !res.NeedsInput() || res.RequestState == "" {
+		t.Fatalf("first call: %+v %v", res, err)
+	}
+	el, ok := res.InputRequests["approval"].(*mcp.ElicitParams)
+	if !ok || el.Mode != "url" {
+		t.Fatalf("input requests: %+v", res.InputRequests)
+	}
+	l.approve(t, strings.TrimPrefix(el.URL, l.url+"/approvals/"), "approve")
+	accept := mcp.InputResponseMap{"approval": &mcp.ElicitResult{Action: "accept"}}
+
+	retry := func(args any, state string) (string, bool) {
+		res, err := agent.CallTool(ctx, &mcp.CallToolParams{Name: "notes.move_note", Arguments: args, RequestState: state, InputResponses: accept})
+		if err != nil {
+			return err.Error(), true
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String(), res.IsError
+	}
+	for _, c := range []struct {
+		args  any
+		state string
+		want  string
+	}{
+		{map[string]any{"source": "/allowed/a.txt", "destination": "/elsewhere/b.txt"}, res.RequestState, "arguments differ"},
+		{move, res.RequestState[:len(res.RequestState)-2] + "AA", "not one this gateway made"},
+		{move, "eyJ2IjoxfQ.AAAA", "not one this gateway made"},
+	} {
+		if text, isErr := retry(c.args, c.state); !isErr || !strings.Contains(text, c.want) {
+			t.Errorf("retry %v: %q, want a refusal %q", c.args, text, c.want)
+		}
+	}
+	if n.count("move_note") != 0 {
+		t.Fatal("a refused retry reached the server")
+	}
+	if text, isErr := retry(move, res.RequestState); isErr {
+		t.Fatalf("the retry: %s", text)
+	}
+	if text, isErr := retry(move, res.RequestState); !isErr || !strings.Contains(text, "used already") {
+		t.Fatalf("the state again: %q", text)
+	}
+	if n.count("move_note") != 1 {
+		t.Fatalf("%d moves", n.count("move_note"))
+	}
+}
+
+// With ledgerd stopped, every call is refused and none is forwarded.
+func TestGatewayLedgerDown(t *testing.T) {
+	n := startNotes(t)
+	catalog, policies := notesCatalog(t, n.pins(t))
+	l := startLedger(t, catalog, policies)
+	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, nil)
+	g := startGateway(t, cfg, token)
+	agent := g.agent(t, nil)
+	l.stop(t)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"notes.write_note", map[string]any{"path": "/allowed/x.txt", "content": "x"}},
+		{"notes.write_note", map[string]any{"path": "/elsewhere/x.txt", "content": "x"}},
+		{"notes.move_note", map[string]any{"source": "/allowed/x.txt", "destination": "/allowed/y.txt"}},
+	} {
+		text, isErr := callText(t, agent, c.tool, c.args)
+		if !isErr || !strings.Contains(text, "not forwarded") || !strings.Contains(text, "ledger") {
+			t.Errorf("%s with ledgerd stopped: %q (error %v)", c.tool, text, isErr)
+		}
+	}
+	if n.count("write_note")+n.count("move_note") != 0 {
+		t.Fatal("a call reached the server with the ledger down")
+	}
+}
