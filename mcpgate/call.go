@@ -154,7 +154,14 @@ func (g *Gateway) principal(req *mcp.CallToolRequest) (string, bool) {
 		p := req.Extra.TokenInfo.UserID
 		return p, p != ""
 	}
-	if g.cfg.Stdio != nil && (req.Extra == nil || req.Extra.Header == nil) {
+	if req.Extra != nil && req.Extra.Header != nil {
+		// Over HTTP without a token: admitted only if configured.
+		if g.cfg.HTTP != nil && g.cfg.HTTP.UnauthenticatedPrincipal != "" && req.Extra.Header.Get("Authorization") == "" {
+			return g.cfg.HTTP.UnauthenticatedPrincipal, true
+		}
+		return "", false
+	}
+	if g.cfg.Stdio != nil {
 		return g.cfg.Stdio.Principal, true
 	}
 	return "", false

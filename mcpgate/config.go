@@ -102,8 +102,15 @@ type HTTPConfig struct {
 	// Listen is host:port. Optional; default "127.0.0.1:8090".
 	Listen string `json:"listen"`
 	// Agents are the bearer tokens agents present, each mapped to the
-	// principal recorded for its calls. Required: at least one.
+	// principal recorded for its calls. Required: at least one, unless
+	// UnauthenticatedPrincipal is set.
 	Agents []Agent `json:"agents"`
+	// UnauthenticatedPrincipal, if set, is recorded for requests that
+	// carry no Authorization header (a request with a wrong token is
+	// still refused). Only for a loopback listen address: it is for a
+	// single-user machine and for test suites whose clients cannot send a
+	// token. Optional; default none: every request needs a token.
+	UnauthenticatedPrincipal string `json:"unauthenticated_principal"`
 }
 
 // Agent is one agent credential: only its token's SHA-256 is kept.
@@ -223,7 +230,7 @@ func (c *Config) check() error {
 		return errors.New("stdio.principal: missing")
 	}
 	if c.HTTP != nil {
-		if len(c.HTTP.Agents) == 0 {
+		if len(c.HTTP.Agents) == 0 && c.HTTP.UnauthenticatedPrincipal == "" {
 			return errors.New("http.agents: missing or empty")
 		}
 		seen := map[string]bool{}

@@ -43,6 +43,7 @@ type Gateway struct {
 	upstreams   map[string]*upstream
 	approvals   *approvals
 	metrics     *Metrics
+	fwd         forwarding
 
 	mu    sync.Mutex
 	tools map[string]*gatedTool // what the upstreams offer, by namespaced name
@@ -94,7 +95,7 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg, log: log, upstreams: map[string]*upstream{}, tools: map[string]*gatedTool{},
-		metrics: newMetrics()}
+		metrics: newMetrics(), fwd: forwarding{resources: map[string]*upstream{}, templates: map[string]*upstream{}, prompts: map[string]*upstream{}}}
 	var err error
 	if g.callTimeout, err = cfg.callTimeout(); err != nil {
 		return nil, err
@@ -129,12 +130,14 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 	for name, sc := range cfg.Servers {
 		g.upstreams[name] = &upstream{name: name, cfg: sc, gw: g}
 	}
-	g.server = mcp.NewServer(&mcp.Implementation{Name: "ledger-mcp", Version: Version}, &mcp.ServerOptions{
+	sopts := &mcp.ServerOptions{
 		Logger: discardSDKLog,
 		// Tools are announced even before an upstream lists one, so that
 		// agents watch for list changes.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-	})
+	}
+	g.serverOptions(sopts)
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "ledger-mcp", Version: Version}, sopts)
 	g.server.AddReceivingMiddleware(g.listToolsRefresh)
 	return g, nil
 }
@@ -257,6 +260,7 @@ func (g *Gateway) sync(ctx context.Context, up *upstream) {
 		return
 	}
 	g.replaceTools(up, defs)
+	g.syncForwarded(ctx, up)
 }
 
 // replaceTools makes defs the tools of up, adding and removing tools on

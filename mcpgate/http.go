@@ -2,6 +2,8 @@ package mcpgate
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -32,7 +34,14 @@ func (g *Gateway) Handler() http.Handler {
 	})
 	// Agent tokens are long-lived credentials the config lists (rotated
 	// by editing it), not OAuth access tokens: they carry no expiry.
-	mux.Handle("/mcp", auth.RequireBearerToken(g.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler))
+	authenticated := auth.RequireBearerToken(g.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler)
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" && g.cfg.HTTP != nil && g.cfg.HTTP.UnauthenticatedPrincipal != "" {
+			mcpHandler.ServeHTTP(w, r)
+			return
+		}
+		authenticated.ServeHTTP(w, r)
+	}))
 	mux.Handle("GET /metrics", g.metrics)
 	return mux
 }
@@ -60,4 +69,20 @@ func (g *Gateway) verifyToken(_ context.Context, token string, _ *http.Request) 
 		return nil, auth.ErrInvalidToken
 	}
 	return &auth.TokenInfo{UserID: principal}, nil
+}
+
+// CheckListen refuses a listen address that is not loopback when
+// requests without a token are admitted.
+func (c *Config) CheckListen(addr string) error {
+	if c.HTTP == nil || c.HTTP.UnauthenticatedPrincipal == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("http.unauthenticated_principal admits requests without a token: listen on a loopback address, not %q", addr)
+	}
+	return nil
 }

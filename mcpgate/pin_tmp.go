@@ -21,6 +21,3 @@ func (g *Gateway) decisionOutcome(ctx context.Context, key string, index uint64,
 	return errors.New("decision outcomes: not yet")
 }
 
-func (g *Gateway) WriteDrafts(ctx context.Context, server, dir string) ([]string, error) {
-	return nil, errors.New("drafts: not yet")
-}

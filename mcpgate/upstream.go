@@ -47,6 +47,11 @@ func (u *upstream) connected(ctx context.Context) (*mcp.ClientSession, error) {
 		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) {
 			go u.gw.sync(context.WithoutCancel(ctx), u)
 		},
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if u.forwards("resources") {
+				u.gw.server.ResourceUpdated(ctx, req.Params)
+			}
+		},
 		Capabilities: &mcp.ClientCapabilities{},
 	})
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)

@@ -195,6 +195,9 @@ func serve(args []string, stderr io.Writer) error {
 	if addr == "" {
 		addr = "127.0.0.1:8090"
 	}
+	if err := cfg.CheckListen(addr); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
