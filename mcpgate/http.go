@@ -2,11 +2,11 @@ package mcpgate
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"

@@ -20,4 +20,3 @@ func reviewed(d *declare.Declaration) bool { return d != nil && d.Reviewed() }
 func (g *Gateway) decisionOutcome(ctx context.Context, key string, index uint64, result entry.Result) error {
 	return errors.New("decision outcomes: not yet")
 }
-
