@@ -72,7 +72,7 @@ var (
 )
 
 // HowToRun is the hint given when the set cannot be installed.
-const HowToRun = "needs node and npm (and the npm registry, for the first install); run bash .ci/run or set LEDGER_CI=1"
+const HowToRun = "these tests need node and npm on PATH (the first run installs the pinned set from the npm registry); run bash .ci/run, or set LEDGER_CI=1 to fail instead of skipping"
 
 // ErrNoNpm: node or npm is not on PATH, and the set is not installed.
 var ErrNoNpm = errors.New("npmtest: node or npm is not on PATH")
@@ -152,7 +152,7 @@ func ensure() (string, error) {
 	}
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return "", fmt.Errorf("%w (%s: %v), and %s holds no install of the pinned set", ErrNoNpm, tool, err, dir)
+			return "", fmt.Errorf("%w (no %s), and %s holds no install of the pinned set", ErrNoNpm, tool, dir)
 		}
 	}
 	for name, data := range map[string][]byte{"package.json": packageJSON, "package-lock.json": packageLock} {
