@@ -159,10 +159,16 @@ func parseResults(dir string, output []byte) ([]scenarioResult, error) {
 	return results, nil
 }
 
-// quote indents the suite's output for a test log, so that its closing
-// "Total: N passed, M failed" line is not read as the test run's own.
+// quote gives the end of the suite's output for a test log: its last 40
+// lines, each cut at 300 bytes (node prints a minified bundle's whole
+// line with an error in it), indented so that its closing "Total: N
+// passed, M failed" line is not read as the test run's own.
 func quote(out []byte) string {
-	return "\t| " + strings.ReplaceAll(strings.TrimRight(string(out), "\n"), "\n", "\n\t| ")
+	lines := strings.Split(lastLines(out, 40), "\n")
+	for i, l := range lines {
+		lines[i] = "\t| " + truncate(l, 300)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // truncate shortens s to at most n bytes (on a rune boundary).
