@@ -40,9 +40,7 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 func (g *Gateway) handle(ctx context.Context, name string, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	gt, status := g.lookup(name)
 	if gt == nil {
-		g.metrics.add(&g.metrics.refused, string(status))
-		g.log.Warn("call refused", "tool", name, "reason", string(status))
-		return refusal("%s: refused, not forwarded: the tool is %s (%s)", name, statusText(status), "only declared, reviewed tools whose definition matches their pin are gated")
+		return g.refuseUnexposed(name, status)
 	}
 	principal, ok := g.principal(req)
 	if !ok {
@@ -145,6 +143,22 @@ func (g *Gateway) recordOutcome(ctx context.Context, c *call, index uint64, cons
 		g.metrics.add(&g.metrics.refused, "outcome_unrecorded")
 		g.log.Error("outcome not recorded", "tool", c.tool, "index", index, "result", string(result), "err", ledgerErr(err))
 	}
+}
+
+// refuseUnexposed answers a call to a tool that is not exposed. The
+// name is the agent's, so it is logged only when it names a tool the
+// upstreams offer.
+func (g *Gateway) refuseUnexposed(name string, status ToolStatus) *mcp.CallToolResult {
+	g.metrics.add(&g.metrics.refused, string(status))
+	g.mu.Lock()
+	_, offered := g.tools[name]
+	g.mu.Unlock()
+	if offered {
+		g.log.Warn("call refused", "tool", name, "reason", string(status))
+		return refusal("%s: refused, not forwarded: the tool is %s (only declared, reviewed tools whose definition matches their pin are gated)", name, statusText(status))
+	}
+	g.log.Warn("call refused: no such tool", "reason", string(status))
+	return refusal("refused, not forwarded: no such tool (only declared, reviewed tools whose definition matches their pin are gated)")
 }
 
 // principal is whom the session acts for: the bearer token's principal

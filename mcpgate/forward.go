@@ -87,7 +87,19 @@ func (g *Gateway) resourceOwner(uri string) *upstream {
 			return u
 		}
 	}
-	return nil
+	// A URI no server listed (a subscription made before the resource
+	// exists, say) goes to the one server forwarding resources, if there
+	// is only one; with several, nobody can tell whose it is.
+	var only *upstream
+	for _, u := range g.upstreams {
+		if u.forwards("resources") {
+			if only != nil {
+				return nil
+			}
+			only = u
+		}
+	}
+	return only
 }
 
 // syncForwarded lists what up forwards and puts it on the agents' server.

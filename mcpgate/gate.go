@@ -243,8 +243,17 @@ func (g *Gateway) Close() error {
 // before the agent sees a list.
 func (g *Gateway) listToolsRefresh(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/list" {
+		switch method {
+		case "tools/list":
 			g.SyncAll(ctx)
+		case "tools/call":
+			// A tool that is not exposed gets a tool error naming why,
+			// as every refusal does, rather than the SDK's protocol error.
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+				if gt, status := g.lookup(p.Name); gt == nil {
+					return g.refuseUnexposed(p.Name, status), nil
+				}
+			}
 		}
 		return next(ctx, method, req)
 	}
