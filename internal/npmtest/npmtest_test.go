@@ -3,6 +3,7 @@ package npmtest
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -219,5 +220,50 @@ func TestParseResultsIncomplete(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].scenario != "ping" || !got[0].failed {
 		t.Fatalf("parseResults: %+v, want ping failed", got)
+	}
+}
+
+// TestInspectorEverythingHTTP calls server-everything's echo tool over
+// streamable HTTP with inspector-cli, a bearer token header included, as
+// a test through an authenticating gateway would.
+func TestInspectorEverythingHTTP(t *testing.T) {
+	url := StartEverything(t)
+	out, err := Inspector(t, url, "--transport", "http", "--header", "Authorization: Bearer token-for-example.com",
+		"--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=hello from example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].Text != "Echo: hello from example.org" {
+		t.Fatalf("echo: %v\n%s", err, out)
+	}
+}
+
+// TestListeningPort finds the port of this process's one listener.
+func TestListeningPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, err := listeningPort(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := l.Addr().(*net.TCPAddr).Port; got != want {
+		t.Fatalf("listeningPort = %d, want %d", got, want)
+	}
+	l2, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	defer l2.Close()
+	if _, err := listeningPort(os.Getpid()); err == nil || !strings.Contains(err.Error(), "holds 2 listening TCP sockets") {
+		t.Fatalf("listeningPort with two listeners: %v", err)
 	}
 }
