@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -265,5 +266,30 @@ func TestListeningPort(t *testing.T) {
 	defer l2.Close()
 	if _, err := listeningPort(os.Getpid()); err == nil || !strings.Contains(err.Error(), "holds 2 listening TCP sockets") {
 		t.Fatalf("listeningPort with two listeners: %v", err)
+	}
+}
+
+// TestEnsureNpmFails: npm ci that cannot reach its registry is errInstall
+// (which Dir skips on, or fails on when LEDGER_CI=1), and the directory
+// is not taken for an install.
+func TestEnsureNpmFails(t *testing.T) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skipOrFail(t, ErrNoNpm)
+		}
+	}
+	dir := t.TempDir()
+	t.Setenv("LEDGER_NPM_DIR", dir)
+	t.Setenv("npm_config_cache", t.TempDir())              // nothing cached
+	t.Setenv("npm_config_registry", "http://127.0.0.1:1/") // refused at once
+	t.Setenv("npm_config_fetch_retries", "0")
+	t.Setenv("npm_config_offline", "false")
+	_, err := ensure()
+	if !errors.Is(err, errInstall) {
+		t.Fatalf("ensure: %v, want errInstall", err)
+	}
+	t.Log(err)
+	if installed(dir) {
+		t.Fatal("a failed npm ci left the directory looking installed")
 	}
 }
