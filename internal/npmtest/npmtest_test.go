@@ -3,7 +3,9 @@ package npmtest
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -219,5 +221,75 @@ func TestParseResultsIncomplete(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].scenario != "ping" || !got[0].failed {
 		t.Fatalf("parseResults: %+v, want ping failed", got)
+	}
+}
+
+// TestInspectorEverythingHTTP calls server-everything's echo tool over
+// streamable HTTP with inspector-cli, a bearer token header included, as
+// a test through an authenticating gateway would.
+func TestInspectorEverythingHTTP(t *testing.T) {
+	url := StartEverything(t)
+	out, err := Inspector(t, url, "--transport", "http", "--header", "Authorization: Bearer token-for-example.com",
+		"--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=hello from example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].Text != "Echo: hello from example.org" {
+		t.Fatalf("echo: %v\n%s", err, out)
+	}
+}
+
+// TestListeningPort finds the port of this process's one listener.
+func TestListeningPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, err := listeningPort(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := l.Addr().(*net.TCPAddr).Port; got != want {
+		t.Fatalf("listeningPort = %d, want %d", got, want)
+	}
+	l2, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	defer l2.Close()
+	if _, err := listeningPort(os.Getpid()); err == nil || !strings.Contains(err.Error(), "holds 2 listening TCP sockets") {
+		t.Fatalf("listeningPort with two listeners: %v", err)
+	}
+}
+
+// TestEnsureNpmFails: npm ci that cannot reach its registry is errInstall
+// (which Dir skips on, or fails on when LEDGER_CI=1), and the directory
+// is not taken for an install.
+func TestEnsureNpmFails(t *testing.T) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skipOrFail(t, ErrNoNpm)
+		}
+	}
+	dir := t.TempDir()
+	t.Setenv("LEDGER_NPM_DIR", dir)
+	t.Setenv("npm_config_cache", t.TempDir())              // nothing cached
+	t.Setenv("npm_config_registry", "http://127.0.0.1:1/") // refused at once
+	t.Setenv("npm_config_fetch_retries", "0")
+	t.Setenv("npm_config_offline", "false")
+	_, err := ensure()
+	if !errors.Is(err, errInstall) {
+		t.Fatalf("ensure: %v, want errInstall", err)
+	}
+	t.Log(err)
+	if installed(dir) {
+		t.Fatal("a failed npm ci left the directory looking installed")
 	}
 }
