@@ -16,12 +16,10 @@ const (
 	SignedDomainSeparatorV5 = "ledger/v5/entry\n"
 )
 
-// v5Members are the members of a version 5 outcome besides the common
-// ones; operation_id is optional (absent, never empty).
-var v5Members = []string{"decision", "mediator", "operation_id", "result"}
-
 // fieldsV5 returns the members of a version 5 outcome, in canonical
-// order, given whether it has an operation_id.
+// order, given whether it has an operation_id (optional: absent, never
+// empty): the common ones (index, key_id, kind, origin, prev, sig, time,
+// version) and decision, mediator and result.
 func fieldsV5(operationID bool) []string {
 	f := []string{"index", "key_id", "kind", "origin", "prev", "sig", "time", "version", "decision", "mediator", "result"}
 	if operationID {
