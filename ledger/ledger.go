@@ -320,6 +320,10 @@ type request struct {
 	// refused outcome_final, unless retry (the record had an idempotency
 	// key) and it records the same outcome.
 	final, retry bool
+	// finalKey, on an unknown outcome of an allowed act, is its
+	// decision's final outcome key: if an entry holds it, or a request in
+	// flight, the outcome is refused outcome_final.
+	finalKey []byte
 }
 
 // answer replies to r and to its followers, whose receipts say they
@@ -547,10 +551,16 @@ func (l *Ledger) Append(ctx context.Context, rec Record) (Receipt, error) {
 			return r, err
 		}
 	}
-	if v5 && req.entry.Result != entry.Unknown {
+	switch {
+	case v5 && req.entry.Result != entry.Unknown:
 		req.key, req.final, req.retry = finalOutcomeKey(req.entry.DecisionIndex), true, rec.IdempotencyKey != ""
 		if r, found, err := l.replay(ctx, req); found || err != nil {
 			return r, err
+		}
+	case v5:
+		req.finalKey = finalOutcomeKey(req.entry.DecisionIndex)
+		if err := l.afterFinal(ctx, req); err != nil {
+			return Receipt{}, err
 		}
 	}
 	l.mu.Lock()
@@ -730,6 +740,15 @@ func (l *Ledger) sequence() {
 			}
 			if r.key != nil && l.deduplicate(r) {
 				continue
+			}
+			if r.finalKey != nil {
+				// Checked again here, where no final outcome can be
+				// chained between the check and this one's chaining.
+				if err := l.afterFinal(context.Background(), r); err != nil {
+					l.forgetKeys([]*request{r})
+					r.answer(result{err: err})
+					continue
+				}
 			}
 			job, first, full, err := p.add(r, l.opts)
 			if err != nil {
@@ -1370,6 +1389,25 @@ func (r *request) repeats(first *entry.Entry) error {
 // caller's (storedKey) begins with a zero byte.
 func finalOutcomeKey(decision uint64) []byte {
 	return strconv.AppendUint([]byte("\x00final-outcome:"), decision, 10)
+}
+
+// afterFinal refuses r, an unknown outcome of an allowed act, with
+// outcome_final if a final outcome of its decision is durable or in
+// flight.
+func (l *Ledger) afterFinal(ctx context.Context, r *request) error {
+	l.keyMu.Lock()
+	_, inflight := l.inflight[string(r.finalKey)]
+	l.keyMu.Unlock()
+	if inflight {
+		return refuseOutcome(CodeOutcomeFinal, "")
+	}
+	switch _, err := l.store.IndexOfKey(ctx, r.finalKey); {
+	case err == nil:
+		return refuseOutcome(CodeOutcomeFinal, "")
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	return nil
 }
 
 // checkOutcomeDecision checks the rules of an outcome of an allowed act

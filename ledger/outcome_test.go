@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
+	"github.com/decisionledger/ledger/verify"
 )
 
 // outcomeOf is the outcome of the allowed act of the decision at index d.
@@ -62,11 +64,7 @@ func TestDecisionOutcome(t *testing.T) {
 			}
 			for _, r := range []entry.Result{entry.Failed, entry.Succeeded, entry.Unknown} {
 				_, err := a.l.Append(ctx, outcomeOf(allowed, "mediator-1", r))
-				if r == entry.Unknown {
-					wantOK(t, "unknown after the final one", err) // rule 3 names only final ones
-					continue
-				}
-				wantRefusal(t, "a second final outcome ("+string(r)+")", err, ledger.CodeOutcomeFinal, "")
+				wantRefusal(t, "an outcome ("+string(r)+") after the final one", err, ledger.CodeOutcomeFinal, "")
 			}
 
 			// A final outcome's retry with its idempotency key.
@@ -87,6 +85,8 @@ func TestDecisionOutcome(t *testing.T) {
 			a.reopen()
 			_, err = a.l.Append(ctx, outcomeOf(allowed, "mediator-1", entry.Succeeded))
 			wantRefusal(t, "a second final outcome after a restart", err, ledger.CodeOutcomeFinal, "")
+			_, err = a.l.Append(ctx, outcomeOf(allowed, "mediator-1", entry.Unknown))
+			wantRefusal(t, "an unknown outcome after the final one, after a restart", err, ledger.CodeOutcomeFinal, "")
 			again, err = a.l.Append(ctx, keyed)
 			if err != nil || !again.Replayed || again.Index != first.Index {
 				t.Fatalf("retry after a restart: %+v %v", again, err)
@@ -147,6 +147,46 @@ func TestDecisionOutcomeConcurrent(t *testing.T) {
 		if appended != 1 || (key == "" && refused != 15) {
 			t.Fatalf("key %q: %d appended, %d refused", key, appended, refused)
 		}
+	}
+	// Unknown and final outcomes at once: whatever the order, no outcome
+	// follows the final one in the log, as the audit checks.
+	r3, err := a.l.Append(t.Context(), testRecord(t, 3))
+	wantOK(t, "decision", err)
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			result := entry.Unknown
+			if i%4 == 3 {
+				result = entry.Failed
+			}
+			_, err := a.l.Append(t.Context(), outcomeOf(r3.Index, "mediator-1", result))
+			var ae *ledger.ApprovalError
+			if err != nil && (!errors.As(err, &ae) || ae.Code != ledger.CodeOutcomeFinal) {
+				t.Errorf("outcome %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	ctx := t.Context()
+	if _, err := a.l.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := a.l.Export(ctx, &buf, 0, a.l.Size(), ledger.ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vk, err := verify.ParseKey(a.k.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.VerifyApprovals(&buf, vk, verify.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.AllowedOutcomes.Succeeded != 2 || rep.AllowedOutcomes.Failed != 1 {
+		t.Errorf("audit: %d violations %+v, outcomes %+v", rep.ViolationCount, rep.Violations, rep.AllowedOutcomes)
 	}
 }
 
