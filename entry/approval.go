@@ -161,11 +161,10 @@ func mapKeys(m map[string]bool) func(func(string) bool) {
 	}
 }
 
-// appendJSONv4 appends the canonical JSON of a version 4 entry: its
-// members written in canonical (byte) order.
-func (e *Entry) appendJSONv4(b []byte, withSignature bool) ([]byte, error) {
+// appendMembers appends the canonical JSON of a version 4 or 5 entry:
+// its members, names, written in canonical (byte) order.
+func (e *Entry) appendMembers(b []byte, names []string, version int, withSignature bool) ([]byte, error) {
 	var err error
-	names := fieldsV4(e.Kind, e.OperationID != "")
 	b = append(b, '{')
 	for i, name := range names {
 		if name == "sig" && !withSignature {
@@ -215,6 +214,8 @@ func (e *Entry) appendJSONv4(b []byte, withSignature bool) ([]byte, error) {
 			str(e.Approver)
 		case "consumption":
 			b = strconv.AppendUint(b, e.Consumption, 10)
+		case "decision":
+			b = strconv.AppendUint(b, e.DecisionIndex, 10)
 		case "execution_ttl_ms":
 			b = strconv.AppendInt(b, e.ExecutionTTL.Milliseconds(), 10)
 		case "index":
@@ -259,7 +260,7 @@ func (e *Entry) appendJSONv4(b []byte, withSignature bool) ([]byte, error) {
 		case "verdict":
 			str(string(e.Verdict))
 		case "version":
-			b = strconv.AppendInt(b, Version4, 10)
+			b = strconv.AppendInt(b, int64(version), 10)
 		}
 	}
 	b = append(b, '}')

@@ -119,8 +119,20 @@ func parseStrict(b []byte) (*Entry, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
+	case v == Version5:
+		if _, ok := members["kind"]; !ok {
+			return nil, fieldError("kind", "missing")
+		}
+		if kind = Kind(d.string("kind")); kind != KindOutcome {
+			d.fail("kind", "not a kind of version %d", v)
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		_, op := members["operation_id"]
+		want = fieldsV5(op)
 	case v != Version1:
-		return nil, fieldError("version", "unsupported version %d (this reader knows 1 to %d)", v, Version4)
+		return nil, fieldError("version", "unsupported version %d (this reader knows 1 to %d)", v, Version5)
 	}
 	// In sorted order, so that the member named is the same every time.
 	for _, name := range slices.Sorted(maps.Keys(members)) {
@@ -144,6 +156,15 @@ func parseStrict(b []byte) (*Entry, error) {
 	}
 	if kind.isVersion4() {
 		d.decodeV4(e)
+		switch {
+		case kind == KindOutcome && slices.Contains(want, "decision"):
+			// Version 5: no approval.
+			e.DecisionIndex = d.uint("decision")
+		case kind == KindOutcome && d.err == nil && e.ApprovalID == (commit.Digest{}):
+			// A version 4 outcome names its approval (without one it
+			// would encode as version 5).
+			d.fail("approval", "all zeros")
+		}
 	} else if kind != "" {
 		if e.PolicySet = d.digest("policy_set"); d.err == nil && e.PolicySet == (commit.Digest{}) {
 			d.fail("policy_set", "all zeros: a version 3 entry names a policy set")

@@ -124,12 +124,17 @@ type Entry struct {
 	// entry hash of the request, the needs_approval decision at index
 	// Request. Consumption is the index of the consumption an outcome
 	// reports on. PendingTTL and ExecutionTTL are whole milliseconds.
+	// An outcome (KindOutcome) without an ApprovalID is a version 5
+	// outcome (outcome.go): it reports on the act that the allow decision
+	// at index DecisionIndex permitted; DecisionIndex is zero in every
+	// other entry.
 	ApprovalID    commit.Digest
 	Request       uint64
 	Approver      string
 	Verdict       Verdict
 	PreviewDigest commit.Digest
 	Consumption   uint64
+	DecisionIndex uint64
 	Result        Result
 	OperationID   string
 	PendingTTL    time.Duration
@@ -198,6 +203,12 @@ func (e *Entry) check() error {
 	}
 	if e.Time.IsZero() || e.Time.Year() < 1 || e.Time.Year() > 9999 {
 		return fieldError("time", "outside years 0001-9999")
+	}
+	if e.Version() == Version5 {
+		return e.checkV5()
+	}
+	if e.DecisionIndex != 0 {
+		return fieldError("decision", "an entry index only in a version 5 outcome")
 	}
 	if e.Kind.isVersion4() {
 		return e.checkV4()
@@ -344,8 +355,10 @@ func (e *Entry) SetAttributes(attrs []byte) error {
 // If at is not nil, it is set to where the values of index, prev and time
 // begin in b (for a Template); a version 4 entry leaves it unset.
 func (e *Entry) appendJSON(b []byte, withSignature bool, at *chainAt) ([]byte, error) {
-	if e.Kind.isVersion4() {
-		return e.appendJSONv4(b, withSignature)
+	if v := e.Version(); v == Version5 {
+		return e.appendMembers(b, fieldsV5(e.OperationID != ""), Version5, withSignature)
+	} else if v == Version4 {
+		return e.appendMembers(b, fieldsV4(e.Kind, e.OperationID != ""), Version4, withSignature)
 	}
 	var err error
 	str := func(field, s string, required bool) {
@@ -472,10 +485,14 @@ func (e *Entry) appendJSON(b []byte, withSignature bool, at *chainAt) ([]byte, e
 	return b, nil
 }
 
-// Version returns the format version e is written in: 3 if it has a
-// kind, 2 if it names an action definition, 1 otherwise.
+// Version returns the format version e is written in: 5 if it is an
+// outcome without an approval id, 4 if it has another approval kind (or
+// is an outcome with one), 3 if it has another kind, 2 if it names an
+// action definition, 1 otherwise.
 func (e *Entry) Version() int {
 	switch {
+	case e.Kind == KindOutcome && e.ApprovalID == (commit.Digest{}):
+		return Version5
 	case e.Kind.isVersion4():
 		return Version4
 	case e.Kind != "":
@@ -488,6 +505,8 @@ func (e *Entry) Version() int {
 
 func (e *Entry) separator() string {
 	switch e.Version() {
+	case Version5:
+		return SignedDomainSeparatorV5
 	case Version4:
 		return SignedDomainSeparatorV4
 	case Version3:
@@ -504,6 +523,7 @@ func (e *Entry) separator() string {
 //	"ledger/v2/entry\n" || JCS(entry without "sig")    (version 2)
 //	"ledger/v3/entry\n" || JCS(entry without "sig")    (version 3)
 //	"ledger/v4/entry\n" || JCS(entry without "sig")    (version 4)
+//	"ledger/v5/entry\n" || JCS(entry without "sig")    (version 5)
 func (e *Entry) SignedMessage() ([]byte, error) {
 	return e.AppendSignedMessage(make([]byte, 0, e.sizeHint()))
 }
@@ -634,8 +654,11 @@ func SignedEntry(message, sig []byte) ([]byte, error) {
 	if !ok {
 		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV4)
 	}
+	if !ok {
+		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV5)
+	}
 	at := strings.LastIndex(body, sigFollower)
-	if at < 0 { // no tiers_digest: a policy_set or version 4 entry
+	if at < 0 { // no tiers_digest: a policy_set, version 4 or 5 entry
 		at = strings.LastIndex(body, sigFollowerPublication)
 	}
 	if !ok || at < 0 {

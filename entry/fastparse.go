@@ -120,9 +120,13 @@ func parseFast(b, buf []byte) (*Entry, []byte) {
 		case "consumption":
 			e.Consumption, ok = fastUint(v)
 		case "decision":
-			var s string
-			s, ok = fastString(v)
-			e.Decision = Decision(s)
+			if v[0] == '"' {
+				var s string
+				s, ok = fastString(v)
+				e.Decision = Decision(s)
+			} else { // a version 5 outcome's decision index
+				e.DecisionIndex, ok = fastUint(v)
+			}
 		case "definition_digest":
 			e.Definition, ok = fastDigest(v)
 		case "execution_ttl_ms":

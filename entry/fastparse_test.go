@@ -54,6 +54,10 @@ func validEncodings(t testing.TB) [][]byte {
 	for _, e := range v4 {
 		add(e, priv)
 	}
+	v5, priv := decisionOutcomes(t)
+	for _, e := range v5 {
+		add(e, priv)
+	}
 	return out
 }
 

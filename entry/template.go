@@ -39,11 +39,11 @@ type Template struct {
 }
 
 // Template checks e as SignedMessage does and returns its template. It
-// refuses a version 4 entry (whose checks depend on its index) with a
-// *FieldError for "kind".
+// refuses a version 4 or 5 entry (whose checks depend on its index) with
+// a *FieldError for "kind".
 func (e *Entry) Template() (*Template, error) {
 	if e.Kind.isVersion4() {
-		return nil, fieldError("kind", "a version 4 entry has no template: its checks depend on its index")
+		return nil, fieldError("kind", "a version 4 or 5 entry has no template: its checks depend on its index")
 	}
 	if err := e.check(); err != nil {
 		return nil, err

@@ -64,27 +64,50 @@ const (
 	codeTermParamsSize   = "params_size"
 )
 
+// The refusals of a version 5 outcome (the outcome of an allowed act,
+// docs/entry.md "Outcomes of allowed acts"): the entry at its decision
+// index is not an allow decision (CodeNoDecision), or is another
+// mediator's (CodeOutcomeMismatch, Term mediator); a second final outcome
+// is CodeOutcomeFinal.
+const (
+	CodeNoDecision      = "decision_not_found"
+	CodeOutcomeMismatch = "outcome_mismatch"
+)
+
 // ApprovalError is the refusal of a verdict, consumption or outcome by
-// the lifecycle's rules. Nothing was appended. Term names the differing
-// member for approval_mismatch (action, principal, mediator, approval)
-// and approval_digest_mismatch (params_digest, params_size), else it is
-// empty; the error never holds a value.
+// the lifecycle's rules, or of the outcome of an allowed act by its rules
+// (Record). Nothing was appended. Term names the differing member for
+// approval_mismatch (action, principal, mediator, approval),
+// approval_digest_mismatch (params_digest, params_size) and
+// outcome_mismatch (mediator), else it is empty; the error never holds a
+// value.
 type ApprovalError struct {
 	Code string
 	Term string
+	// allowed: the refusal of the outcome of an allowed act.
+	allowed bool
 }
 
 func (e *ApprovalError) Error() string {
-	if e.Term != "" {
-		return fmt.Sprintf("ledger: approval refused: %s (%s)", e.Code, e.Term)
+	what := "approval"
+	if e.allowed {
+		what = "outcome"
 	}
-	return "ledger: approval refused: " + e.Code
+	if e.Term != "" {
+		return fmt.Sprintf("ledger: %s refused: %s (%s)", what, e.Code, e.Term)
+	}
+	return fmt.Sprintf("ledger: %s refused: %s", what, e.Code)
 }
 
 // Is makes errors.Is(err, ErrApproval) hold.
 func (e *ApprovalError) Is(target error) bool { return target == ErrApproval }
 
 func refuse(code, term string) *ApprovalError { return &ApprovalError{Code: code, Term: term} }
+
+// refuseOutcome is the refusal of the outcome of an allowed act.
+func refuseOutcome(code, term string) *ApprovalError {
+	return &ApprovalError{Code: code, Term: term, allowed: true}
+}
 
 // ApprovalStatus is what the ledger knows of one approval, for the
 // approver's page. Times are entry times (the ledger's sequencing
@@ -398,8 +421,13 @@ func (s *approvals) admit(e *entry.Entry, rebuild bool) (func(hash commit.Digest
 	switch e.Kind {
 	case "", entry.KindDecision:
 		lifecycle = e.Decision == entry.NeedsApproval
-	case entry.KindApprovalConfig, entry.KindApproval, entry.KindConsumption, entry.KindOutcome:
+	case entry.KindApprovalConfig, entry.KindApproval, entry.KindConsumption:
 		lifecycle = true
+	case entry.KindOutcome:
+		// Of a consumption (version 4), not of an allowed act (version 5,
+		// whose rules Append checks against the store): Open's replay
+		// reads version 4 entries only.
+		lifecycle = e.Version() == entry.Version4
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

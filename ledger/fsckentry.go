@@ -130,8 +130,8 @@ func scanEntry(b []byte, h hash.Hash) (entryHead, error) {
 			have.time = true
 		case "version":
 			n, err := strconv.Atoi(string(v))
-			if err != nil || n < entry.Version1 || n > entry.Version4 {
-				return e, scanError("version %q is not 1 to %d", v, entry.Version4)
+			if err != nil || n < entry.Version1 || n > entry.Version5 {
+				return e, scanError("version %q is not 1 to %d", v, entry.Version5)
 			}
 			e.version = n
 			have.version = true
@@ -176,6 +176,7 @@ var separators = [...]string{
 	entry.Version2: entry.SignedDomainSeparatorV2,
 	entry.Version3: entry.SignedDomainSeparatorV3,
 	entry.Version4: entry.SignedDomainSeparatorV4,
+	entry.Version5: entry.SignedDomainSeparatorV5,
 }
 
 // plainString returns the contents of v, a JSON string without escapes:

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -196,11 +197,26 @@ type Record struct {
 	//     OperationID (optional).
 	// Every other field is left zero. The entry's request index is the
 	// ledger's to fill, from its state: a Record has none.
+	//
+	// A Record of kind entry.KindOutcome without an ApprovalID is the
+	// outcome of an allowed act (version 5, docs/entry.md "Outcomes of
+	// allowed acts"): DecisionIndex, Mediator, Result and OperationID
+	// (optional). Append refuses it with an *ApprovalError unless the
+	// durable entry at DecisionIndex is an allow decision (decision_not_found)
+	// by the same mediator (outcome_mismatch, term mediator), and refuses
+	// a second final one (succeeded or failed) of a decision with
+	// outcome_final: a final outcome is stored under an idempotency key
+	// of the ledger's own, its decision's, in place of the caller's. A
+	// retry of a final outcome with an IdempotencyKey, recording the same
+	// outcome, gets the first one's receipt, Replayed (the caller's key
+	// is not stored, so its later reuse for another record is not
+	// detected).
 	ApprovalID    commit.Digest
 	Approver      string
 	Verdict       entry.Verdict
 	PreviewDigest commit.Digest
 	Consumption   uint64
+	DecisionIndex uint64
 	Result        entry.Result
 	OperationID   string
 	PendingTTL    time.Duration
@@ -299,6 +315,15 @@ type request struct {
 	// flight, answered with its receipt.
 	key       []byte
 	followers []*request
+	// final marks a final outcome of an allowed act, whose key is its
+	// decision's (finalOutcomeKey): another request with that key is
+	// refused outcome_final, unless retry (the record had an idempotency
+	// key) and it records the same outcome.
+	final, retry bool
+	// finalKey, on an unknown outcome of an allowed act, is its
+	// decision's final outcome key: if an entry holds it, or a request in
+	// flight, the outcome is refused outcome_final.
+	finalKey []byte
 }
 
 // answer replies to r and to its followers, whose receipts say they
@@ -514,10 +539,28 @@ func (l *Ledger) Append(ctx context.Context, rec Record) (Receipt, error) {
 		return Receipt{}, err
 	}
 	req.reply = make(chan result, 1)
+	v5 := req.entry.Kind == entry.KindOutcome && req.entry.Version() == entry.Version5
+	if v5 {
+		if err := l.checkOutcomeDecision(ctx, req.entry); err != nil {
+			return Receipt{}, err
+		}
+	}
 	if rec.IdempotencyKey != "" {
 		req.key = storedKey(rec.Mediator, rec.IdempotencyKey)
 		if r, found, err := l.replay(ctx, req); found || err != nil {
 			return r, err
+		}
+	}
+	switch {
+	case v5 && req.entry.Result != entry.Unknown:
+		req.key, req.final, req.retry = finalOutcomeKey(req.entry.DecisionIndex), true, rec.IdempotencyKey != ""
+		if r, found, err := l.replay(ctx, req); found || err != nil {
+			return r, err
+		}
+	case v5:
+		req.finalKey = finalOutcomeKey(req.entry.DecisionIndex)
+		if err := l.afterFinal(ctx, req); err != nil {
+			return Receipt{}, err
 		}
 	}
 	l.mu.Lock()
@@ -553,7 +596,7 @@ func (l *Ledger) prepare(rec Record) (*request, error) {
 	}
 	if rec.Kind == entry.KindApprovalConfig || rec.Kind == entry.KindApproval ||
 		rec.Kind == entry.KindConsumption || rec.Kind == entry.KindOutcome {
-		e, err := l.prepareV4(rec)
+		e, err := l.prepareV4(rec) // and version 5
 		if err != nil {
 			return nil, err
 		}
@@ -595,8 +638,9 @@ func (l *Ledger) prepare(rec Record) (*request, error) {
 	return &request{entry: e, tmpl: t}, nil
 }
 
-// prepareV4 checks a record of a version 4 kind against the entry
-// format; the lifecycle's rules are the sequencer's to check.
+// prepareV4 checks a record of a version 4 kind (or a version 5
+// outcome) against the entry format; the lifecycle's rules are the
+// sequencer's to check (a version 5 outcome's, Append's).
 func (l *Ledger) prepareV4(rec Record) (*entry.Entry, error) {
 	if rec.Decision != "" || rec.Policies != nil || rec.Tiers != (commit.Digest{}) || rec.Definition != (commit.Digest{}) ||
 		rec.Attributes != nil || rec.PolicySet != (commit.Digest{}) || rec.PolicyErrors != nil {
@@ -606,7 +650,7 @@ func (l *Ledger) prepareV4(rec Record) (*entry.Entry, error) {
 		Origin: l.key.Name(), Time: time.Unix(0, 0).UTC(), KeyID: l.key.ID(), Kind: rec.Kind,
 		Mediator: rec.Mediator, Principal: rec.Principal, Action: rec.Action, Params: rec.Params,
 		ApprovalID: rec.ApprovalID, Approver: rec.Approver, Verdict: rec.Verdict, PreviewDigest: rec.PreviewDigest,
-		Consumption: rec.Consumption, Result: rec.Result, OperationID: rec.OperationID,
+		Consumption: rec.Consumption, DecisionIndex: rec.DecisionIndex, Result: rec.Result, OperationID: rec.OperationID,
 		PendingTTL: rec.PendingTTL, ExecutionTTL: rec.ExecutionTTL,
 		// The request and index are set when the entry is chained; the
 		// largest index stands in for it so that the format's "earlier
@@ -696,6 +740,15 @@ func (l *Ledger) sequence() {
 			}
 			if r.key != nil && l.deduplicate(r) {
 				continue
+			}
+			if r.finalKey != nil {
+				// Checked again here, where no final outcome can be
+				// chained between the check and this one's chaining.
+				if err := l.afterFinal(context.Background(), r); err != nil {
+					l.forgetKeys([]*request{r})
+					r.answer(result{err: err})
+					continue
+				}
 			}
 			job, first, full, err := p.add(r, l.opts)
 			if err != nil {
@@ -1288,7 +1341,7 @@ func sameDecision(a, b *entry.Entry) bool {
 		// Everything the caller gave; the request index is the ledger's
 		// (set on one side only while the other is being chained).
 		return sameRequest && a.ApprovalID == b.ApprovalID && a.Approver == b.Approver && a.Verdict == b.Verdict &&
-			a.PreviewDigest == b.PreviewDigest && a.Consumption == b.Consumption && a.Result == b.Result &&
+			a.PreviewDigest == b.PreviewDigest && a.Consumption == b.Consumption && a.DecisionIndex == b.DecisionIndex && a.Result == b.Result &&
 			a.OperationID == b.OperationID && a.PendingTTL == b.PendingTTL && a.ExecutionTTL == b.ExecutionTTL
 	}
 	return sameRequest && a.Decision == b.Decision && slices.Equal(a.Policies, b.Policies)
@@ -1312,10 +1365,74 @@ func (l *Ledger) replay(ctx context.Context, r *request) (Receipt, bool, error) 
 	if err != nil {
 		return Receipt{}, false, fmt.Errorf("%w: entry %d: %w", ErrCorrupt, index, err)
 	}
-	if !sameDecision(stored, r.entry) {
-		return Receipt{}, true, ErrIdempotencyConflict
+	if err := r.repeats(stored); err != nil {
+		return Receipt{}, true, err
 	}
 	return Receipt{Index: index, Entry: b, LeafHash: entry.LeafHash(b), Replayed: true}, true, nil
+}
+
+// repeats says whether r, whose key is that of the entry first (appended
+// or being appended), may be answered with first's receipt: nil if so,
+// else the refusal.
+func (r *request) repeats(first *entry.Entry) error {
+	switch {
+	case r.final && (!r.retry || !sameDecision(first, r.entry)):
+		return refuseOutcome(CodeOutcomeFinal, "")
+	case !sameDecision(first, r.entry):
+		return ErrIdempotencyConflict
+	}
+	return nil
+}
+
+// finalOutcomeKey is the stored idempotency key of the final outcome of
+// the allowed act of the decision at index decision: no stored key of a
+// caller's (storedKey) begins with a zero byte.
+func finalOutcomeKey(decision uint64) []byte {
+	return strconv.AppendUint([]byte("\x00final-outcome:"), decision, 10)
+}
+
+// afterFinal refuses r, an unknown outcome of an allowed act, with
+// outcome_final if a final outcome of its decision is durable or in
+// flight.
+func (l *Ledger) afterFinal(ctx context.Context, r *request) error {
+	l.keyMu.Lock()
+	_, inflight := l.inflight[string(r.finalKey)]
+	l.keyMu.Unlock()
+	if inflight {
+		return refuseOutcome(CodeOutcomeFinal, "")
+	}
+	switch _, err := l.store.IndexOfKey(ctx, r.finalKey); {
+	case err == nil:
+		return refuseOutcome(CodeOutcomeFinal, "")
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	return nil
+}
+
+// checkOutcomeDecision checks the rules of an outcome of an allowed act
+// that need its decision: the durable entry at e.DecisionIndex (a
+// mediator holds a receipt for it, so it is durable) is an allow
+// decision (version 1 or 2, or a version 3 decision) by e's mediator.
+func (l *Ledger) checkOutcomeDecision(ctx context.Context, e *entry.Entry) error {
+	b, err := l.store.Entry(ctx, e.DecisionIndex)
+	if errors.Is(err, ErrNotFound) {
+		return refuseOutcome(CodeNoDecision, "")
+	}
+	if err != nil {
+		return err
+	}
+	d, err := entry.Parse(b)
+	if err != nil {
+		return fmt.Errorf("%w: entry %d: %w", ErrCorrupt, e.DecisionIndex, err)
+	}
+	switch {
+	case d.Decision != entry.Allow || (d.Kind != "" && d.Kind != entry.KindDecision):
+		return refuseOutcome(CodeNoDecision, "")
+	case d.Mediator != e.Mediator:
+		return refuseOutcome(CodeOutcomeMismatch, codeTermMediator)
+	}
+	return nil
 }
 
 // deduplicate handles a keyed request in the sequencer. It returns true if
@@ -1325,8 +1442,8 @@ func (l *Ledger) deduplicate(r *request) bool {
 	l.keyMu.Lock()
 	defer l.keyMu.Unlock()
 	if orig, ok := l.inflight[string(r.key)]; ok {
-		if !sameDecision(orig.entry, r.entry) {
-			r.reply <- result{err: ErrIdempotencyConflict}
+		if err := r.repeats(orig.entry); err != nil {
+			r.reply <- result{err: err}
 		} else {
 			orig.followers = append(orig.followers, r)
 		}

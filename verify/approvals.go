@@ -50,11 +50,16 @@ const (
 	// consumption entry.
 	RuleNoConsumption Rule = "outcome_no_consumption"
 	// RuleOutcomeMismatch: an outcome whose approval or mediator (Member)
-	// differs from its consumption's.
+	// differs from its consumption's; or an outcome of an allowed act
+	// whose mediator (Member) differs from its decision's.
 	RuleOutcomeMismatch Rule = "outcome_mismatch"
-	// RuleAfterFinal: an outcome for a consumption that already has a
-	// final one (succeeded or failed).
+	// RuleAfterFinal: an outcome for a consumption, or of an allowed act
+	// for a decision, that already has a final one (succeeded or failed).
 	RuleAfterFinal Rule = "outcome_after_final"
+	// RuleNoDecision: an outcome of an allowed act (version 5) whose
+	// decision index is not an allow decision (version 1 or 2, or a
+	// version 3 decision, whose decision is allow).
+	RuleNoDecision Rule = "outcome_no_decision"
 )
 
 // The unresolved references: a rule that could not be checked because
@@ -69,6 +74,11 @@ const (
 	// ConsumptionBeforeRange: an outcome whose consumption precedes the
 	// range.
 	ConsumptionBeforeRange Rule = "consumption_before_range"
+	// DecisionBeforeRange: an outcome of an allowed act whose decision
+	// precedes the range: whether it is an allow decision, and its
+	// mediator, are unknown (a second final outcome in the range is still
+	// found).
+	DecisionBeforeRange Rule = "decision_before_range"
 	// ConfigBeforeRange: a deadline could not be computed because no
 	// approval_config precedes, in the range, the request (pending
 	// deadline) or the verdict (execution deadline) that sets it.
@@ -84,6 +94,7 @@ const (
 	RoleVerdict     Role = "verdict"     // an approval entry
 	RoleConsumption Role = "consumption" // a consumption entry
 	RoleOutcome     Role = "outcome"     // an outcome entry
+	RoleDecision    Role = "decision"    // the allow decision an outcome of an allowed act reports on
 	// RoleClaimed is a request index an entry names that is not the
 	// request of the approval it names (RuleNotFound).
 	RoleClaimed Role = "claimed_request"
@@ -146,6 +157,14 @@ type ApprovalReport struct {
 	// consumptions that no outcome of the range reports on.
 	Outcomes       OutcomeCounts
 	WithoutOutcome uint64
+	// Allowed counts the allow decisions of the range (versions 1 to 3);
+	// AllowedOutcomes the outcomes of allowed acts (version 5) by result;
+	// AllowedWithoutOutcome the allow decisions of the range that no
+	// outcome of the range reports on (not a violation: a mediator
+	// without a gateway may report none).
+	Allowed               uint64
+	AllowedOutcomes       OutcomeCounts
+	AllowedWithoutOutcome uint64
 	// Violations lists the violations in entry order, at most
 	// MaxListedFindings; ViolationCount counts them all.
 	Violations     []Finding
@@ -178,16 +197,28 @@ func (r *ApprovalReport) OK() bool { return r.ViolationCount == 0 }
 //     execution deadline, and carry the request's mediator, principal,
 //     action, params_digest and params_size;
 //   - an outcome must name a consumption of the same approval by the same
-//     mediator, and follow no final (succeeded or failed) outcome of it.
+//     mediator, and follow no final (succeeded or failed) outcome of it;
+//   - an outcome of an allowed act (version 5; docs/entry.md "Outcomes of
+//     allowed acts") must name an allow decision (versions 1 to 3) by the
+//     same mediator, and follow no final outcome of it.
+//
+// The outcomes of allowed acts are checked here, not by VerifyDecisions:
+// like an approval's, they are rules of a lifecycle (an act allowed, then
+// reported on), read from entry indexes alone, whereas VerifyDecisions
+// replays what a policy set decided.
 //
 // A rule that needs an entry before the export's range is not checked;
 // the entry is listed as an unresolved reference instead.
 //
 // Entries are read once and not held: memory is O(approvals and
-// consumptions in the export) (a small record for each), not O(entries).
+// consumptions in the export) (a small record for each), and 8 bytes for
+// each entry of the range (whether it is an allow decision, its mediator
+// as a number, and what its outcomes were), so that an outcome of an
+// allowed act can name any decision before it.
 func VerifyApprovals(r io.Reader, key *Key, opts ExportOptions) (*ApprovalReport, error) {
 	a := &auditor{report: &ApprovalReport{}, approvals: map[commit.Digest]*approvalState{},
-		consumptions: map[uint64]*consumptionState{}}
+		consumptions: map[uint64]*consumptionState{}, mediators: map[string]uint32{},
+		foreignDecisions: map[uint64]*foreignDecision{}}
 	outer := opts.OnEntry
 	opts.OnEntry = func(index uint64, b []byte) {
 		if outer != nil {
@@ -243,21 +274,57 @@ type auditor struct {
 	// in the range).
 	pendingTTL, executionTTL *time.Duration
 	last                     []byte // the last entry read
+
+	// decisions[i-start] is what the outcomes of allowed acts need of the
+	// entry at index i of the range; mediators numbers the decisions'
+	// mediators (from 1), names holds them by number-1.
+	decisions []decisionSlot
+	mediators map[string]uint32
+	names     []string
+	// foreignDecisions are the decisions before the range that outcomes
+	// of the range name.
+	foreignDecisions map[uint64]*foreignDecision
+}
+
+// decisionSlot is what the audit keeps of one entry for the outcomes of
+// allowed acts.
+type decisionSlot struct {
+	// mediator is 0 unless the entry is an allow decision, then its
+	// mediator's number.
+	mediator uint32
+	// outcome is 0 before any outcome of the decision, 1 after outcomes
+	// none of which is final, and 1 + (f - decision) once the outcome at
+	// f is final (outcomeFinalFar when that does not fit).
+	outcome uint32
+}
+
+const outcomeFinalFar = ^uint32(0)
+
+// foreignDecision is what the range tells of a decision before it.
+type foreignDecision struct {
+	final   bool
+	finalAt uint64
 }
 
 var (
 	needsApprovalMember = []byte(`"decision":"needs_approval"`)
+	allowMember         = []byte(`"decision":"allow"`)
 	version4Suffix      = []byte(`"version":4}`)
+	version5Suffix      = []byte(`"version":5}`)
 )
 
-// entry handles one entry: only needs_approval decisions and version 4
-// entries are parsed (the canonical form puts "version" last).
+// entry handles one entry: only decisions that may be allow or
+// needs_approval and version 4 and 5 entries are parsed (the canonical
+// form puts "version" last; the decision member may also be found in
+// attributes, so the parsed entry decides).
 func (a *auditor) entry(index uint64, b []byte) {
 	if !a.started {
 		a.start, a.started = index, true
 	}
 	a.last = b
-	if !bytes.HasSuffix(b, version4Suffix) && !bytes.Contains(b, needsApprovalMember) {
+	a.decisions = append(a.decisions, decisionSlot{})
+	if !bytes.HasSuffix(b, version4Suffix) && !bytes.HasSuffix(b, version5Suffix) &&
+		!bytes.Contains(b, needsApprovalMember) && !bytes.Contains(b, allowMember) {
 		return
 	}
 	e, err := entry.Parse(b)
@@ -266,8 +333,11 @@ func (a *auditor) entry(index uint64, b []byte) {
 	}
 	switch e.Kind {
 	case "", entry.KindDecision:
-		if e.Decision == entry.NeedsApproval {
+		switch e.Decision {
+		case entry.NeedsApproval:
 			a.request(e)
+		case entry.Allow:
+			a.allowed(e)
 		}
 	case entry.KindApprovalConfig:
 		a.report.Configs++
@@ -278,7 +348,90 @@ func (a *auditor) entry(index uint64, b []byte) {
 	case entry.KindConsumption:
 		a.consumption(e)
 	case entry.KindOutcome:
-		a.outcome(e)
+		if e.Version() == entry.Version5 {
+			a.decisionOutcome(e)
+		} else {
+			a.outcome(e)
+		}
+	}
+}
+
+// allowed records an allow decision of the range.
+func (a *auditor) allowed(e *entry.Entry) {
+	n, ok := a.mediators[e.Mediator]
+	if !ok {
+		a.names = append(a.names, e.Mediator)
+		n = uint32(len(a.names))
+		a.mediators[e.Mediator] = n
+	}
+	a.decisions[e.Index-a.start].mediator = n
+	a.report.Allowed++
+}
+
+// decisionOutcome checks an outcome of an allowed act: its decision is
+// an allow decision by the same mediator, without a final outcome before.
+func (a *auditor) decisionOutcome(e *entry.Entry) {
+	d := e.DecisionIndex
+	dref := Ref{RoleDecision, d}
+	final := e.Result != entry.Unknown
+	if d < a.start {
+		a.add(false, e, DecisionBeforeRange, "", dref)
+		fd := a.foreignDecisions[d]
+		if fd == nil {
+			fd = &foreignDecision{}
+			a.foreignDecisions[d] = fd
+		}
+		if fd.final {
+			a.add(true, e, RuleAfterFinal, "", dref, Ref{RoleOutcome, fd.finalAt})
+			return
+		}
+		a.countAllowedOutcome(e.Result)
+		if final {
+			fd.final, fd.finalAt = true, e.Index
+		}
+		return
+	}
+	// The entry format puts d before e, which is in the range.
+	slot := &a.decisions[d-a.start]
+	if slot.mediator == 0 {
+		a.add(true, e, RuleNoDecision, "", dref)
+		return
+	}
+	ok := true
+	if a.names[slot.mediator-1] != e.Mediator {
+		a.add(true, e, RuleOutcomeMismatch, "mediator", dref)
+		ok = false
+	}
+	if slot.outcome > 1 {
+		refs := []Ref{dref}
+		if slot.outcome != outcomeFinalFar {
+			refs = append(refs, Ref{RoleOutcome, d + uint64(slot.outcome) - 1})
+		}
+		a.add(true, e, RuleAfterFinal, "", refs...)
+		ok = false
+	}
+	if !ok {
+		return
+	}
+	a.countAllowedOutcome(e.Result)
+	switch {
+	case !final:
+		slot.outcome = 1
+	case e.Index-d < uint64(outcomeFinalFar-1):
+		slot.outcome = uint32(e.Index-d) + 1
+	default:
+		slot.outcome = outcomeFinalFar
+	}
+}
+
+func (a *auditor) countAllowedOutcome(r entry.Result) {
+	switch r {
+	case entry.Succeeded:
+		a.report.AllowedOutcomes.Succeeded++
+	case entry.Failed:
+		a.report.AllowedOutcomes.Failed++
+	default:
+		a.report.AllowedOutcomes.Unknown++
 	}
 }
 
@@ -522,6 +675,11 @@ func (a *auditor) finish(report *ExportReport) {
 	for _, cs := range a.consumptions {
 		if cs.counted && !cs.reported {
 			rep.WithoutOutcome++
+		}
+	}
+	for _, slot := range a.decisions {
+		if slot.mediator != 0 && slot.outcome == 0 {
+			rep.AllowedWithoutOutcome++
 		}
 	}
 }

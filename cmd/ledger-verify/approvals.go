@@ -27,8 +27,10 @@ approved approval, is its first, comes strictly before the execution
 deadline and carries the request's mediator, principal, action,
 params_digest and params_size; each outcome names a consumption of the
 same approval by the same mediator and follows no final (succeeded or
-failed) outcome of it. A rule that needs an entry before the export's
-range (a request, a consumption, the config in force) is not checked: the
+failed) outcome of it. Each outcome of an allowed act (entry version 5)
+names an allow decision by the same mediator and follows no final outcome
+of it. A rule that needs an entry before the export's range (a request, a
+consumption, a decision, the config in force) is not checked: the
 reference is reported as unresolved, which is not a failure. Expiry is
 judged at the time of the export's last entry.
 
@@ -42,6 +44,8 @@ are never printed. With --json, one object:
      "configs", "opened", "approved", "denied", "expired_pending",
      "expired_execution", "pending", "unconsumed", "consumed",
      "outcomes": {"succeeded", "failed", "unknown"}, "without_outcome",
+     "allowed", "allowed_outcomes": {"succeeded", "failed", "unknown"},
+     "allowed_without_outcome",
      "violation_count", "violations": [finding, ...],
      "unresolved_count", "unresolved": [finding, ...]}
     finding: {"index", "kind", "rule", "member" (when a member differs),
@@ -51,10 +55,12 @@ approval_not_found, verdict_repeated, verdict_late, self_approval,
 approval_pending, approval_denied, approval_expired, approval_consumed,
 approval_digest_mismatch (member params_digest or params_size),
 approval_mismatch (member action, principal or mediator),
-outcome_no_consumption, outcome_mismatch (member approval or mediator) or
-outcome_after_final; an unresolved reference's is request_before_range,
-consumption_before_range or config_before_range. "role" is request,
-claimed_request, verdict, consumption or outcome. The lists hold at most
+outcome_no_consumption, outcome_no_decision (an outcome of an allowed act
+whose decision is not an allow decision), outcome_mismatch (member
+approval or mediator) or outcome_after_final; an unresolved reference's is
+request_before_range, consumption_before_range, decision_before_range or
+config_before_range. "role" is request, claimed_request, verdict,
+consumption, decision or outcome. The lists hold at most
 10000 findings each; the counts count them all. An export that does not
 verify gives the export command's {"result": "failed", "failures": [...]}.
 
@@ -70,6 +76,7 @@ Examples:
       expired: 1 without a verdict by its pending deadline, 1 not consumed by its execution deadline
       open at the last entry: 0 awaiting a verdict, 0 approved awaiting consumption
       2 consumptions, 0 without outcome; outcomes: 2 succeeded, 0 failed, 1 unknown
+      1 allow decision, 1 without outcome; outcomes of allowed acts: 0 succeeded, 0 failed, 0 unknown
       0 unresolved references
     $ ledger-verify approvals --key-file ledger.vkey lying.ledger
     entry 4: consumption: approval_consumed: request 1, verdict 2, consumption 3
@@ -160,6 +167,9 @@ func printApprovals(w io.Writer, rep *verify.ApprovalReport) {
 	termtext.PrintLine(w, "  open at the last entry: %d awaiting a verdict, %d approved awaiting consumption", rep.Pending, rep.Unconsumed)
 	termtext.PrintLine(w, "  %s, %d without outcome; outcomes: %d succeeded, %d failed, %d unknown",
 		plural(rep.Consumed, "consumption", "consumptions"), rep.WithoutOutcome, rep.Outcomes.Succeeded, rep.Outcomes.Failed, rep.Outcomes.Unknown)
+	termtext.PrintLine(w, "  %s, %d without outcome; outcomes of allowed acts: %d succeeded, %d failed, %d unknown",
+		plural(rep.Allowed, "allow decision", "allow decisions"), rep.AllowedWithoutOutcome,
+		rep.AllowedOutcomes.Succeeded, rep.AllowedOutcomes.Failed, rep.AllowedOutcomes.Unknown)
 	if ex.Start > 0 || rep.UnresolvedCount > 0 {
 		termtext.PrintLine(w, "  %s (the export starts at index %d; not failures)", plural(rep.UnresolvedCount, "unresolved reference", "unresolved references"), ex.Start)
 	} else {
@@ -199,7 +209,11 @@ func writeApprovalsJSON(w io.Writer, rep *verify.ApprovalReport) {
 		"pending": rep.Pending, "unconsumed": rep.Unconsumed, "consumed": rep.Consumed,
 		"outcomes":        map[string]uint64{"succeeded": rep.Outcomes.Succeeded, "failed": rep.Outcomes.Failed, "unknown": rep.Outcomes.Unknown},
 		"without_outcome": rep.WithoutOutcome,
-		"violation_count": rep.ViolationCount, "violations": list(rep.Violations),
+		"allowed":         rep.Allowed,
+		"allowed_outcomes": map[string]uint64{"succeeded": rep.AllowedOutcomes.Succeeded, "failed": rep.AllowedOutcomes.Failed,
+			"unknown": rep.AllowedOutcomes.Unknown},
+		"allowed_without_outcome": rep.AllowedWithoutOutcome,
+		"violation_count":         rep.ViolationCount, "violations": list(rep.Violations),
 		"unresolved_count": rep.UnresolvedCount, "unresolved": list(rep.Unresolved),
 	})
 }

@@ -59,6 +59,11 @@ func (a *approvalLog) consume(id commit.Digest, request uint64, edit func(*entry
 	return a.add(e)
 }
 
+// allowOutcome is the outcome of the allowed act of the decision at d.
+func (a *approvalLog) allowOutcome(d uint64, mediator string, r entry.Result) uint64 {
+	return a.add(entry.Entry{Kind: entry.KindOutcome, DecisionIndex: d, Mediator: mediator, Result: r})
+}
+
 func (a *approvalLog) outcome(id commit.Digest, consumption uint64, r entry.Result) uint64 {
 	return a.add(entry.Entry{Kind: entry.KindOutcome, ApprovalID: id, Consumption: consumption,
 		Mediator: "mediator-1", Result: r})
@@ -84,7 +89,11 @@ func (a *approvalLog) outcome(id commit.Digest, consumption uint64, r entry.Resu
 //     verdict on the allow decision 3), wrong-id (a consumption naming
 //     request 3's id with request 1's index, both approved),
 //     no-consumption (an outcome naming the verdict 2), final (an
-//     outcome after a failed one).
+//     outcome after a failed one); and outcomes of allowed acts
+//     (version 5): allow-honest (an allow decision at 3, unknown, then
+//     succeeded), allow-no-decision (an outcome of the request 1),
+//     allow-mediator (mediator-2's outcome of mediator-1's allow
+//     decision 3), allow-final (succeeded after failed).
 func writeApprovalFixture(dir string) error {
 	l, err := logtest.New("ledger.example.com/log")
 	if err != nil {
@@ -171,6 +180,22 @@ func writeApprovalFixture(dir string) error {
 			a.consume(id, r1, nil)
 		},
 		"no-consumption": func(a *approvalLog) { a.outcome(id1, 2, entry.Succeeded) },
+		// The outcomes of allowed acts (version 5).
+		"allow-honest": func(a *approvalLog) {
+			d, _ := a.decision(entry.Allow)
+			a.allowOutcome(d, "mediator-1", entry.Unknown)
+			a.allowOutcome(d, "mediator-1", entry.Succeeded)
+		},
+		"allow-no-decision": func(a *approvalLog) { a.allowOutcome(r1, "mediator-1", entry.Succeeded) },
+		"allow-mediator": func(a *approvalLog) {
+			d, _ := a.decision(entry.Allow)
+			a.allowOutcome(d, "mediator-2", entry.Succeeded)
+		},
+		"allow-final": func(a *approvalLog) {
+			d, _ := a.decision(entry.Allow)
+			a.allowOutcome(d, "mediator-1", entry.Failed)
+			a.allowOutcome(d, "mediator-1", entry.Succeeded)
+		},
 		"final": func(a *approvalLog) {
 			k := a.consume(id1, r1, nil)
 			a.outcome(id1, k, entry.Failed)

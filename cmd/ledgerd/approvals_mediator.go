@@ -32,11 +32,14 @@ import (
 
 // approvalRoutes are the mediators' approval endpoints. They are served
 // whatever the config: without approvals they answer 404 approvals_off.
+// The outcome of an allowed act (outcomes.go), documented next to an
+// approval's, follows them; it needs no approvals.
 func (s *server) approvalRoutes() []route {
 	return []route{
 		{"GET /v1/approvals/{id}", s.readAuth(s.getApproval)},
 		{"POST /v1/approvals/{id}/consume", s.mediatorAuth(s.consumeApproval)},
 		{"POST /v1/approvals/{id}/outcome", s.mediatorAuth(s.approvalOutcome)},
+		{"POST /v1/entries/{index}/outcome", s.mediatorAuth(s.decisionOutcome)},
 	}
 }
 
@@ -468,8 +471,9 @@ func (f lifecycleRefusal) refuse(w http.ResponseWriter, status int, code, format
 }
 
 // refuseLifecycle answers err, an *ledger.ApprovalError: 404 when the
-// approval or consumption named is unknown, 409 for every other rule
-// (docs/approvals.md §Lifecycle).
+// approval, consumption or allow decision named is unknown, 409 for every
+// other rule (docs/approvals.md §Lifecycle, docs/entry.md "Outcomes of
+// allowed acts").
 func (s *server) refuseLifecycle(w http.ResponseWriter, err error) {
 	var ae *ledger.ApprovalError
 	if !errors.As(err, &ae) {
@@ -499,7 +503,11 @@ func (s *server) refuseLifecycle(w http.ResponseWriter, err error) {
 	case ledger.CodeSelf:
 		f.refuse(w, http.StatusConflict, "approval_self", "an approver never decides a request whose principal is themselves")
 	case ledger.CodeOutcomeFinal:
-		f.refuse(w, http.StatusConflict, "outcome_final", "the consumption has a final outcome already (succeeded or failed)")
+		f.refuse(w, http.StatusConflict, "outcome_final", "the act has a final outcome already (succeeded or failed): of the consumption, or of the allow decision")
+	case ledger.CodeNoDecision:
+		f.refuse(w, http.StatusNotFound, "decision_not_found", "the entry at this index is not an allow decision")
+	case ledger.CodeOutcomeMismatch:
+		f.refuse(w, http.StatusConflict, "outcome_mismatch", "%s: not the decision's", ae.Term)
 	default:
 		s.refuse(w, http.StatusInternalServerError, "internal", "the approval could not be checked")
 	}
