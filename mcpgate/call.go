@@ -116,7 +116,7 @@ func (g *Gateway) forward(ctx context.Context, c *call, index uint64, consumed *
 	result := resultOf(res, err)
 	g.metrics.observeForward(time.Since(start))
 	g.metrics.add(&g.metrics.outcomes, string(result))
-	g.recordOutcome(ctx, c, index, consumed, result)
+	g.outcomes.add(outcomeJob{tool: c.tool, index: index, consumed: consumed, result: result})
 	if err != nil {
 		g.log.Warn("forwarded call failed", "tool", c.tool, "index", index, "err", transportErr(err))
 		return refusal("%s: forwarded (entry %d), but the server's answer was lost (%s); outcome recorded unknown",
@@ -124,25 +124,6 @@ func (g *Gateway) forward(ctx context.Context, c *call, index uint64, consumed *
 	}
 	g.log.Info("call forwarded", "tool", c.tool, "principal", c.principal, "index", index, "result", string(result))
 	return res
-}
-
-// recordOutcome appends the outcome, retrying with one idempotency key so
-// that a retry never records twice. An outcome that cannot be recorded is
-// logged with its index; the act has happened, so the agent still gets
-// its answer.
-func (g *Gateway) recordOutcome(ctx context.Context, c *call, index uint64, consumed *consumedApproval, result entry.Result) {
-	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.callTimeout)
-	defer cancel()
-	var err error
-	if consumed != nil {
-		_, err = g.ledger.OutcomeIdempotent(octx, randomKey("mcp-outcome-"), consumed.id, consumed.consumption, result, "")
-	} else {
-		err = g.decisionOutcome(octx, randomKey("mcp-outcome-"), index, result)
-	}
-	if err != nil {
-		g.metrics.add(&g.metrics.refused, "outcome_unrecorded")
-		g.log.Error("outcome not recorded", "tool", c.tool, "index", index, "result", string(result), "err", ledgerErr(err))
-	}
 }
 
 // refuseUnexposed answers a call to a tool that is not exposed. The

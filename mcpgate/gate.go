@@ -44,6 +44,7 @@ type Gateway struct {
 	approvals   *approvals
 	metrics     *Metrics
 	fwd         forwarding
+	outcomes    *outcomes
 
 	mu    sync.Mutex
 	tools map[string]*gatedTool // what the upstreams offer, by namespaced name
@@ -139,6 +140,7 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 	g.serverOptions(sopts)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "ledger-mcp", Version: Version}, sopts)
 	g.server.AddReceivingMiddleware(g.listToolsRefresh)
+	g.outcomes = newOutcomes(g)
 	return g, nil
 }
 
@@ -229,8 +231,14 @@ func (g *Gateway) SyncAll(ctx context.Context) {
 	wg.Wait()
 }
 
-// Close ends the upstream sessions.
+// FlushOutcomes waits until every outcome queued so far is recorded (or
+// given up and logged).
+func (g *Gateway) FlushOutcomes() { g.outcomes.Flush() }
+
+// Close records the outcomes still queued (up to 30 s), then ends the
+// upstream sessions.
 func (g *Gateway) Close() error {
+	g.outcomes.close()
 	var errs []error
 	for _, up := range g.upstreams {
 		errs = append(errs, up.close())
@@ -321,10 +329,11 @@ func (g *Gateway) judge(name string, gt *gatedTool) (ToolStatus, string) {
 		return NoDigest, err.Error()
 	}
 	gt.digest = d
-	switch pin := pinOf(gt.decl); {
-	case gt.decl == nil:
+	if gt.decl == nil {
 		return Undeclared, "no declaration names it"
-	case !reviewed(gt.decl):
+	}
+	switch pin := gt.decl.Tool; {
+	case !gt.decl.Reviewed():
 		return Unreviewed, "its declaration is a draft nobody has reviewed"
 	case pin == nil:
 		return Unpinned, "its declaration has no tool pin"

@@ -17,12 +17,18 @@ import (
 // with the same arguments consume it once between them: one move. A call
 // with other arguments is a new decision, not the approved one.
 func TestGatewayApprovalWait(t *testing.T) {
+	for _, version := range []string{"2025-06-18", "2025-03-26", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) { testGatewayApprovalWait(t, version) })
+	}
+}
+
+func testGatewayApprovalWait(t *testing.T, version string) {
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)
 	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, map[string]any{"wait": "1s"})
 	g := startGateway(t, cfg, token)
-	agent := g.agent(t, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	agent := g.agentAt(t, version, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 
 	writeFiles(t, filepath.Join(n.root, "allowed"), map[string]string{"draft.txt": "draft"})
 	move := map[string]any{"source": "/allowed/draft.txt", "destination": "/allowed/final.txt"}

@@ -25,6 +25,12 @@ import (
 // ledger-verify export, decisions and approvals, and no file content or
 // full path appears in a ledger byte or a log line.
 func TestGatewayNotes(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) { testGatewayNotes(t, version) })
+	}
+}
+
+func testGatewayNotes(t *testing.T, version string) {
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)
@@ -33,7 +39,7 @@ func TestGatewayNotes(t *testing.T) {
 
 	var elicited []string
 	var mu sync.Mutex
-	agent := g.agent(t, &mcp.ClientOptions{
+	agent := g.agentAt(t, version, &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			mu.Lock()
@@ -89,8 +95,13 @@ func TestGatewayNotes(t *testing.T) {
 
 	// The log: decision allow + its outcome, deny, needs_approval,
 	// verdict, consumption, outcome.
+	want := []string{"v3/policy_set", "v4/approval_config", "v3/decision:allow", "v5/outcome:succeeded", "v3/decision:deny",
+		"v3/decision:needs_approval", "v4/approval", "v4/consumption", "v4/outcome:succeeded"}
+	// Outcomes are recorded after the agent has its answer.
+	var entries []map[string]any
+	waitFor(t, "the outcomes", func() bool { entries = l.entries(t); return len(entries) >= len(want) })
 	var kinds []string
-	for _, e := range l.entries(t) {
+	for _, e := range entries {
 		k, _ := e["kind"].(string)
 		if d, ok := e["decision"].(string); ok && k == "decision" {
 			k += ":" + d
@@ -100,10 +111,8 @@ func TestGatewayNotes(t *testing.T) {
 		}
 		kinds = append(kinds, fmt.Sprintf("v%v/%s", e["version"], k))
 	}
-	want := []string{"v3/policy_set", "v4/approval_config", "v3/decision:allow", "v5/outcome:succeeded", "v3/decision:deny",
-		"v3/decision:needs_approval", "v4/approval", "v4/consumption", "v4/outcome:succeeded"}
 	if !slices.Equal(kinds, want) {
-		t.Errorf("log:\n%v\nwant\n%v", kinds, want)
+		t.Fatalf("log:\n%v\nwant\n%v", kinds, want)
 	}
 
 	// A rug pull: the definition changes under the gateway.

@@ -391,12 +391,23 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // agent connects a Go SDK client to the gateway as its agent.
 func (g *gateway) agent(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return g.agentAt(t, "", opts)
+}
+
+// agentAt connects an agent speaking protocol version (the SDK's latest
+// if empty).
+func (g *gateway) agentAt(t *testing.T, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: bearerTransport{g.token}}}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: bearerTransport{g.token}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connecting to the gateway: %v\n%s", err, g.stderr)
+	}
+	if version != "" && s.InitializeResult().ProtocolVersion != version {
+		t.Fatalf("negotiated %s, want %s", s.InitializeResult().ProtocolVersion, version)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
