@@ -289,8 +289,9 @@ var notExercised = map[string]string{
 	"post /approvals/sign-out 503":  "a follower's forwarding",
 	"get /approvals/{id} 503":       "a follower's forwarding",
 	// The same code answers every append (appendAndAnswer).
-	"post /v1/approvals/{id}/consume 500": "as POST /v1/entries with a damaged store",
-	"post /v1/approvals/{id}/outcome 500": "as POST /v1/entries with a damaged store",
+	"post /v1/approvals/{id}/consume 500":  "as POST /v1/entries with a damaged store",
+	"post /v1/approvals/{id}/outcome 500":  "as POST /v1/entries with a damaged store",
+	"post /v1/entries/{index}/outcome 500": "as POST /v1/entries with a damaged store",
 }
 
 // entryLostStore has lost its entries once lost is set: it reports them
@@ -511,6 +512,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 
 	// The mediators' approval endpoints (approvals_mediator_test.go).
 	openAPIApprovalAnswers(t, a)
+	openAPIDecisionOutcomeAnswers(t, a) // outcomes_test.go
 
 	pageAnswers(t, a) // the approver's page (approvals_page_test.go)
 
