@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/decisionledger/ledger/client"
@@ -26,10 +27,21 @@ type call struct {
 
 func rawJSON(b []byte) json.RawMessage { return b }
 
+// upstreamErrKey holds, in a call's context, where forward leaves a
+// protocol error the upstream answered.
+type upstreamErrKey struct{}
+
 // handler is the ToolHandler of the exposed tool name.
 func (g *Gateway) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var upstreamErr error
+		ctx = context.WithValue(ctx, upstreamErrKey{}, &upstreamErr)
 		res := g.handle(ctx, name, req)
+		if upstreamErr != nil {
+			// The upstream answered with a protocol error: the agent
+			// gets it as the upstream gave it.
+			return nil, upstreamErr
+		}
 		return res, nil
 	}
 }
@@ -113,10 +125,22 @@ func (g *Gateway) forward(ctx context.Context, c *call, index uint64, consumed *
 	start := time.Now()
 	res, err := c.gt.up.call(fctx, c.gt.def.Name, c.args)
 	cancel()
+	var rpcErr *jsonrpc.Error
+	answered := errors.As(err, &rpcErr)
 	result := resultOf(res, err)
+	if answered {
+		result = entry.Failed
+	}
 	g.metrics.observeForward(time.Since(start))
 	g.metrics.add(&g.metrics.outcomes, string(result))
 	g.outcomes.add(outcomeJob{tool: c.tool, index: index, consumed: consumed, result: result})
+	if answered {
+		g.log.Info("call forwarded; the server answered an error", "tool", c.tool, "principal", c.principal, "index", index, "code", rpcErr.Code)
+		if slot, ok := ctx.Value(upstreamErrKey{}).(*error); ok {
+			*slot = rpcErr
+		}
+		return refusal("%s: the server answered error %d", c.tool, rpcErr.Code)
+	}
 	if err != nil {
 		g.log.Warn("forwarded call failed", "tool", c.tool, "index", index, "err", transportErr(err))
 		return refusal("%s: forwarded (entry %d), but the server's answer was lost (%s); outcome recorded unknown",

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"io"
 	"net/http"
 	"os"
@@ -54,7 +56,7 @@ func testGatewayNotes(t *testing.T, version string) {
 
 	names := toolNames(t, agent)
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"notes.move_note", "notes.write_note"}) {
+	if !slices.Equal(names, []string{"notes.broken_note", "notes.move_note", "notes.write_note"}) {
 		t.Fatalf("tools/list: %v, want the two declared tools only", names)
 	}
 
@@ -153,4 +155,28 @@ func testGatewayNotes(t *testing.T, version string) {
 		}
 	}
 	_ = time.Second
+}
+
+// A protocol error the upstream answers reaches the agent as it was
+// given, and the call's outcome is recorded failed.
+func TestGatewayUpstreamError(t *testing.T) {
+	n := startNotes(t)
+	catalog, policies := notesCatalog(t, n.pins(t))
+	l := startLedger(t, catalog, policies)
+	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, nil)
+	g := startGateway(t, cfg, token)
+	agent := g.agent(t, nil)
+	_, err := agent.CallTool(context.Background(), &mcp.CallToolParams{Name: "notes.broken_note", Arguments: map[string]any{"path": "/a/b.txt"}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != -32001 || rpcErr.Message != "the disk is full" {
+		t.Fatalf("agent got %v, want the upstream's error -32001", err)
+	}
+	waitFor(t, "the failed outcome", func() bool {
+		es := l.entries(t)
+		last := es[len(es)-1]
+		return last["kind"] == "outcome" && last["result"] == "failed"
+	})
+	if strings.Contains(g.stderr.String(), "the disk is full") {
+		t.Fatal("the upstream's error text is in the gateway's log")
+	}
 }

@@ -30,7 +30,7 @@ func TestGatewayStdio(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if names := toolNames(t, s); len(names) != 2 {
+	if names := toolNames(t, s); len(names) != 3 {
 		t.Fatalf("tools over stdio: %v\n%s", names, stderr)
 	}
 	if text, isErr := callText(t, s, "notes.write_note", map[string]any{"path": "/allowed/from-desktop.txt", "content": "hello"}); isErr {
