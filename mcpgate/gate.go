@@ -253,7 +253,7 @@ func (g *Gateway) listToolsRefresh(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/list":
-			g.SyncAll(ctx)
+			g.syncFresh(ctx)
 		case "tools/call":
 			// A tool that is not exposed gets a tool error naming why,
 			// as every refusal does, rather than the SDK's protocol error.
@@ -267,9 +267,43 @@ func (g *Gateway) listToolsRefresh(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// freshFor is how long a listing of an upstream's tools stands in for a
+// new one when an agent lists tools: agents may list often, and a burst
+// of them should not become a burst on every upstream. Notifications
+// and the periodic refresh always list again.
+const freshFor = time.Second
+
+// syncFresh lists again the tools of every upstream not listed within
+// freshFor.
+func (g *Gateway) syncFresh(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, up := range g.upstreams {
+		up.mu.Lock()
+		stale := time.Since(up.listed) >= freshFor
+		up.mu.Unlock()
+		if !stale {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.sync(ctx, up)
+		}()
+	}
+	wg.Wait()
+}
+
 // sync lists up's tools and exposes exactly those that are declared,
-// reviewed and pinned to their current definition.
+// reviewed and pinned to their current definition. One listing of an
+// upstream runs at a time.
 func (g *Gateway) sync(ctx context.Context, up *upstream) {
+	up.syncMu.Lock()
+	defer up.syncMu.Unlock()
+	defer func() {
+		up.mu.Lock()
+		up.listed = time.Now()
+		up.mu.Unlock()
+	}()
 	defs, err := up.listTools(ctx)
 	if err != nil {
 		g.log.Warn("upstream unavailable; its tools are hidden", "server", up.name, "err", err)

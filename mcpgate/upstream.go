@@ -21,9 +21,12 @@ type upstream struct {
 	cfg  ServerConfig
 	gw   *Gateway
 
+	syncMu sync.Mutex // held while the tools are listed and replaced
+
 	mu      sync.Mutex
 	session *mcp.ClientSession
 	stderr  io.Closer
+	listed  time.Time // when the tools were last listed
 }
 
 // connectTimeout bounds a connection and its handshake.

@@ -17,6 +17,7 @@ import (
 // with the same arguments consume it once between them: one move. A call
 // with other arguments is a new decision, not the approved one.
 func TestGatewayApprovalWait(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2025-06-18", "2025-03-26", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) { testGatewayApprovalWait(t, version) })
 	}
@@ -83,6 +84,7 @@ func testGatewayApprovalWait(t *testing.T, version string) {
 // A 2026-07-28 client that runs its own retry loop: the request state
 // binds the retry to the arguments, and is used once.
 func TestGatewayRequestState(t *testing.T) {
+	t.Parallel()
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)
@@ -150,6 +152,7 @@ func TestGatewayRequestState(t *testing.T) {
 
 // With ledgerd stopped, every call is refused and none is forwarded.
 func TestGatewayLedgerDown(t *testing.T) {
+	t.Parallel()
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)

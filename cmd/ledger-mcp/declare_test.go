@@ -15,6 +15,7 @@ import (
 // overwrites one; ledger-mcp check reports each tool's status and fails
 // while a declared tool is hidden.
 func TestDeclareAndCheck(t *testing.T) {
+	t.Parallel()
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)

@@ -27,6 +27,7 @@ import (
 // ledger-verify export, decisions and approvals, and no file content or
 // full path appears in a ledger byte or a log line.
 func TestGatewayNotes(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) { testGatewayNotes(t, version) })
 	}
@@ -49,7 +50,9 @@ func testGatewayNotes(t *testing.T, version string) {
 			mu.Unlock()
 			// The person opens the page and approves; the client's
 			// "accept" alone would approve nothing.
-			l.approve(t, strings.TrimPrefix(req.Params.URL, l.url+"/approvals/"), "approve")
+			if err := l.approveErr(strings.TrimPrefix(req.Params.URL, l.url+"/approvals/"), "approve"); err != nil {
+				return nil, err
+			}
 			return &mcp.ElicitResult{Action: "accept"}, nil
 		},
 	})
@@ -160,6 +163,7 @@ func testGatewayNotes(t *testing.T, version string) {
 // A protocol error the upstream answers reaches the agent as it was
 // given, and the call's outcome is recorded failed.
 func TestGatewayUpstreamError(t *testing.T) {
+	t.Parallel()
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)

@@ -51,6 +51,7 @@ func (r *recorder) start(t *testing.T, target string) string {
 // (docs/mcp.md §3) — and the guard checks that it finds the secrets
 // there, so that it cannot pass by looking at nothing.
 func TestGatewayLeakGuard(t *testing.T) {
+	t.Parallel()
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)

@@ -16,6 +16,7 @@ import (
 // does: the config's stdio principal acts, and the gateway's log goes to
 // stderr, never into the protocol stream.
 func TestGatewayStdio(t *testing.T) {
+	t.Parallel()
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)
