@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -475,13 +474,4 @@ func rawArguments(p *mcp.CallToolParamsRaw) []byte {
 		return []byte("{}")
 	}
 	return p.Arguments
-}
-
-// jsonOrEmpty marshals v, or gives null.
-func jsonOrEmpty(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return b
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -477,14 +476,4 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// logLines returns the lines of a process's stderr.
-func logLines(p *proc) []string {
-	sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
-	var lines []string
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	return lines
 }
