@@ -80,7 +80,7 @@ func (g *Gateway) handle(ctx context.Context, name string, req *mcp.CallToolRequ
 func (g *Gateway) decide(ctx context.Context, c *call, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	r := client.Request{Principal: c.principal, Action: c.tool, Params: c.min.Params, Tiers: c.min.Tiers,
 		Attributes: c.min.Attributes}
-	if g.cfg.Approvals != nil {
+	if a := g.cfg.Approvals; a != nil && a.Preview != "attributes" {
 		p, err := previewDoc(c.tool, c.args)
 		if err == nil {
 			r.Preview = p

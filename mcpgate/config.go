@@ -128,6 +128,14 @@ type ApprovalsConfig struct {
 	// Wait bounds how long one call waits for a verdict, a Go duration.
 	// Optional; default "120s".
 	Wait string `json:"wait"`
+	// Preview is what approvers are shown: "arguments", the tool and its
+	// arguments, redacted then bounded (approval/preview), sent with
+	// every decide since the gateway cannot know beforehand which calls
+	// the policies send to a person (ledgerd keeps it only for those);
+	// or "attributes", no preview sent: approvers see ledgerd's default
+	// preview, made from the entry (the minimized attributes), and no
+	// argument value ever reaches ledgerd. Optional; default "arguments".
+	Preview string `json:"preview"`
 	// StateKeyFile holds the 32-byte key (64 hex digits) that
 	// authenticates request states, readable by its owner only.
 	// Optional; default a random key made at start, so that states do
@@ -260,6 +268,11 @@ func (c *Config) check() error {
 		}
 		if _, err := a.wait(); err != nil {
 			return err
+		}
+		switch a.Preview {
+		case "", "arguments", "attributes":
+		default:
+			return errors.New(`approvals.preview: not "arguments" or "attributes"`)
 		}
 	}
 	return nil

@@ -50,15 +50,24 @@ func (r *recorder) start(t *testing.T, target string) string {
 // decide, which carries the redacted call to the approver by design
 // (docs/mcp.md §3) — and the guard checks that it finds the secrets
 // there, so that it cannot pass by looking at nothing.
+//
+// With approvals.preview "attributes" no preview is sent, and the requests
+// to ledgerd hold no secret at all.
 func TestGatewayLeakGuard(t *testing.T) {
 	t.Parallel()
+	for _, preview := range []string{"arguments", "attributes"} {
+		t.Run(preview, func(t *testing.T) { testLeakGuard(t, preview) })
+	}
+}
+
+func testLeakGuard(t *testing.T, preview string) {
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)
 	rec := &recorder{}
 	proxied := *l
 	proxied.url = rec.start(t, l.url)
-	cfg, token := writeGatewayConfig(t, &proxied, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, map[string]any{"wait": "1ms"})
+	cfg, token := writeGatewayConfig(t, &proxied, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, map[string]any{"wait": "1ms", "preview": preview})
 	g := startGateway(t, cfg, token)
 	agent := g.agent(t, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 
@@ -130,6 +139,12 @@ func TestGatewayLeakGuard(t *testing.T) {
 	leaks("the log's entries", entries.String())
 	leaks("the gateway's metrics", string(metrics))
 	leaks("the requests to ledgerd", requests.String())
+	if preview == "attributes" {
+		if previews.Len() != 0 {
+			t.Fatalf("previews sent: %.200s", previews.String())
+		}
+		return
+	}
 	// The guard looks where it should: the previews hold the secrets.
 	found := 0
 	for _, s := range secrets {
