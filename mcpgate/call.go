@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
 )
@@ -34,6 +35,11 @@ type upstreamErrKey struct{}
 // handler is the ToolHandler of the exposed tool name.
 func (g *Gateway) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !g.enter() {
+			g.metrics.add(&g.metrics.refused, "shutting_down")
+			return refusal("%s: refused, not forwarded: the gateway is shutting down", name), nil
+		}
+		defer g.calls.Done()
 		var upstreamErr error
 		ctx = context.WithValue(ctx, upstreamErrKey{}, &upstreamErr)
 		res := g.handle(ctx, name, req)
@@ -60,7 +66,7 @@ func (g *Gateway) handle(ctx context.Context, name string, req *mcp.CallToolRequ
 		return refusal("%s: refused, not forwarded: no principal for this session", name)
 	}
 	c := &call{tool: name, gt: gt, principal: principal, args: rawArguments(req.Params)}
-	min, err := gt.decl.Minimize(c.args, declare.Options{Allowlists: g.allowlists})
+	min, err := gt.decl.Minimize(c.args, declare.Options{Allowlists: g.allowlists, Domain: commit.Domain{AllowNonInteger: g.cfg.AllowNonInteger}})
 	if err != nil {
 		g.metrics.add(&g.metrics.refused, "arguments")
 		g.log.Warn("call refused: arguments", "tool", name, "principal", principal, "err", err)

@@ -44,6 +44,12 @@ type Config struct {
 	// agent. Optional; without it such a call is refused, naming the
 	// approval.
 	Approvals *ApprovalsConfig `json:"approvals"`
+	// AllowNonInteger admits arguments with non-integer numbers (0.7),
+	// committed to in their RFC 8785 form (commit.Domain.AllowNonInteger;
+	// an auditor checks such parameters with ledger-verify's
+	// --allow-non-integer). Optional; default false: a call with one is
+	// refused, as the strict domain refuses them by default.
+	AllowNonInteger bool `json:"allow_non_integer"`
 	// CallTimeout bounds each forwarded call, a Go duration. Optional;
 	// default "60s". A call that runs out is recorded "unknown".
 	CallTimeout string `json:"call_timeout"`

@@ -45,8 +45,38 @@ type Gateway struct {
 	fwd         forwarding
 	outcomes    *outcomes
 
-	mu    sync.Mutex
-	tools map[string]*gatedTool // what the upstreams offer, by namespaced name
+	mu       sync.Mutex
+	tools    map[string]*gatedTool // what the upstreams offer, by namespaced name
+	draining bool                  // Drain was called: no new calls
+	calls    sync.WaitGroup        // calls being handled
+}
+
+// enter admits a call unless the gateway is draining.
+func (g *Gateway) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.draining {
+		return false
+	}
+	g.calls.Add(1)
+	return true
+}
+
+// Drain refuses new calls and waits, up to timeout, for those being
+// handled to finish (and so to queue their outcomes). It reports whether
+// they all did.
+func (g *Gateway) Drain(timeout time.Duration) bool {
+	g.mu.Lock()
+	g.draining = true
+	g.mu.Unlock()
+	done := make(chan struct{})
+	go func() { g.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
 }
 
 // gatedTool is one upstream tool as last listed, and whether it is

@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -182,5 +184,54 @@ func TestGatewayUpstreamError(t *testing.T) {
 	})
 	if strings.Contains(g.stderr.String(), "the disk is full") {
 		t.Fatal("the upstream's error text is in the gateway's log")
+	}
+}
+
+// Non-integer numbers are refused unless allow_non_integer admits them;
+// then an auditor checks the call's parameters with ledger-verify params
+// --allow-non-integer.
+func TestGatewayNonInteger(t *testing.T) {
+	t.Parallel()
+	n := startNotes(t)
+	catalog, policies := notesCatalog(t, n.pins(t))
+	l := startLedger(t, catalog, policies)
+	args := map[string]any{"path": "/allowed/ratio.txt", "content": "c", "ratio": 0.7}
+	for _, allow := range []bool{false, true} {
+		cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, nil)
+		var m map[string]any
+		b, _ := os.ReadFile(cfg)
+		json.Unmarshal(b, &m)
+		m["allow_non_integer"] = allow
+		b, _ = json.Marshal(m)
+		os.WriteFile(cfg, b, 0o600)
+		g := startGateway(t, cfg, token)
+		text, isErr := callText(t, g.agent(t, nil), "notes.write_note", args)
+		if isErr == allow {
+			t.Fatalf("allow_non_integer %v: %q (error %v)", allow, text, isErr)
+		}
+		if !allow && !strings.Contains(text, "not_integer") && !strings.Contains(text, "strict domain") {
+			t.Fatalf("refusal: %q", text)
+		}
+		g.stop(t)
+	}
+	export := l.export(t)
+	var index int
+	for i, e := range l.entries(t) {
+		if e["kind"] == "decision" {
+			index = i
+		}
+	}
+	candidate := filepath.Join(t.TempDir(), "call.json")
+	b, _ := json.Marshal(args)
+	os.WriteFile(candidate, b, 0o600)
+	run := func(extra ...string) (string, error) {
+		out, err := exec.Command(bins.ledgerVerif, append([]string{"params", "--key", l.vkey, "--export", export, "--index", fmt.Sprint(index)}, append(extra, candidate)...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("--allow-non-integer"); err != nil || !strings.HasPrefix(out, "match:") {
+		t.Fatalf("params --allow-non-integer: %v\n%s", err, out)
+	}
+	if out, err := run(); err == nil || !strings.HasPrefix(out, "refused:") {
+		t.Fatalf("params without --allow-non-integer: %v\n%s", err, out)
 	}
 }

@@ -207,9 +207,12 @@ func serve(args []string, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "ledger-mcp: serving on http://%s/mcp\n", ln.Addr())
 	go func() {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
+		// Calls in flight finish (and queue their outcomes); agents'
+		// event streams, which never end by themselves, are then cut.
+		if !g.Drain(30 * time.Second) {
+			log.Warn("calls still in flight after 30 s; stopping")
+		}
+		srv.Close()
 	}()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
