@@ -101,6 +101,12 @@ func TestExampleCatalog(t *testing.T) {
 	if got, want := cfg.Path(cfg.DeclarationsDir), filepath.Join(exampleDir, "declarations"); got != want {
 		t.Errorf("declarations_dir is %s, want %s", got, want)
 	}
+	// The README shows gateway.json as it is.
+	readme, _ := os.ReadFile(filepath.Join(exampleDir, "README.md"))
+	tmpl, _ := os.ReadFile(filepath.Join(exampleDir, "gateway.json"))
+	if !strings.Contains(string(readme), "```json\n"+string(tmpl)+"```\n") {
+		t.Error("README.md does not show gateway.json as it is")
+	}
 	pol, _ := os.ReadFile(filepath.Join(exampleDir, "policies", "fs.cedar"))
 	if !strings.Contains(string(pol), `"`+exampleRoot+`"`) || !strings.Contains(string(pol), `"`+exampleRoot+`/*"`) {
 		t.Errorf("the policies do not name %s", exampleRoot)
