@@ -551,11 +551,45 @@ func TestFilesystem(t *testing.T) {
 		if a.Result != "valid" || a.Approved != 1 || a.Denied != 1 || a.Consumed != 1 || a.Outcomes["succeeded"] < 1 {
 			t.Errorf("ledger-verify approvals: %s", out)
 		}
-		// The write's outcome, chained to its decision.
+		// Each scenario's entries: the allowed writes (the Go client's and
+		// inspector-cli's), the denied calls, the moves asked for, the
+		// two verdicts, one consumption and its outcome; nothing for the
+		// calls the gateway refused itself (an undeclared tool, two path
+		// members, a dot segment).
 		var outcome map[string]any
+		count := map[string]int{}
 		for _, e := range l.entries(t) {
 			if e["kind"] == "outcome" && e["decision"] == writeIndex {
 				outcome = e
+			}
+			k := fmt.Sprint(e["kind"])
+			switch e["kind"] {
+			case "decision":
+				k += " " + fmt.Sprint(e["action"]) + " " + fmt.Sprint(e["decision"])
+			case "approval":
+				k += " " + fmt.Sprint(e["verdict"])
+			case "outcome":
+				k += " " + fmt.Sprint(e["result"])
+			}
+			count[k]++
+		}
+		for k, want := range map[string]int{
+			"decision fs.write_file allow": 2, "decision fs.write_file deny": 2, "decision fs.create_directory deny": 1,
+			"decision fs.edit_file deny": 1, "decision fs.read_text_file allow": 1, "decision fs.read_text_file deny": 1,
+			"decision fs.list_directory allow": 1, "decision fs.list_directory deny": 1, "decision fs.read_multiple_files deny": 1,
+			"decision fs.list_allowed_directories allow": 1, "decision fs.move_file deny": 1,
+			"approval approve": 1, "approval deny": 1, "consumption": 1,
+		} {
+			if count[k] != want {
+				t.Errorf("%d entries %q, want %d (all: %v)", count[k], k, want, count)
+			}
+		}
+		if n := count["decision fs.move_file needs_approval"]; n < 3 {
+			t.Errorf("%d moves asked for, want at least 3: the approved one and two with other arguments", n)
+		}
+		for k := range count {
+			if strings.Contains(k, "delete_file") || strings.Contains(k, "other.") {
+				t.Errorf("an entry for a tool not declared: %s", k)
 			}
 		}
 		switch {
