@@ -360,6 +360,12 @@ func TestFilesystem(t *testing.T) {
 		if !slices.Equal(names, want) {
 			t.Fatalf("tools/list: %v, want %v", names, want)
 		}
+		// The gateway offers its upstream no roots capability, so the
+		// server keeps the roots of its command line (README.md).
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(cfg), "fs.stderr"))
+		if err != nil || !bytes.Contains(b, []byte("Client does not support MCP Roots, using allowed directories set from server args")) {
+			t.Fatalf("the server's stderr (%v):\n%s", err, b)
+		}
 	})
 
 	t.Run("allowed write", func(t *testing.T) {
