@@ -295,15 +295,6 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// decisionOutcomesStubbed reports whether this build of mcpgate records
-// no outcome for a plain allow yet (mcpgate/pin_tmp.go's placeholder,
-// until the allow-outcome branch is merged): the check of that outcome
-// then only logs.
-func decisionOutcomesStubbed() bool {
-	b, err := os.ReadFile("../../mcpgate/pin_tmp.go")
-	return err == nil && bytes.Contains(b, []byte(`"decision outcomes: not yet"`))
-}
-
 // server-filesystem 2026.8.31 behind the gateway, through the binaries,
 // with the reference catalog and policies of examples/mcp, the allowed
 // directory a temporary one and, beside it, a second root of the server
@@ -599,8 +590,6 @@ func TestFilesystem(t *testing.T) {
 			}
 		}
 		switch {
-		case outcome == nil && decisionOutcomesStubbed():
-			t.Logf("no outcome of the allowed write (entry %v): this build of mcpgate does not record outcomes of a plain allow yet (mcpgate/pin_tmp.go)", writeIndex)
 		case outcome == nil:
 			t.Errorf("no outcome of the allowed write (entry %v) in the log", writeIndex)
 		case outcome["result"] != "succeeded":
@@ -641,7 +630,7 @@ func TestFilesystem(t *testing.T) {
 			t.Fatal("no export")
 		}
 		where := map[string][]byte{"the export": exportBytes}
-		for i, line := range logLines(g.proc) {
+		for i, line := range strings.Split(g.stderr.String(), "\n") {
 			where[fmt.Sprintf("the gateway's log line %d", i+1)] = []byte(line)
 		}
 		where["the gateway's stdout"] = []byte(g.stdout.String())
