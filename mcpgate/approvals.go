@@ -284,7 +284,25 @@ func (g *Gateway) resume(ctx context.Context, c *call, req *mcp.CallToolRequest)
 		g.log.Warn("call refused: request state", "tool", c.tool, "principal", c.principal, "problem", err.Error())
 		return refusal("%s: refused, not forwarded: %v", c.tool, err)
 	}
+	// A person who declined or dismissed the page in the client is not
+	// kept waiting; the approval stays open on the page.
+	if r, ok := req.Params.InputResponses["approval"].(*mcp.ElicitResult); ok && r.Action != "accept" {
+		g.metrics.add(&g.metrics.refused, "approval_pending")
+		return refusal("%s: not forwarded: the approval page was not followed (%s); approval %s stays open at %s until its deadline",
+			c.tool, elicitAction(r.Action), id, g.approvals.pageURL(id))
+	}
 	return g.waitAndConsume(ctx, c, id)
+}
+
+// elicitAction names a client's elicitation answer for a refusal.
+func elicitAction(a string) string {
+	switch a {
+	case "decline":
+		return "declined"
+	case "cancel":
+		return "dismissed"
+	}
+	return "no answer"
 }
 
 // retryPending consumes the approval an earlier call with the same terms

@@ -159,6 +159,18 @@ func TestGatewayRequestState(t *testing.T) {
 	if n.count("move_note") != 1 {
 		t.Fatalf("%d moves", n.count("move_note"))
 	}
+
+	// Declined in the client: answered at once, not forwarded.
+	back := map[string]any{"source": "/allowed/b.txt", "destination": "/allowed/a.txt"}
+	res, err = agent.CallTool(ctx, &mcp.CallToolParams{Name: "notes.move_note", Arguments: back})
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("another move: %+v %v", res, err)
+	}
+	res, err = agent.CallTool(ctx, &mcp.CallToolParams{Name: "notes.move_note", Arguments: back, RequestState: res.RequestState,
+		InputResponses: mcp.InputResponseMap{"approval": &mcp.ElicitResult{Action: "decline"}}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "declined") || n.count("move_note") != 1 {
+		t.Fatalf("declined: %+v %v", res, err)
+	}
 }
 
 // With ledgerd stopped, every call is refused and none is forwarded.
