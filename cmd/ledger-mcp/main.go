@@ -202,6 +202,11 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			log.Warn("serving plain HTTP on a non-loopback address: agents' bearer tokens cross the network in the clear; put a TLS-terminating proxy in front", "addr", ln.Addr().String())
+		}
+	}
 	g.Start(ctx)
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "ledger-mcp: serving on http://%s/mcp\n", ln.Addr())
