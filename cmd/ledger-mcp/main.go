@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -165,6 +166,15 @@ func serve(args []string, stderr io.Writer) error {
 	case *listen != "" && !*httpMode:
 		return usageError("--listen is for --http")
 	}
+	if path := os.Getenv("LEDGER_MCP_CPUPROFILE"); path != "" {
+		// Hidden, for docs/performance.md: a CPU profile of the whole
+		// serve, written when it ends.
+		stop, err := cpuProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	g, cfg, err := loadGateway(*config, log)
 	if err != nil {
@@ -215,6 +225,19 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// cpuProfile starts a CPU profile into path; stop ends and writes it.
+func cpuProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("LEDGER_MCP_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("LEDGER_MCP_CPUPROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func check(args []string, stdout, stderr io.Writer) error {
