@@ -58,6 +58,7 @@ func BenchmarkGatewayCall(b *testing.B) {
 	cfg, token := writeGatewayConfig(b, l, catalog, map[string]any{"bench": map[string]any{"url": up.URL}}, nil)
 	g := startGateway(b, cfg, token)
 	b.Cleanup(func() { g.stop(b); l.stop(b) })
+	b.Logf("upstream %s, ledgerd %s (pid %d), gateway %s (pid %d)", up.URL, l.url, l.cmd.Process.Pid, g.url, g.cmd.Process.Pid)
 
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		direct := connectAt(b, up.URL, version)
