@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +38,8 @@ import (
 // Each sub-benchmark makes b.N sequential calls and reports their p50 and
 // p99 latency. gateway reports too the CPU time (utime+stime of
 // /proc/PID/stat, 10 ms ticks) of the ledger-mcp process and of ledgerd
-// per call, read once every outcome of the calls is recorded.
+// per call, read once every outcome of the calls is recorded, and the
+// gateway's peak RSS so far (VmHWM).
 // gateway-parallel makes the calls from 4×GOMAXPROCS goroutines of the one
 // agent session and reports calls/s. Run with -count 6 for alternating
 // direct and gateway runs, then benchstat:
@@ -52,7 +55,7 @@ func BenchmarkGatewayCall(b *testing.B) {
 	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
 		b.Logf("load average: %s", strings.TrimSpace(string(la)))
 	}
-	up := startEcho(b)
+	up, _ := startEcho(b)
 	catalog, policies := echoCatalog(b, toolPins(b, up.URL))
 	l := startLedgerWith(b, catalog, policies, nil)
 	cfg, token := writeGatewayConfig(b, l, catalog, map[string]any{"bench": map[string]any{"url": up.URL}}, nil)
@@ -82,8 +85,8 @@ func BenchmarkGatewayCall(b *testing.B) {
 }
 
 // startEcho serves an MCP server with one tool, echo, over streamable
-// HTTP.
-func startEcho(b testing.TB) *httptest.Server {
+// HTTP, and counts the connections it accepts.
+func startEcho(b testing.TB) (*httptest.Server, *atomic.Int64) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ServerOptions{Logger: discardSDKLog})
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "Answer the text sent.", InputSchema: stringSchema([]string{"text"}, "text")},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -91,9 +94,16 @@ func startEcho(b testing.TB) *httptest.Server {
 			json.Unmarshal(req.Params.Arguments, &a)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil
 		})
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	conns := new(atomic.Int64)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
 	b.Cleanup(srv.Close)
-	return srv
+	return srv, conns
 }
 
 var discardSDKLog = slog.New(slog.DiscardHandler)
@@ -254,6 +264,27 @@ func reportCPU(b *testing.B, before mark, n int, g *gateway, l *ledger) {
 	after := cpuMark(b, g, l)
 	b.ReportMetric(ms(after.gw-before.gw)/float64(n), "gw-cpu-ms/op")
 	b.ReportMetric(ms(after.ledgerd-before.ledgerd)/float64(n), "ledgerd-cpu-ms/op")
+	b.ReportMetric(float64(peakRSS(b, g.cmd.Process.Pid))/(1<<20), "gw-peak-rss-MiB")
+}
+
+// peakRSS is a process's peak resident set size so far (VmHWM of
+// /proc/PID/status).
+func peakRSS(t testing.TB, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/%d/status: %q", pid, line)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("/proc/%d/status has no VmHWM", pid)
+	return 0
 }
 
 // appends is ledgerd's count of appends acknowledged (not replayed).

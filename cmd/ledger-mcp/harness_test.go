@@ -53,7 +53,13 @@ func binaries(t testing.TB) {
 			return
 		}
 		bins.ledgerd, bins.ledgerMCP, bins.ledgerVerif = filepath.Join(bins.dir, "ledgerd"), filepath.Join(bins.dir, "ledger-mcp"), filepath.Join(bins.dir, "ledger-verify")
-		for bin, pkg := range map[string]string{bins.ledgerd: "../ledgerd", bins.ledgerMCP: ".", bins.ledgerVerif: "../ledger-verify"} {
+		pkgs := map[string]string{bins.ledgerd: "../ledgerd", bins.ledgerMCP: ".", bins.ledgerVerif: "../ledger-verify"}
+		// A benchmark may compare another build of ledger-mcp.
+		if bin := os.Getenv("LEDGER_MCP_TEST_BINARY"); bin != "" {
+			delete(pkgs, bins.ledgerMCP)
+			bins.ledgerMCP = bin
+		}
+		for bin, pkg := range pkgs {
 			if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 				bins.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 				return
@@ -110,7 +116,14 @@ func (p *proc) stop(t testing.TB) {
 // stderr) has prefix, with the rest of that line.
 func start(t testing.TB, stdin io.Reader, prefix string, bin string, args ...string) (*proc, string) {
 	t.Helper()
+	return startEnv(t, nil, stdin, prefix, bin, args...)
+}
+
+// startEnv is start with the environment env (nil: the test's).
+func startEnv(t testing.TB, env []string, stdin io.Reader, prefix string, bin string, args ...string) (*proc, string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdin = stdin
 	p := &proc{cmd: cmd, stderr: &lockedBuffer{}, stdout: &lockedBuffer{}}
 	found := make(chan string, 1)
