@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -71,6 +72,15 @@ Commands:
 
 Logs go to stderr as JSON lines; they never hold an argument or result
 value, nor a token.
+
+Environment:
+    GOGC    The Go garbage collector's target percentage, as the Go
+            runtime reads it (off for none). Default when unset: 400,
+            not Go's 100: the gateway's live heap is a few MiB and each
+            call leaves about 600 KiB of garbage (mostly the MCP SDK's
+            JSON buffers), so at 100 it collected every few calls, a
+            third of its CPU time (docs/performance.md "MCP gateway").
+            serve's first log line reports it as go_gc_percent.
 `
 
 type usageError string
@@ -78,6 +88,7 @@ type usageError string
 func (e usageError) Error() string { return string(e) }
 
 func main() {
+	setGCPercent()
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	var ue usageError
 	switch {
@@ -176,6 +187,7 @@ func serve(args []string, stderr io.Writer) error {
 		defer stop()
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log.Info("ledger-mcp starting", "version", mcpgate.Version, "go_gc_percent", gcPercent())
 	g, cfg, err := loadGateway(*config, log)
 	if err != nil {
 		return err
@@ -225,6 +237,24 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// defaultGCPercent is the garbage collector's target unless GOGC sets
+// one (the usage text says why).
+const defaultGCPercent = 400
+
+// setGCPercent sets defaultGCPercent unless GOGC is set and not empty.
+func setGCPercent() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+}
+
+// gcPercent is the garbage collector's target in force (-1: off).
+func gcPercent() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
 }
 
 // cpuProfile starts a CPU profile into path; stop ends and writes it.
