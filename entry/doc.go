@@ -58,6 +58,10 @@
 // # Changes
 //
 // Version 2 added definition_digest under the separator "ledger/v2/entry\n";
-// an entry without a definition is still written as version 1. A reader
-// refuses versions it does not know.
+// an entry without a definition is still written as version 1. Versions
+// 3 (ledger decisions and policy-set publications), 4 (the approval
+// lifecycle, approval.go) and 5 (the outcome of an allowed act, whose
+// "decision" member is the index of the allow decision, outcome.go) each
+// added kinds under their own separator, "ledger/vN/entry\n"
+// (docs/entry.md §5). A reader refuses versions it does not know.
 package entry

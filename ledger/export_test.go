@@ -150,3 +150,6 @@ func (l *Ledger) ApprovalState() (*Approvals, uint64) { return l.approvals, l.re
 // SnapshotSize is the size of the latest approval snapshot l read or
 // wrote (0 for none).
 func (l *Ledger) SnapshotSize() uint64 { return l.snapSize.Load() }
+
+// Queued is the number of records waiting in l's queue for the sequencer.
+func (l *Ledger) Queued() int { return len(l.queue) }

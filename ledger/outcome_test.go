@@ -2,8 +2,10 @@ package ledger_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,5 +206,104 @@ func TestDecisionOutcomeInvalid(t *testing.T) {
 	rec = outcomeOf(r.Index, "mediator-1", "done")
 	if _, err := a.l.Append(t.Context(), rec); !errors.Is(err, ledger.ErrInvalidRecord) {
 		t.Fatalf("unknown result: %v", err)
+	}
+}
+
+// heldStore holds every Commit until open is closed, once gate is set,
+// and says on committing when a Commit is held; it counts the look-ups of
+// idempotency keys that end in watched.
+type heldStore struct {
+	ledger.Store
+	gate       atomic.Bool
+	open       chan struct{}
+	committing chan struct{}
+	watched    string
+	lookups    atomic.Int32
+}
+
+func (s *heldStore) Commit(ctx context.Context, b ledger.Batch) error {
+	if s.gate.Load() {
+		s.committing <- struct{}{}
+		<-s.open
+	}
+	return s.Store.Commit(ctx, b)
+}
+
+func (s *heldStore) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
+	if s.watched != "" && bytes.HasSuffix(key, []byte(s.watched)) {
+		s.lookups.Add(1)
+	}
+	return s.Store.IndexOfKey(ctx, key)
+}
+
+// An unknown outcome that passed Append's look-up while a final outcome
+// of its decision was queued, not yet sequenced, ahead of it, is refused
+// by the sequencer, which looks again: nothing follows a final outcome.
+func TestDecisionOutcomeQueuedBehindFinal(t *testing.T) {
+	store := &heldStore{Store: memory.New(), open: make(chan struct{}), committing: make(chan struct{}, 4), watched: "filler-3"}
+	l, err := ledger.Open(t.Context(), store, testKey(t), ledger.Options{CheckpointInterval: -1, MaxBatch: 1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.Append(t.Context(), testRecord(t, 1))
+	wantOK(t, "decision", err)
+	store.gate.Store(true)
+	released := false
+	defer func() {
+		if !released {
+			close(store.open) // let Close commit
+		}
+		l.Close()
+	}()
+	answers := make(chan error, 4)
+	appendAsync := func(rec ledger.Record) {
+		go func() {
+			_, err := l.Append(context.Background(), rec)
+			answers <- err
+		}()
+	}
+	// The committer holds one entry (2), the pending batch another (3):
+	// the sequencer takes no more records until the commit returns. The
+	// sequencer looks 3's key up (its second look-up, after Append's)
+	// just before it chains it.
+	appendAsync(testRecord(t, 2))
+	select {
+	case <-store.committing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no commit of entry 2")
+	}
+	third := testRecord(t, 3)
+	third.IdempotencyKey = "filler-3"
+	appendAsync(third)
+	waitUntil(t, "the sequencer to look the third record's key up", func() bool { return store.lookups.Load() == 2 })
+	appendAsync(outcomeOf(d.Index, "mediator-1", entry.Succeeded))
+	waitUntil(t, "the final outcome queued", func() bool { return l.Queued() == 1 })
+	appendAsync(outcomeOf(d.Index, "mediator-1", entry.Unknown))
+	waitUntil(t, "the unknown outcome queued behind it", func() bool { return l.Queued() == 2 })
+	close(store.open)
+	released = true
+	var refused int
+	for range 4 {
+		var ae *ledger.ApprovalError
+		switch err := <-answers; {
+		case err == nil:
+		case errors.As(err, &ae) && ae.Code == ledger.CodeOutcomeFinal:
+			refused++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if refused != 1 || l.Size() != d.Index+4 {
+		t.Fatalf("%d refused, size %d: want the unknown outcome refused and 3 entries after the decision", refused, l.Size())
+	}
+}
+
+// waitUntil waits for cond, with a generous deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

@@ -39,7 +39,18 @@ type approvals struct {
 type pendingApproval struct {
 	id       commit.Digest
 	deadline time.Time // the pending deadline; then an execution deadline we do not know
+	// consumed is when a call consumed it, zero before. For
+	// consumedWindow after, a call with the same terms is told so
+	// rather than asking anew: retries of one act arriving together (an
+	// agent's client retrying, 64 concurrent ones) must not each put a
+	// new approval on the approvers' page.
+	consumed    time.Time
+	consumption uint64
 }
+
+// consumedWindow is how long a consumed approval answers repeated calls
+// with its terms; after it, such a call asks anew.
+const consumedWindow = time.Minute
 
 // consumedApproval is a consumption the forwarded call is reported on.
 type consumedApproval struct {
@@ -179,11 +190,25 @@ func (a *approvals) remember(c *call, id commit.Digest, deadline time.Time) {
 	a.pending[pendingKey(c)] = pendingApproval{id: id, deadline: deadline}
 }
 
-func (a *approvals) lookup(c *call) (commit.Digest, bool) {
+func (a *approvals) lookup(c *call) (pendingApproval, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p, ok := a.pending[pendingKey(c)]
-	return p.id, ok
+	if ok && !p.consumed.IsZero() && time.Since(p.consumed) >= consumedWindow {
+		delete(a.pending, pendingKey(c))
+		return pendingApproval{}, false
+	}
+	return p, ok
+}
+
+// markConsumed records that a call consumed id.
+func (a *approvals) markConsumed(c *call, id commit.Digest, consumption uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p, ok := a.pending[pendingKey(c)]; ok && p.id == id {
+		p.consumed, p.consumption = time.Now(), consumption
+		a.pending[pendingKey(c)] = p
+	}
 }
 
 func (a *approvals) forget(c *call, id commit.Digest) {
@@ -259,15 +284,39 @@ func (g *Gateway) resume(ctx context.Context, c *call, req *mcp.CallToolRequest)
 		g.log.Warn("call refused: request state", "tool", c.tool, "principal", c.principal, "problem", err.Error())
 		return refusal("%s: refused, not forwarded: %v", c.tool, err)
 	}
+	// A person who declined or dismissed the page in the client is not
+	// kept waiting; the approval stays open on the page.
+	if r, ok := req.Params.InputResponses["approval"].(*mcp.ElicitResult); ok && r.Action != "accept" {
+		g.metrics.add(&g.metrics.refused, "approval_pending")
+		return refusal("%s: not forwarded: the approval page was not followed (%s); approval %s stays open at %s until its deadline",
+			c.tool, elicitAction(r.Action), id, g.approvals.pageURL(id))
+	}
 	return g.waitAndConsume(ctx, c, id)
+}
+
+// elicitAction names a client's elicitation answer for a refusal.
+func elicitAction(a string) string {
+	switch a {
+	case "decline":
+		return "declined"
+	case "cancel":
+		return "dismissed"
+	}
+	return "no answer"
 }
 
 // retryPending consumes the approval an earlier call with the same terms
 // opened, if there is one; nil when the call needs a decision of its own.
 func (g *Gateway) retryPending(ctx context.Context, c *call, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	id, ok := g.approvals.lookup(c)
+	p, ok := g.approvals.lookup(c)
 	if !ok {
 		return nil
+	}
+	id := p.id
+	if !p.consumed.IsZero() {
+		g.metrics.add(&g.metrics.refused, "approval_consumed")
+		return refusal("%s: refused, not forwarded: approval %s for these arguments was consumed (entry %d) moments ago by another call; the act was carried out once. Call again later to ask for a new approval.",
+			c.tool, id, p.consumption)
 	}
 	st, err := g.ledger.Approval(ctx, id)
 	if err != nil {
@@ -282,8 +331,15 @@ func (g *Gateway) retryPending(ctx context.Context, c *call, req *mcp.CallToolRe
 	switch st.State {
 	case client.StatePending, client.StateApproved:
 		return g.waitAndConsume(ctx, c, id)
+	case client.StateConsumed:
+		// Consumed by a call with these terms an instant ago (or by
+		// another gateway): refused for consumedWindow like the others.
+		g.approvals.markConsumed(c, id, st.Consumption)
+		g.metrics.add(&g.metrics.refused, "approval_consumed")
+		return refusal("%s: refused, not forwarded: approval %s for these arguments was consumed (entry %d); the act was carried out once. Call again later to ask for a new approval.",
+			c.tool, id, st.Consumption)
 	}
-	// Denied, expired or consumed: this call asks anew.
+	// Denied or expired: this call asks anew.
 	g.approvals.forget(c, id)
 	return nil
 }
@@ -294,6 +350,15 @@ func (g *Gateway) waitAndConsume(ctx context.Context, c *call, id commit.Digest)
 	wctx, cancel := context.WithTimeout(ctx, g.approvals.wait)
 	st, err := g.ledger.WaitApproval(wctx, id, 250*time.Millisecond)
 	cancel()
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		// The wait ran out: one last look, in case the verdict came as
+		// it did, or the ledger was slow to serve it.
+		lctx, cancel := context.WithTimeout(ctx, g.callTimeout)
+		if last, lerr := g.ledger.Approval(lctx, id); lerr == nil && last.State != client.StatePending {
+			st, err = g.ledger.WaitApproval(lctx, id, 250*time.Millisecond)
+		}
+		cancel()
+	}
 	page := g.approvals.pageURL(id)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -310,6 +375,11 @@ func (g *Gateway) waitAndConsume(ctx context.Context, c *call, id commit.Digest)
 		g.approvals.forget(c, id)
 		g.metrics.add(&g.metrics.refused, "approval_denied")
 		return refusal("%s: approval %s was denied by %s; not forwarded", c.tool, id, st.Approver)
+	case client.StateConsumed:
+		g.approvals.markConsumed(c, id, st.Consumption)
+		g.metrics.add(&g.metrics.refused, "approval_consumed")
+		return refusal("%s: refused, not forwarded: approval %s for these arguments was consumed (entry %d); the act was carried out once. Call again later to ask for a new approval.",
+			c.tool, id, st.Consumption)
 	default:
 		g.approvals.forget(c, id)
 		g.metrics.add(&g.metrics.refused, "approval_"+string(st.State))
@@ -331,7 +401,7 @@ func (g *Gateway) waitAndConsume(ctx context.Context, c *call, id commit.Digest)
 		}
 		return refusal("%s: refused, not forwarded: the ledger did not let approval %s be consumed (%s)", c.tool, id, ledgerErr(err))
 	}
-	g.approvals.forget(c, id)
+	g.approvals.markConsumed(c, id, cons.Index)
 	g.log.Info("approval consumed", "tool", c.tool, "principal", c.principal, "approval", id.String(), "consumption", cons.Index)
 	return g.forward(ctx, c, cons.Index, &consumedApproval{id: id, consumption: cons.Index})
 }

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
 )
@@ -26,10 +28,26 @@ type call struct {
 
 func rawJSON(b []byte) json.RawMessage { return b }
 
+// upstreamErrKey holds, in a call's context, where forward leaves a
+// protocol error the upstream answered.
+type upstreamErrKey struct{}
+
 // handler is the ToolHandler of the exposed tool name.
 func (g *Gateway) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !g.enter() {
+			g.metrics.add(&g.metrics.refused, "shutting_down")
+			return refusal("%s: refused, not forwarded: the gateway is shutting down", name), nil
+		}
+		defer g.calls.Done()
+		var upstreamErr error
+		ctx = context.WithValue(ctx, upstreamErrKey{}, &upstreamErr)
 		res := g.handle(ctx, name, req)
+		if upstreamErr != nil {
+			// The upstream answered with a protocol error: the agent
+			// gets it as the upstream gave it.
+			return nil, upstreamErr
+		}
 		return res, nil
 	}
 }
@@ -48,7 +66,7 @@ func (g *Gateway) handle(ctx context.Context, name string, req *mcp.CallToolRequ
 		return refusal("%s: refused, not forwarded: no principal for this session", name)
 	}
 	c := &call{tool: name, gt: gt, principal: principal, args: rawArguments(req.Params)}
-	min, err := gt.decl.Minimize(c.args, declare.Options{Allowlists: g.allowlists})
+	min, err := gt.decl.Minimize(c.args, declare.Options{Allowlists: g.allowlists, Domain: commit.Domain{AllowNonInteger: g.cfg.AllowNonInteger}})
 	if err != nil {
 		g.metrics.add(&g.metrics.refused, "arguments")
 		g.log.Warn("call refused: arguments", "tool", name, "principal", principal, "err", err)
@@ -68,7 +86,7 @@ func (g *Gateway) handle(ctx context.Context, name string, req *mcp.CallToolRequ
 func (g *Gateway) decide(ctx context.Context, c *call, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	r := client.Request{Principal: c.principal, Action: c.tool, Params: c.min.Params, Tiers: c.min.Tiers,
 		Attributes: c.min.Attributes}
-	if g.cfg.Approvals != nil {
+	if a := g.cfg.Approvals; a != nil && a.Preview != "attributes" {
 		p, err := previewDoc(c.tool, c.args)
 		if err == nil {
 			r.Preview = p
@@ -113,10 +131,22 @@ func (g *Gateway) forward(ctx context.Context, c *call, index uint64, consumed *
 	start := time.Now()
 	res, err := c.gt.up.call(fctx, c.gt.def.Name, c.args)
 	cancel()
+	var rpcErr *jsonrpc.Error
+	answered := errors.As(err, &rpcErr)
 	result := resultOf(res, err)
+	if answered {
+		result = entry.Failed
+	}
 	g.metrics.observeForward(time.Since(start))
 	g.metrics.add(&g.metrics.outcomes, string(result))
 	g.outcomes.add(outcomeJob{tool: c.tool, index: index, consumed: consumed, result: result})
+	if answered {
+		g.log.Info("call forwarded; the server answered an error", "tool", c.tool, "principal", c.principal, "index", index, "code", rpcErr.Code)
+		if slot, ok := ctx.Value(upstreamErrKey{}).(*error); ok {
+			*slot = rpcErr
+		}
+		return refusal("%s: the server answered error %d", c.tool, rpcErr.Code)
+	}
 	if err != nil {
 		g.log.Warn("forwarded call failed", "tool", c.tool, "index", index, "err", transportErr(err))
 		return refusal("%s: forwarded (entry %d), but the server's answer was lost (%s); outcome recorded unknown",

@@ -44,6 +44,12 @@ type Config struct {
 	// agent. Optional; without it such a call is refused, naming the
 	// approval.
 	Approvals *ApprovalsConfig `json:"approvals"`
+	// AllowNonInteger admits arguments with non-integer numbers (0.7),
+	// committed to in their RFC 8785 form (commit.Domain.AllowNonInteger;
+	// an auditor checks such parameters with ledger-verify's
+	// --allow-non-integer). Optional; default false: a call with one is
+	// refused, as the strict domain refuses them by default.
+	AllowNonInteger bool `json:"allow_non_integer"`
 	// CallTimeout bounds each forwarded call, a Go duration. Optional;
 	// default "60s". A call that runs out is recorded "unknown".
 	CallTimeout string `json:"call_timeout"`
@@ -128,6 +134,14 @@ type ApprovalsConfig struct {
 	// Wait bounds how long one call waits for a verdict, a Go duration.
 	// Optional; default "120s".
 	Wait string `json:"wait"`
+	// Preview is what approvers are shown: "arguments", the tool and its
+	// arguments, redacted then bounded (approval/preview), sent with
+	// every decide since the gateway cannot know beforehand which calls
+	// the policies send to a person (ledgerd keeps it only for those);
+	// or "attributes", no preview sent: approvers see ledgerd's default
+	// preview, made from the entry (the minimized attributes), and no
+	// argument value ever reaches ledgerd. Optional; default "arguments".
+	Preview string `json:"preview"`
 	// StateKeyFile holds the 32-byte key (64 hex digits) that
 	// authenticates request states, readable by its owner only.
 	// Optional; default a random key made at start, so that states do
@@ -260,6 +274,11 @@ func (c *Config) check() error {
 		}
 		if _, err := a.wait(); err != nil {
 			return err
+		}
+		switch a.Preview {
+		case "", "arguments", "attributes":
+		default:
+			return errors.New(`approvals.preview: not "arguments" or "attributes"`)
 		}
 	}
 	return nil

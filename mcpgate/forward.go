@@ -40,7 +40,9 @@ func anyForwards(cfg *Config, what string) bool {
 func (g *Gateway) serverOptions(o *mcp.ServerOptions) {
 	caps := o.Capabilities
 	// logging/setLevel is answered by the SDK; the gateway sends no log
-	// messages to agents (they could hold values).
+	// messages to agents (they could hold values). Deprecated in
+	// 2026-07-28, but clients of earlier versions set a level.
+	//lint:ignore SA1019 kept for clients of versions before 2026-07-28
 	caps.Logging = &mcp.LoggingCapabilities{}
 	if anyForwards(g.cfg, "resources") {
 		caps.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,8 +46,38 @@ type Gateway struct {
 	fwd         forwarding
 	outcomes    *outcomes
 
-	mu    sync.Mutex
-	tools map[string]*gatedTool // what the upstreams offer, by namespaced name
+	mu       sync.Mutex
+	tools    map[string]*gatedTool // what the upstreams offer, by namespaced name
+	draining bool                  // Drain was called: no new calls
+	calls    sync.WaitGroup        // calls being handled
+}
+
+// enter admits a call unless the gateway is draining.
+func (g *Gateway) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.draining {
+		return false
+	}
+	g.calls.Add(1)
+	return true
+}
+
+// Drain refuses new calls and waits, up to timeout, for those being
+// handled to finish (and so to queue their outcomes). It reports whether
+// they all did.
+func (g *Gateway) Drain(timeout time.Duration) bool {
+	g.mu.Lock()
+	g.draining = true
+	g.mu.Unlock()
+	done := make(chan struct{})
+	go func() { g.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
 }
 
 // gatedTool is one upstream tool as last listed, and whether it is
@@ -255,7 +284,7 @@ func (g *Gateway) listToolsRefresh(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/list":
-			g.SyncAll(ctx)
+			g.syncFresh(ctx)
 		case "tools/call":
 			// A tool that is not exposed gets a tool error naming why,
 			// as every refusal does, rather than the SDK's protocol error.
@@ -269,9 +298,43 @@ func (g *Gateway) listToolsRefresh(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// freshFor is how long a listing of an upstream's tools stands in for a
+// new one when an agent lists tools: agents may list often, and a burst
+// of them should not become a burst on every upstream. Notifications
+// and the periodic refresh always list again.
+const freshFor = time.Second
+
+// syncFresh lists again the tools of every upstream not listed within
+// freshFor.
+func (g *Gateway) syncFresh(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, up := range g.upstreams {
+		up.mu.Lock()
+		stale := time.Since(up.listed) >= freshFor
+		up.mu.Unlock()
+		if !stale {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.sync(ctx, up)
+		}()
+	}
+	wg.Wait()
+}
+
 // sync lists up's tools and exposes exactly those that are declared,
-// reviewed and pinned to their current definition.
+// reviewed and pinned to their current definition. One listing of an
+// upstream runs at a time.
 func (g *Gateway) sync(ctx context.Context, up *upstream) {
+	up.syncMu.Lock()
+	defer up.syncMu.Unlock()
+	defer func() {
+		up.mu.Lock()
+		up.listed = time.Now()
+		up.mu.Unlock()
+	}()
 	defs, err := up.listTools(ctx)
 	if err != nil {
 		g.log.Warn("upstream unavailable; its tools are hidden", "server", up.name, "err", err)
@@ -455,13 +518,4 @@ func rawArguments(p *mcp.CallToolParamsRaw) []byte {
 		return []byte("{}")
 	}
 	return p.Arguments
-}
-
-// jsonOrEmpty marshals v, or gives null.
-func jsonOrEmpty(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return b
 }

@@ -22,9 +22,12 @@ type upstream struct {
 	gw   *Gateway
 	http *http.Transport // for a server at a URL, kept across sessions
 
+	syncMu sync.Mutex // held while the tools are listed and replaced
+
 	mu      sync.Mutex
 	session *mcp.ClientSession
 	stderr  io.Closer
+	listed  time.Time // when the tools were last listed
 }
 
 // connectTimeout bounds a connection and its handshake.

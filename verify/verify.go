@@ -413,7 +413,14 @@ const (
 // Params compares candidate parameters (JSON text) with the commitment an
 // entry recorded. A refusal returns the *commit.DomainError saying why.
 func Params(e *entry.Entry, candidate []byte) (ParamsResult, error) {
-	c, err := commit.Params(candidate)
+	return ParamsIn(commit.Domain{}, e, candidate)
+}
+
+// ParamsIn is Params for parameters committed to in domain d: a
+// deployment that admits non-integer numbers (d.AllowNonInteger) commits
+// to them in their RFC 8785 form.
+func ParamsIn(d commit.Domain, e *entry.Entry, candidate []byte) (ParamsResult, error) {
+	c, err := d.Params(candidate)
 	if err != nil {
 		return Refused, err
 	}

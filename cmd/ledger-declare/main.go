@@ -116,7 +116,8 @@ with its applied-tiers digest (<action>.tiers.json), the JSON Schema of its
 wire attributes (<action>.schema.json), and one Cedar schema for all the
 actions (actions.cedarschema). The Cedar schema is checked with cedar-go and
 the JSON Schemas with a 2020-12 validator before anything is written. Two
-files for one action are refused.
+files for one action are refused. A draft still marked "reviewed": false is
+rendered, and named as unreviewed after the files written.
 
 Options:
     --out DIR    The directory to write to (default ".", made if missing).
@@ -133,7 +134,8 @@ const reportUsage = `Usage:
 
 The leakage report: per action and in total, which fields cross raw
 (policy), only as projections (derived) or never (payload), as a Markdown
-table.
+table. An action whose declaration is a draft still marked "reviewed":
+false is followed by "(unreviewed)" ("unreviewed": true with --json).
 
 Options:
     --json    Machine-readable output on standard output.
@@ -148,7 +150,8 @@ const digestUsage = `Usage:
     ledger-declare digest DECLARATION
 
 Print a declaration's action, its applied-tiers digest and its action
-definition digest, as entries record them.
+definition digest, as entries record them; for a draft still marked
+"reviewed": false, a status line that says it is unreviewed.
 
 Examples:
     $ ledger-declare digest decl/send_email.json
@@ -346,6 +349,11 @@ func render(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(*out, name))
 	}
+	for _, d := range decls {
+		if !d.Reviewed() {
+			fmt.Fprintf(stdout, "%s: %s\n", d.Action, unreviewedNote)
+		}
+	}
 	return nil
 }
 
@@ -374,10 +382,11 @@ func tierFile(d *declare.Declaration) ([]byte, error) {
 
 // leakage counts one action's fields by how far they cross.
 type leakage struct {
-	Action  string   `json:"action"`
-	Raw     []string `json:"raw"`
-	Derived []string `json:"derived"` // "field (projection, …)"
-	Never   []string `json:"never"`
+	Action     string   `json:"action"`
+	Unreviewed bool     `json:"unreviewed,omitempty"` // a draft with "reviewed": false
+	Raw        []string `json:"raw"`
+	Derived    []string `json:"derived"` // "field (projection, …)"
+	Never      []string `json:"never"`
 }
 
 func report(args []string, stdout io.Writer) error {
@@ -394,7 +403,7 @@ func report(args []string, stdout io.Writer) error {
 	var rows []leakage
 	var raw, derived, never int
 	for _, d := range decls {
-		row := leakage{Action: d.Action, Raw: []string{}, Derived: []string{}, Never: []string{}}
+		row := leakage{Action: d.Action, Unreviewed: !d.Reviewed(), Raw: []string{}, Derived: []string{}, Never: []string{}}
 		for _, f := range d.Fields {
 			switch f.Tier {
 			case tier.Policy:
@@ -416,7 +425,11 @@ func report(args []string, stdout io.Writer) error {
 	fmt.Fprintln(stdout, "| action | fields | raw (policy) | as projections (derived) | never (payload) |")
 	fmt.Fprintln(stdout, "| --- | --- | --- | --- | --- |")
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "| %s | %d | %s | %s | %s |\n", r.Action, len(r.Raw)+len(r.Derived)+len(r.Never),
+		action := r.Action
+		if r.Unreviewed {
+			action += " (unreviewed)"
+		}
+		fmt.Fprintf(stdout, "| %s | %d | %s | %s | %s |\n", action, len(r.Raw)+len(r.Derived)+len(r.Never),
 			list(r.Raw), list(r.Derived), list(r.Never))
 	}
 	total := raw + derived + never
@@ -461,5 +474,12 @@ func digest(args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: %v", errRefused, err)
 	}
 	fmt.Fprintf(stdout, "action            %s\ntiers_digest      %s\ndefinition_digest %s\n", d.Action, tiers, def)
+	if !d.Reviewed() {
+		fmt.Fprintf(stdout, "status            %s\n", unreviewedNote)
+	}
 	return nil
 }
+
+// unreviewedNote is what the commands say of a declaration that still
+// carries "reviewed": false.
+const unreviewedNote = `unreviewed: a draft ("reviewed": false) that ledgerd refuses until a person reviews it and removes the member`

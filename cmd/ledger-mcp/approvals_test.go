@@ -17,6 +17,7 @@ import (
 // with the same arguments consume it once between them: one move. A call
 // with other arguments is a new decision, not the approved one.
 func TestGatewayApprovalWait(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2025-06-18", "2025-03-26", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) { testGatewayApprovalWait(t, version) })
 	}
@@ -62,7 +63,7 @@ func testGatewayApprovalWait(t *testing.T, version string) {
 			switch {
 			case !isErr:
 				moved++
-			case strings.Contains(text, "approval_consumed") || strings.Contains(text, "is consumed") || strings.Contains(text, "needs approval") || strings.Contains(text, "still pending"):
+			case strings.Contains(text, "approval_consumed") || strings.Contains(text, "was consumed"):
 				consumed++
 			default:
 				t.Errorf("a retry: %q", text)
@@ -76,6 +77,17 @@ func testGatewayApprovalWait(t *testing.T, version string) {
 	if _, err := os.Stat(filepath.Join(n.root, "allowed", "final.txt")); err != nil {
 		t.Fatal(err)
 	}
+	// The retries opened no approval of their own: the two requests are
+	// the first call's and the one with other arguments.
+	requests := 0
+	for _, e := range l.entries(t) {
+		if e["decision"] == "needs_approval" {
+			requests++
+		}
+	}
+	if requests != 2 {
+		t.Fatalf("%d needs_approval decisions, want 2", requests)
+	}
 	export := l.export(t)
 	l.verify(t, "approvals", export)
 }
@@ -83,6 +95,7 @@ func testGatewayApprovalWait(t *testing.T, version string) {
 // A 2026-07-28 client that runs its own retry loop: the request state
 // binds the retry to the arguments, and is used once.
 func TestGatewayRequestState(t *testing.T) {
+	t.Parallel()
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)
@@ -146,10 +159,23 @@ func TestGatewayRequestState(t *testing.T) {
 	if n.count("move_note") != 1 {
 		t.Fatalf("%d moves", n.count("move_note"))
 	}
+
+	// Declined in the client: answered at once, not forwarded.
+	back := map[string]any{"source": "/allowed/b.txt", "destination": "/allowed/a.txt"}
+	res, err = agent.CallTool(ctx, &mcp.CallToolParams{Name: "notes.move_note", Arguments: back})
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("another move: %+v %v", res, err)
+	}
+	res, err = agent.CallTool(ctx, &mcp.CallToolParams{Name: "notes.move_note", Arguments: back, RequestState: res.RequestState,
+		InputResponses: mcp.InputResponseMap{"approval": &mcp.ElicitResult{Action: "decline"}}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "declined") || n.count("move_note") != 1 {
+		t.Fatalf("declined: %+v %v", res, err)
+	}
 }
 
 // With ledgerd stopped, every call is refused and none is forwarded.
 func TestGatewayLedgerDown(t *testing.T) {
+	t.Parallel()
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)

@@ -62,6 +62,7 @@ func reviewedCatalog(t *testing.T, server, url string) (catalog, policies string
 // every scenario server-everything passes when reached directly passes
 // through the gateway, with an allow-all reviewed catalog of its tools.
 func TestConformanceThroughGateway(t *testing.T) {
+	t.Parallel()
 	binaries(t)
 	direct := npmtest.StartEverything(t)
 	wantPassed, _ := npmtest.Conformance(t, direct)

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,6 +29,7 @@ import (
 // ledger-verify export, decisions and approvals, and no file content or
 // full path appears in a ledger byte or a log line.
 func TestGatewayNotes(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) { testGatewayNotes(t, version) })
 	}
@@ -47,14 +52,16 @@ func testGatewayNotes(t *testing.T, version string) {
 			mu.Unlock()
 			// The person opens the page and approves; the client's
 			// "accept" alone would approve nothing.
-			l.approve(t, strings.TrimPrefix(req.Params.URL, l.url+"/approvals/"), "approve")
+			if err := l.approveErr(strings.TrimPrefix(req.Params.URL, l.url+"/approvals/"), "approve"); err != nil {
+				return nil, err
+			}
 			return &mcp.ElicitResult{Action: "accept"}, nil
 		},
 	})
 
 	names := toolNames(t, agent)
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"notes.move_note", "notes.write_note"}) {
+	if !slices.Equal(names, []string{"notes.broken_note", "notes.move_note", "notes.write_note"}) {
 		t.Fatalf("tools/list: %v, want the two declared tools only", names)
 	}
 
@@ -153,4 +160,78 @@ func testGatewayNotes(t *testing.T, version string) {
 		}
 	}
 	_ = time.Second
+}
+
+// A protocol error the upstream answers reaches the agent as it was
+// given, and the call's outcome is recorded failed.
+func TestGatewayUpstreamError(t *testing.T) {
+	t.Parallel()
+	n := startNotes(t)
+	catalog, policies := notesCatalog(t, n.pins(t))
+	l := startLedger(t, catalog, policies)
+	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, nil)
+	g := startGateway(t, cfg, token)
+	agent := g.agent(t, nil)
+	_, err := agent.CallTool(context.Background(), &mcp.CallToolParams{Name: "notes.broken_note", Arguments: map[string]any{"path": "/a/b.txt"}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != -32001 || rpcErr.Message != "the disk is full" {
+		t.Fatalf("agent got %v, want the upstream's error -32001", err)
+	}
+	waitFor(t, "the failed outcome", func() bool {
+		es := l.entries(t)
+		last := es[len(es)-1]
+		return last["kind"] == "outcome" && last["result"] == "failed"
+	})
+	if strings.Contains(g.stderr.String(), "the disk is full") {
+		t.Fatal("the upstream's error text is in the gateway's log")
+	}
+}
+
+// Non-integer numbers are refused unless allow_non_integer admits them;
+// then an auditor checks the call's parameters with ledger-verify params
+// --allow-non-integer.
+func TestGatewayNonInteger(t *testing.T) {
+	t.Parallel()
+	n := startNotes(t)
+	catalog, policies := notesCatalog(t, n.pins(t))
+	l := startLedger(t, catalog, policies)
+	args := map[string]any{"path": "/allowed/ratio.txt", "content": "c", "ratio": 0.7}
+	for _, allow := range []bool{false, true} {
+		cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, nil)
+		var m map[string]any
+		b, _ := os.ReadFile(cfg)
+		json.Unmarshal(b, &m)
+		m["allow_non_integer"] = allow
+		b, _ = json.Marshal(m)
+		os.WriteFile(cfg, b, 0o600)
+		g := startGateway(t, cfg, token)
+		text, isErr := callText(t, g.agent(t, nil), "notes.write_note", args)
+		if isErr == allow {
+			t.Fatalf("allow_non_integer %v: %q (error %v)", allow, text, isErr)
+		}
+		if !allow && !strings.Contains(text, "not_integer") && !strings.Contains(text, "strict domain") {
+			t.Fatalf("refusal: %q", text)
+		}
+		g.stop(t)
+	}
+	export := l.export(t)
+	var index int
+	for i, e := range l.entries(t) {
+		if e["kind"] == "decision" {
+			index = i
+		}
+	}
+	candidate := filepath.Join(t.TempDir(), "call.json")
+	b, _ := json.Marshal(args)
+	os.WriteFile(candidate, b, 0o600)
+	run := func(extra ...string) (string, error) {
+		out, err := exec.Command(bins.ledgerVerif, append([]string{"params", "--key", l.vkey, "--export", export, "--index", fmt.Sprint(index)}, append(extra, candidate)...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("--allow-non-integer"); err != nil || !strings.HasPrefix(out, "match:") {
+		t.Fatalf("params --allow-non-integer: %v\n%s", err, out)
+	}
+	if out, err := run(); err == nil || !strings.HasPrefix(out, "refused:") {
+		t.Fatalf("params without --allow-non-integer: %v\n%s", err, out)
+	}
 }

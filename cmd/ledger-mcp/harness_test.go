@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -323,33 +322,43 @@ func (l *ledger) entries(t testing.TB) []map[string]any {
 // Chromium).
 func (l *ledger) approve(t testing.TB, id, verdict string) {
 	t.Helper()
+	if err := l.approveErr(id, verdict); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// approveErr is approve for a goroutine other than the test's.
+func (l *ledger) approveErr(id, verdict string) error {
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
-	post := func(path string, form url.Values) map[string]any {
+	post := func(path string, form url.Values) (map[string]any, error) {
 		req, _ := http.NewRequest("POST", l.url+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Accept", "application/json")
 		req.Header.Set("Origin", l.url)
 		resp, err := c.Do(req)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode/100 != 2 {
-			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
+			return nil, fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, b)
 		}
 		var m map[string]any
 		json.Unmarshal(b, &m)
-		return m
+		return m, nil
 	}
-	signIn := post("/approvals/sign-in", url.Values{"name": {approverName}, "password": {approverPassword}})
+	signIn, err := post("/approvals/sign-in", url.Values{"name": {approverName}, "password": {approverPassword}})
+	if err != nil {
+		return err
+	}
 	csrf, _ := signIn["csrf"].(string)
 	req, _ := http.NewRequest("GET", l.url+"/approvals/"+id, nil)
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -357,9 +366,10 @@ func (l *ledger) approve(t testing.TB, id, verdict string) {
 	json.Unmarshal(b, &shown)
 	digest, _ := shown["preview_digest"].(string)
 	if resp.StatusCode != 200 || digest == "" {
-		t.Fatalf("GET approval %s: %d %s", id, resp.StatusCode, b)
+		return fmt.Errorf("GET approval %s: %d %s", id, resp.StatusCode, b)
 	}
-	post("/approvals/"+id+"/verdict", url.Values{"verdict": {verdict}, "preview_digest": {digest}, "csrf": {csrf}, "confirm": {"yes"}})
+	_, err = post("/approvals/"+id+"/verdict", url.Values{"verdict": {verdict}, "preview_digest": {digest}, "csrf": {csrf}, "confirm": {"yes"}})
+	return err
 }
 
 // gateway is a running ledger-mcp serve --http.
@@ -488,14 +498,4 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// logLines returns the lines of a process's stderr.
-func logLines(p *proc) []string {
-	sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
-	var lines []string
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	return lines
 }

@@ -224,14 +224,22 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			log.Warn("serving plain HTTP on a non-loopback address: agents' bearer tokens cross the network in the clear; put a TLS-terminating proxy in front", "addr", ln.Addr().String())
+		}
+	}
 	g.Start(ctx)
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "ledger-mcp: serving on http://%s/mcp\n", ln.Addr())
 	go func() {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
+		// Calls in flight finish (and queue their outcomes); agents'
+		// event streams, which never end by themselves, are then cut.
+		if !g.Drain(30 * time.Second) {
+			log.Warn("calls still in flight after 30 s; stopping")
+		}
+		srv.Close()
 	}()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -74,6 +75,11 @@ func startNotes(t *testing.T) *notes {
 			n.hit("delete_note")
 			return result(os.Remove(filepath.Join(n.root, args(req)["path"])), "deleted")
 		})
+	n.server.AddTool(&mcp.Tool{Name: "broken_note", Description: "Always fails with a protocol error.", InputSchema: stringSchema([]string{"path"}, "path")},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n.hit("broken_note")
+			return nil, &jsonrpc.Error{Code: -32001, Message: "the disk is full"}
+		})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return n.server }, nil))
 	t.Cleanup(srv.Close)
 	n.url = srv.URL
@@ -120,8 +126,9 @@ func notesCatalog(t *testing.T, pins map[string]string) (catalog, policies strin
 		return `{"declaration":1,"action":"notes.` + tool + `","tool":{"server":"notes","name":"` + tool + `","definition_digest":"` + pins[tool] + `"},"fields":` + fields + `}`
 	}
 	writeFiles(t, catalog, map[string]string{
-		"write_note.json": decl("write_note", `{"path":{"type":"string","tier":"derived","projections":["resource_dir"]},"content":{"type":"string","tier":"payload"}}`),
-		"move_note.json":  decl("move_note", `{"source":{"type":"string","tier":"derived","projections":["resource_dir"]},"destination":{"type":"string","tier":"derived","projections":["resource_dir"]}}`),
+		"write_note.json":  decl("write_note", `{"path":{"type":"string","tier":"derived","projections":["resource_dir"]},"content":{"type":"string","tier":"payload"}}`),
+		"move_note.json":   decl("move_note", `{"source":{"type":"string","tier":"derived","projections":["resource_dir"]},"destination":{"type":"string","tier":"derived","projections":["resource_dir"]}}`),
+		"broken_note.json": decl("broken_note", `{"path":{"type":"string","tier":"derived","projections":["resource_dir"]}}`),
 	})
 	writeFiles(t, policies, map[string]string{"notes.cedar": `@id("notes.write-allowed-dir")
 permit (principal, action == Action::"notes.write_note", resource)
@@ -130,6 +137,9 @@ when { context.path.resource_dir == "/allowed" };
 @id("notes.move-needs-approval")
 @approval("required")
 permit (principal, action == Action::"notes.move_note", resource);
+
+@id("notes.broken-allowed")
+permit (principal, action == Action::"notes.broken_note", resource);
 `})
 	return catalog, policies
 }

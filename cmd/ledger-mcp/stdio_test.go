@@ -16,6 +16,7 @@ import (
 // does: the config's stdio principal acts, and the gateway's log goes to
 // stderr, never into the protocol stream.
 func TestGatewayStdio(t *testing.T) {
+	t.Parallel()
 	n := startNotes(t)
 	catalog, policies := notesCatalog(t, n.pins(t))
 	l := startLedger(t, catalog, policies)
@@ -30,7 +31,7 @@ func TestGatewayStdio(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if names := toolNames(t, s); len(names) != 2 {
+	if names := toolNames(t, s); len(names) != 3 {
 		t.Fatalf("tools over stdio: %v\n%s", names, stderr)
 	}
 	if text, isErr := callText(t, s, "notes.write_note", map[string]any{"path": "/allowed/from-desktop.txt", "content": "hello"}); isErr {

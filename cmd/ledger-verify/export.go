@@ -314,6 +314,8 @@ type entryArgs struct {
 	exportFile string
 	index      uint64
 	file       string
+	// allowNonInteger: params --allow-non-integer.
+	allowNonInteger bool
 }
 
 // parseEntryArgs parses them; what names the file in the usage error,
@@ -325,6 +327,9 @@ func parseEntryArgs(cmd, usage, what string, args []string, stdout, stderr io.Wr
 	a.r.register(fs)
 	fs.StringVar(&a.exportFile, "export", "", "")
 	indexText := fs.String("index", "", "")
+	if cmd == "params" {
+		fs.BoolVar(&a.allowNonInteger, "allow-non-integer", false, "")
+	}
 	files, code, ok := parseFlags(fs, usage, args, stdout, stderr)
 	if !ok {
 		return nil, code

@@ -5,7 +5,7 @@
 // Usage:
 //
 //	ledger-verify export (--key VKEY | --key-file FILE | --trust FILE)... [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
-//	ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--json] CANDIDATE
+//	ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--allow-non-integer] [--json] CANDIDATE
 //	ledger-verify proof  (--key VKEY | --key-file FILE | --trust FILE)... [--params CANDIDATE] [--json] TLOG-PROOF
 //	ledger-verify tiers  (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--json] DECLARATION
 //	ledger-verify decisions (--key VKEY | --key-file FILE | --trust FILE)... [--policies DIR]... [--all] [--json] EXPORT

@@ -12,7 +12,8 @@ import (
 
 const paramsUsage = `Usage:
     ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)...
-                         --export EXPORT --index N [--json] CANDIDATE
+                         --export EXPORT --index N [--allow-non-integer]
+                         [--json] CANDIDATE
 
 Verify the export file EXPORT, as the export command does, then say
 whether the candidate parameters (a JSON file) are exactly those entry N
@@ -22,6 +23,9 @@ the strict input domain).
 Options:
     --export EXPORT       The export file holding the entry.
     --index N             The entry's index.
+    --allow-non-integer   Admit numbers with a fractional part, committed to
+                          in their RFC 8785 form, as a deployment that admits
+                          them does (ledger-mcp's allow_non_integer).
 ` + exportOptions + `
 Exit status: 0 match, 1 the export does not verify, mismatch or refused,
 2 bad usage or unreadable input.
@@ -46,7 +50,7 @@ func runParams(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if e == nil {
 		return code
 	}
-	result, err := verify.Params(e, candidate)
+	result, err := verify.ParamsIn(commit.Domain{AllowNonInteger: a.allowNonInteger}, e, candidate)
 	if r.json {
 		out := map[string]any{"result": result, "index": index, "params_digest": e.Params.Digest}
 		var de *commit.DomainError

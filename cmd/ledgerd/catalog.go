@@ -35,8 +35,9 @@ type catalogAction struct {
 }
 
 // loadCatalog reads every *.json file in dir as a declaration. It refuses
-// an empty directory, a declaration that does not parse, and two files for
-// one action.
+// an empty directory, a declaration that does not parse, two files for
+// one action, and an unreviewed draft (a file with "reviewed": false,
+// declare.DraftFromInputSchema's output before a person reviewed it).
 func loadCatalog(dir string) (catalog, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
@@ -53,6 +54,10 @@ func loadCatalog(dir string) (catalog, error) {
 	c := catalog{}
 	for _, df := range read {
 		f, d := df.Path, df.Decl
+		if !d.Reviewed() {
+			return nil, fmt.Errorf("catalog: %s: %w", f, &declare.Error{Action: d.Action, Pointer: "/reviewed",
+				Problem: `an unreviewed draft ("reviewed": false) is not served: review it, then remove the member`})
+		}
 		a := &catalogAction{decl: d, file: df.Data}
 		if a.tiers, err = d.TiersDigest(); err != nil {
 			return nil, fmt.Errorf("catalog: %s: %w", f, err)

@@ -180,8 +180,10 @@ type Config struct {
 	// docs/declarations.md). Appends must then name a declared action,
 	// carry attributes its generated JSON Schema accepts and its
 	// applied-tiers digest, and their entries (version 2) record the
-	// declaration's action definition digest. Optional; default none:
-	// any action, version 1 entries.
+	// declaration's action definition digest. The directory is read at
+	// start only; a declaration that is refused, or an unreviewed draft
+	// ("reviewed": false), stops the start, naming its file. Optional;
+	// default none: any action, version 1 entries.
 	CatalogDir string `json:"catalog_dir"`
 	// PolicyDir, if set, is a directory of Cedar policy files (*.cedar,
 	// docs/policies.md), validated against the catalog's declarations:

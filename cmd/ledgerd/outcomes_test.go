@@ -37,15 +37,21 @@ func (s *medServer) appendDecision(t testing.TB, q medRequest, decision string) 
 
 // POST /v1/entries/{index}/outcome appends a version 5 outcome of an
 // allow decision by the same mediator, refuses every other with its code
-// (counted, naming no value), and with approvals off too.
+// (counted, naming no value), with approvals off too, and on PostgreSQL
+// (whose UNIQUE idempotency keys hold the final outcomes' keys).
 func TestDecisionOutcomeEndpoint(t *testing.T) {
-	for _, approvals := range []bool{true, false} {
-		t.Run(fmt.Sprintf("approvals=%v", approvals), func(t *testing.T) {
-			s := startMedServer(t, func(c *Config) {
-				if !approvals {
-					c.Approvals = nil
-				}
-			})
+	for _, kind := range []string{"badger", "approvals-off", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			var s *medServer
+			switch kind {
+			case "postgres":
+				store, _ := pgTestStore(t)
+				s = startMedServerOn(t, nil, store)
+			case "approvals-off":
+				s = startMedServer(t, func(c *Config) { c.Approvals = nil })
+			default:
+				s = startMedServer(t, nil)
+			}
 			q := payRequest(1200)
 			allowed, denied := s.appendDecision(t, q, "allow"), s.appendDecision(t, q, "deny")
 			body := func(result string) string { return fmt.Sprintf(`{"result":%q}`, result) }

@@ -159,6 +159,13 @@ func TestDraftEditFile(t *testing.T) {
 	if string(draft) != want {
 		t.Errorf("draft:\n%s\nwant:\n%s", draft, want)
 	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "declarations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```json\n"+want+"```\n") {
+		t.Error("docs/declarations.md §8 does not show this draft")
+	}
 }
 
 // Types, optionality, descriptions, undeclarable names and refusals, on
