@@ -13,6 +13,7 @@ import (
 // serve sets the garbage collector's target to 400 % unless GOGC is set,
 // and its first log line says which is in force.
 func TestGatewayGCPercent(t *testing.T) {
+	t.Parallel()
 	binaries(t)
 	_, vkey, err := note.GenerateKey(rand.Reader, "ledger.example.com/log")
 	if err != nil {
@@ -40,7 +41,7 @@ func TestGatewayGCPercent(t *testing.T) {
 		p, _ := startEnv(t, e, nil, "ledger-mcp: serving on ", bins.ledgerMCP, "serve", "--config", cfg, "--http", "--listen", "127.0.0.1:0")
 		p.stop(t)
 		var first map[string]any
-		lines := logLines(p)
+		lines := strings.Split(strings.TrimSpace(p.stderr.String()), "\n")
 		if len(lines) == 0 || json.Unmarshal([]byte(lines[0]), &first) != nil {
 			t.Fatalf("%q: no JSON log line first:\n%s", tc.gogc, p.stderr)
 		}

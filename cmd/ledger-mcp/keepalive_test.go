@@ -16,6 +16,7 @@ import (
 // needs, not a connection per call beyond the second (the default
 // transport's two idle connections per host).
 func TestGatewayKeepAlive(t *testing.T) {
+	t.Parallel()
 	up, upConns := startEcho(t)
 	catalog, policies := echoCatalog(t, toolPins(t, up.URL))
 	l := startLedger(t, catalog, policies)
