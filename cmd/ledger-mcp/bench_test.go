@@ -41,10 +41,14 @@ import (
 // per call, read once every outcome of the calls is recorded, and the
 // gateway's peak RSS so far (VmHWM).
 // gateway-parallel makes the calls from 4×GOMAXPROCS goroutines of the one
-// agent session and reports calls/s. Run with -count 6 for alternating
-// direct and gateway runs, then benchstat:
+// agent session and reports calls/s. -count repeats each sub-benchmark
+// in place; for direct and gateway runs that alternate, run the process
+// six times (each starts its own ledgerd and gateway), then benchstat:
 //
-//	go test -run '^$' -bench GatewayCall -benchtime 2000x -count 6 ./cmd/ledger-mcp/
+//	for i in 1 2 3 4 5 6; do
+//		go test -run '^$' -bench GatewayCall -benchtime 1000x ./cmd/ledger-mcp/
+//	done | tee gateway.txt
+//	benchstat gateway.txt
 //
 // With LEDGER_MCP_CPUPROFILE=FILE set, the gateway writes its CPU profile
 // to FILE when it stops (the last parent run's).
