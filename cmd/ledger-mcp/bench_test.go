@@ -22,6 +22,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/mcpgate"
 )
 
@@ -36,7 +39,9 @@ import (
 // bench.echo); the gateway with approvals off.
 //
 // Each sub-benchmark makes b.N sequential calls and reports their p50 and
-// p99 latency. gateway reports too the CPU time (utime+stime of
+// p99 latency. ledgerd-decide is ledgerd's part alone: the gateway's
+// decide request (minimized as the gateway does) sent by a client of the
+// benchmark's own, each answer verified. gateway reports too the CPU time (utime+stime of
 // /proc/PID/stat, 10 ms ticks) of the ledger-mcp process and of ledgerd
 // per call, read once every outcome of the calls is recorded, and the
 // gateway's peak RSS so far (VmHWM).
@@ -67,6 +72,9 @@ func BenchmarkGatewayCall(b *testing.B) {
 	b.Cleanup(func() { g.stop(b); l.stop(b) })
 	b.Logf("upstream %s, ledgerd %s (pid %d), gateway %s (pid %d)", up.URL, l.url, l.cmd.Process.Pid, g.url, g.cmd.Process.Pid)
 
+	// ledgerd alone: the gateway's decide request, from a client in this
+	// process, for the share of the added latency that is ledgerd's.
+	b.Run("ledgerd-decide", func(b *testing.B) { measureDecide(b, l, catalog) })
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		direct := connectAt(b, up.URL, version)
 		agent := g.agentAt(b, version, nil)
@@ -193,6 +201,47 @@ func measureCalls(b *testing.B, s *mcp.ClientSession, tool string, g *gateway, l
 	b.StopTimer()
 	reportLatency(b, lat)
 	reportCPU(b, before, b.N, g, l)
+}
+
+// measureDecide asks ledgerd to decide the call the gateway would, b.N
+// times in sequence, each answer verified as the gateway does, and
+// reports their latency and ledgerd's CPU time per decision.
+func measureDecide(b *testing.B, l *ledger, catalog string) {
+	raw, err := os.ReadFile(filepath.Join(catalog, "echo.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	decl, err := declare.Parse(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	args, _ := json.Marshal(echoArgs)
+	c, err := client.New(l.url, l.token, l.vkey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	cpu0, appends0 := procCPU(b, l.cmd.Process.Pid), l.appends(b)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		min, err := decl.Minimize(args, declare.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := c.Decide(context.Background(), client.Request{Principal: "agent:notes-bot", Action: decl.Action,
+			Params: min.Params, Tiers: min.Tiers, Attributes: min.Attributes})
+		if err != nil || d.Decision != entry.Allow {
+			b.Fatalf("decide: %v", err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	if got := l.appends(b) - appends0; got != int64(b.N) {
+		b.Fatalf("ledgerd appended %d entries for %d decisions", got, b.N)
+	}
+	reportLatency(b, lat)
+	b.ReportMetric(ms(procCPU(b, l.cmd.Process.Pid)-cpu0)/float64(b.N), "ledgerd-cpu-ms/op")
 }
 
 // measureParallel makes b.N calls from 4×GOMAXPROCS goroutines.
