@@ -47,22 +47,14 @@ func (g *Gateway) serverOptions(o *mcp.ServerOptions) {
 	if anyForwards(g.cfg, "resources") {
 		caps.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
 		o.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
-			u := g.resourceOwner(req.Params.URI)
-			if u == nil {
-				return errors.New("no such resource")
-			}
-			s, err := u.connected(ctx)
+			s, err := g.resourceSession(ctx, req.Params.URI)
 			if err != nil {
 				return err
 			}
 			return s.Subscribe(ctx, req.Params)
 		}
 		o.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-			u := g.resourceOwner(req.Params.URI)
-			if u == nil {
-				return errors.New("no such resource")
-			}
-			s, err := u.connected(ctx)
+			s, err := g.resourceSession(ctx, req.Params.URI)
 			if err != nil {
 				return err
 			}
@@ -76,6 +68,15 @@ func (g *Gateway) serverOptions(o *mcp.ServerOptions) {
 		caps.Completions = &mcp.CompletionCapabilities{}
 		o.CompletionHandler = g.complete
 	}
+}
+
+// resourceSession is the session of the server owning uri.
+func (g *Gateway) resourceSession(ctx context.Context, uri string) (*mcp.ClientSession, error) {
+	u := g.resourceOwner(uri)
+	if u == nil {
+		return nil, errors.New("no such resource")
+	}
+	return u.connected(ctx)
 }
 
 func (g *Gateway) resourceOwner(uri string) *upstream {

@@ -226,15 +226,7 @@ func (g *Gateway) Metrics() *Metrics { return g.metrics }
 // hidden meanwhile. Start returns once every upstream was tried; the
 // refreshes run until ctx ends.
 func (g *Gateway) Start(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, up := range g.upstreams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g.sync(ctx, up)
-		}()
-	}
-	wg.Wait()
+	g.SyncAll(ctx)
 	go func() {
 		t := time.NewTicker(g.refresh)
 		defer t.Stop()

@@ -24,11 +24,9 @@ func TestGatewayApprovalWait(t *testing.T) {
 }
 
 func testGatewayApprovalWait(t *testing.T, version string) {
-	n := startNotes(t)
-	catalog, policies := notesCatalog(t, n.pins(t))
-	l := startLedger(t, catalog, policies)
-	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, map[string]any{"wait": "1s"})
-	g := startGateway(t, cfg, token)
+	s := setupNotes(t, map[string]any{"wait": "1s"})
+	n, l := s.n, s.l
+	g := s.gateway(t)
 	agent := g.agentAt(t, version, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 
 	writeFiles(t, filepath.Join(n.root, "allowed"), map[string]string{"draft.txt": "draft"})
@@ -96,11 +94,9 @@ func testGatewayApprovalWait(t *testing.T, version string) {
 // binds the retry to the arguments, and is used once.
 func TestGatewayRequestState(t *testing.T) {
 	t.Parallel()
-	n := startNotes(t)
-	catalog, policies := notesCatalog(t, n.pins(t))
-	l := startLedger(t, catalog, policies)
-	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, map[string]any{"wait": "5s"})
-	g := startGateway(t, cfg, token)
+	s := setupNotes(t, map[string]any{"wait": "5s"})
+	n, l := s.n, s.l
+	g := s.gateway(t)
 	agent := g.agent(t, &mcp.ClientOptions{
 		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
@@ -176,11 +172,9 @@ func TestGatewayRequestState(t *testing.T) {
 // With ledgerd stopped, every call is refused and none is forwarded.
 func TestGatewayLedgerDown(t *testing.T) {
 	t.Parallel()
-	n := startNotes(t)
-	catalog, policies := notesCatalog(t, n.pins(t))
-	l := startLedger(t, catalog, policies)
-	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, nil)
-	g := startGateway(t, cfg, token)
+	s := setupNotes(t, nil)
+	n, l := s.n, s.l
+	g := s.gateway(t)
 	agent := g.agent(t, nil)
 	l.stop(t)
 	for _, c := range []struct {

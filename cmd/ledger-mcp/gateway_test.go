@@ -36,11 +36,9 @@ func TestGatewayNotes(t *testing.T) {
 }
 
 func testGatewayNotes(t *testing.T, version string) {
-	n := startNotes(t)
-	catalog, policies := notesCatalog(t, n.pins(t))
-	l := startLedger(t, catalog, policies)
-	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, map[string]any{"wait": "30s"})
-	g := startGateway(t, cfg, token)
+	s := setupNotes(t, map[string]any{"wait": "30s"})
+	n, l := s.n, s.l
+	g := s.gateway(t)
 
 	var elicited []string
 	var mu sync.Mutex
@@ -145,7 +143,7 @@ func testGatewayNotes(t *testing.T, version string) {
 
 	export := l.export(t)
 	l.verify(t, "export", export)
-	l.verify(t, "decisions", export, "--policies", policies)
+	l.verify(t, "decisions", export, "--policies", s.policies)
 	l.verify(t, "approvals", export)
 
 	// Nothing raw: the content and the files' names appear nowhere.
@@ -166,11 +164,9 @@ func testGatewayNotes(t *testing.T, version string) {
 // given, and the call's outcome is recorded failed.
 func TestGatewayUpstreamError(t *testing.T) {
 	t.Parallel()
-	n := startNotes(t)
-	catalog, policies := notesCatalog(t, n.pins(t))
-	l := startLedger(t, catalog, policies)
-	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, nil)
-	g := startGateway(t, cfg, token)
+	s := setupNotes(t, nil)
+	l := s.l
+	g := s.gateway(t)
 	agent := g.agent(t, nil)
 	_, err := agent.CallTool(context.Background(), &mcp.CallToolParams{Name: "notes.broken_note", Arguments: map[string]any{"path": "/a/b.txt"}})
 	var rpcErr *jsonrpc.Error

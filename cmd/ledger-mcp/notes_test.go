@@ -166,3 +166,28 @@ func toolNames(t *testing.T, s *mcp.ClientSession) []string {
 }
 
 var _ = strings.Contains
+
+// notesSetup is the notes server, its reviewed catalog and policies, and
+// a ledgerd serving them; the gateway's config (approvals as given, nil
+// for none) names the notes server as "notes".
+type notesSetup struct {
+	n                 *notes
+	l                 *ledger
+	catalog, policies string
+	cfg, token        string
+}
+
+func setupNotes(t *testing.T, approvals map[string]any) *notesSetup {
+	t.Helper()
+	s := &notesSetup{n: startNotes(t)}
+	s.catalog, s.policies = notesCatalog(t, s.n.pins(t))
+	s.l = startLedger(t, s.catalog, s.policies)
+	s.cfg, s.token = writeGatewayConfig(t, s.l, s.catalog, map[string]any{"notes": map[string]any{"url": s.n.url}}, approvals)
+	return s
+}
+
+// gateway starts ledger-mcp on the setup's config.
+func (s *notesSetup) gateway(t *testing.T) *gateway {
+	t.Helper()
+	return startGateway(t, s.cfg, s.token)
+}
