@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,12 +154,13 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 		if g.ledger, err = client.New(cfg.Ledger.URL, string(token), cfg.Ledger.VerifierKey); err != nil {
 			return nil, fmt.Errorf("ledger: %w", err)
 		}
+		g.ledger.HTTP = &http.Client{Transport: keepAliveTransport()}
 	}
 	if g.approvals, err = newApprovals(cfg); err != nil {
 		return nil, err
 	}
 	for name, sc := range cfg.Servers {
-		g.upstreams[name] = &upstream{name: name, cfg: sc, gw: g}
+		g.upstreams[name] = &upstream{name: name, cfg: sc, gw: g, http: keepAliveTransport()}
 	}
 	sopts := &mcp.ServerOptions{
 		Logger: discardSDKLog,
@@ -463,6 +465,18 @@ func (g *Gateway) lookup(name string) (*gatedTool, ToolStatus) {
 		return nil, gt.status
 	}
 	return gt, Exposed
+}
+
+// keepAliveTransport is the HTTP transport to ledgerd and to each
+// upstream server: http.DefaultTransport's, keeping up to 64 idle
+// connections to a host instead of 2. With the default, every call in
+// flight beyond the second (and each outcome recorded meanwhile) opened
+// a connection and closed it after its answer (docs/performance.md "MCP
+// gateway").
+func keepAliveTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
 }
 
 // randomKey is a fresh idempotency key.

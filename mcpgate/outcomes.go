@@ -67,12 +67,15 @@ func (o *outcomes) add(j outcomeJob) {
 	j.key = randomKey("mcp-outcome-")
 	o.mu.Lock()
 	if !o.closed {
+		// Counted before it is queued: a worker may take it and be done
+		// with it before the send returns here.
+		o.pending.Add(1)
 		select {
 		case o.queue <- j:
-			o.pending.Add(1)
 			o.mu.Unlock()
 			return
 		default:
+			o.pending.Done()
 		}
 	}
 	o.mu.Unlock()

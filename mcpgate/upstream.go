@@ -20,6 +20,7 @@ type upstream struct {
 	name string
 	cfg  ServerConfig
 	gw   *Gateway
+	http *http.Transport // for a server at a URL, kept across sessions
 
 	syncMu sync.Mutex // held while the tools are listed and replaced
 
@@ -87,13 +88,13 @@ func (u *upstream) closeStderr() {
 // transport is the configured way to reach the server.
 func (u *upstream) transport() (mcp.Transport, error) {
 	if u.cfg.URL != "" {
-		hc := &http.Client{}
+		hc := &http.Client{Transport: u.http}
 		if u.cfg.BearerTokenFile != "" {
 			tok, err := readSecret("servers."+u.name+".bearer_token_file", u.gw.cfg.Path(u.cfg.BearerTokenFile))
 			if err != nil {
 				return nil, err
 			}
-			hc.Transport = bearer{token: string(tok), next: http.DefaultTransport}
+			hc.Transport = bearer{token: string(tok), next: u.http}
 		}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, DisableStandaloneSSE: false}, nil
 	}

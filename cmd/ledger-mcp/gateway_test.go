@@ -70,6 +70,11 @@ func testGatewayNotes(t *testing.T, version string) {
 	if b, err := os.ReadFile(filepath.Join(n.root, "allowed", "q3-report.txt")); err != nil || string(b) != secret {
 		t.Fatalf("allowed write: %q %v", b, err)
 	}
+	// Its outcome is appended after the answer, from the gateway's queue,
+	// racing the next call's decision: wait for it (the policy set, the
+	// approval config, the decision, the outcome), so that the log below
+	// is in the calls' order.
+	waitFor(t, "the allowed write's outcome", func() bool { return len(l.entries(t)) >= 4 })
 
 	text, isErr := callText(t, agent, "notes.write_note", map[string]any{"path": "/elsewhere/q3-copy.txt", "content": secret})
 	if !isErr || !strings.Contains(text, "denied") {

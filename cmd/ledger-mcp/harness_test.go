@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 // binaries builds ledgerd, ledger-mcp and ledger-verify.
-func binaries(t *testing.T) {
+func binaries(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
@@ -52,7 +52,13 @@ func binaries(t *testing.T) {
 			return
 		}
 		bins.ledgerd, bins.ledgerMCP, bins.ledgerVerif = filepath.Join(bins.dir, "ledgerd"), filepath.Join(bins.dir, "ledger-mcp"), filepath.Join(bins.dir, "ledger-verify")
-		for bin, pkg := range map[string]string{bins.ledgerd: "../ledgerd", bins.ledgerMCP: ".", bins.ledgerVerif: "../ledger-verify"} {
+		pkgs := map[string]string{bins.ledgerd: "../ledgerd", bins.ledgerMCP: ".", bins.ledgerVerif: "../ledger-verify"}
+		// A benchmark may compare another build of ledger-mcp.
+		if bin := os.Getenv("LEDGER_MCP_TEST_BINARY"); bin != "" {
+			delete(pkgs, bins.ledgerMCP)
+			bins.ledgerMCP = bin
+		}
+		for bin, pkg := range pkgs {
 			if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 				bins.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 				return
@@ -89,7 +95,7 @@ type proc struct {
 	stdout *lockedBuffer
 }
 
-func (p *proc) stop(t *testing.T) {
+func (p *proc) stop(t testing.TB) {
 	t.Helper()
 	if p.cmd.ProcessState != nil {
 		return
@@ -107,9 +113,16 @@ func (p *proc) stop(t *testing.T) {
 
 // start runs bin and returns once a line of its output (stdout, then
 // stderr) has prefix, with the rest of that line.
-func start(t *testing.T, stdin io.Reader, prefix string, bin string, args ...string) (*proc, string) {
+func start(t testing.TB, stdin io.Reader, prefix string, bin string, args ...string) (*proc, string) {
+	t.Helper()
+	return startEnv(t, nil, stdin, prefix, bin, args...)
+}
+
+// startEnv is start with the environment env (nil: the test's).
+func startEnv(t testing.TB, env []string, stdin io.Reader, prefix string, bin string, args ...string) (*proc, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdin = stdin
 	p := &proc{cmd: cmd, stderr: &lockedBuffer{}, stdout: &lockedBuffer{}}
 	found := make(chan string, 1)
@@ -175,8 +188,15 @@ const (
 
 // startLedger makes a data directory with mediator "gateway", approver
 // alice (every action), the catalog and the policies, and serves it on a
-// free loopback port.
-func startLedger(t *testing.T, catalog, policies string) *ledger {
+// free loopback port, checkpointing every 20 ms.
+func startLedger(t testing.TB, catalog, policies string) *ledger {
+	t.Helper()
+	return startLedgerWith(t, catalog, policies, map[string]any{"checkpoint_interval": "20ms"})
+}
+
+// startLedgerWith is startLedger with settings added to ledgerd.json
+// instead of the short checkpoint interval.
+func startLedgerWith(t testing.TB, catalog, policies string, settings map[string]any) *ledger {
 	t.Helper()
 	binaries(t)
 	dir := t.TempDir()
@@ -203,7 +223,9 @@ func startLedger(t *testing.T, catalog, policies string) *ledger {
 		t.Fatal(err)
 	}
 	cfg["catalog_dir"], cfg["policy_dir"] = catalog, policies
-	cfg["checkpoint_interval"] = "20ms"
+	for k, v := range settings {
+		cfg[k] = v
+	}
 	b, _ = json.MarshalIndent(cfg, "", "  ")
 	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -212,7 +234,7 @@ func startLedger(t *testing.T, catalog, policies string) *ledger {
 	return l
 }
 
-func (l *ledger) serve(t *testing.T) {
+func (l *ledger) serve(t testing.TB) {
 	t.Helper()
 	p, rest := start(t, nil, "verifier key: ", bins.ledgerd, "serve", "--data", l.dir, "--listen", "127.0.0.1:0")
 	l.proc, l.vkey = p, rest
@@ -227,7 +249,7 @@ func (l *ledger) serve(t *testing.T) {
 }
 
 // export fetches the whole log as an export file.
-func (l *ledger) export(t *testing.T) string {
+func (l *ledger) export(t testing.TB) string {
 	t.Helper()
 	var size uint64
 	deadline := time.Now().Add(30 * time.Second)
@@ -262,7 +284,7 @@ func (l *ledger) export(t *testing.T) string {
 }
 
 // verify runs ledger-verify CMD on an export and returns its JSON report.
-func (l *ledger) verify(t *testing.T, cmd, export string, extra ...string) string {
+func (l *ledger) verify(t testing.TB, cmd, export string, extra ...string) string {
 	t.Helper()
 	args := append([]string{cmd, "--key", l.vkey}, extra...)
 	args = append(args, export)
@@ -274,7 +296,7 @@ func (l *ledger) verify(t *testing.T, cmd, export string, extra ...string) strin
 }
 
 // entries fetches every entry of the log, as JSON objects.
-func (l *ledger) entries(t *testing.T) []map[string]any {
+func (l *ledger) entries(t testing.TB) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for i := 0; ; i++ {
@@ -298,7 +320,7 @@ func (l *ledger) entries(t *testing.T) []map[string]any {
 // approve signs in as alice and gives verdict on approval id over the
 // page's JSON interface, as a script would (the browser test does it in
 // Chromium).
-func (l *ledger) approve(t *testing.T, id, verdict string) {
+func (l *ledger) approve(t testing.TB, id, verdict string) {
 	t.Helper()
 	if err := l.approveErr(id, verdict); err != nil {
 		t.Fatal(err)
@@ -358,7 +380,7 @@ type gateway struct {
 
 // writeGatewayConfig writes a config for the gateway in front of servers
 // (name → server member), with one agent whose token it returns.
-func writeGatewayConfig(t *testing.T, l *ledger, catalog string, servers map[string]any, approvals map[string]any) (path, agentToken string) {
+func writeGatewayConfig(t testing.TB, l *ledger, catalog string, servers map[string]any, approvals map[string]any) (path, agentToken string) {
 	t.Helper()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "ledger.token"), []byte(l.token+"\n"), 0o600)
@@ -383,7 +405,7 @@ func writeGatewayConfig(t *testing.T, l *ledger, catalog string, servers map[str
 	return path, agentToken
 }
 
-func startGateway(t *testing.T, config, agentToken string) *gateway {
+func startGateway(t testing.TB, config, agentToken string) *gateway {
 	t.Helper()
 	p, rest := start(t, nil, "ledger-mcp: serving on ", bins.ledgerMCP, "serve", "--config", config, "--http", "--listen", "127.0.0.1:0")
 	return &gateway{proc: p, url: rest, token: agentToken}
@@ -399,14 +421,14 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // agent connects a Go SDK client to the gateway as its agent.
-func (g *gateway) agent(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
+func (g *gateway) agent(t testing.TB, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	return g.agentAt(t, "", opts)
 }
 
 // agentAt connects an agent speaking protocol version (the SDK's latest
 // if empty).
-func (g *gateway) agentAt(t *testing.T, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+func (g *gateway) agentAt(t testing.TB, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -424,7 +446,7 @@ func (g *gateway) agentAt(t *testing.T, version string, opts *mcp.ClientOptions)
 }
 
 // callText calls a tool and returns its text and isError.
-func callText(t *testing.T, s *mcp.ClientSession, name string, args any) (string, bool) {
+func callText(t testing.TB, s *mcp.ClientSession, name string, args any) (string, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -442,7 +464,7 @@ func callText(t *testing.T, s *mcp.ClientSession, name string, args any) (string
 }
 
 // approvalID finds the approval id a refusal or elicitation names.
-func approvalID(t *testing.T, text string) string {
+func approvalID(t testing.TB, text string) string {
 	t.Helper()
 	i := strings.Index(text, "sha256:")
 	if i < 0 || len(text) < i+71 {
@@ -456,7 +478,7 @@ func approvalID(t *testing.T, text string) string {
 }
 
 // waitFor polls cond until it holds or 30 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -468,7 +490,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // writeFiles writes name → content under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	os.MkdirAll(dir, 0o755)
 	for name, content := range files {

@@ -31,6 +31,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -70,6 +72,15 @@ Commands:
 
 Logs go to stderr as JSON lines; they never hold an argument or result
 value, nor a token.
+
+Environment:
+    GOGC    The Go garbage collector's target percentage, as the Go
+            runtime reads it (off for none). Default when unset: 400,
+            not Go's 100: the gateway's live heap is a few MiB and each
+            call leaves about 600 KiB of garbage (mostly the MCP SDK's
+            JSON buffers), so at 100 it collected every few calls, a
+            third of its CPU time (docs/performance.md "MCP gateway").
+            serve's first log line reports it as go_gc_percent.
 `
 
 type usageError string
@@ -77,6 +88,7 @@ type usageError string
 func (e usageError) Error() string { return string(e) }
 
 func main() {
+	setGCPercent()
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	var ue usageError
 	switch {
@@ -165,7 +177,17 @@ func serve(args []string, stderr io.Writer) error {
 	case *listen != "" && !*httpMode:
 		return usageError("--listen is for --http")
 	}
+	if path := os.Getenv("LEDGER_MCP_CPUPROFILE"); path != "" {
+		// Hidden, for docs/performance.md: a CPU profile of the whole
+		// serve, written when it ends.
+		stop, err := cpuProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log.Info("ledger-mcp starting", "version", mcpgate.Version, "go_gc_percent", gcPercent())
 	g, cfg, err := loadGateway(*config, log)
 	if err != nil {
 		return err
@@ -223,6 +245,37 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// defaultGCPercent is the garbage collector's target unless GOGC sets
+// one (the usage text says why).
+const defaultGCPercent = 400
+
+// setGCPercent sets defaultGCPercent unless GOGC is set and not empty.
+func setGCPercent() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+}
+
+// gcPercent is the garbage collector's target in force (-1: off).
+func gcPercent() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// cpuProfile starts a CPU profile into path; stop ends and writes it.
+func cpuProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("LEDGER_MCP_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("LEDGER_MCP_CPUPROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func check(args []string, stdout, stderr io.Writer) error {

@@ -14,8 +14,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/decisionledger/ledger/mcpgate"
 )
 
 // notes is an MCP server of the test's own over streamable HTTP: it
@@ -112,26 +110,9 @@ func (n *notes) rugPull() {
 
 // pins lists the server's tools as the gateway will see them and returns
 // each one's definition digest.
-func (n *notes) pins(t *testing.T) map[string]string {
+func (n *notes) pins(t testing.TB) map[string]string {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "pin", Version: "1"}, nil)
-	s, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: n.url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	out := map[string]string{}
-	for tool, err := range s.Tools(context.Background(), nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := mcpgate.ToolDigest(tool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[tool.Name] = d.String()
-	}
-	return out
+	return toolPins(t, n.url)
 }
 
 // notesCatalog writes the declarations of notes.write_note and
