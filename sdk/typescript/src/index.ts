@@ -22,3 +22,30 @@ export {
   type Commitment,
   type JsonInput,
 } from "./canonical.js";
+export {
+  Declaration,
+  DeclarationError,
+  type Field,
+  type FieldType,
+  type Tier,
+  type Tool,
+  type FloorMap,
+  type MinimizeOptions,
+  type MinimizeResult,
+  isFieldName,
+  isActionName,
+  isActionPart,
+  ACTION_DOMAIN_SEPARATOR,
+  TIERS_DOMAIN_SEPARATOR,
+} from "./declare.js";
+export {
+  ProjectionError,
+  UNMATCHED,
+  recipientDomain,
+  payeeKnown,
+  endpointHost,
+  routeShape,
+  resourceDir,
+  byteSize,
+  count,
+} from "./project.js";
