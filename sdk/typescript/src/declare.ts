@@ -33,7 +33,7 @@ export type Tier = "policy" | "derived" | "payload";
  * declaration ("/fields/recipient/tier") or into the call's parameters
  * ("/recipient"); it never holds a parameter's value. code is one of
  * "domain:<kind>", "field_absent", "field_type", "projection_refused",
- * "declaration_invalid", "floor" (docs/conformance.md).
+ * "declaration_invalid", "floor_exceeded" (docs/conformance.md).
  */
 export class DeclarationError extends LedgerError {
   readonly action: string;
@@ -403,8 +403,8 @@ export class Declaration {
       }
       const rank = TIER_RANK[limit];
       const p = "/fields/" + escapePointer(f.name);
-      if (rank === undefined) throw new DeclarationError("floor", this.action, p, `the floor names an unknown tier ${JSON.stringify(limit)}`);
-      if (TIER_RANK[f.tier]! > rank) throw new DeclarationError("floor", this.action, p + "/tier", `declared ${f.tier}, past the workload's floor of ${limit}`);
+      if (rank === undefined) throw new DeclarationError("floor_exceeded", this.action, p, `the floor names an unknown tier ${JSON.stringify(limit)}`);
+      if (TIER_RANK[f.tier]! > rank) throw new DeclarationError("floor_exceeded", this.action, p + "/tier", `declared ${f.tier}, past the workload's floor of ${limit}`);
     }
   }
 
