@@ -49,3 +49,15 @@ export {
   byteSize,
   count,
 } from "./project.js";
+export {
+  renderPreview,
+  previewDigest,
+  PreviewInputError,
+  type Preview,
+  type Limits,
+  PASSES,
+  FALLBACK_PASS,
+  PREVIEW_CEILING,
+  PREVIEW_DOMAIN_SEPARATOR,
+  MARKER,
+} from "./preview.js";
