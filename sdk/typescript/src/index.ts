@@ -61,3 +61,5 @@ export {
   PREVIEW_DOMAIN_SEPARATOR,
   MARKER,
 } from "./preview.js";
+export { parseEntry, entryHash, leafHash, isIdentifier, EntryError, type Entry } from "./entry.js";
+export { VerifierKey, VerificationError, verifyReceipt, verifyInclusion, type Checkpoint, type InclusionProof } from "./verify.js";
