@@ -63,3 +63,20 @@ export {
 } from "./preview.js";
 export { parseEntry, entryHash, leafHash, isIdentifier, EntryError, type Entry } from "./entry.js";
 export { VerifierKey, VerificationError, verifyReceipt, verifyInclusion, type Checkpoint, type InclusionProof } from "./verify.js";
+export {
+  LedgerClient,
+  ApiError,
+  ClientError,
+  type ClientOptions,
+  type DecideRequest,
+  type AppendRequest,
+  type RequestOptions,
+  type Receipt,
+  type Decided,
+  type OpenedApproval,
+  type Terms,
+  type ApprovalState,
+  type ApprovalStateName,
+  type ActionSummary,
+} from "./client.js";
+export { parseObjectWithRaw } from "./json.js";

@@ -69,6 +69,8 @@ class Parser {
   pos = 0;
   depth = 0;
   readonly path: (string | number)[] = [];
+  /** If set, the byte span of each top-level member's value. */
+  spans: Map<string, [number, number]> | undefined;
   constructor(
     readonly data: Buffer,
     readonly mode: ParseMode,
@@ -182,8 +184,10 @@ class Parser {
       this.pos++;
       this.skipSpace();
       this.path.push(name);
+      const valueStart = this.pos;
       const v = this.parseValue();
       this.path.pop();
+      if (this.spans !== undefined && this.depth === 1) this.spans.set(name, [valueStart, this.pos]);
       if (members.has(name)) {
         if (dup === undefined || name < dup) {
           dup = name;
@@ -555,4 +559,25 @@ export function parseObject(input: JsonText, options?: DomainOptions): JsonObjec
 /** Test-only: RFC 8785 without the strict domain's Unicode and number rules. @internal */
 export function parseRFC8785(input: JsonText): JsonValue {
   return parseWith(toBytes(input), { allowNonInteger: true, maxDepth: DEFAULT_MAX_DEPTH, rfc8785: true }, MAX_INPUT_BYTES);
+}
+
+/**
+ * Reads a JSON object in the strict domain (options as parse) and returns
+ * it with the exact bytes of each top-level member's value, so that an
+ * embedded signed document can be checked byte for byte.
+ */
+export function parseObjectWithRaw(input: JsonText, options?: DomainOptions): { value: JsonObject; raw: Map<string, Buffer> } {
+  const data = toBytes(input);
+  const limit = maxBytes(options);
+  if (data.length > limit) throw new DomainError("too_large", "", false, limit);
+  const p = new Parser(data, mode(options));
+  p.spans = new Map();
+  p.skipSpace();
+  const v = p.parseValue();
+  p.skipSpace();
+  if (p.pos !== data.length) throw p.fail("syntax", p.pos);
+  if (!(v instanceof Map)) throw new DomainError("not_object", "", false, 0);
+  const raw = new Map<string, Buffer>();
+  for (const [name, [a, b]] of p.spans) raw.set(name, data.subarray(a, b));
+  return { value: v, raw };
 }

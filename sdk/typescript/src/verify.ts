@@ -50,12 +50,14 @@ export class VerifierKey {
   private readonly key: KeyObject;
 
   constructor(vkey: string) {
-    const parts = vkey.split("+");
     const fail = (): never => {
       throw new LedgerError("bad_verifier_key", "verify: verifier key: malformed");
     };
-    if (parts.length !== 3) fail();
-    const [name, hash16, key64] = parts as [string, string, string];
+    // name+hash+base64, the base64 itself possibly holding '+'.
+    const p1 = vkey.indexOf("+");
+    const p2 = p1 < 0 ? -1 : vkey.indexOf("+", p1 + 1);
+    if (p2 < 0) fail();
+    const [name, hash16, key64] = [vkey.slice(0, p1), vkey.slice(p1 + 1, p2), vkey.slice(p2 + 1)];
     const key = canonicalBase64(key64);
     if (!/^[0-9a-fA-F]{8}$/.test(hash16) || key === null || !isValidName(name) || key.length === 0) fail();
     const hash = parseInt(hash16, 16);

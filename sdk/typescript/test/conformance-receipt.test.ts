@@ -53,3 +53,9 @@ test("the worked example entry (docs/entry.md §4)", () => {
     verifyReceipt(key, repoFile(`testdata/entry/${f}`));
   }
 });
+
+test("verifier keys whose base64 holds '+' (split at the first two '+' only, as Go's note does)", () => {
+  const k = new VerifierKey("ledger.example.com/sdk-test+2b7fc5cb+AVN3SrFgc7PXi6ke9Y1ig2/J4HUgUv+39YXPMomqJkpz");
+  assert.equal(k.id, "ledger.example.com/sdk-test+2b7fc5cb");
+  assert.throws(() => new VerifierKey("ledger.example.com/sdk-test+2b7fc5cc+AVN3SrFgc7PXi6ke9Y1ig2/J4HUgUv+39YXPMomqJkpz"), /key hash/);
+});
