@@ -1,7 +1,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { LedgerClient, ApiError, VerificationError, Declaration, type Decided } from "../src/index.js";
-import { startLedgerd, type Ledgerd } from "./ledgerd.js";
+import { startLedgerd, giveVerdict, type Ledgerd } from "./ledgerd.js";
 import { repoFile } from "./testutil.js";
 import { createHash, generateKeyPairSync } from "node:crypto";
 
@@ -71,7 +71,7 @@ test("decide (allow), verified, then its outcome, and an idempotent replay", asy
   assert.ok(again.raw.equals(first.raw));
 });
 
-test("needs_approval opens an approval: pending, waited on, not yet consumable", async () => {
+test("needs_approval: an approval opened, pending, approved by a person, consumed once, its outcome; a denial", async () => {
   const preview = JSON.stringify({ payee: "payee-0001", amount_minor: 250000, api_key: "secret-value" });
   const d = await decidePayment(250000, preview);
   assert.equal(d.decision, "needs_approval");
@@ -85,6 +85,31 @@ test("needs_approval opens an approval: pending, waited on, not yet consumable",
   await assert.rejects(waited, /stop waiting/);
   const terms = { action: "make_payment", principal: "agent:sdk-test", params: { digest: d.entry.members["params_digest"] as string, size: d.entry.members["params_size"] as number } };
   await assert.rejects(client.consume(d.approval.id, terms), (e: unknown) => e instanceof ApiError && e.code === "approval_pending");
+
+  // A person approves on the approver's page; the wait ends with the verified verdict entry.
+  const id = d.approval.id;
+  const waiting = client.waitApproval(id, { pollMs: 20, signal: AbortSignal.timeout(60_000) });
+  await giveVerdict(ledgerd, id, "approve");
+  const approved = await waiting;
+  assert.equal(approved.state, "approved");
+  assert.equal(approved.verdictEntry?.kind, "approval");
+  assert.equal(approved.verdictEntry?.members["approver"], "alice");
+  const used = await client.consume(id, terms, { idempotencyKey: "sdk-test-consume-1" });
+  assert.equal(used.request, d.index);
+  const replay = await client.consume(id, terms, { idempotencyKey: "sdk-test-consume-1" });
+  assert.equal(replay.replayed, true);
+  await assert.rejects(client.consume(id, terms), (e: unknown) => e instanceof ApiError && e.code === "approval_consumed");
+  const out = await client.approvalOutcome(id, used.index, "succeeded", "op-2");
+  assert.equal(out.entry.version, 4);
+  assert.equal((await client.approval(id)).state, "consumed");
+
+  // A denial ends the wait too, verified.
+  const d2 = await decidePayment(300000, preview);
+  assert.ok(d2.approval !== undefined);
+  await giveVerdict(ledgerd, d2.approval.id, "deny");
+  const denied = await client.waitApproval(d2.approval.id, { pollMs: 20, signal: AbortSignal.timeout(60_000) });
+  assert.equal(denied.state, "denied");
+  assert.equal(denied.verdictEntry?.members["verdict"], "deny");
 });
 
 test("append (the mediator's own decision), checkpoint and inclusion verified", async () => {

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync, rmSync, existsSync } from "no
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { randomBytes } from "node:crypto";
 import { repoRoot } from "./testutil.js";
 
 const run = promisify(execFile);
@@ -13,6 +14,8 @@ export interface Ledgerd {
   url: string;
   token: string;
   verifierKey: string;
+  /** An approver of make_payment, and their password (random, per run). */
+  approver: { name: string; password: string };
   stop(): Promise<void>;
 }
 
@@ -47,6 +50,13 @@ export async function startLedgerd(): Promise<Ledgerd> {
   cfg["policy_dir"] = path.join(repoRoot, "testdata/policies");
   cfg["approvals"] = { pending_ttl: "1h", execution_ttl: "1h" };
   writeFileSync(cfgPath, JSON.stringify(cfg), { mode: 0o600 });
+  const approver = { name: "alice", password: randomBytes(18).toString("base64") };
+  await new Promise<void>((resolve, reject) => {
+    const p = execFile(bin, ["approver", "add", approver.name, "--actions", "make_payment", "--config", cfgPath], { timeout: 120_000 }, (err) =>
+      err ? reject(err) : resolve(),
+    );
+    p.stdin!.end(approver.password + "\n");
+  });
   const child: ChildProcess = spawn(bin, ["serve", "--config", cfgPath, "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (b: Buffer) => {
@@ -73,6 +83,7 @@ export async function startLedgerd(): Promise<Ledgerd> {
     url,
     token,
     verifierKey,
+    approver,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once("exit", r));
@@ -82,4 +93,29 @@ export async function startLedgerd(): Promise<Ledgerd> {
       if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Signs in as the approver on the approver's page (JSON answers) and gives
+ * a verdict on one approval, as docs/approvals.md "With curl" does.
+ */
+export async function giveVerdict(l: Ledgerd, id: string, verdict: "approve" | "deny"): Promise<void> {
+  const headers = { accept: "application/json", origin: l.url, "content-type": "application/x-www-form-urlencoded" };
+  const signIn = await fetch(`${l.url}/approvals/sign-in`, {
+    method: "POST",
+    headers,
+    body: new URLSearchParams({ name: l.approver.name, password: l.approver.password }).toString(),
+  });
+  if (signIn.status !== 200) throw new Error(`sign-in: ${signIn.status} ${await signIn.text()}`);
+  const { csrf } = (await signIn.json()) as { csrf: string };
+  const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+  const page = await fetch(`${l.url}/approvals/${id}`, { headers: { accept: "application/json", cookie } });
+  if (page.status !== 200) throw new Error(`approval page: ${page.status} ${await page.text()}`);
+  const { preview_digest } = (await page.json()) as { preview_digest: string };
+  const v = await fetch(`${l.url}/approvals/${id}/verdict`, {
+    method: "POST",
+    headers: { ...headers, cookie },
+    body: new URLSearchParams({ verdict, preview_digest, csrf, confirm: "yes" }).toString(),
+  });
+  if (v.status !== 201) throw new Error(`verdict: ${v.status} ${await v.text()}`);
 }
