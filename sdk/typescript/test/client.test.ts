@@ -1,6 +1,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { LedgerClient, ApiError, VerificationError, Declaration, type Decided } from "../src/index.js";
+import { LedgerClient, ApiError, VerificationError, Declaration, entryHash, type Decided } from "../src/index.js";
 import { startLedgerd, giveVerdict, type Ledgerd } from "./ledgerd.js";
 import { repoFile } from "./testutil.js";
 import { createHash, generateKeyPairSync } from "node:crypto";
@@ -162,4 +162,23 @@ test("a tampered receipt is refused, never returned", async () => {
   const c = new LedgerClient({ baseURL: ledgerd.url, token: ledgerd.token, verifierKey: otherKey("ledger.example.com/sdk-test") });
   await assert.rejects(decidePayment(500, undefined, c), (e: unknown) => e instanceof VerificationError && e.check === "key");
   await assert.rejects(c.checkpoint(), (e: unknown) => e instanceof VerificationError && e.check === "checkpoint-signature");
+});
+
+test("every entry the ledger wrote decodes strictly, verifies, chains by prev and is in the checkpoint's tree", async () => {
+  // After the other tests: publications, approval deadlines, decisions of
+  // versions 2 and 3, verdicts, consumptions and outcomes of versions 4 and 5.
+  const cp = await client.checkpoint();
+  assert.ok(cp.size >= 10, `only ${cp.size} entries`);
+  const kinds = new Set<string>();
+  let prev = "sha256:" + "0".repeat(64);
+  for (let i = 0; i < cp.size; i++) {
+    const e = await client.entry(i);
+    assert.equal(e.prev, prev, `entry ${i}: prev`);
+    prev = entryHash(e);
+    kinds.add(`${e.version}/${e.kind ?? "-"}`);
+    await client.verifyInclusion({ index: i, raw: e.raw }, cp);
+  }
+  for (const k of ["3/policy_set", "4/approval_config", "3/decision", "2/-", "4/approval", "4/consumption", "4/outcome", "5/outcome"]) {
+    assert.ok(kinds.has(k), `no entry of version/kind ${k} among ${[...kinds].join(", ")}`);
+  }
 });
