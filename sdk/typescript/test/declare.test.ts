@@ -113,3 +113,19 @@ test("minimize refuses, naming the declared field and never a value", () => {
   refused(`{"body":"b","recipient":"a@example.com","subject":"e\u0301"}`, "domain:not_nfc", "/subject");
   refused(`[]`, "domain:not_object", "");
 });
+
+test("the disclosure floor (docs/declarations.md §6) refuses a declaration past it, before the parameters", () => {
+  const d = Declaration.parse(repoFile("testdata/declarations/make_payment.json"));
+  const params = repoFile("testdata/calls/make_payment.json");
+  const refused = (floor: Record<string, Record<string, "policy" | "derived" | "payload">>, pointer: string): void => {
+    assert.throws(
+      () => d.minimize("not even JSON", { floor }),
+      (e: unknown) => e instanceof DeclarationError && e.code === "floor_exceeded" && e.pointer === pointer,
+      JSON.stringify(floor),
+    );
+  };
+  refused({ make_payment: { amount_minor: "derived" } }, "/fields/amount_minor/tier");
+  refused({ make_payment: { "*": "payload", amount_minor: "policy", currency: "policy" } }, "/fields/payee/tier");
+  assert.doesNotThrow(() => d.minimize(params, { floor: { make_payment: { "*": "policy" } } }));
+  assert.doesNotThrow(() => d.minimize(params, { floor: { send_email: { "*": "payload" } } }));
+});

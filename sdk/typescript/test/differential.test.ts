@@ -57,6 +57,8 @@ test("differential: Go's verdict on 10,000 generated texts, and npm canonicalize
       // domain refuses).
       const other = canonicalize(JSON.parse(input.toString("utf8")));
       if (other !== c.canonical.toString("utf8")) failures.push(`${l.index}: npm canonicalize writes other bytes`);
+      // The canonical form is a fixed point.
+      if (!paramsDigest(c.canonical, { allowNonInteger: l.allow_non_integer === true }).canonical.equals(c.canonical)) failures.push(`${l.index}: not a fixed point`);
     } catch (e) {
       if (!(e instanceof DomainError)) throw e;
       if (l.refusal !== e.code) failures.push(`${l.index}: got refusal ${e.code}, want ${JSON.stringify(l.refusal ?? l.digest)}`);
