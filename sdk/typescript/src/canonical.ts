@@ -156,9 +156,11 @@ export interface Commitment {
   canonical: Buffer;
 }
 
+const SEPARATOR_BYTES = Buffer.from(PARAMS_DOMAIN_SEPARATOR);
+
 function commitBytes(canonical: Buffer): Commitment {
   const h = createHash("sha256");
-  h.update(PARAMS_DOMAIN_SEPARATOR);
+  h.update(SEPARATOR_BYTES);
   h.update(canonical);
   return { digest: "sha256:" + h.digest("hex"), size: canonical.length, canonical };
 }

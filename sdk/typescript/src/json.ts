@@ -71,10 +71,14 @@ class Parser {
   readonly path: (string | number)[] = [];
   /** If set, the byte span of each top-level member's value. */
   spans: Map<string, [number, number]> | undefined;
+  /** The input as a latin1 string (one char per byte): its ASCII slices are the decoded text. */
+  readonly text: string;
   constructor(
     readonly data: Buffer,
     readonly mode: ParseMode,
-  ) {}
+  ) {
+    this.text = data.toString("latin1");
+  }
 
   fail(kind: Kind, offset: number): DomainError {
     return new DomainError(kind, pointer(this.path), false, offset);
@@ -235,7 +239,7 @@ class Parser {
       const c = d[p]!;
       if (c === 0x22) {
         this.pos = p + 1;
-        if (high < 0x80) return d.toString("latin1", start, p);
+        if (high < 0x80) return this.text.slice(start, p);
         const bad = invalidUTF8At(d, start, p);
         if (bad >= 0) throw this.failAt(isKey, "invalid_utf8", bad);
         return d.toString("utf8", start, p);
@@ -370,7 +374,7 @@ class Parser {
       if (this.pos < d.length && (d[this.pos] === 0x2b || d[this.pos] === 0x2d)) this.pos++;
       if (digits() === 0) throw this.fail("syntax", start);
     }
-    const tok = d.toString("latin1", start, this.pos);
+    const tok = this.text.slice(start, this.pos);
     const neg = d[start] === 0x2d;
     if (plain && !this.mode.rfc8785 && this.pos - start - (neg ? 1 : 0) <= 15) {
       // At most 15 digits: always a safe integer.
