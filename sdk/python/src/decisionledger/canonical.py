@@ -43,6 +43,7 @@ __all__ = [
     "number_to_json",
     "pointer",
     "utf16_key",
+    "SpelledInt",
 ]
 
 DEFAULT_MAX_BYTES = 1 << 20
@@ -366,7 +367,20 @@ class _Parser:
         v, kind = _number_value(tok.decode("ascii"), self.allow_non_integer)
         if kind:
             raise self.fail(kind, start)
+        if not plain and type(v) is int:
+            return SpelledInt(v)
         return v
+
+
+class SpelledInt(int):
+    """An integer value written with a fraction or an exponent (1.0, 1e3).
+    It commits as the integer; a declared integer field refuses it
+    (docs/declarations.md section 3)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"SpelledInt({int(self)})"
 
 
 def _sorted_dict(d: dict) -> dict:
