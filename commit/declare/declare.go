@@ -141,9 +141,41 @@ func (d *Declaration) Reviewed() bool { return !d.Unreviewed }
 type Error struct {
 	Action  string
 	Pointer string
+	// Code classifies the refusal with a stable string (the Code…
+	// constants, or CodeDomainPrefix and a commit.Kind), shared by every
+	// implementation through the conformance corpus (docs/conformance.md).
+	// Problem is for people and may change.
+	Code    string
 	Problem string
 	Err     error // the underlying error, if any (a *commit.DomainError, a *project.Error)
 }
+
+// The codes of an *Error. They are part of the conformance corpus
+// (docs/conformance.md): a code is never renamed or reused.
+const (
+	// CodeDeclarationInvalid: Parse refused the declaration file; Pointer
+	// is into the declaration.
+	CodeDeclarationInvalid = "declaration_invalid"
+	// CodeDomainPrefix, followed by a commit.Kind ("domain:duplicate_key"):
+	// the call's parameters are outside the strict domain. Pointer names
+	// the declared field holding the fault, "" for the whole document, or
+	// "(an undeclared field)".
+	CodeDomainPrefix = "domain:"
+	// CodeFieldAbsent: a declared field that is not optional is absent.
+	CodeFieldAbsent = "field_absent"
+	// CodeFieldType: a declared field's value is not of its type.
+	CodeFieldType = "field_type"
+	// CodeProjectionRefused: a projection refused a derived field's value
+	// (fail closed); Err is the *project.Error.
+	CodeProjectionRefused = "projection_refused"
+	// CodeFloorExceeded: the declaration gives a field a tier past the
+	// workload's Floor (or the floor names an unknown tier).
+	CodeFloorExceeded = "floor_exceeded"
+	// CodeDraftRefused: DraftFromInputSchema refused its input.
+	CodeDraftRefused = "draft_refused"
+	// CodeInternal: a failure that valid input cannot cause.
+	CodeInternal = "internal"
+)
 
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -233,15 +265,15 @@ func Parse(data []byte) (*Declaration, error) {
 	if _, err := commit.Canonicalize(data); err != nil {
 		var de *commit.DomainError
 		if errors.As(err, &de) {
-			return nil, &Error{Pointer: de.Pointer, Problem: "not in the strict JSON domain: " + string(de.Kind), Err: err}
+			return nil, &Error{Pointer: de.Pointer, Code: CodeDeclarationInvalid, Problem: "not in the strict JSON domain: " + string(de.Kind), Err: err}
 		}
-		return nil, &Error{Pointer: "", Problem: "not in the strict JSON domain", Err: err}
+		return nil, &Error{Pointer: "", Code: CodeDeclarationInvalid, Problem: "not in the strict JSON domain", Err: err}
 	}
 	var f file
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, &Error{Pointer: "", Problem: decodeProblem(err), Err: err}
+		return nil, &Error{Pointer: "", Code: CodeDeclarationInvalid, Problem: decodeProblem(err), Err: err}
 	}
 	return f.check()
 }
@@ -263,7 +295,7 @@ func decodeProblem(err error) string {
 
 func (f *file) check() (*Declaration, error) {
 	fail := func(pointer, format string, args ...any) error {
-		return &Error{Action: f.Action, Pointer: pointer, Problem: fmt.Sprintf(format, args...)}
+		return &Error{Action: f.Action, Pointer: pointer, Code: CodeDeclarationInvalid, Problem: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case f.Declaration == 0:

@@ -58,8 +58,8 @@ func TestParseRefuses(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("Parse = %v, want an *Error", err)
 			}
-			if e.Pointer != c.pointer || !strings.Contains(e.Problem, c.problem) {
-				t.Errorf("Parse = pointer %q, problem %q; want %q and a problem with %q", e.Pointer, e.Problem, c.pointer, c.problem)
+			if e.Pointer != c.pointer || !strings.Contains(e.Problem, c.problem) || e.Code != CodeDeclarationInvalid {
+				t.Errorf("Parse = pointer %q, problem %q, code %q; want %q, a problem with %q and %s", e.Pointer, e.Problem, e.Code, c.pointer, c.problem, CodeDeclarationInvalid)
 			}
 		})
 	}
@@ -111,16 +111,17 @@ func TestMinimizeRefuses(t *testing.T) {
 		pointer string
 		problem string
 		errIs   any
+		code    string
 	}{
-		{"absent field", email, `{"body":"b","subject":"secret subject line"}`, "/recipient", "absent", nil},
-		{"wrong type", email, `{"body":"b","recipient":["x@example.com"],"subject":"s"}`, "/recipient", "not a string", nil},
-		{"malformed address", email, `{"body":"b","recipient":"bob.smith-at-example.org","subject":"s"}`, "/recipient", "not an email address", &project.Error{}},
-		{"not an integer", pay, `{"amount_minor":12.5,"currency":"EUR","payee":"p"}`, "/amount_minor", "strict domain", nil},
-		{"integer of a string", pay, `{"amount_minor":"125000","currency":"EUR","payee":"p"}`, "/amount_minor", "not a integer", nil},
-		{"list of numbers", email, `{"attachment_hashes":[1],"body":"b","recipient":"a@example.com","subject":"s"}`, "/attachment_hashes", "not an array of strings", nil},
-		{"bad value below a payload", email, `{"body":"b","recipient":"a@example.com","subject":{"private-name-4711":1.5}}`, "/subject", "strict domain", nil},
-		{"bad value in an undeclared field", email, `{"body":"b","recipient":"a@example.com","subject":"s","x-secret-field":{"y":1.5}}`, "(an undeclared field)", "strict domain", nil},
-		{"not an object", email, `["a@example.com"]`, "", "strict domain", nil},
+		{"absent field", email, `{"body":"b","subject":"secret subject line"}`, "/recipient", "absent", nil, CodeFieldAbsent},
+		{"wrong type", email, `{"body":"b","recipient":["x@example.com"],"subject":"s"}`, "/recipient", "not a string", nil, CodeFieldType},
+		{"malformed address", email, `{"body":"b","recipient":"bob.smith-at-example.org","subject":"s"}`, "/recipient", "not an email address", &project.Error{}, CodeProjectionRefused},
+		{"not an integer", pay, `{"amount_minor":12.5,"currency":"EUR","payee":"p"}`, "/amount_minor", "strict domain", nil, CodeDomainPrefix + "non_integer"},
+		{"integer of a string", pay, `{"amount_minor":"125000","currency":"EUR","payee":"p"}`, "/amount_minor", "not a integer", nil, CodeFieldType},
+		{"list of numbers", email, `{"attachment_hashes":[1],"body":"b","recipient":"a@example.com","subject":"s"}`, "/attachment_hashes", "not an array of strings", nil, CodeFieldType},
+		{"bad value below a payload", email, `{"body":"b","recipient":"a@example.com","subject":{"private-name-4711":1.5}}`, "/subject", "strict domain", nil, CodeDomainPrefix + "non_integer"},
+		{"bad value in an undeclared field", email, `{"body":"b","recipient":"a@example.com","subject":"s","x-secret-field":{"y":1.5}}`, "(an undeclared field)", "strict domain", nil, CodeDomainPrefix + "non_integer"},
+		{"not an object", email, `["a@example.com"]`, "", "strict domain", nil, CodeDomainPrefix + "not_object"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := c.d.Minimize([]byte(c.params), Options{})
@@ -128,8 +129,8 @@ func TestMinimizeRefuses(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("Minimize = %v, want an *Error", err)
 			}
-			if e.Pointer != c.pointer || !strings.Contains(e.Problem, c.problem) {
-				t.Errorf("got pointer %q problem %q; want %q and %q", e.Pointer, e.Problem, c.pointer, c.problem)
+			if e.Pointer != c.pointer || !strings.Contains(e.Problem, c.problem) || e.Code != c.code {
+				t.Errorf("got pointer %q problem %q code %q; want %q, %q and %q", e.Pointer, e.Problem, e.Code, c.pointer, c.problem, c.code)
 			}
 			if pe, ok := c.errIs.(*project.Error); ok && !errors.As(err, &pe) {
 				t.Errorf("error %v does not wrap a *project.Error", err)
@@ -187,7 +188,7 @@ func TestFloor(t *testing.T) {
 			}
 			if err != nil {
 				var e *Error
-				if !errors.As(err, &e) || !strings.Contains(e.Problem, "past the workload's floor") || res.Attributes != nil {
+				if !errors.As(err, &e) || !strings.Contains(e.Problem, "past the workload's floor") || e.Code != CodeFloorExceeded || res.Attributes != nil {
 					t.Errorf("refusal = %v, %s", err, res.Attributes)
 				}
 			}

@@ -64,7 +64,7 @@ const MaxInputSchemaBytes = 1 << 20
 // ("/tool/name"), never a value.
 func DraftFromInputSchema(server, toolName, description string, inputSchema []byte, definitionDigest commit.Digest) ([]byte, []Skipped, error) {
 	fail := func(pointer, format string, args ...any) error {
-		return &Error{Pointer: pointer, Problem: fmt.Sprintf(format, args...)}
+		return &Error{Pointer: pointer, Code: CodeDraftRefused, Problem: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case !IsActionPart(server):
@@ -78,7 +78,7 @@ func DraftFromInputSchema(server, toolName, description string, inputSchema []by
 	}
 	action := server + "." + toolName
 	fail = func(pointer, format string, args ...any) error {
-		return &Error{Action: action, Pointer: pointer, Problem: "inputSchema: " + fmt.Sprintf(format, args...)}
+		return &Error{Action: action, Pointer: pointer, Code: CodeDraftRefused, Problem: "inputSchema: " + fmt.Sprintf(format, args...)}
 	}
 	if len(inputSchema) > MaxInputSchemaBytes {
 		return nil, nil, fail("", "more than %d bytes", MaxInputSchemaBytes)
@@ -160,11 +160,11 @@ func DraftFromInputSchema(server, toolName, description string, inputSchema []by
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(draft); err != nil {
-		return nil, nil, &Error{Action: action, Problem: "the draft does not encode", Err: err}
+		return nil, nil, &Error{Action: action, Code: CodeInternal, Problem: "the draft does not encode", Err: err}
 	}
 	if _, err := Parse(b.Bytes()); err != nil {
 		// Not reached: every name and member was checked above.
-		return nil, nil, &Error{Action: action, Problem: "the draft does not parse", Err: err}
+		return nil, nil, &Error{Action: action, Code: CodeInternal, Problem: "the draft does not parse", Err: err}
 	}
 	return b.Bytes(), skipped, nil
 }

@@ -273,8 +273,8 @@ func TestDraftFromInputSchema(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := declare.DraftFromInputSchema(c.server, c.tool, "", []byte(c.schema), c.digest)
 			var e *declare.Error
-			if !errors.As(err, &e) || e.Pointer != c.pointer || !strings.Contains(e.Problem, c.problem) {
-				t.Errorf("DraftFromInputSchema = %v; want a refusal at %q with %q", err, c.pointer, c.problem)
+			if !errors.As(err, &e) || e.Pointer != c.pointer || !strings.Contains(e.Problem, c.problem) || e.Code != declare.CodeDraftRefused {
+				t.Errorf("DraftFromInputSchema = %v; want a refusal (%s) at %q with %q", err, declare.CodeDraftRefused, c.pointer, c.problem)
 			}
 		})
 	}

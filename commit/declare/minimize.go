@@ -54,16 +54,16 @@ func (d *Declaration) Minimize(raw []byte, opts Options) (Result, error) {
 	if err != nil {
 		var de *commit.DomainError
 		if errors.As(err, &de) {
-			return Result{}, &Error{Action: d.Action, Pointer: d.safePointer(de.Pointer), Problem: "parameters outside the strict domain: " + string(de.Kind)}
+			return Result{}, &Error{Action: d.Action, Pointer: d.safePointer(de.Pointer), Code: CodeDomainPrefix + string(de.Kind), Problem: "parameters outside the strict domain: " + string(de.Kind)}
 		}
-		return Result{}, &Error{Action: d.Action, Problem: "parameters outside the strict domain"}
+		return Result{}, &Error{Action: d.Action, Code: CodeInternal, Problem: "parameters outside the strict domain"}
 	}
 	var values map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&values); err != nil {
 		// Params accepted raw, so this is not a JSON object of parameters.
-		return Result{}, &Error{Action: d.Action, Problem: "parameters are not a JSON object"}
+		return Result{}, &Error{Action: d.Action, Code: CodeInternal, Problem: "parameters are not a JSON object"}
 	}
 	attrs := make(map[string]any, len(d.Fields))
 	for _, f := range d.Fields {
@@ -73,10 +73,10 @@ func (d *Declaration) Minimize(raw []byte, opts Options) (Result, error) {
 			if f.Optional {
 				continue
 			}
-			return Result{}, &Error{Action: d.Action, Pointer: pointer, Problem: "declared field is absent"}
+			return Result{}, &Error{Action: d.Action, Pointer: pointer, Code: CodeFieldAbsent, Problem: "declared field is absent"}
 		}
 		if problem := checkType(f.Type, v); problem != "" {
-			return Result{}, &Error{Action: d.Action, Pointer: pointer, Problem: problem}
+			return Result{}, &Error{Action: d.Action, Pointer: pointer, Code: CodeFieldType, Problem: problem}
 		}
 		switch f.Tier {
 		case tier.Policy:
@@ -86,7 +86,7 @@ func (d *Declaration) Minimize(raw []byte, opts Options) (Result, error) {
 			for _, p := range f.Projections {
 				pv, err := f.project(p, v, opts.Allowlists)
 				if err != nil {
-					return Result{}, &Error{Action: d.Action, Pointer: pointer, Problem: err.Error(), Err: err}
+					return Result{}, &Error{Action: d.Action, Pointer: pointer, Code: CodeProjectionRefused, Problem: err.Error(), Err: err}
 				}
 				out[p] = pv
 			}
@@ -95,11 +95,11 @@ func (d *Declaration) Minimize(raw []byte, opts Options) (Result, error) {
 	}
 	attributes, err := commit.CanonicalizeValue(attrs)
 	if err != nil {
-		return Result{}, &Error{Action: d.Action, Problem: "minimized attributes outside the strict domain", Err: err}
+		return Result{}, &Error{Action: d.Action, Code: CodeInternal, Problem: "minimized attributes outside the strict domain", Err: err}
 	}
 	tiers, err := d.TiersDigest()
 	if err != nil {
-		return Result{}, &Error{Action: d.Action, Problem: "tier table", Err: err}
+		return Result{}, &Error{Action: d.Action, Code: CodeInternal, Problem: "tier table", Err: err}
 	}
 	return Result{Params: params, Attributes: attributes, Tiers: tiers}, nil
 }
@@ -203,11 +203,11 @@ func (fl Floor) Check(d *Declaration) error {
 		}
 		rank, known := tierRank[limit]
 		if !known {
-			return &Error{Action: d.Action, Pointer: "/fields/" + escapePointer(f.Name),
+			return &Error{Action: d.Action, Pointer: "/fields/" + escapePointer(f.Name), Code: CodeFloorExceeded,
 				Problem: fmt.Sprintf("the floor names an unknown tier %q", limit)}
 		}
 		if tierRank[f.Tier] > rank {
-			return &Error{Action: d.Action, Pointer: "/fields/" + escapePointer(f.Name) + "/tier",
+			return &Error{Action: d.Action, Pointer: "/fields/" + escapePointer(f.Name) + "/tier", Code: CodeFloorExceeded,
 				Problem: fmt.Sprintf("declared %s, past the workload's floor of %s", f.Tier, limit)}
 		}
 	}
