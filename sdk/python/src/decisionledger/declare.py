@@ -84,7 +84,7 @@ class DeclarationError(LedgerError, ValueError):
 
     code:    a stable string (docs/conformance.md): "declaration_invalid",
              "domain:<kind>", "field_absent", "field_type",
-             "projection_refused", "floor".
+             "projection_refused", "floor_exceeded".
     pointer: an RFC 6901 pointer into the declaration ("/fields/x/tier") or
              into the call's parameters, shortened to the declared field
              ("/recipient"), or "(an undeclared field)". Never a value.
@@ -516,10 +516,10 @@ def check_floor(floor: Mapping[str, Mapping[str, str]], d: Declaration) -> None:
             continue
         rank = _TIER_RANK.get(limit)
         if rank is None:
-            raise DeclarationError("floor", "/fields/" + _escape_pointer(f.name),
+            raise DeclarationError("floor_exceeded", "/fields/" + _escape_pointer(f.name),
                                    "the floor names an unknown tier", d.action)
         if _TIER_RANK[f.tier] > rank:
-            raise DeclarationError("floor", "/fields/" + _escape_pointer(f.name) + "/tier",
+            raise DeclarationError("floor_exceeded", "/fields/" + _escape_pointer(f.name) + "/tier",
                                    f"declared {f.tier}, past the workload's floor of {limit}", d.action)
 
 
