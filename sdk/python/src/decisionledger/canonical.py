@@ -642,3 +642,54 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _has_surrogate(s: str) -> bool:
     return _SURROGATE.search(s) is not None
+
+
+def object_members_raw(data: bytes, domain: Domain = Domain(max_bytes=_MAX_INPUT_BYTES)) -> dict[str, tuple[Any, bytes]]:
+    """Parse a JSON object strictly and return each top-level member's value
+    with the exact bytes it was written as (for a receipt's entry, whose
+    bytes are hashed as they stand)."""
+    data = bytes(data)
+    p = _Parser(data, domain)
+    p.skip_space()
+    if p.pos >= len(data) or data[p.pos] != 0x7B:
+        raise DomainError(Kind.NOT_OBJECT, "", offset=p.pos)
+    p.enter()
+    p.pos += 1
+    out: dict[str, tuple[Any, bytes]] = {}
+    p.skip_space()
+    if p.pos < len(data) and data[p.pos] == 0x7D:
+        p.pos += 1
+    else:
+        while True:
+            p.skip_space()
+            if p.pos >= len(data) or data[p.pos] != 0x22:
+                raise p.fail_key(Kind.SYNTAX, p.pos)
+            name, kind, at = p.string()
+            if kind:
+                raise p.fail_key(kind, at)
+            p.skip_space()
+            if p.pos >= len(data) or data[p.pos] != 0x3A:
+                raise p.fail_key(Kind.SYNTAX, p.pos)
+            p.pos += 1
+            p.skip_space()
+            p.path.append(name)
+            start = p.pos
+            v = p.value()
+            if name in out:
+                raise p.fail(Kind.DUPLICATE_KEY, start)
+            out[name] = (v, data[start:p.pos])
+            p.path.pop()
+            p.skip_space()
+            if p.pos >= len(data):
+                raise p.fail(Kind.SYNTAX, p.pos)
+            if data[p.pos] == 0x2C:
+                p.pos += 1
+            elif data[p.pos] == 0x7D:
+                p.pos += 1
+                break
+            else:
+                raise p.fail(Kind.SYNTAX, p.pos)
+    p.skip_space()
+    if p.pos != len(data):
+        raise p.fail(Kind.SYNTAX, p.pos)
+    return out
