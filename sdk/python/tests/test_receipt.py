@@ -1,4 +1,3 @@
-import base64
 import os
 import sys
 import unittest

@@ -26,6 +26,33 @@ from .digest import (
     parse_digest,
 )
 from .errors import DomainError, Kind, LedgerError
+from .declare import Declaration, DeclarationError, Field, Minimized, Tool, tiers_digest
+from .project import ProjectionError
+from .preview import Preview, PreviewInputError, render as render_preview
+from .receipt import (
+    Checkpoint,
+    ReceiptError,
+    VerificationUnavailable,
+    VerifierKey,
+    ed25519_available,
+    entry_hash,
+    leaf_hash,
+    open_checkpoint,
+    parse_entry,
+    verify_entry,
+    verify_receipt,
+)
+from .client import (
+    ApprovalNotGranted,
+    ApprovalState,
+    Decided,
+    Denied,
+    LedgerClient,
+    LedgerHTTPError,
+    OpenedApproval,
+    Receipt,
+    mediated,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "MAX_SAFE_INTEGER", "Domain", "canonicalize",
@@ -33,4 +60,10 @@ __all__ = [
     "PARAMS_DOMAIN_SEPARATOR", "Commitment", "MalformedDigestError", "digests_equal",
     "params_digest", "params_digest_value", "parse_digest",
     "DomainError", "Kind", "LedgerError",
+    "Declaration", "DeclarationError", "Field", "Minimized", "Tool", "tiers_digest", "ProjectionError",
+    "Preview", "PreviewInputError", "render_preview",
+    "Checkpoint", "ReceiptError", "VerificationUnavailable", "VerifierKey", "ed25519_available", "entry_hash",
+    "leaf_hash", "open_checkpoint", "parse_entry", "verify_entry", "verify_receipt",
+    "ApprovalNotGranted", "ApprovalState", "Decided", "Denied", "LedgerClient", "LedgerHTTPError",
+    "OpenedApproval", "Receipt", "mediated",
 ]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field as _dc_field
 from typing import Any, Iterable, Mapping
 
 from . import project
-from .canonical import MAX_SAFE_INTEGER, Domain, SpelledInt, canonicalize_value, parse, pointer as _pointer
+from .canonical import Domain, SpelledInt, canonicalize_value, parse
 from .digest import Commitment, params_digest, parse_digest, MalformedDigestError
 from .errors import DomainError, LedgerError
 
@@ -211,10 +211,6 @@ _FILE_MEMBERS = {"declaration": "int", "action": "str", "description": "str", "f
 _TOOL_MEMBERS = {"server": "str", "name": "str", "definition_digest": "str"}
 _FIELD_MEMBERS = {"type": "str", "tier": "str", "projections": "strlist", "optional": "bool",
                   "routes": "strlist", "allowlist": "str", "description": "str"}
-
-
-def _json_int_ok(v: Any) -> bool:
-    return type(v) is int
 
 
 def _escape_pointer(s: str) -> str:

@@ -20,7 +20,6 @@ import binascii
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from .canonical import MAX_SAFE_INTEGER, canonicalize, parse, serialize
 from .digest import MalformedDigestError, parse_digest
