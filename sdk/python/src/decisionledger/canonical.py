@@ -22,6 +22,8 @@ the domain admits, see canonicalize_value).
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 import re
 import unicodedata
@@ -44,6 +46,7 @@ __all__ = [
     "pointer",
     "utf16_key",
     "SpelledInt",
+    "parse_canonical",
 ]
 
 DEFAULT_MAX_BYTES = 1 << 20
@@ -385,7 +388,7 @@ class SpelledInt(int):
 
 def _sorted_dict(d: dict) -> dict:
     keys = list(d)
-    if all(k.isascii() for k in keys):
+    if "".join(keys).isascii():
         # ASCII: code point order is UTF-16 order.
         keys.sort()
     else:
@@ -503,9 +506,13 @@ def number_to_json(f: float) -> str:
 def serialize(v: Any) -> bytes:
     """RFC 8785 bytes of a tree from parse() (members in canonical order).
     Values are not checked: use canonicalize_value for arbitrary values."""
+    return serialize_text(v).encode("utf-8")
+
+
+def serialize_text(v: Any) -> str:
     out: list[str] = []
     _write(v, out)
-    return "".join(out).encode("utf-8")
+    return "".join(out)
 
 
 def _write(v: Any, out: list[str]) -> None:
@@ -557,16 +564,128 @@ def parse(data: bytes | bytearray | memoryview, domain: Domain = Domain(), *,
     limit = domain._max_bytes()
     if len(data) > limit:
         raise DomainError(Kind.TOO_LARGE, "", offset=limit)
+    if not normalize_nfc and _FAST:
+        fast = _fast(data, domain)
+        if fast is not None:
+            return fast[0]
     p = _Parser(data, domain, normalize_nfc)
     # With normalize_nfc, names are converted before they are compared,
     # so names that become equal are refused as duplicate_key.
     return p.document()
 
 
+def parse_canonical(data: bytes, domain: Domain = Domain()) -> tuple[Any, bytes]:
+    """parse() and serialize() in one: the value tree and its RFC 8785
+    bytes."""
+    data = bytes(data)
+    if _FAST and len(data) <= domain._max_bytes():
+        fast = _fast(data, domain)
+        if fast is not None:
+            return fast
+    v = parse(data, domain)
+    return v, serialize(v)
+
+
 def canonicalize(data: bytes, domain: Domain = Domain()) -> bytes:
     """RFC 8785 form of JSON text inside the strict domain (any JSON value
     at top level)."""
-    return serialize(parse(data, domain))
+    return parse_canonical(data, domain)[1]
+
+
+# ---------------------------------------------------------------- fast path
+# The tokenizer above is the reference: it finds every fault, with its
+# kind and pointer, but costs a Python step per token. Most inputs are in
+# the domain, so they are read first by the json module's C scanner, with
+# hooks that see every number as its lexeme, every object's members in
+# order (duplicates) and every NaN or Infinity, and the result is then held
+# to the rules the scanner does not know: nesting depth, lone surrogates
+# (the canonical text does not encode as UTF-8) and NFC (checked over the
+# canonical text, whose escapes never take part in a composition, so that a
+# string out of NFC always leaves the text out of NFC; the reverse can
+# happen, "\n" before U+0301, and only costs the slow path). Anything
+# amiss, or any doubt, sends the input to the reference tokenizer, which
+# decides and names the fault. The conformance corpus and the
+# differential texts run through both paths (tests/test_fastpath.py).
+
+_FAST = True
+
+
+class _Fallback(Exception):
+    pass
+
+
+_STRING_BODY = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_KEEP_BRACKETS = {i: None for i in range(128) if chr(i) not in "[]{}"}
+
+
+def _parse_int(lex: str) -> int:
+    if len(lex) <= 16:
+        v = int(lex)
+        if -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+            return v
+    raise _Fallback
+
+
+def _parse_integer_float(lex: str) -> Any:
+    v, kind = _number_value(lex, False)
+    if kind:
+        raise _Fallback
+    return SpelledInt(v)
+
+
+def _parse_admitted_float(lex: str) -> Any:
+    v, kind = _number_value(lex, True)
+    if kind:
+        raise _Fallback
+    return SpelledInt(v) if type(v) is int else v
+
+
+def _constant(lex: str) -> Any:
+    raise _Fallback
+
+
+def _pairs(items: list) -> dict:
+    d = dict(items)
+    if len(d) != len(items):
+        raise _Fallback
+    return _sorted_dict(d)
+
+
+_DECODERS = {
+    allow: json.JSONDecoder(parse_int=_parse_int, parse_constant=_constant, object_pairs_hook=_pairs,
+                            parse_float=_parse_admitted_float if allow else _parse_integer_float)
+    for allow in (False, True)
+}
+
+
+def _fast(data: bytes, domain: Domain) -> tuple[Any, bytes] | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    allow = domain.allow_non_integer
+    try:
+        tree = _DECODERS[allow].decode(text)
+    except (ValueError, _Fallback, RecursionError):
+        return None
+    # Nesting depth, counted over the text without its strings (only when
+    # there are enough brackets for it to matter).
+    limit = domain._max_depth()
+    if text.count("[") + text.count("{") > limit:
+        brackets = _STRING_BODY.sub("", text).translate(_KEEP_BRACKETS)
+        if max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, map(ord, brackets))), default=0) > limit:
+            return None
+    if allow:
+        out = serialize_text(tree)  # floats in the ECMAScript form
+    else:
+        out = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False)
+    if not out.isascii() and not unicodedata.is_normalized("NFC", out):
+        return None
+    try:
+        return tree, out.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return None
 
 
 def canonicalize_value(v: Any, domain: Domain = Domain()) -> bytes:

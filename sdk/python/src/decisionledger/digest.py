@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import Domain, canonicalize_value, parse, serialize
+from .canonical import Domain, canonicalize_value, parse_canonical
 from .errors import DomainError, Kind, LedgerError
 
 __all__ = [
@@ -56,10 +56,10 @@ def _commit(canonical: bytes) -> Commitment:
 def params_digest(data: bytes, domain: Domain = Domain()) -> Commitment:
     """Commit to parameters given as JSON text (bytes). The text must be a
     JSON object inside the strict domain, else DomainError."""
-    v = parse(data, domain)
+    v, canonical = parse_canonical(data, domain)
     if not isinstance(v, dict):
         raise DomainError(Kind.NOT_OBJECT, "", offset=_first_non_space(data))
-    return _commit(serialize(v))
+    return _commit(canonical)
 
 
 def params_digest_value(v: Any, domain: Domain = Domain()) -> Commitment:
