@@ -5,6 +5,8 @@ accepts duplicates, NaN and lone surrogates, sorts by code point and
 writes floats Python's way).
 
     python3 sdk/python/bench/bench_digest.py [seconds]
+
+It also times the reference tokenizer alone (the fast path off).
 """
 
 import hashlib
@@ -15,7 +17,7 @@ import timeit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
-from decisionledger import params_digest  # noqa: E402
+from decisionledger import canonical, params_digest  # noqa: E402
 
 DATA = open(os.path.join(HERE, "..", "..", "..", "testdata", "commit", "params-1k.json"), "rb").read()
 
@@ -27,6 +29,14 @@ def naive():
 
 def strict():
     return params_digest(DATA).digest
+
+
+def reference():
+    canonical._FAST = False
+    try:
+        return params_digest(DATA).digest
+    finally:
+        canonical._FAST = True
 
 
 def per_call(fn, seconds):
@@ -41,6 +51,7 @@ def per_call(fn, seconds):
 if __name__ == "__main__":
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 0.5
     print(f"input {len(DATA)} bytes, canonical {params_digest(DATA).size} bytes")
-    for name, fn in (("decisionledger.params_digest", strict), ("json.dumps(sort_keys)+sha256", naive)):
+    for name, fn in (("decisionledger.params_digest", strict), ("  the reference tokenizer alone", reference),
+                     ("json.dumps(sort_keys)+sha256", naive)):
         s = per_call(fn, seconds)
         print(f"{name:32s} {s * 1e6:8.1f} us/op  {len(DATA) / s / 1e6:6.1f} MB/s")
