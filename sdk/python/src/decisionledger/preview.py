@@ -128,7 +128,9 @@ def sensitive_name(name: str) -> bool:
 # ---------------------------------------------------------------- shapes
 # Go's RE2 patterns, written for Python's re: \b with re.ASCII (RE2's \b is
 # ASCII), \s spelled out as RE2's [\t\n\f\r ], (?i) spelled out as the
-# classes Go's simple case folding gives (s also matches U+017F).
+# classes Go's simple case folding gives: under (?i) a letter also matches
+# the letters that fold to it, so s matches U+017F LONG S and k U+212A
+# KELVIN SIGN, in literals and in the classes [A-Za-z] alike.
 
 _WS = r"[\t\n\f\r ]"
 
@@ -148,6 +150,8 @@ def _is_basic_credential(s: str) -> bool:
     # padding. The pattern admits only the alphabet and up to two trailing
     # "="; either decoder accepts exactly when the unpadded length is not
     # 1 more than a multiple of 4 (neither is strict about padding bits).
+    if not s.isascii():  # U+017F or U+212A, which (?i) lets into the class
+        return False
     t = s.rstrip("=")
     if len(t) % 4 == 1:
         return False
@@ -162,9 +166,10 @@ _RULES = [
     (_contains("://"),
      re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\t\n\f\r :@]*:([^/?#\t\n\f\r @]+)@", re.ASCII), 1, None),
     (_contains_fold("bearer"),
-     re.compile(r"\b[Bb][Ee][Aa][Rr][Ee][Rr]" + _WS + r"+([A-Za-z0-9._~+/-]{16,}=*)", re.ASCII), 1, None),
+     re.compile(r"\b[Bb][Ee][Aa][Rr][Ee][Rr]" + _WS + r"+([A-Za-z0-9._~+/\u017f\u212a-]{16,}=*)", re.ASCII), 1, None),
     (_contains_fold("basic"),
-     re.compile(r"\b[Bb][Aa][Ss\u017f][Ii][Cc]" + _WS + r"+([A-Za-z0-9+/]{4,}={0,2})", re.ASCII), 1, _is_basic_credential),
+     re.compile(r"\b[Bb][Aa][Ss\u017f][Ii][Cc]" + _WS + r"+([A-Za-z0-9+/\u017f\u212a]{4,}={0,2})", re.ASCII), 1,
+     _is_basic_credential),
     (_contains(".eyJ"),
      re.compile(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*", re.ASCII), 0, None),
     (_contains("AKIA", "ASIA", "_live_", "_test_", "gh", "xox", "sk-", "AIza", "glpat-", "npm_"),
