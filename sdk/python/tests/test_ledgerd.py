@@ -19,7 +19,9 @@ import urllib.parse
 import urllib.request
 
 import _paths
-from decisionledger.client import (ApprovalNotGranted, Denied, LedgerClient, LedgerHTTPError, mediated)
+from decisionledger.client import (ApprovalNotGranted, Denied, LedgerClient, LedgerConnectionError, LedgerHTTPError,
+                                   mediated)
+from decisionledger.errors import DomainError
 from decisionledger.declare import Declaration
 from decisionledger.preview import render
 from decisionledger.receipt import ReceiptError, ed25519_available
@@ -277,6 +279,21 @@ class AgainstLedgerd(unittest.TestCase):
         with self.assertRaises(ApprovalNotGranted):
             make_payment(500000, "EUR", "acct-100")
         self.assertEqual(calls, [1500])
+        with self.assertRaises(DomainError) as cm:
+            make_payment(15.5, "EUR", "acct-100")
+        self.assertEqual((cm.exception.kind, cm.exception.pointer), ("non_integer", "/amount_minor"))
+        self.assertEqual(calls, [1500])
+
+    def test_unreachable_ledger_is_a_typed_error(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        c = LedgerClient(f"http://127.0.0.1:{port}", "t", self.ledgerd.vkey, retry_for=0.2)
+        m = self.decl.minimize(_params(1002), allowlists=PAYEES)
+        with self.assertRaises(LedgerConnectionError):
+            c.decide(PRINCIPAL, self.decl, m)
 
 
 if __name__ == "__main__":

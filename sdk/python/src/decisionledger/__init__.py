@@ -48,6 +48,7 @@ from .client import (
     Decided,
     Denied,
     LedgerClient,
+    LedgerConnectionError,
     LedgerHTTPError,
     OpenedApproval,
     Receipt,
@@ -64,6 +65,6 @@ __all__ = [
     "Preview", "PreviewInputError", "render_preview",
     "Checkpoint", "ReceiptError", "VerificationUnavailable", "VerifierKey", "ed25519_available", "entry_hash",
     "leaf_hash", "open_checkpoint", "parse_entry", "verify_entry", "verify_receipt",
-    "ApprovalNotGranted", "ApprovalState", "Decided", "Denied", "LedgerClient", "LedgerHTTPError",
+    "ApprovalNotGranted", "ApprovalState", "Decided", "Denied", "LedgerClient", "LedgerConnectionError", "LedgerHTTPError",
     "OpenedApproval", "Receipt", "mediated",
 ]

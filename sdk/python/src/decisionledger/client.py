@@ -21,6 +21,7 @@ sends anything: nothing unverified is ever returned.
 from __future__ import annotations
 
 import functools
+import http.client
 import inspect
 import json
 import secrets
@@ -31,7 +32,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .canonical import Domain, canonicalize, object_members_raw, parse
+from .canonical import Domain, canonicalize, canonicalize_value, object_members_raw, parse
 from .declare import Declaration, Minimized
 from .digest import digests_equal, parse_digest, MalformedDigestError
 from .errors import DomainError, LedgerError
@@ -42,6 +43,7 @@ from .receipt import (ReceiptError, VerificationUnavailable, VerifierKey, ed2551
 __all__ = [
     "LedgerClient",
     "LedgerHTTPError",
+    "LedgerConnectionError",
     "Receipt",
     "Decided",
     "OpenedApproval",
@@ -60,6 +62,12 @@ class LedgerHTTPError(LedgerError):
     def __init__(self, status: int, code: str, message: str, term: str = ""):
         self.status, self.code, self.message, self.term = status, code, message, term
         super().__init__(f"ledgerd: {status} {code}: {message}" + (f" (term {term})" if term else ""))
+
+
+class LedgerConnectionError(LedgerError):
+    """ledgerd could not be reached (or stopped answering), after the
+    retries a request allows. Whether a POST was carried out is unknown:
+    retry it with the same idempotency key."""
 
 
 @dataclass(frozen=True)
@@ -171,12 +179,12 @@ class LedgerClient:
                     delay = min(delay * 2, 2.0)
                     continue
                 raise _api_error(e.code, data) from None
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
+            except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException) as e:
                 if retry and time.monotonic() < deadline:
                     time.sleep(delay)
                     delay = min(delay * 2, 2.0)
                     continue
-                raise
+                raise LedgerConnectionError(f"ledgerd at {self.base_url}: {type(e).__name__}") from e
 
     def _get(self, path: str) -> bytes:
         return self._request("GET", path)[1]
@@ -332,7 +340,7 @@ class LedgerClient:
             except LedgerHTTPError as e:
                 if e.status not in (404, 429, 503) or e.code == "approval_not_found":
                     raise
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
+            except LedgerConnectionError:
                 pass
             if time.monotonic() >= deadline:
                 return self.approval(approval_id)
@@ -525,7 +533,9 @@ def mediated(action: str, *, client: LedgerClient, principal: str, declaration: 
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
             params = dict(bound.arguments)
-            raw = json.dumps(params, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            # The arguments as JSON, refused with a DomainError naming the
+            # argument (a float, bytes, an object) if outside the domain.
+            raw = canonicalize_value(params)
             m = decl.minimize(raw, allowlists=allowlists)
             d = client.decide(principal, decl, m, preview=preview(params) if preview else None)
             if d.decision == "deny":

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 
 from . import project
 from .canonical import Domain, SpelledInt, canonicalize_value, parse
-from .digest import Commitment, params_digest, parse_digest, MalformedDigestError
+from .digest import Commitment, params_and_values, parse_digest, MalformedDigestError
 from .errors import DomainError, LedgerError
 
 __all__ = [
@@ -331,11 +331,10 @@ class Declaration:
         if floor is not None:
             check_floor(floor, self)
         try:
-            params = params_digest(raw, domain)
+            params, values = params_and_values(raw, domain)
         except DomainError as e:
             raise DeclarationError("domain:" + e.kind, self._safe_pointer(e.pointer),
                                    "parameters outside the strict domain: " + e.kind, self.action) from None
-        values = parse(raw, domain)
         lists = {k: frozenset(v) for k, v in (allowlists or {}).items()}
         attrs: dict[str, Any] = {}
         for f in self.fields:

@@ -56,10 +56,15 @@ def _commit(canonical: bytes) -> Commitment:
 def params_digest(data: bytes, domain: Domain = Domain()) -> Commitment:
     """Commit to parameters given as JSON text (bytes). The text must be a
     JSON object inside the strict domain, else DomainError."""
+    return params_and_values(data, domain)[0]
+
+
+def params_and_values(data: bytes, domain: Domain = Domain()) -> tuple[Commitment, dict]:
+    """params_digest, and the parameters' value tree from the same reading."""
     v, canonical = parse_canonical(data, domain)
     if not isinstance(v, dict):
         raise DomainError(Kind.NOT_OBJECT, "", offset=_first_non_space(data))
-    return _commit(canonical)
+    return _commit(canonical), v
 
 
 def params_digest_value(v: Any, domain: Domain = Domain()) -> Commitment:
