@@ -168,6 +168,18 @@ class Definitions(unittest.TestCase):
         d = Declaration.parse(b'{"Declaration":1,"ACTION":"a","fields":{"x":{"Type":"string","tier":"policy"}}}')
         self.assertEqual(d.action, "a")
 
+    def test_a_later_member_wins_in_the_order_written(self):
+        # encoding/json matches "Action" to action and lets the later
+        # member win, in document order (not canonical order, where
+        # "Action" sorts first). Results checked with Go, 2026-12-02.
+        with self.assertRaises(DeclarationError) as cm:
+            Declaration.parse(b'{"declaration":1,"action":"a","Action":"","fields":{"x":{"type":"string","tier":"policy"}}}')
+        self.assertEqual((cm.exception.code, cm.exception.pointer), ("declaration_invalid", "/action"))
+        d = Declaration.parse(b'{"declaration":1,"action":"a","fields":{"x":{"type":"string","tier":"policy","TYPE":"integer"}}}')
+        with self.assertRaises(DeclarationError) as cm:
+            d.minimize(b'{"x":"v"}')
+        self.assertEqual((cm.exception.code, cm.exception.pointer), ("field_type", "/x"))
+
 
 class Tiers(unittest.TestCase):
     def test_corpus_actions(self):

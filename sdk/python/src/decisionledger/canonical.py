@@ -105,9 +105,9 @@ _SIMPLE_ESCAPES = {
 
 
 class _Parser:
-    __slots__ = ("data", "pos", "depth", "path", "max_depth", "allow_non_integer", "normalize")
+    __slots__ = ("data", "pos", "depth", "path", "max_depth", "allow_non_integer", "normalize", "keep_order")
 
-    def __init__(self, data: bytes, domain: Domain, normalize: bool = False):
+    def __init__(self, data: bytes, domain: Domain, normalize: bool = False, keep_order: bool = False):
         self.data = data
         self.pos = 0
         self.depth = 0
@@ -115,6 +115,7 @@ class _Parser:
         self.max_depth = domain._max_depth()
         self.allow_non_integer = domain.allow_non_integer
         self.normalize = normalize
+        self.keep_order = keep_order
 
     def fail(self, kind: str, offset: int) -> DomainError:
         return DomainError(kind, pointer(self.path), offset=offset)
@@ -248,7 +249,7 @@ class _Parser:
                     err = self.fail(Kind.DUPLICATE_KEY, offsets[dup])
                     path.pop()
                     raise err
-                return _sorted_dict(obj)
+                return obj if self.keep_order else _sorted_dict(obj)
             else:
                 raise self.fail(Kind.SYNTAX, self.pos)
 
@@ -553,22 +554,24 @@ def _write(v: Any, out: list[str]) -> None:
 # ---------------------------------------------------------------- API
 
 def parse(data: bytes | bytearray | memoryview, domain: Domain = Domain(), *,
-          normalize_nfc: bool = False) -> Any:
+          normalize_nfc: bool = False, keep_order: bool = False) -> Any:
     """Check JSON text against the strict domain and return its value tree
     (see the module doc). Raises DomainError. With normalize_nfc, strings
     and names are converted to NFC on purpose instead of refused (Go's
-    commit.NormalizeNFC)."""
+    commit.NormalizeNFC). With keep_order, objects keep their members in
+    the order written (for readers that, like Go's encoding/json, let a
+    later member win), not in canonical order."""
     if isinstance(data, str):
         raise TypeError("parse takes the raw bytes of JSON text, not str")
     data = bytes(data)
     limit = domain._max_bytes()
     if len(data) > limit:
         raise DomainError(Kind.TOO_LARGE, "", offset=limit)
-    if not normalize_nfc and _FAST:
+    if not normalize_nfc and not keep_order and _FAST:
         fast = _fast(data, domain)
         if fast is not None:
             return fast[0]
-    p = _Parser(data, domain, normalize_nfc)
+    p = _Parser(data, domain, normalize_nfc, keep_order)
     # With normalize_nfc, names are converted before they are compared,
     # so names that become equal are refused as duplicate_key.
     return p.document()

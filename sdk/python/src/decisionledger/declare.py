@@ -240,7 +240,9 @@ class Declaration:
         """Read a declaration file (bytes). Raises DeclarationError with
         code "declaration_invalid" and the pointer of the member at fault."""
         try:
-            doc = parse(data)
+            # In the order written: encoding/json matches members to
+            # fields without regard to case, and a later match wins.
+            doc = parse(data, keep_order=True)
         except DomainError as e:
             raise DeclarationError("declaration_invalid", e.pointer,
                                    "not in the strict JSON domain: " + e.kind, cause=e) from None
