@@ -90,6 +90,17 @@ class Ledgerd:
             if f is not None:
                 f.close()
 
+    def pending(self):
+        """The ids of the approvals alice may decide, from her page."""
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        headers = {"Accept": "application/json", "Origin": self.url}
+        req = urllib.request.Request(self.url + "/approvals/sign-in", headers=headers, method="POST",
+                                     data=urllib.parse.urlencode({"name": "alice", "password": PASSWORD}).encode())
+        opener.open(req, timeout=30).read()
+        page = json.load(opener.open(urllib.request.Request(self.url + "/approvals/",
+                                                            headers={"Accept": "application/json"}), timeout=30))
+        return [a["id"] for a in page.get("approvals") or []]
+
     def approve(self, approval_id, verdict="approve"):
         """Sign in as alice on the approver's page and give a verdict."""
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
@@ -283,6 +294,37 @@ class AgainstLedgerd(unittest.TestCase):
             make_payment(15.5, "EUR", "acct-100")
         self.assertEqual((cm.exception.kind, cm.exception.pointer), ("non_integer", "/amount_minor"))
         self.assertEqual(calls, [1500])
+
+    def test_mediate_context_manager_through_an_approval(self):
+        raw = _params(2500000, memo="context manager")
+        with self.assertRaises(RuntimeError):
+            with self.client.mediate(PRINCIPAL, self.decl, _params(1003, memo="fails"), allowlists=PAYEES) as call:
+                raise RuntimeError("the act failed")
+        self.assertEqual(call.outcome.entry["result"], "failed")
+        approver = threading.Thread(target=self._approve_when_open, args=(raw,))
+        approver.start()
+        try:
+            with self.client.mediate(PRINCIPAL, self.decl, raw, allowlists=PAYEES, approval_timeout=60) as call:
+                call.operation_id = "op-cm"
+                self.assertEqual(call.decided.decision, "needs_approval")
+                self.assertIsNotNone(call.consumption)
+        finally:
+            approver.join(timeout=60)
+        self.assertEqual((call.outcome.entry["kind"], call.outcome.entry["result"], call.outcome.entry["operation_id"]),
+                         ("outcome", "succeeded", "op-cm"))
+        self.assertEqual(self.client.approval(call.decided.receipt.approval.id).state, "consumed")
+
+    def _approve_when_open(self, raw):
+        # Find the approval the mediation opens (the pending one for these
+        # parameters) on the approver's page, then approve it.
+        digest = self.decl.minimize(raw, allowlists=PAYEES).params.digest
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for approval_id in self.ledgerd.pending():
+                if self.client.approval(approval_id).params_digest == digest:
+                    self.ledgerd.approve(approval_id)
+                    return
+            time.sleep(0.2)
 
     def test_unreachable_ledger_is_a_typed_error(self):
         import socket

@@ -50,6 +50,7 @@ from .client import (
     LedgerClient,
     LedgerConnectionError,
     LedgerHTTPError,
+    Mediation,
     OpenedApproval,
     Receipt,
     mediated,
@@ -66,5 +67,5 @@ __all__ = [
     "Checkpoint", "ReceiptError", "VerificationUnavailable", "VerifierKey", "ed25519_available", "entry_hash",
     "leaf_hash", "open_checkpoint", "parse_entry", "verify_entry", "verify_receipt",
     "ApprovalNotGranted", "ApprovalState", "Decided", "Denied", "LedgerClient", "LedgerConnectionError", "LedgerHTTPError",
-    "OpenedApproval", "Receipt", "mediated",
+    "Mediation", "OpenedApproval", "Receipt", "mediated",
 ]

@@ -51,6 +51,7 @@ __all__ = [
     "Denied",
     "ApprovalNotGranted",
     "mediated",
+    "Mediation",
 ]
 
 
@@ -405,6 +406,15 @@ class LedgerClient:
             raise ReceiptError("answer", "the entry does not record the outcome sent")
         return r
 
+    # ------------------------------------------------------------ mediation
+
+    def mediate(self, principal: str, declaration: Declaration, raw: bytes, *,
+                allowlists: Mapping[str, Any] | None = None, preview: Any = None,
+                approval_timeout: float = 0.0) -> "Mediation":
+        """One mediated call as a context manager; see Mediation."""
+        return Mediation(self, principal, declaration, raw, allowlists=allowlists, preview=preview,
+                         approval_timeout=approval_timeout)
+
     # ------------------------------------------------------------ reads
 
     def entry(self, index: int) -> dict:
@@ -501,7 +511,57 @@ def _check_opened(raw: tuple | None, r: Receipt, shown: str | None) -> OpenedApp
     return opened
 
 
-# ---------------------------------------------------------------- @mediated
+# ---------------------------------------------------------------- mediation
+
+class Mediation:
+    """One mediated call as a context manager (LedgerClient.mediate):
+
+        with client.mediate("agent:mail-1", decl, raw, allowlists=lists) as call:
+            send(...)                      # runs only if the ledger allows it
+            call.operation_id = "msg-17"   # optional: the downstream id
+
+    Entering decides (and, for needs_approval with approval_timeout > 0,
+    waits for the verdict and consumes the approval with the request's
+    terms); Denied or ApprovalNotGranted is raised there, before the body
+    runs. Leaving records the outcome: succeeded, or failed if the body
+    raised (the exception goes on)."""
+
+    def __init__(self, client: "LedgerClient", principal: str, declaration: Declaration, raw: bytes, *,
+                 allowlists: Mapping[str, Any] | None = None, preview: Any = None, approval_timeout: float = 0.0):
+        self.client, self.principal, self.declaration = client, principal, declaration
+        self.raw, self.allowlists, self.preview, self.approval_timeout = raw, allowlists, preview, approval_timeout
+        self.minimized: Minimized | None = None
+        self.decided: Decided | None = None
+        self.consumption: Receipt | None = None
+        self.outcome: Receipt | None = None
+        self.operation_id = ""
+
+    def __enter__(self) -> "Mediation":
+        c, decl = self.client, self.declaration
+        m = self.minimized = decl.minimize(self.raw, allowlists=self.allowlists)
+        d = self.decided = c.decide(self.principal, decl, m, preview=self.preview)
+        if d.decision == "deny":
+            raise Denied(d)
+        if d.decision == "needs_approval":
+            opened = d.receipt.approval
+            if opened is None or self.approval_timeout <= 0:
+                raise ApprovalNotGranted("pending", opened.id if opened else "")
+            st = c.wait_approval(opened.id, timeout=self.approval_timeout)
+            if st.state != "approved":
+                raise ApprovalNotGranted(st.state, opened.id)
+            self.consumption = c.consume(opened.id, action=decl.action, principal=self.principal,
+                                         params_digest=m.params.digest, params_size=m.params.size)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        result = "failed" if exc_type is not None else "succeeded"
+        if self.consumption is not None:
+            self.outcome = self.client.outcome(self.decided.receipt.approval.id, self.consumption.index, result,
+                                               self.operation_id)
+        else:
+            self.outcome = self.client.decision_outcome(self.decided.receipt.index, result, self.operation_id)
+        return False
+
 
 def mediated(action: str, *, client: LedgerClient, principal: str, declaration: Declaration | None = None,
              allowlists: Mapping[str, Any] | None = None, preview: Callable[[dict], Any] | None = None,
@@ -513,16 +573,13 @@ def mediated(action: str, *, client: LedgerClient, principal: str, declaration: 
 
     Each call's arguments (bound by name) are the raw parameters: they are
     committed to and minimized by the action's declaration (fetched from
-    the ledger and checked unless given), the ledger decides, and:
-
-    * allow: the function runs and its outcome (succeeded, or failed when
-      it raises) is recorded against the decision;
-    * deny: Denied is raised and the function does not run;
-    * needs_approval: with approval_timeout > 0, the call waits that long
-      for a person's verdict; if approved it consumes the approval with
-      the request's terms, runs and records the outcome; otherwise
-      ApprovalNotGranted is raised. `preview(params)` may give the
-      document approvers are shown.
+    the ledger and checked unless given), and the call runs inside
+    LedgerClient.mediate: on allow the function runs and its outcome
+    (succeeded, or failed when it raises) is recorded; deny raises Denied
+    and the function does not run; needs_approval waits up to
+    approval_timeout seconds for a verdict, then consumes the approval and
+    runs, or raises ApprovalNotGranted. `preview(params)` may give the
+    document approvers are shown.
     """
     def wrap(fn: Callable) -> Callable:
         sig = inspect.signature(fn)
@@ -536,32 +593,10 @@ def mediated(action: str, *, client: LedgerClient, principal: str, declaration: 
             # The arguments as JSON, refused with a DomainError naming the
             # argument (a float, bytes, an object) if outside the domain.
             raw = canonicalize_value(params)
-            m = decl.minimize(raw, allowlists=allowlists)
-            d = client.decide(principal, decl, m, preview=preview(params) if preview else None)
-            if d.decision == "deny":
-                raise Denied(d)
-            if d.decision == "allow":
-                return _run(fn, args, kwargs, lambda result: client.decision_outcome(d.receipt.index, result))
-            opened = d.receipt.approval
-            if opened is None or approval_timeout <= 0:
-                raise ApprovalNotGranted("pending", opened.id if opened else "")
-            st = client.wait_approval(opened.id, timeout=approval_timeout)
-            if st.state != "approved":
-                raise ApprovalNotGranted(st.state, opened.id)
-            c = client.consume(opened.id, action=action, principal=principal, params_digest=m.params.digest,
-                               params_size=m.params.size)
-            return _run(fn, args, kwargs, lambda result: client.outcome(opened.id, c.index, result))
+            with client.mediate(principal, decl, raw, allowlists=allowlists,
+                                preview=preview(params) if preview else None, approval_timeout=approval_timeout):
+                return fn(*args, **kwargs)
 
         return call
 
     return wrap
-
-
-def _run(fn: Callable, args: tuple, kwargs: dict, report: Callable[[str], Any]) -> Any:
-    try:
-        out = fn(*args, **kwargs)
-    except BaseException:
-        report("failed")
-        raise
-    report("succeeded")
-    return out
