@@ -1,0 +1,36 @@
+"""decisionledger: the workload side of the decision ledger in Python.
+
+The commit side (strict JSON, RFC 8785, the parameter digest, declarations,
+minimization, previews) uses only the standard library; verifying ledgerd's
+receipts uses `cryptography` for Ed25519 when it is importable.
+"""
+
+from .canonical import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DEPTH,
+    MAX_SAFE_INTEGER,
+    Domain,
+    canonicalize,
+    canonicalize_value,
+    number_to_json,
+    parse,
+    serialize,
+)
+from .digest import (
+    PARAMS_DOMAIN_SEPARATOR,
+    Commitment,
+    MalformedDigestError,
+    digests_equal,
+    params_digest,
+    params_digest_value,
+    parse_digest,
+)
+from .errors import DomainError, Kind, LedgerError
+
+__all__ = [
+    "DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "MAX_SAFE_INTEGER", "Domain", "canonicalize",
+    "canonicalize_value", "number_to_json", "parse", "serialize",
+    "PARAMS_DOMAIN_SEPARATOR", "Commitment", "MalformedDigestError", "digests_equal",
+    "params_digest", "params_digest_value", "parse_digest",
+    "DomainError", "Kind", "LedgerError",
+]
