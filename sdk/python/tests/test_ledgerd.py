@@ -158,7 +158,8 @@ def _params(amount, payee="acct-100", memo="Invoice 2026-1142"):
     return json.dumps({"amount_minor": amount, "currency": "EUR", "payee": payee, "memo": memo}).encode()
 
 
-@unittest.skipUnless(ed25519_available(), "cryptography is not importable: receipts cannot be verified")
+@unittest.skipUnless(ed25519_available() or os.environ.get("LEDGER_CI") == "1",
+                     "cryptography is not importable: receipts cannot be verified (LEDGER_CI=1 fails instead)")
 class AgainstLedgerd(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -15,7 +15,8 @@ def _read(*p):
         return f.read()
 
 
-@unittest.skipUnless(ed25519_available(), "cryptography is not importable: receipts cannot be verified")
+@unittest.skipUnless(ed25519_available() or os.environ.get("LEDGER_CI") == "1",
+                     "cryptography is not importable: receipts cannot be verified (LEDGER_CI=1 fails instead)")
 class ReceiptCorpus(unittest.TestCase):
     """testdata/conformance/receipt.json (docs/conformance.md section 5)."""
 
