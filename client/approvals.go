@@ -208,7 +208,23 @@ func (c *Client) OutcomeIdempotent(ctx context.Context, idempotencyKey string, i
 	if err := checkKey(idempotencyKey); err != nil {
 		return nil, err
 	}
-	req := map[string]any{"consumption": consumption, "result": result}
+	req := map[string]any{"consumption": consumption}
+	return c.postOutcome(ctx, "/v1/approvals/"+id.String()+"/outcome", idempotencyKey, req, result, operationID, func(e *entry.Entry) error {
+		switch {
+		case e.Version() != entry.Version4 || e.Kind != entry.KindOutcome:
+			return fmt.Errorf("%w: the entry is not an outcome (version 4, kind outcome)", ErrUnverified)
+		case e.ApprovalID != id || e.Consumption != consumption:
+			return fmt.Errorf("%w: the outcome reports on another approval or consumption", ErrUnverified)
+		}
+		return nil
+	})
+}
+
+// postOutcome posts an outcome body (req with result and operationID
+// added) to path and returns the verified receipt: a signed entry that
+// check accepts and that records the result sent.
+func (c *Client) postOutcome(ctx context.Context, path, idempotencyKey string, req map[string]any, result entry.Result, operationID string, check func(*entry.Entry) error) (*Receipt, error) {
+	req["result"] = result
 	if operationID != "" {
 		req["operation_id"] = operationID
 	}
@@ -216,7 +232,7 @@ func (c *Client) OutcomeIdempotent(ctx context.Context, idempotencyKey string, i
 	if err != nil {
 		return nil, err
 	}
-	status, b, err := c.post(ctx, "outcome", "/v1/approvals/"+id.String()+"/outcome", idempotencyKey, body)
+	status, b, err := c.post(ctx, "outcome", path, idempotencyKey, body)
 	if err != nil {
 		return nil, err
 	}
@@ -224,12 +240,10 @@ func (c *Client) OutcomeIdempotent(ctx context.Context, idempotencyKey string, i
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case e.Version() != entry.Version4 || e.Kind != entry.KindOutcome:
-		return nil, fmt.Errorf("%w: the entry is not an outcome (version 4, kind outcome)", ErrUnverified)
-	case e.ApprovalID != id || e.Consumption != consumption:
-		return nil, fmt.Errorf("%w: the outcome reports on another approval or consumption", ErrUnverified)
-	case e.Result != result || e.OperationID != operationID:
+	if err := check(e); err != nil {
+		return nil, err
+	}
+	if e.Result != result || e.OperationID != operationID {
 		return nil, fmt.Errorf("%w: the outcome does not record the result sent", ErrUnverified)
 	}
 	return &Receipt{Index: index, Entry: e, Raw: raw, Replayed: status == http.StatusOK}, nil

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 
 	"github.com/decisionledger/ledger/entry"
@@ -38,29 +36,13 @@ func (c *Client) DecisionOutcomeIdempotent(ctx context.Context, idempotencyKey s
 	if err := checkKey(idempotencyKey); err != nil {
 		return nil, err
 	}
-	req := map[string]any{"result": result}
-	if operationID != "" {
-		req["operation_id"] = operationID
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	status, b, err := c.post(ctx, "outcome", "/v1/entries/"+strconv.FormatUint(decision, 10)+"/outcome", idempotencyKey, body)
-	if err != nil {
-		return nil, err
-	}
-	e, raw, index, err := c.receiptEntry(b)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case e.Version() != entry.Version5 || e.Kind != entry.KindOutcome:
-		return nil, fmt.Errorf("%w: the entry is not an outcome of an allowed act (version 5, kind outcome)", ErrUnverified)
-	case e.DecisionIndex != decision:
-		return nil, fmt.Errorf("%w: the outcome reports on another decision", ErrUnverified)
-	case e.Result != result || e.OperationID != operationID:
-		return nil, fmt.Errorf("%w: the outcome does not record the result sent", ErrUnverified)
-	}
-	return &Receipt{Index: index, Entry: e, Raw: raw, Replayed: status == http.StatusOK}, nil
+	return c.postOutcome(ctx, "/v1/entries/"+strconv.FormatUint(decision, 10)+"/outcome", idempotencyKey, map[string]any{}, result, operationID, func(e *entry.Entry) error {
+		switch {
+		case e.Version() != entry.Version5 || e.Kind != entry.KindOutcome:
+			return fmt.Errorf("%w: the entry is not an outcome of an allowed act (version 5, kind outcome)", ErrUnverified)
+		case e.DecisionIndex != decision:
+			return fmt.Errorf("%w: the outcome reports on another decision", ErrUnverified)
+		}
+		return nil
+	})
 }
