@@ -53,6 +53,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -331,7 +332,11 @@ func (f *file) check() (*Declaration, error) {
 		return nil, fail("/fields", "more than %d fields", MaxFields)
 	}
 	d.Fields = []Field{}
-	for name, ff := range f.Fields {
+	// Fields are checked in byte order of name, so that a declaration
+	// with several faults is refused at the same one on every run (and
+	// by every implementation), not at the one map order reaches first.
+	for _, name := range slices.Sorted(maps.Keys(f.Fields)) {
+		ff := f.Fields[name]
 		p := "/fields/" + escapePointer(name)
 		if !IsFieldName(name) {
 			return nil, fail(p, "not a field name: ASCII letters, digits and '_', starting with a letter (at most %d bytes)", MaxNameBytes)

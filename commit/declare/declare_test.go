@@ -223,3 +223,16 @@ func TestDeclarationDigest(t *testing.T) {
 		t.Errorf("zero tiers digest")
 	}
 }
+
+// A declaration with faults in several fields is refused at the first
+// field in byte order, on every run.
+func TestRefusedAtFirstFieldInOrder(t *testing.T) {
+	src := []byte(`{"declaration":1,"action":"a","fields":{"m":{"type":"bogus","tier":"policy"},"b":{"type":"string","tier":"nope"},"z":{"tier":"policy"},"c":{"type":"string","tier":"derived"}}}`)
+	for range 50 {
+		_, err := Parse(src)
+		var de *Error
+		if !errors.As(err, &de) || de.Pointer != "/fields/b/tier" {
+			t.Fatalf("refused at %v, want /fields/b/tier", err)
+		}
+	}
+}
