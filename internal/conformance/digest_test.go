@@ -103,29 +103,38 @@ func TestDigestCorpus(t *testing.T) {
 
 func (r *refusal) key() bool { return r.Key }
 
-// TestDigestCorpusReader reads digest.json the way another language's test
-// does, and checks every case against Go.
-func TestDigestCorpusReader(t *testing.T) {
+// readCases reads the cases of a corpus file the way another language's
+// test does: plain JSON, no Go type but the case's. It skips the test
+// under -update, which rewrites the files.
+func readCases[C any](t *testing.T, kind string) []C {
+	t.Helper()
 	if *update {
 		t.Skip("-update rewrites the file")
 	}
-	data, err := os.ReadFile(filepath.Join(corpusDir, "digest.json"))
+	data, err := os.ReadFile(filepath.Join(corpusDir, kind+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var f struct {
-		Cases []digestCase `json:"cases"`
+		Cases []C `json:"cases"`
 	}
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range f.Cases {
+	return f.Cases
+}
+
+// TestDigestCorpusReader reads digest.json the way another language's test
+// does, and checks every case against Go.
+func TestDigestCorpusReader(t *testing.T) {
+	cases := readCases[digestCase](t, "digest")
+	for _, c := range cases {
 		got := digestResult(c.Input, c.AllowNonInteger)
 		if a, b := marshalCase(t, got), marshalCase(t, c.Expect); !bytes.Equal(a, b) {
 			t.Errorf("%s: Go gives %s, the corpus says %s", c.Name, clip(a), clip(b))
 		}
 	}
-	t.Logf("%d digest cases", len(f.Cases))
+	t.Logf("%d digest cases", len(cases))
 }
 
 // equivalenceSources turns each input of testdata/commit/equivalence.txt

@@ -116,26 +116,14 @@ func TestMinimizeCorpus(t *testing.T) {
 // TestMinimizeCorpusReader reads minimize.json the way another language's
 // test does, and checks every case against Go.
 func TestMinimizeCorpusReader(t *testing.T) {
-	if *update {
-		t.Skip("-update rewrites the file")
-	}
-	data, err := os.ReadFile(filepath.Join(corpusDir, "minimize.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Cases []minimizeCase `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range f.Cases {
+	cases := readCases[minimizeCase](t, "minimize")
+	for _, c := range cases {
 		got := minimizeResult(t, c.Declaration, c.Params, c.Allowlists)
 		if a, b := marshalCase(t, got), marshalCase(t, c.Expect); !bytes.Equal(a, b) {
 			t.Errorf("%s: Go gives %s, the corpus says %s", c.Name, a, b)
 		}
 	}
-	t.Logf("%d minimize cases", len(f.Cases))
+	t.Logf("%d minimize cases", len(cases))
 }
 
 func declarationFile(t *testing.T, name string) string {

@@ -2,11 +2,9 @@ package conformance
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -87,26 +85,14 @@ func TestPreviewCorpus(t *testing.T) {
 // TestPreviewCorpusReader reads preview.json the way another language's
 // test does, and checks every case against Go.
 func TestPreviewCorpusReader(t *testing.T) {
-	if *update {
-		t.Skip("-update rewrites the file")
-	}
-	data, err := os.ReadFile(filepath.Join(corpusDir, "preview.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Cases []previewCase `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range f.Cases {
+	cases := readCases[previewCase](t, "preview")
+	for _, c := range cases {
 		got := previewResult(t, c.Document)
 		if a, b := marshalCase(t, got), marshalCase(t, c.Expect); !bytes.Equal(a, b) {
 			t.Errorf("%s: Go gives %s, the corpus says %s", c.Name, clip(a), clip(b))
 		}
 	}
-	t.Logf("%d preview cases", len(f.Cases))
+	t.Logf("%d preview cases", len(cases))
 }
 
 func previewSources(t *testing.T) []previewSource {
