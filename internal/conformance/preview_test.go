@@ -149,9 +149,13 @@ func previewSources(t *testing.T) []previewSource {
 		{name: "name-false-positive", note: "secretary_name holds secret: a documented false positive", doc: `{"secretary_name":"Ada"}`,
 			preview: `{"secretary_name":"[REDACTED]"}`, pass: 1},
 		{name: "name-pin-exact", doc: `{"PIN":"1234","pinned":true,"spin":1}`, preview: `{"PIN":"[REDACTED]","pinned":true,"spin":1}`, pass: 1},
+		{name: "name-case-mapping", note: "names are folded with Unicode simple case mapping (Go's unicode.ToLower, one code point to one): U+0130 folds to i, so PİN is a pin; U+017F (long s) has no lower case, so ſession is not session",
+			doc: `{"PİN":"1234","ſession":"kept","AUTH":"x"}`, pass: 1},
 
 		// Redaction by shape, inside strings and member names.
 		{name: "shape-bearer", doc: `{"note":"Authorization: Bearer abcDEF123456ghiJKL"}`, preview: `{"note":"Authorization: Bearer [REDACTED]"}`, pass: 1},
+		{name: "shape-bearer-non-ascii", note: "the scheme word is matched in ASCII case only: BEARER goes, Beareſ (long s) does not; a token that ends in a non-ASCII letter",
+			doc: `{"a":"BEARER abcDEF123456ghiJKL","b":"Beareſ abcDEF123456ghiJKL","c":"Bearer abcDEF123456ghiJKLé"}`, pass: 1},
 		{name: "shape-basic", doc: `{"note":"header Basic dXNlcjpwYXNzd29yZA=="}`, preview: `{"note":"header Basic [REDACTED]"}`, pass: 1},
 		{name: "shape-pem", doc: `{"note":"key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\nend"}`,
 			preview: `{"note":"key:\n[REDACTED]\nend"}`, pass: 1},

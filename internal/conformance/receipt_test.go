@@ -242,7 +242,7 @@ func TestReceiptCorpus(t *testing.T) {
 		{c: receiptCase{Name: "receipt-proof-of-another-leaf", Note: "entry 2 with the proof of entry 3, at index 3", Key: k, Entry: e2, Checkpoint: cp5, Inclusion: proof(3, n)}, check: verify.CheckIndex},
 		{c: receiptCase{Name: "receipt-other-index", Note: "entry 2's proof, claimed for index 3", Key: k, Entry: e2, Checkpoint: cp5, Inclusion: &inclusion{Index: 3, TreeSize: n, Hashes: p2.Hashes}}, check: verify.CheckIndex},
 		{c: receiptCase{Name: "receipt-tree-size-mismatch", Note: "the proof's tree size is not the checkpoint's", Key: k, Entry: e2, Checkpoint: cp5, Inclusion: &inclusion{Index: 2, TreeSize: 3, Hashes: proof(2, 3).Hashes}}, check: verify.CheckInclusion},
-		{c: receiptCase{Name: "receipt-entry-beyond-tree", Key: k, Entry: entries[4], Checkpoint: cp3, Inclusion: &inclusion{Index: 4, TreeSize: 3, Hashes: nil}}, check: verify.CheckInclusion},
+		{c: receiptCase{Name: "receipt-entry-beyond-tree", Key: k, Entry: entries[4], Checkpoint: cp3, Inclusion: &inclusion{Index: 4, TreeSize: 3, Hashes: [][]byte{}}}, check: verify.CheckInclusion},
 		{c: receiptCase{Name: "receipt-entry-not-in-tree", Note: "a validly signed entry 2 that the tree does not hold (a fork)", Key: k, Entry: e2Alternative, Checkpoint: cp5, Inclusion: p2}, check: verify.CheckInclusion},
 		{c: receiptCase{Name: "receipt-flipped-entry-signature", Key: k, Entry: e2FlippedSig, Checkpoint: cp5, Inclusion: p2}, check: verify.CheckEntrySignature},
 		{c: receiptCase{Name: "receipt-entry-other-key", Key: k, Entry: e2ByOther, Checkpoint: cp5, Inclusion: p2}, check: verify.CheckEntryKey},
