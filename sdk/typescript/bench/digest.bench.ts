@@ -5,10 +5,9 @@ import { readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
-import canonicalizeImport from "canonicalize";
+import canonicalize from "canonicalize";
 import { paramsDigest } from "../src/index.js";
 
-const canonicalize = canonicalizeImport as unknown as (value: unknown) => string | undefined;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 const input = readFileSync(path.join(root, "testdata/commit/params-1k.json"));
 

@@ -141,6 +141,7 @@ export interface ActionSummary {
 }
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,128}$/;
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 function newKey(): string {
   return randomBytes(16).toString("hex");
@@ -526,9 +527,23 @@ export class LedgerClient {
   /** The catalog's actions and their digests (GET /v1/actions). */
   async actions(signal?: AbortSignal): Promise<ActionSummary[]> {
     const b = await this.get("/v1/actions", signal);
-    const doc = JSON.parse(b.toString("utf8")) as { actions?: { action: string; tiers_digest: string; definition_digest: string }[] };
+    let doc: { actions?: unknown };
+    try {
+      doc = JSON.parse(b.toString("utf8")) as typeof doc;
+    } catch (e) {
+      throw unverified("malformed action list", e);
+    }
     if (!Array.isArray(doc.actions)) throw unverified("malformed action list");
-    return doc.actions.map((a) => ({ action: a.action, tiersDigest: a.tiers_digest, definitionDigest: a.definition_digest }));
+    const seen = new Set<string>();
+    return doc.actions.map((a: { action?: unknown; tiers_digest?: unknown; definition_digest?: unknown }, i) => {
+      if (typeof a !== "object" || a === null || typeof a.action !== "string" || typeof a.tiers_digest !== "string" || typeof a.definition_digest !== "string" ||
+        !DIGEST.test(a.tiers_digest) || !DIGEST.test(a.definition_digest)) {
+        throw unverified(`malformed action list: item ${i}`);
+      }
+      if (seen.has(a.action)) throw unverified(`malformed action list: item ${i} lists an action again`);
+      seen.add(a.action);
+      return { action: a.action, tiersDigest: a.tiers_digest, definitionDigest: a.definition_digest };
+    });
   }
 
   /**
@@ -538,10 +553,22 @@ export class LedgerClient {
    * GET /v1/actions lists; a difference is a VerificationError.
    */
   async declaration(action: string, signal?: AbortSignal): Promise<Declaration> {
-    const [bytes, list] = await Promise.all([this.get(`/v1/actions/${encodeURIComponent(action)}`, signal), this.actions(signal)]);
-    const d = Declaration.parse(bytes);
+    const list = await this.actions(signal);
     const listed = list.find((a) => a.action === action);
-    if (d.action !== action || listed === undefined) throw new VerificationError("declaration", `the server's declaration of ${action} is not the one it lists`);
+    if (listed === undefined) throw new VerificationError("declaration", `the server lists no declaration of ${action}`);
+    return this.listedDeclaration(listed, signal);
+  }
+
+  /**
+   * Fetches the declaration of listed.action (GET /v1/actions/{action}),
+   * parses it and requires the applied-tiers and definition digests that
+   * listed (an item of actions()) names; a difference is a
+   * VerificationError.
+   */
+  async listedDeclaration(listed: ActionSummary, signal?: AbortSignal): Promise<Declaration> {
+    const action = listed.action;
+    const d = Declaration.parse(await this.get(`/v1/actions/${encodeURIComponent(action)}`, signal));
+    if (d.action !== action) throw new VerificationError("declaration", `the server's declaration of ${action} is not the one it lists`);
     if (!digestEqual(d.tiersDigest(), listed.tiersDigest) || !digestEqual(d.definitionDigest(), listed.definitionDigest)) {
       throw new VerificationError("declaration", `the digests of the declaration of ${action} are not those the server lists`);
     }

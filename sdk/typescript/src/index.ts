@@ -80,3 +80,4 @@ export {
   type ActionSummary,
 } from "./client.js";
 export { parseObjectWithRaw } from "./json.js";
+export { DeclarationSource, StaleDeclarationError, STALE_DECLARATION_CODES, type DeclarationSourceOptions } from "./source.js";

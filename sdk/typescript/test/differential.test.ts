@@ -8,14 +8,11 @@ import { promisify } from "node:util";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import canonicalizeImport from "canonicalize";
+import canonicalize from "canonicalize"; // 5.x: ESM, the default export is the function
 import { paramsDigest, DomainError } from "../src/index.js";
 import { repoRoot } from "./testutil.js";
 
 const run = promisify(execFile);
-// canonicalize 2.1.0 is CommonJS whose declaration says "export default": under
-// NodeNext the default import is the function itself.
-const canonicalize = canonicalizeImport as unknown as (value: unknown) => string | undefined;
 
 interface Line {
   index: number;

@@ -16,7 +16,16 @@ export interface Ledgerd {
   verifierKey: string;
   /** An approver of make_payment, and their password (random, per run). */
   approver: { name: string; password: string };
+  /** Stops ledgerd (SIGTERM, then waits for it to exit) and starts it again on the same data directory and address. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface LedgerdOptions {
+  /** The catalog directory. Default: the repository's testdata/declarations. */
+  catalogDir?: string;
+  /** The policy directory. Default: the repository's testdata/policies. */
+  policyDir?: string;
 }
 
 let built: Promise<string> | undefined;
@@ -34,8 +43,8 @@ export function ledgerdBinary(): Promise<string> {
   return built;
 }
 
-/** Starts ledgerd with the repository's catalog and policies and approvals on. */
-export async function startLedgerd(): Promise<Ledgerd> {
+/** Starts ledgerd with the repository's catalog and policies (or those of options) and approvals on. */
+export async function startLedgerd(options: LedgerdOptions = {}): Promise<Ledgerd> {
   const bin = await ledgerdBinary();
   const dir = mkdtempSync(path.join(tmpdir(), "sdkts-data-"));
   const data = path.join(dir, "d");
@@ -46,8 +55,8 @@ export async function startLedgerd(): Promise<Ledgerd> {
   if (token === undefined || verifierKey === undefined) throw new Error("ledgerd init: no token or verifier key in its output");
   const cfgPath = path.join(data, "ledgerd.json");
   const cfg = JSON.parse(readFileSync(cfgPath, "utf8")) as Record<string, unknown>;
-  cfg["catalog_dir"] = path.join(repoRoot, "testdata/declarations");
-  cfg["policy_dir"] = path.join(repoRoot, "testdata/policies");
+  cfg["catalog_dir"] = options.catalogDir ?? path.join(repoRoot, "testdata/declarations");
+  cfg["policy_dir"] = options.policyDir ?? path.join(repoRoot, "testdata/policies");
   cfg["approvals"] = { pending_ttl: "1h", execution_ttl: "1h" };
   writeFileSync(cfgPath, JSON.stringify(cfg), { mode: 0o600 });
   const approver = { name: "alice", password: randomBytes(18).toString("base64") };
@@ -57,7 +66,28 @@ export async function startLedgerd(): Promise<Ledgerd> {
     );
     p.stdin!.end(approver.password + "\n");
   });
-  const child: ChildProcess = spawn(bin, ["serve", "--config", cfgPath, "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "pipe"] });
+  let served = await serve(bin, cfgPath, "127.0.0.1:0");
+  const l: Ledgerd = {
+    url: served.url,
+    token,
+    verifierKey,
+    approver,
+    async restart() {
+      await stopChild(served.child);
+      served = await serve(bin, cfgPath, new URL(l.url).host);
+      if (served.url !== l.url) throw new Error(`ledgerd restarted on ${served.url}, not ${l.url}`);
+    },
+    async stop() {
+      await stopChild(served.child);
+      if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return l;
+}
+
+/** Runs ledgerd serve on listen and waits for its "serving" line. */
+async function serve(bin: string, cfgPath: string, listen: string): Promise<{ child: ChildProcess; url: string }> {
+  const child: ChildProcess = spawn(bin, ["serve", "--config", cfgPath, "--listen", listen], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (b: Buffer) => {
     stderr = (stderr + b.toString()).slice(-4000);
@@ -79,20 +109,14 @@ export async function startLedgerd(): Promise<Ledgerd> {
     });
   });
   child.stdout!.resume();
-  return {
-    url,
-    token,
-    verifierKey,
-    approver,
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
-        child.kill("SIGTERM");
-        await exited;
-      }
-      if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return { child, url };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  await exited;
 }
 
 /**
