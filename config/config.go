@@ -7,16 +7,20 @@
 // at any depth, and text after the object, and Parse and Load check every
 // value before returning: a value out of its range is refused, never
 // replaced by a default. Where a field's comment says so, 0, "" or an
-// absent member means its default, which the accessors (CheckpointInterval
-// Duration, ConnectionCaps, LeaseTTLDuration, ...) return; elsewhere a
-// zero that makes no sense (a "0s" timeout) is refused. Errors name the
-// file and the member at fault (mediators[1], approvals.pending_ttl),
-// never a token, a hash or the store URL's password.
+// absent member means its default; elsewhere a zero that makes no sense
+// (a "0s" timeout) is refused. A field kept as text or with a default
+// has an accessor that returns its value in force: the field's name
+// with Duration appended for a duration (IdleTimeoutDuration,
+// LeaseTTLDuration, ...), WitnessesNeededCount, ConnectionCaps, TTLs.
+// Errors name the file and the member at fault (mediators[1],
+// approvals.pending_ttl), never a token, a hash or the store URL's
+// password.
 //
 // Paths in the file (key_file, store_dir, catalog_dir, policy_dir and the
-// tls files) are relative to the file's directory; Parse makes them
-// absolute. The key, the store directory and the directories named must
-// exist: the config never creates one.
+// tls files) are relative to the file's directory: Parse joins them to
+// the directory of the path it is given. The key, the store directory
+// and the directories named must exist, and the TLS pair must load: the
+// config never creates a file.
 //
 // On SIGHUP a running ledgerd parses the file again as at start and puts
 // its credentials in force: mediators (tokens and rates),
