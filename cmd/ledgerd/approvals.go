@@ -16,6 +16,7 @@ import (
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/approval/preview"
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -45,9 +46,9 @@ type approvalsState struct {
 // checked: with pg nil (badger), its previews in store_dir/previews and
 // its sessions in memory; else both in pg, the sequencer's store
 // (approvals_store.go).
-func newApprovalsState(cfg *Config, pg *postgres.Store) (*approvalsState, error) {
+func newApprovalsState(cfg *config.Config, pg *postgres.Store) (*approvalsState, error) {
 	a := cfg.Approvals
-	pending, execution, err := a.ttls()
+	pending, execution, err := a.TTLs()
 	if err != nil {
 		return nil, err
 	}

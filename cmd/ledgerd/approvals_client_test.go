@@ -11,6 +11,7 @@ import (
 	"github.com/decisionledger/ledger/approval/preview"
 	"github.com/decisionledger/ledger/client"
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/ledger"
@@ -30,11 +31,11 @@ func approvalsServer(t *testing.T) *testServer {
 
 // approvalsServerWith is approvalsServer with its approvals config
 // changed by change, if set.
-func approvalsServerWith(t *testing.T, change func(*ApprovalsConfig)) *testServer {
+func approvalsServerWith(t *testing.T, change func(*config.ApprovalsConfig)) *testServer {
 	t.Helper()
-	s := startServerWith(t, func(c *Config) {
+	s := startServerWith(t, func(c *config.Config) {
 		c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies
-		c.Approvals = &ApprovalsConfig{PendingTTL: "1h", ExecutionTTL: "10m"}
+		c.Approvals = &config.ApprovalsConfig{PendingTTL: "1h", ExecutionTTL: "10m"}
 		if change != nil {
 			change(c.Approvals)
 		}

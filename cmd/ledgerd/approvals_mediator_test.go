@@ -19,6 +19,7 @@ import (
 
 	"github.com/decisionledger/ledger/approval/preview"
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/ledger"
@@ -70,7 +71,7 @@ type medServer struct {
 
 // startMedServer starts a medServer; change, if set, changes its config
 // (approvals off with c.Approvals = nil).
-func startMedServer(t testing.TB, change func(*Config)) *medServer {
+func startMedServer(t testing.TB, change func(*config.Config)) *medServer {
 	t.Helper()
 	return startMedServerOn(t, change, nil)
 }
@@ -79,20 +80,20 @@ func startMedServer(t testing.TB, change func(*Config)) *medServer {
 // new badger store in the config's store_dir. On a PostgreSQL store the
 // previews and sessions are kept there, as a cluster's sequencer keeps
 // them.
-func startMedServerOn(t testing.TB, change func(*Config), store ledger.Store) *medServer {
+func startMedServerOn(t testing.TB, change func(*config.Config), store ledger.Store) *medServer {
 	t.Helper()
 	dir := t.TempDir()
 	path, token, err := initDataDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	otherToken, otherHash := newToken()
-	cfg.Mediators = append(cfg.Mediators, Mediator{Name: "other", TokenSHA256: otherHash})
-	cfg.Approvals = &ApprovalsConfig{PendingTTL: "1h", ExecutionTTL: "10m"}
+	cfg.Mediators = append(cfg.Mediators, config.Mediator{Name: "other", TokenSHA256: otherHash})
+	cfg.Approvals = &config.ApprovalsConfig{PendingTTL: "1h", ExecutionTTL: "10m"}
 	if change != nil {
 		change(cfg)
 	}
@@ -672,7 +673,7 @@ func mustEntryOf(t testing.TB, a medAnswer) []byte {
 // approvals_off, and a preview is refused 422 approvals_off; a
 // needs_approval answer has no approval member.
 func TestApprovalsOff(t *testing.T) {
-	s := startMedServer(t, func(c *Config) { c.Approvals = nil })
+	s := startMedServer(t, func(c *config.Config) { c.Approvals = nil })
 	q := payRequest(250000)
 	id := commit.Digest(sha256.Sum256([]byte("x")))
 	for _, c := range []struct{ token, method, path, body string }{
@@ -687,7 +688,7 @@ func TestApprovalsOff(t *testing.T) {
 	if a.status != http.StatusCreated || bytes.Contains(a.body, []byte(`"approval"`)) {
 		t.Errorf("needs_approval without approvals: %d %s", a.status, a.body)
 	}
-	d := startMedServer(t, func(c *Config) { c.Approvals, c.CatalogDir, c.PolicyDir = nil, corpusDir, referencePolicies })
+	d := startMedServer(t, func(c *config.Config) { c.Approvals, c.CatalogDir, c.PolicyDir = nil, corpusDir, referencePolicies })
 	wantRefusal(t, "a decide with a preview", d.do(t, d.token, "POST", "/v1/decide", strings.TrimSuffix(largePayment(t), "}")+`,"preview":{"a":1}}`), 422, "approvals_off", "")
 }
 
@@ -720,7 +721,7 @@ func hasPreview(s *medServer, id commit.Digest) bool {
 // decision is needs_approval, and its digest is in the answer, on a
 // retry too; with another decision it is dropped.
 func TestDecidePreview(t *testing.T) {
-	s := startMedServer(t, func(c *Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies })
+	s := startMedServer(t, func(c *config.Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies })
 	doc := `{"to":"billing@example.com","amount_minor":250000,"api_key":"abcdefabcdefabcdef"}`
 	want, err := preview.Render([]byte(doc))
 	if err != nil {
@@ -957,7 +958,7 @@ func TestPreviewSweepLoop(t *testing.T) {
 // answer docs/openapi.json describes of the mediators' approval endpoints
 // and of the approval members of decide and append.
 func openAPIApprovalAnswers(t *testing.T, a *answerChecker) {
-	s := startMedServer(t, func(c *Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies })
+	s := startMedServer(t, func(c *config.Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies })
 	auth := []string{"Authorization", "Bearer " + s.token}
 	withKey := func(key string) []string { return append(slices.Clone(auth), "Idempotency-Key", key) }
 	decide := strings.TrimSuffix(largePayment(t), "}") + `,"preview":{"to":"alice@example.com"}}`
@@ -1003,13 +1004,13 @@ func openAPIApprovalAnswers(t *testing.T, a *answerChecker) {
 	a.do(s.testServer, 413, "POST", path+"/outcome", outcome+strings.Repeat(" ", 300<<10), auth...)
 	a.do(s.testServer, 200, "GET", path, "")
 
-	limited := startMedServer(t, func(c *Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1 })
+	limited := startMedServer(t, func(c *config.Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1 })
 	limitedAuth := []string{"Authorization", "Bearer " + limited.token}
 	a.do(limited.testServer, 404, "POST", path+"/consume", terms, limitedAuth...) // unknown there
 	a.do(limited.testServer, 429, "POST", path+"/consume", terms, limitedAuth...)
 	a.do(limited.testServer, 429, "POST", path+"/outcome", `{"consumption":1,"result":"unknown"}`, limitedAuth...)
 
-	slow := startMedServer(t, func(c *Config) { c.BodyTimeout = "200ms" })
+	slow := startMedServer(t, func(c *config.Config) { c.BodyTimeout = "200ms" })
 	for _, endpoint := range []string{"/consume", "/outcome"} {
 		conn := dialRaw(t, slow.url)
 		conn.send(t, partialPost(path+endpoint, "Bearer "+slow.token))
@@ -1035,13 +1036,13 @@ func openAPIApprovalAnswers(t *testing.T, a *answerChecker) {
 	a.do(broken.testServer, 503, "POST", brokenPath+"/consume", q.consumeBody(), brokenAuth...)
 	a.do(broken.testServer, 503, "POST", brokenPath+"/outcome", `{"consumption":3,"result":"unknown"}`, brokenAuth...)
 
-	off := startMedServer(t, func(c *Config) { c.Approvals = nil })
+	off := startMedServer(t, func(c *config.Config) { c.Approvals = nil })
 	offAuth := []string{"Authorization", "Bearer " + off.token}
 	a.do(off.testServer, 404, "GET", path, "")
 	a.do(off.testServer, 404, "POST", path+"/consume", terms, offAuth...)
 	a.do(off.testServer, 404, "POST", path+"/outcome", outcome, offAuth...)
 	a.do(off.testServer, 422, "POST", "/v1/entries", q.appendBody("needs_approval", `{"to":"alice@example.com"}`), offAuth...)
-	offDecide := startMedServer(t, func(c *Config) { c.Approvals, c.CatalogDir, c.PolicyDir = nil, corpusDir, referencePolicies })
+	offDecide := startMedServer(t, func(c *config.Config) { c.Approvals, c.CatalogDir, c.PolicyDir = nil, corpusDir, referencePolicies })
 	a.do(offDecide.testServer, 422, "POST", "/v1/decide", decide, "Authorization", "Bearer "+offDecide.token)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
@@ -39,8 +40,8 @@ func testApprovers() []approver.Approver {
 // approvals.
 func pageServer(t *testing.T) *testServer {
 	t.Helper()
-	s := startServerWith(t, func(c *Config) {
-		c.Approvals = &ApprovalsConfig{Approvers: testApprovers()}
+	s := startServerWith(t, func(c *config.Config) {
+		c.Approvals = &config.ApprovalsConfig{Approvers: testApprovers()}
 	})
 	if _, _, ok := s.l.ApprovalConfig(); !ok {
 		if _, err := s.l.Append(t.Context(), ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: 24 * time.Hour, ExecutionTTL: time.Hour}); err != nil {
@@ -516,7 +517,7 @@ func pageAnswers(t *testing.T, a *answerChecker) {
 	pageDo(a, off, 404, "POST", id+"/verdict", "", asJSON...)
 
 	store := memory.New()
-	s := startServerOn(t, func(c *Config) { c.Approvals = &ApprovalsConfig{Approvers: testApprovers()} }, store)
+	s := startServerOn(t, func(c *config.Config) { c.Approvals = &config.ApprovalsConfig{Approvers: testApprovers()} }, store)
 	if _, err := s.l.Append(t.Context(), ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: time.Hour, ExecutionTTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}

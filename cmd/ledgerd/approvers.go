@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/config"
 )
 
 // stdin is where "ledgerd approver add" reads the password; a test sets
@@ -105,12 +106,12 @@ func approverCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 // readConfigFile reads and checks the config at path.
-func readConfigFile(path string) ([]byte, *Config, error) {
+func readConfigFile(path string) ([]byte, *config.Config, error) {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := parseConfig(old, path)
+	cfg, err := config.Parse(old, path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (fix the config first)", err)
 	}
@@ -180,7 +181,7 @@ func changeApprovers(path string, old []byte, op string, a approver.Approver) er
 	}
 	text.WriteByte('\n')
 	// What is written must be a valid config with the change.
-	changed, err := parseConfig(text.Bytes(), path)
+	changed, err := config.Parse(text.Bytes(), path)
 	if err != nil {
 		return fmt.Errorf("the changed config would be refused: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/config"
 )
 
 // approverConfig writes handWrittenConfig, with extra members before its
@@ -83,7 +84,7 @@ func TestApproverAddRemove(t *testing.T) {
 	if strings.Contains(stderr, pw) {
 		t.Error("approver add repeated the password")
 	}
-	cfg, err := loadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestApproverAddRemove(t *testing.T) {
 	if code, stderr := approverRun(t, "", "remove", "alice", "--config", path); code != 0 || !strings.Contains(stderr, "removed approver \"alice\"") {
 		t.Fatalf("approver remove alice: exit %d: %s", code, stderr)
 	}
-	cfg, err = loadConfig(path)
+	cfg, err = config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestApproverAddKeepsApprovals(t *testing.T) {
 	if code, stderr := approverRun(t, "a long enough passphrase\r\n", "add", "carol", "--actions", "refund", "--config", path); code != 0 || strings.Contains(stderr, "had no approvals member") {
 		t.Fatalf("approver add: exit %d: %s", code, stderr)
 	}
-	cfg, err := loadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

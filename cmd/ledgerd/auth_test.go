@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/decisionledger/ledger/config"
 )
 
 // A 401 says what is wrong with the credential: no Authorization header,
@@ -16,7 +18,7 @@ import (
 func TestAuthMessages(t *testing.T) {
 	const readerToken = "reader-token-SECRET1"
 	sum := sha256.Sum256([]byte(readerToken))
-	s := startServerWith(t, func(c *Config) { c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)} })
+	s := startServerWith(t, func(c *config.Config) { c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)} })
 	const unknown = "unknown-token-SECRET2"
 	for _, c := range []struct {
 		method, path, authorization, want string

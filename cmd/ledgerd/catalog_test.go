@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 )
 
@@ -65,7 +66,7 @@ func TestCatalog(t *testing.T) {
 	logs := &syncBuffer{}
 	testLogs = logs
 	defer func() { testLogs = nil }()
-	s := startServerWith(t, func(c *Config) { c.CatalogDir = corpusDir })
+	s := startServerWith(t, func(c *config.Config) { c.CatalogDir = corpusDir })
 	d, file := loadDeclaration(t, "send_email")
 	const params = `{"recipient":"Bob.Smith@Example.ORG","subject":"Invoice QUARTERLYSECRET","body":"Hello BODYSECRET","attachment_hashes":[]}`
 	res, err := d.Minimize([]byte(params), declare.Options{})
@@ -167,7 +168,7 @@ func TestCatalogRefused(t *testing.T) {
 // validator's; a member the client made up is named by its position, and
 // no value is repeated.
 func TestCatalogAttributeMessages(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.CatalogDir = corpusDir })
+	s := startServerWith(t, func(c *config.Config) { c.CatalogDir = corpusDir })
 	body := func(action, attributes string) string {
 		d, _ := loadDeclaration(t, action)
 		tiers, err := d.TiersDigest()
@@ -228,7 +229,7 @@ func TestAPIExampleAppendWithCatalog(t *testing.T) {
 	if !found {
 		t.Fatal("docs/api.md has no append example")
 	}
-	s := startServerWith(t, func(c *Config) { c.CatalogDir = corpusDir })
+	s := startServerWith(t, func(c *config.Config) { c.CatalogDir = corpusDir })
 	if resp, b := s.post(t, s.token, example); resp.StatusCode != http.StatusCreated {
 		t.Errorf("docs/api.md's append example: %d %s", resp.StatusCode, b)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/ledger"
@@ -195,7 +196,7 @@ func TestClientDecide(t *testing.T) {
 		proxy.Close()
 	}
 
-	plain := startServerWith(t, func(c *Config) { c.CatalogDir = corpusDir })
+	plain := startServerWith(t, func(c *config.Config) { c.CatalogDir = corpusDir })
 	pc, _ := client.New(plain.url, plain.token, plain.key.VerifierKey())
 	var apiErr *client.Error
 	if _, err := pc.Decide(ctx, pay); !errors.As(err, &apiErr) || apiErr.Code != "no_policies" || apiErr.Status != 404 {

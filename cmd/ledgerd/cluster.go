@@ -64,6 +64,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
@@ -88,7 +89,7 @@ const (
 
 // node is one instance of a cluster.
 type node struct {
-	cfg       *Config
+	cfg       *config.Config
 	key       *ledger.Key
 	cat       catalog
 	set       *policy.Set // loaded at start; a takeover loads policy_dir again
@@ -176,7 +177,7 @@ func (t *term) lastRenewed() time.Time { return *t.renewed.Load() }
 // only when the database cannot be reached or read at all, or the log
 // does not open with the config's keys: once it serves, it rides out the
 // database's outages.
-func serveCluster(ctx context.Context, stop func(), cfg, start *Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener,
+func serveCluster(ctx context.Context, stop func(), cfg, start *config.Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener,
 	log *slog.Logger, configPath string, stdout io.Writer, failStart func(string, ...any) int) int {
 	n, err := newNode(ctx, cfg, key, cat, set, ln, log)
 	if err != nil {
@@ -195,7 +196,7 @@ func serveCluster(ctx context.Context, stop func(), cfg, start *Config, key *led
 	}
 	srv, limited, err := newHTTPServerFor(cfg, log, n.m, n.followAPI.bodyDeadline(http.HandlerFunc(n.serveHTTP)), ln)
 	if err == nil && cfg.TLS != nil {
-		srv.TLSConfig, n.reloader.cert, err = cfg.TLS.serverTLS()
+		srv.TLSConfig, n.reloader.cert, err = serverTLS(cfg.TLS)
 	}
 	if err != nil {
 		return failStart("%v", err)
@@ -278,21 +279,21 @@ func serveCluster(ctx context.Context, stop func(), cfg, start *Config, key *led
 
 // newNode opens the follower's store and view, and makes the instance's
 // handlers; the instance follows until its loop takes the lease.
-func newNode(ctx context.Context, cfg *Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener, log *slog.Logger) (*node, error) {
-	ttl, err := cfg.Cluster.leaseTTL()
+func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener, log *slog.Logger) (*node, error) {
+	ttl, err := cfg.Cluster.LeaseTTLDuration()
 	if err != nil {
 		return nil, err
 	}
-	advertise, err := cfg.advertiseURL(ln.Addr())
+	advertise, err := cfg.AdvertiseURL(ln.Addr())
 	if err != nil {
 		return nil, err
 	}
-	checkpointInterval, err := cfg.checkpointInterval()
+	checkpointInterval, err := cfg.CheckpointIntervalDuration()
 	if err != nil {
 		return nil, err
 	}
 	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: newMetrics(),
-		instance: cfg.instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval)}
+		instance: cfg.Instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval)}
 	n.leaseCtx, n.leaseMoved = context.WithCancelCause(context.Background())
 	n.m.treeSize, n.m.checkpointTime, n.m.cluster = n.size, n.checkpointTime, n.writeMetrics
 	if n.followStore, err = openPostgres(ctx, cfg); err != nil {
@@ -495,8 +496,8 @@ func (n *node) logDB(msg string, err error) {
 // and makes the start-time publications of a single ledgerd.
 func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postgres.Lease) (*term, error) {
 	cfg, log := n.cfg, n.log
-	interval, _ := cfg.checkpointInterval()
-	commitInterval, _ := cfg.minCommitInterval()
+	interval, _ := cfg.CheckpointIntervalDuration()
+	commitInterval, _ := cfg.MinCommitIntervalDuration()
 	l, err := ledger.Open(ctx, store, n.key, ledger.Options{
 		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: n.m.observeBatch,
 		PreviousKeys: cfg.PreviousKeys,
@@ -689,8 +690,8 @@ func (s *server) followerRoutes() http.Handler {
 		s.creds = newLiveCredentials(s.cfg)
 	}
 	s.pol = &policies{archive: filepath.Join(s.cfg.StoreDir, archiveDirName), log: s.log, m: s.m, l: s.l}
-	s.bodyTimeout, _ = s.cfg.bodyTimeout()
-	s.writeTimeout, _ = s.cfg.writeTimeout()
+	s.bodyTimeout, _ = s.cfg.BodyTimeoutDuration()
+	s.writeTimeout, _ = s.cfg.WriteTimeoutDuration()
 	mux := http.NewServeMux()
 	table := s.routeTable()
 	forward := http.HandlerFunc(s.cluster.forward)

@@ -18,76 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/postgres"
 )
-
-// The store and cluster members are checked at load, naming the member;
-// the URL appears only redacted.
-func TestClusterConfig(t *testing.T) {
-	refused := map[string]string{
-		`"store": "mysql://db.example.org/ledger"`:                                                            `store: the scheme "mysql" is not postgres or postgresql`,
-		`"store": "postgres://ledger:s3cret@db.example.org:notaport/ledger"`:                                  `store postgres://(unparsable URL) is not a URL: invalid port ":notaport" after host`,
-		`"store": "postgres://db.example.org/ledger?password=s3cret&connect_timeout=x"`:                       "store postgres://db.example.org/ledger?connect_timeout=x&password=xxxxx is not a PostgreSQL URL pgx accepts",
-		`"cluster": {"instance": "a"}`:                                                                        "cluster needs store, a postgres:// URL",
-		`"store": "postgres://db.example.org/l", "cluster": {"instance": "a b"}`:                              `cluster.instance "a b" is not 1 to 64 letters`,
-		`"store": "postgres://db.example.org/l", "cluster": {"instance": "` + strings.Repeat("a", 65) + `"}`:  "is not 1 to 64 letters",
-		`"store": "postgres://db.example.org/l", "cluster": {"lease_ttl": "100ms"}`:                           `cluster.lease_ttl "100ms" is not a duration from 300ms to 10m0s`,
-		`"store": "postgres://db.example.org/l", "cluster": {"lease_ttl": "3"}`:                               `cluster.lease_ttl "3" is not a duration`,
-		`"store": "postgres://db.example.org/l", "cluster": {"advertise_url": "https://a.example.org:8443"}`:  `cluster.advertise_url "https://a.example.org:8443" is not http://host:port`,
-		`"store": "postgres://db.example.org/l", "cluster": {"advertise_url": "http://a.example.org"}`:        "is not http://host:port",
-		`"store": "postgres://db.example.org/l", "cluster": {"advertise_url": "http://a.example.org:80/x"}`:   "is not http://host:port",
-		`"store": "postgres://db.example.org/l", "cluster": {"advertise_url": "http://u:p@a.example.org:80"}`: "is not http://host:port",
-		`"store": "postgres://db.example.org/l", "cluster": {"unknown": 1}`:                                   `unknown field "unknown"`,
-	}
-	for change, want := range refused {
-		_, err := configWith(t, change)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", change, err, want)
-		}
-		if err != nil && strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("%s: the error shows the password: %v", change, err)
-		}
-	}
-	cfg, err := configWith(t, `"store": "postgres://ledger:s3cret@db.example.org/ledger", "listen": "127.0.0.1:8081"`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ttl, err := cfg.Cluster.leaseTTL(); ttl != 3*time.Second || err != nil {
-		t.Errorf("default lease_ttl %v %v", ttl, err)
-	}
-	if a, err := cfg.advertiseURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8081}); a != "http://127.0.0.1:8081" || err != nil {
-		t.Errorf("default advertise_url %q %v", a, err)
-	}
-	if a, _ := cfg.advertiseURL(nil); a != "http://127.0.0.1:8081" {
-		t.Errorf("default advertise_url %q", a)
-	}
-	if i1, i2 := cfg.instance(), cfg.instance(); !instanceName.MatchString(i1) || i1 == i2 {
-		t.Errorf("default instances %q, %q: want valid and distinct", i1, i2)
-	}
-	if v := cfg.LogValue().String(); strings.Contains(v, "s3cret") || !strings.Contains(v, "xxxxx@db.example.org") {
-		t.Errorf("the config's log value: %s, want the store redacted", v)
-	}
-	// With listen on every address, the others cannot know where to
-	// reach the instance: advertise_url is required then.
-	for _, listen := range []string{":8081", "0.0.0.0:8081", "[::]:8081"} {
-		cfg.Listen = listen
-		if _, err := cfg.advertiseURL(nil); err == nil || !strings.Contains(err.Error(), "cluster.advertise_url is required") {
-			t.Errorf("listen %s: %v", listen, err)
-		}
-	}
-	cfg.Listen = ":0"
-	cfg.Cluster = &ClusterConfig{AdvertiseURL: "http://a.example.org:8081/"}
-	if a, err := cfg.advertiseURL(nil); a != "http://a.example.org:8081" || err != nil {
-		t.Errorf("advertise_url %q %v", a, err)
-	}
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Cluster = nil
-	if a, _ := cfg.advertiseURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4321}); a != "http://127.0.0.1:4321" {
-		t.Errorf("advertise_url for port 0: %q, want the bound port", a)
-	}
-}
 
 // dbPassword is the password in the fixture's database URL.
 const dbPassword = "s3cret-pw"
@@ -348,7 +283,7 @@ func TestClusterNoSequencer(t *testing.T) {
 	}
 	// The answers are as docs/openapi.json describes them.
 	mux := http.NewServeMux()
-	for _, rt := range (&server{cfg: &Config{}, m: newMetrics()}).routeTable() {
+	for _, rt := range (&server{cfg: &config.Config{}, m: newMetrics()}).routeTable() {
 		mux.Handle(rt.pattern, rt.handler)
 	}
 	a := &answerChecker{t: t, d: loadOpenAPI(t), mux: mux, seen: map[string]bool{}}
@@ -533,7 +468,7 @@ func TestClusterForwardAbandoned(t *testing.T) {
 // run, so that the test decides when it takes the lease and renews.
 func (f *clusterFixture) testNode(t *testing.T, name, ttl string) (*node, string, *lockedWriter) {
 	t.Helper()
-	cfg, err := loadConfig(f.config(t, name, ttl))
+	cfg, err := config.Load(f.config(t, name, ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -805,7 +740,7 @@ func TestClusterDatabaseUnreachable(t *testing.T) {
 func TestFollowerRoutes(t *testing.T) {
 	// With witnesses too: a follower serves the reads that carry
 	// cosignatures, with those the database holds (TestClusterCosignatures).
-	for _, cfg := range []*Config{{}, {Witnesses: []WitnessConfig{{Name: "w"}}}} {
+	for _, cfg := range []*config.Config{{}, {Witnesses: []config.WitnessConfig{{Name: "w"}}}} {
 		local := map[string]bool{}
 		for _, rt := range (&server{cfg: cfg, m: newMetrics()}).routeTable() {
 			if (&server{cfg: cfg}).followerLocal(rt.pattern) {

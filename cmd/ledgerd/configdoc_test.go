@@ -13,12 +13,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/decisionledger/ledger/config"
 )
 
-var updateConfigDoc = flag.Bool("update-config-doc", false, "rewrite the generated reference in docs/config.md from config.go")
+var updateConfigDoc = flag.Bool("update-config-doc", false, "rewrite the generated reference in docs/config.md from config/config.go")
 
 const (
-	configDocPath  = "../../docs/config.md"
+	configDocPath = "../../docs/config.md"
+	// configSource declares the config's types (package config).
+	configSource = "../../config/config.go"
+	// configRefBegin still names cmd/ledgerd/config.go, where the types
+	// were until package config: docs/config.md is unchanged by the move.
 	configRefBegin = "<!-- BEGIN reference: generated from the doc comments of Config in cmd/ledgerd/config.go by TestConfigReference. Edit those, then run: go test ./cmd/ledgerd/ -run TestConfigReference -update-config-doc -->\n"
 	configRefEnd   = "<!-- END reference -->\n"
 )
@@ -59,12 +65,13 @@ func TestConfigReference(t *testing.T) {
 			w = wantLines[i]
 		}
 		if g != w {
-			t.Fatalf("%s is out of date with config.go, from line %d of its reference:\n have %q\n want %q\nrun: go test ./cmd/ledgerd/ -run TestConfigReference -update-config-doc", configDocPath, i+1, g, w)
+			t.Fatalf("%s is out of date with config/config.go, from line %d of its reference:\n have %q\n want %q\nrun: go test ./cmd/ledgerd/ -run TestConfigReference -update-config-doc", configDocPath, i+1, g, w)
 		}
 	}
 }
 
-// configField is one field of a config struct, as config.go declares it.
+// configField is one field of a config struct, as config/config.go
+// declares it.
 type configField struct {
 	goName, json, goType, doc string
 }
@@ -77,12 +84,12 @@ var configStructs = []struct {
 	goName, prefix, lead string
 	typ                  reflect.Type
 }{
-	{"Config", "", "", reflect.TypeFor[Config]()},
-	{"TLSConfig", "tls.", "The `tls` object", reflect.TypeFor[TLSConfig]()},
-	{"Mediator", "mediators[].", "Each element of `mediators`", reflect.TypeFor[Mediator]()},
-	{"ApprovalsConfig", "approvals.", "The `approvals` object", reflect.TypeFor[ApprovalsConfig]()},
-	{"WitnessConfig", "witnesses[].", "Each element of `witnesses`", reflect.TypeFor[WitnessConfig]()},
-	{"ClusterConfig", "cluster.", "The `cluster` object", reflect.TypeFor[ClusterConfig]()},
+	{"Config", "", "", reflect.TypeFor[config.Config]()},
+	{"TLSConfig", "tls.", "The `tls` object", reflect.TypeFor[config.TLSConfig]()},
+	{"Mediator", "mediators[].", "Each element of `mediators`", reflect.TypeFor[config.Mediator]()},
+	{"ApprovalsConfig", "approvals.", "The `approvals` object", reflect.TypeFor[config.ApprovalsConfig]()},
+	{"WitnessConfig", "witnesses[].", "Each element of `witnesses`", reflect.TypeFor[config.WitnessConfig]()},
+	{"ClusterConfig", "cluster.", "The `cluster` object", reflect.TypeFor[config.ClusterConfig]()},
 }
 
 // jsonTypes names the JSON type of each Go type in the config.
@@ -100,10 +107,10 @@ var jsonTypes = map[string]string{
 	"[]approver.Approver": "array of objects (docs/approvals.md §Approvers)",
 }
 
-// configReference generates the reference from config.go.
+// configReference generates the reference from config/config.go.
 func configReference(t *testing.T) string {
 	t.Helper()
-	file, err := parser.ParseFile(gotoken.NewFileSet(), "config.go", nil, parser.ParseComments)
+	file, err := parser.ParseFile(gotoken.NewFileSet(), configSource, nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +127,7 @@ func configReference(t *testing.T) string {
 			compiled = append(compiled, f.Name+" "+f.Tag.Get("json"))
 		}
 		if !slices.Equal(parsed, compiled) {
-			t.Fatalf("config.go's %s has fields %q; the compiled one %q", cs.goName, parsed, compiled)
+			t.Fatalf("config/config.go's %s has fields %q; the compiled one %q", cs.goName, parsed, compiled)
 		}
 		// Go names become the JSON names in the text.
 		names := map[string]string{}
@@ -135,15 +142,15 @@ func configReference(t *testing.T) string {
 		for _, f := range fields {
 			typ, ok := jsonTypes[f.goType]
 			if !ok {
-				t.Fatalf("config.go: %s.%s has type %s, which the reference does not know", cs.goName, f.goName, f.goType)
+				t.Fatalf("config/config.go: %s.%s has type %s, which the reference does not know", cs.goName, f.goName, f.goType)
 			}
 			need := "optional"
 			if regexp.MustCompile(`(^|\. )Required[.,;]`).MatchString(f.doc) {
 				need = "required"
 			} else if !strings.Contains(f.doc, "Optional") {
-				t.Errorf("config.go: the comment of %s.%s says neither Required nor Optional", cs.goName, f.goName)
+				t.Errorf("config/config.go: the comment of %s.%s says neither Required nor Optional", cs.goName, f.goName)
 			} else if !strings.Contains(f.doc, "default") {
-				t.Errorf("config.go: the comment of optional %s.%s gives no default", cs.goName, f.goName)
+				t.Errorf("config/config.go: the comment of optional %s.%s gives no default", cs.goName, f.goName)
 			}
 			fmt.Fprintf(&table, "| `%s%s` | %s | %s |\n", cs.prefix, f.json, typ, need)
 			fmt.Fprintf(&sections, "### `%s%s`\n\n%s, %s.\n\n%s", cs.prefix, f.json, typ, need, docMarkdown(f.doc, names))
@@ -152,7 +159,7 @@ func configReference(t *testing.T) string {
 	return "## Summary\n\n" + table.String() + "\n## Fields\n\n" + sections.String()
 }
 
-// configStruct parses the struct name of config.go.
+// configStruct parses the struct name of config/config.go.
 func configStruct(t *testing.T, file *ast.File, name string) (doc string, fields []configField) {
 	t.Helper()
 	for _, decl := range file.Decls {
@@ -167,7 +174,7 @@ func configStruct(t *testing.T, file *ast.File, name string) (doc string, fields
 			}
 			for _, f := range ts.Type.(*ast.StructType).Fields.List {
 				if len(f.Names) != 1 || f.Tag == nil || f.Doc == nil {
-					t.Fatalf("config.go: a field of %s without its own doc comment or json tag", name)
+					t.Fatalf("config/config.go: a field of %s without its own doc comment or json tag", name)
 				}
 				tag := reflect.StructTag(strings.Trim(f.Tag.Value, "`")).Get("json")
 				fields = append(fields, configField{f.Names[0].Name, tag, exprString(f.Type), f.Doc.Text()})
@@ -175,7 +182,7 @@ func configStruct(t *testing.T, file *ast.File, name string) (doc string, fields
 			return gd.Doc.Text(), fields
 		}
 	}
-	t.Fatalf("config.go declares no %s", name)
+	t.Fatalf("config/config.go declares no %s", name)
 	return "", nil
 }
 

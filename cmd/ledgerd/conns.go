@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/decisionledger/ledger/config"
 )
 
 // Connections. Every way a client can hold a connection is bounded:
@@ -57,22 +59,25 @@ import (
 // newHTTPServer returns ledgerd's http.Server for s and the listener it
 // must serve: ln with the connection caps of the config.
 func newHTTPServer(s *server, ln net.Listener) (*http.Server, net.Listener, error) {
-	if _, _, err := s.cfg.connectionCaps(); err != nil {
+	if _, _, err := s.cfg.ConnectionCaps(); err != nil {
 		return nil, nil, err
 	}
 	h := s.routes()
 	return newHTTPServerFor(s.cfg, s.log, s.m, h, ln)
 }
 
+// headerTimeout bounds the arrival of a request's header.
+const headerTimeout = 10 * time.Second
+
 // newHTTPServerFor returns the http.Server serving h as the config says,
 // counting connections in m, and the listener it must serve.
-func newHTTPServerFor(cfg *Config, log *slog.Logger, m *metrics, h http.Handler, ln net.Listener) (*http.Server, net.Listener, error) {
-	maxConns, perSource, err := cfg.connectionCaps()
+func newHTTPServerFor(cfg *config.Config, log *slog.Logger, m *metrics, h http.Handler, ln net.Listener) (*http.Server, net.Listener, error) {
+	maxConns, perSource, err := cfg.ConnectionCaps()
 	if err != nil {
 		return nil, nil, err
 	}
-	idle, _ := cfg.idleTimeout()
-	write, _ := cfg.writeTimeout()
+	idle, _ := cfg.IdleTimeoutDuration()
+	write, _ := cfg.WriteTimeoutDuration()
 	cl := newConnLimiter(ln, maxConns, perSource)
 	m.mu.Lock()
 	m.connections = cl.stats

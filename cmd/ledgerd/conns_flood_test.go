@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/config"
 )
 
 // Floods of connections that send nothing. Each test opens a bounded
@@ -96,7 +98,7 @@ func askUnderFlood(t *testing.T, url, src string, n int, limit time.Duration, fl
 // of the listen queue. (Each of the 64 slots freed once every 2 s, the
 // queue would have taken some 17 s to drain.)
 func TestConnectionFloodFromOneSource(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.MaxConnections = 64 })
+	s := startServerWith(t, func(c *config.Config) { c.MaxConnections = 64 })
 	addr := strings.TrimPrefix(s.url, "http://")
 	const n, perSource = 600, 32
 	f := openSilent(t, addr, n, func(int) string { return "127.0.0.1" })
@@ -118,7 +120,7 @@ func TestConnectionFloodFromOneSource(t *testing.T) {
 // client waits that long at most. (Freed every 2 s, the queue would have
 // taken some 10.5 s.)
 func TestConnectionFloodFromManySources(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.MaxConnections = 64 })
+	s := startServerWith(t, func(c *config.Config) { c.MaxConnections = 64 })
 	addr := strings.TrimPrefix(s.url, "http://")
 	start := time.Now()
 	openSilent(t, addr, 400, func(i int) string { return fmt.Sprintf("127.0.1.%d", 1+i%40) })

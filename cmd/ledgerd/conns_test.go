@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/verify"
 )
 
@@ -139,7 +140,7 @@ func (l *connLimiter) counts3() (silent, fresh, idle int) {
 
 // A keep-alive connection is closed after idle_timeout.
 func TestIdleConnectionClosed(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.IdleTimeout = "300ms" })
+	s := startServerWith(t, func(c *config.Config) { c.IdleTimeout = "300ms" })
 	c := dialRaw(t, s.url)
 	c.send(t, healthz)
 	if resp, _, err := c.response(5 * time.Second); err != nil || resp.StatusCode != 200 {
@@ -153,7 +154,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 // An append whose body stops coming is refused with 408 body_timeout
 // after body_timeout, and its connection closed.
 func TestSlowBodyTimeout(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.BodyTimeout = "300ms" })
+	s := startServerWith(t, func(c *config.Config) { c.BodyTimeout = "300ms" })
 	c := dialRaw(t, s.url)
 	c.send(t, partialAppend("Bearer "+s.token))
 	resp, body, err := c.response(10 * time.Second)
@@ -178,7 +179,7 @@ func TestSlowBodyTimeout(t *testing.T) {
 // body of exactly max_body_bytes is read.
 func TestDeclaredBodyTooLarge(t *testing.T) {
 	const maxBody = 4096
-	s := startMedServer(t, func(c *Config) {
+	s := startMedServer(t, func(c *config.Config) {
 		c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies
 		c.MaxBodyBytes = maxBody
 		c.BodyTimeout = "60s" // not what answers
@@ -255,7 +256,7 @@ func TestUnauthenticatedAppendNotRead(t *testing.T) {
 // longest; the others stay open. (Every connection comes from 127.0.0.1:
 // max_connections_per_source 2 sets no cap of its own.)
 func TestConnectionCapReclaimsIdle(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.MaxConnections, c.MaxConnectionsPerSource = 2, 2 })
+	s := startServerWith(t, func(c *config.Config) { c.MaxConnections, c.MaxConnectionsPerSource = 2, 2 })
 	var idle []*rawConn
 	for i := range 2 {
 		c := dialRaw(t, s.url)
@@ -304,7 +305,7 @@ func TestConnectionCapReclaimsSilent(t *testing.T) {
 		{"part of a header", "GET /healthz HT", freshGrace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startServerWith(t, func(c *Config) { c.MaxConnections = 1 })
+			s := startServerWith(t, func(c *config.Config) { c.MaxConnections = 1 })
 			start := time.Now()
 			first := dialRaw(t, s.url)
 			first.send(t, tc.sent)
@@ -332,7 +333,7 @@ func TestConnectionCapReclaimsSilent(t *testing.T) {
 // header, at once; when all of the source's are busy, the newcomer is
 // closed at once, unanswered. Other sources are served meanwhile.
 func TestConnectionCapPerSource(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.MaxConnections, c.MaxConnectionsPerSource = 8, 2 })
+	s := startServerWith(t, func(c *config.Config) { c.MaxConnections, c.MaxConnectionsPerSource = 8, 2 })
 	addr := strings.TrimPrefix(s.url, "http://")
 	dial := func(src string) *rawConn {
 		c, err := dialFrom(src, addr)
@@ -394,7 +395,7 @@ func TestConnectionCapPerSource(t *testing.T) {
 // At max_connections with every connection busy, a new client waits until
 // one is done.
 func TestConnectionCapHolds(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.MaxConnections = 1 })
+	s := startServerWith(t, func(c *config.Config) { c.MaxConnections = 1 })
 	busy := dialRaw(t, s.url)
 	busy.send(t, partialAppend("Bearer "+s.token)) // its body is being read
 	waitFor(t, "the append to be read", func() bool { f, n := s.lim.counts(); return f+n == 0 })
@@ -496,65 +497,6 @@ func TestServerErrorLogJSON(t *testing.T) {
 		}
 		if strings.Contains(rec.Error, "TLS handshake error") && (rec.Level != "WARN" || rec.Msg != "http server") {
 			t.Errorf("handshake error logged as %+v", rec)
-		}
-	}
-}
-
-func TestConfigConnections(t *testing.T) {
-	for limit, want := range map[uint64]int{20000: 4096, 1024: 768, 256: 192, 100: 36, 64: 0, 10: 0} {
-		if got := defaultMaxConnections(limit); got != want {
-			t.Errorf("defaultMaxConnections(%d) = %d, want %d", limit, got, want)
-		}
-	}
-	if _, err := (&Config{MaxConnections: -1}).maxConnections(); err == nil || !strings.Contains(err.Error(), "max_connections") {
-		t.Errorf("negative max_connections: %v", err)
-	}
-	for _, c := range []struct{ max, perSource, want int }{{768, 0, 384}, {1, 0, 1}, {3, 0, 1}, {768, 10, 10}, {768, 5000, 5000}} {
-		if _, got, err := (&Config{MaxConnections: c.max, MaxConnectionsPerSource: c.perSource}).connectionCaps(); err != nil || got != c.want {
-			t.Errorf("max_connections %d, max_connections_per_source %d: %d %v, want %d", c.max, c.perSource, got, err, c.want)
-		}
-	}
-	// On PostgreSQL the default caps no source: followers forward from
-	// their own addresses, and a cluster sits behind a load balancer.
-	for _, c := range []struct{ perSource, want int }{{0, 768}, {10, 10}} {
-		if _, got, err := (&Config{MaxConnections: 768, MaxConnectionsPerSource: c.perSource, Store: "postgres://db.example.org/l"}).connectionCaps(); err != nil || got != c.want {
-			t.Errorf("a PostgreSQL store, max_connections_per_source %d: %d %v, want %d", c.perSource, got, err, c.want)
-		}
-	}
-	if _, _, err := (&Config{MaxConnectionsPerSource: -1}).connectionCaps(); err == nil || !strings.Contains(err.Error(), "max_connections_per_source") {
-		t.Errorf("negative max_connections_per_source: %v", err)
-	}
-	if limit, ok := fileLimit(); ok && limit < 1<<30 {
-		if _, err := (&Config{MaxConnections: int(limit)}).maxConnections(); err == nil || !strings.Contains(err.Error(), "max_connections") {
-			t.Errorf("max_connections at the descriptor limit %d: %v", limit, err)
-		}
-		if n, err := (&Config{MaxConnections: int(limit) - 64}).maxConnections(); err != nil || n != int(limit)-64 {
-			t.Errorf("max_connections %d with a limit of %d: %v %v", limit-64, limit, n, err)
-		}
-	}
-	for _, f := range []struct {
-		name  string
-		parse func(*Config) (time.Duration, error)
-		set   func(*Config, string)
-		def   time.Duration
-	}{
-		{"idle_timeout", (*Config).idleTimeout, func(c *Config, v string) { c.IdleTimeout = v }, 60 * time.Second},
-		{"body_timeout", (*Config).bodyTimeout, func(c *Config, v string) { c.BodyTimeout = v }, 30 * time.Second},
-		{"write_timeout", (*Config).writeTimeout, func(c *Config, v string) { c.WriteTimeout = v }, 60 * time.Second},
-	} {
-		for text, want := range map[string]time.Duration{"": f.def, "2s": 2 * time.Second} {
-			var c Config
-			f.set(&c, text)
-			if got, err := f.parse(&c); err != nil || got != want {
-				t.Errorf("%s %q: %v %v, want %v", f.name, text, got, err, want)
-			}
-		}
-		for _, text := range []string{"0s", "-1s", "soon"} {
-			var c Config
-			f.set(&c, text)
-			if _, err := f.parse(&c); err == nil || !strings.Contains(err.Error(), f.name) {
-				t.Errorf("%s %q: %v", f.name, text, err)
-			}
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
@@ -55,7 +56,7 @@ func cosignedLedger(t *testing.T, store ledger.Store) *ledger.Ledger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,15 +170,15 @@ func pgWitnessServer(t *testing.T, n int) (*testServer, []*fakeWitness, string) 
 	t.Helper()
 	url := pgtest.Shared(t).NewDatabase(t)
 	var ws []*fakeWitness
-	s := startServerOn(t, func(c *Config) { ws = addFakeWitnesses(t, c, n) }, openPG(t, url))
+	s := startServerOn(t, func(c *config.Config) { ws = addFakeWitnesses(t, c, n) }, openPG(t, url))
 	return s, ws, url
 }
 
 // unreachable is cfg with every witness's URL changed to one that does not
 // answer: a witnesses set made from it serves only what it reads.
-func unreachable(cfg *Config) *Config {
+func unreachable(cfg *config.Config) *config.Config {
 	c := *cfg
-	c.Witnesses = append([]WitnessConfig(nil), cfg.Witnesses...)
+	c.Witnesses = append([]config.WitnessConfig(nil), cfg.Witnesses...)
 	for i := range c.Witnesses {
 		c.Witnesses[i].URL = "http://127.0.0.1:1"
 	}
@@ -289,7 +290,7 @@ func conflicts(fws []*fakeWitness) (n int) {
 
 // runWitnesses makes cfg's witnesses over l and store, submitting until
 // the test ends.
-func runWitnesses(t *testing.T, cfg *Config, l *ledger.Ledger, store cosignatureStore) *witnesses {
+func runWitnesses(t *testing.T, cfg *config.Config, l *ledger.Ledger, store cosignatureStore) *witnesses {
 	t.Helper()
 	ws := mustWitnesses(t, cfg, l, store)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -299,7 +300,7 @@ func runWitnesses(t *testing.T, cfg *Config, l *ledger.Ledger, store cosignature
 	return ws
 }
 
-func mustWitnesses(t *testing.T, cfg *Config, l *ledger.Ledger, store cosignatureStore) *witnesses {
+func mustWitnesses(t *testing.T, cfg *config.Config, l *ledger.Ledger, store cosignatureStore) *witnesses {
 	t.Helper()
 	ws, err := newWitnesses(t.Context(), cfg, l, store, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/badger"
 )
@@ -45,7 +46,7 @@ func servedDataDir(t *testing.T, bin, dir string) string {
 // checkpoint when it closes.
 func fillStore(t *testing.T, data string, from, n int) {
 	t.Helper()
-	cfg, err := loadConfig(filepath.Join(data, configName))
+	cfg, err := config.Load(filepath.Join(data, configName))
 	if err != nil {
 		t.Fatal(err)
 	}

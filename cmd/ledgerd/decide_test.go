@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/policy"
@@ -190,7 +191,7 @@ func checkPublishedBefore(t testing.TB, s *testServer) {
 
 func policyServer(t testing.TB, dir string) *testServer {
 	t.Helper()
-	return startServerWith(t, func(c *Config) { c.CatalogDir, c.PolicyDir = corpusDir, dir })
+	return startServerWith(t, func(c *config.Config) { c.CatalogDir, c.PolicyDir = corpusDir, dir })
 }
 
 // Every call of the reference decision table, minimized by its
@@ -290,7 +291,7 @@ func TestDecideRefusals(t *testing.T) {
 	if s.l.Size() != size {
 		t.Errorf("refusals appended %d entries", s.l.Size()-size)
 	}
-	plain := startServerWith(t, func(c *Config) { c.CatalogDir = corpusDir })
+	plain := startServerWith(t, func(c *config.Config) { c.CatalogDir = corpusDir })
 	status, _, answer := decideOn(t, plain.url, plain.token, body)
 	if status != http.StatusNotFound || !strings.Contains(answer, `"no_policies"`) {
 		t.Errorf("without policies: %d %s, want 404 no_policies", status, answer)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
 )
@@ -85,7 +86,7 @@ func TestSampleConfig(t *testing.T) {
 		what    string
 		members map[string]json.RawMessage
 		typ     reflect.Type
-	}{{"the config", sample.Config, reflect.TypeFor[Config]()}, {"tls", sample.TLS, reflect.TypeFor[TLSConfig]()}, {"mediators[0]", sample.Mediators[0], reflect.TypeFor[Mediator]()}, {"witnesses[0]", sample.Witnesses[0], reflect.TypeFor[WitnessConfig]()}} {
+	}{{"the config", sample.Config, reflect.TypeFor[config.Config]()}, {"tls", sample.TLS, reflect.TypeFor[config.TLSConfig]()}, {"mediators[0]", sample.Mediators[0], reflect.TypeFor[config.Mediator]()}, {"witnesses[0]", sample.Witnesses[0], reflect.TypeFor[config.WitnessConfig]()}} {
 		for _, name := range jsonNames(c.typ) {
 			if _, ok := c.members[name]; !ok {
 				t.Errorf("deploy/ledgerd.json: %s lacks %s", c.what, name)
@@ -128,7 +129,7 @@ func TestSampleConfig(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(text), "/etc/ledgerd", etc)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

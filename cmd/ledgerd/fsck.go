@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -47,7 +48,7 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	if err != nil {
 		return fail(stderr, "%s: %v", name, err)
 	}
-	cfg, err := loadConfig(configPath)
+	cfg, err := config.Load(configPath)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/postgres"
 )
@@ -175,7 +176,7 @@ func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Log
 // fsckOnline is "ledgerd fsck --online": the check made by the ledgerd
 // serving a badger store, or, on PostgreSQL, by this process beside the
 // instances.
-func fsckOnline(ctx context.Context, name string, cfg *Config, key *ledger.Key, req fsckRequest, stdout, stderr io.Writer) int {
+func fsckOnline(ctx context.Context, name string, cfg *config.Config, key *ledger.Key, req fsckRequest, stdout, stderr io.Writer) int {
 	start := time.Now()
 	p := newProgress(stderr, name)
 	if cfg.Store != "" {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -35,7 +36,7 @@ func initCommand(args []string, stdout, stderr io.Writer) int {
 	df.register(fset)
 	origin := fset.String("name", "", "")
 	mediator := fset.String("mediator", localMediator, "")
-	listen := fset.String("listen", defaultListen, "")
+	listen := fset.String("listen", config.DefaultListen, "")
 	if _, code, ok := parseArgs(fset, args, 0, stdout, stderr); !ok {
 		return code
 	}
@@ -45,10 +46,10 @@ func initCommand(args []string, stdout, stderr io.Writer) int {
 	if *origin == "" {
 		return usageError(stderr, "init", "init needs --name ORIGIN, the log's name in every checkpoint, such as ledger.example.com/log")
 	}
-	if err := checkMediatorName(*mediator); err != nil {
+	if err := config.CheckMediatorName(*mediator); err != nil {
 		return usageError(stderr, "init", "--mediator: %v", err)
 	}
-	if err := checkListen(*listen); err != nil {
+	if err := config.CheckListen(*listen); err != nil {
 		return usageError(stderr, "init", "--listen: %v", err)
 	}
 	res, err := createDataDir(newDataDir{config: df.path(), origin: *origin, mediator: *mediator, listen: *listen})
@@ -121,9 +122,9 @@ func createDataDir(n newDataDir) (createdDataDir, error) {
 		return createdDataDir{}, err
 	}
 	token, hash := newToken()
-	cfg := Config{
+	cfg := config.Config{
 		Listen: n.listen, KeyFile: keyName, StoreDir: storeName,
-		Mediators: []Mediator{{Name: n.mediator, TokenSHA256: hash}},
+		Mediators: []config.Mediator{{Name: n.mediator, TokenSHA256: hash}},
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	if err := writeConfig(n.config, append(b, '\n'), false); err != nil {
@@ -140,7 +141,7 @@ func initDataDir(dir string) (configPath, token string, err error) {
 	if _, err := os.Stat(configPath); err == nil {
 		return configPath, "", nil
 	}
-	res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: defaultListen, reuseKey: true})
+	res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: config.DefaultListen, reuseKey: true})
 	if err != nil {
 		return "", "", err
 	}

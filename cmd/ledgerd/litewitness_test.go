@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"filippo.io/torchwood"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"golang.org/x/crypto/ssh"
@@ -271,19 +272,19 @@ func TestLitewitness(t *testing.T) {
 	agent := startSSHAgent(t)
 	var a, b *liteWitness
 	var ledgerVerify string
-	s := startServerWith(t, func(c *Config) {
+	s := startServerWith(t, func(c *config.Config) {
 		key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		a = newLiteWitness(t, agent, "witness-a.example.com", key.Name(), key.VerifierKey())
 		b = newLiteWitness(t, agent, "witness-b.example.org", key.Name(), key.VerifierKey())
-		c.Witnesses = []WitnessConfig{
+		c.Witnesses = []config.WitnessConfig{
 			{Name: "a", URL: a.url(), Key: a.vkey},
 			{Name: "b", URL: b.url(), Key: b.vkey},
 		}
 		c.WitnessesNeeded = 2
-		if err := c.check(); err != nil {
+		if err := c.Check(); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
@@ -409,7 +410,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "serve", "%v", err)
 	}
 	if *listen != "" {
-		if err := checkListen(*listen); err != nil {
+		if err := config.CheckListen(*listen); err != nil {
 			return usageError(stderr, "serve", "--listen: %v", err)
 		}
 	}
@@ -422,7 +423,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var firstToken, created string
 	if df.config == "" {
 		if _, err := os.Stat(configPath); errors.Is(err, fs.ErrNotExist) {
-			res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: defaultListen, reuseKey: true})
+			res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: config.DefaultListen, reuseKey: true})
 			if err != nil {
 				return fail(stderr, "%v", err)
 			}
@@ -440,7 +441,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	cfg, err := loadConfig(configPath)
+	cfg, err := config.Load(configPath)
 	if err != nil {
 		return failStart("%v", err)
 	}
@@ -450,8 +451,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	interval, _ := cfg.checkpointInterval()
-	commitInterval, _ := cfg.minCommitInterval()
+	interval, _ := cfg.CheckpointIntervalDuration()
+	commitInterval, _ := cfg.MinCommitIntervalDuration()
 	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName})
 	if err != nil {
 		return failStart("%v", err)
@@ -550,7 +551,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	srv, limited, err := newHTTPServer(api, ln)
 	if err == nil && cfg.TLS != nil {
-		srv.TLSConfig, reloader.cert, err = cfg.TLS.serverTLS()
+		srv.TLSConfig, reloader.cert, err = serverTLS(cfg.TLS)
 	}
 	if err != nil {
 		l.Close()

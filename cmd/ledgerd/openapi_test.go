@@ -19,6 +19,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
 )
@@ -117,7 +118,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	d := loadOpenAPI(t)
 	paths, _ := d.root["paths"].(map[string]any)
 	served := map[string]bool{}
-	for _, rt := range (&server{cfg: &Config{}, m: newMetrics()}).routeTable() {
+	for _, rt := range (&server{cfg: &config.Config{}, m: newMetrics()}).routeTable() {
 		method, path := openAPIPath(rt.pattern)
 		served[method+" "+path] = true
 		if op, _ := d.lookup("/paths/" + escapePointer(path) + "/" + method); op == nil {
@@ -314,14 +315,14 @@ func (s *entryLostStore) Entry(ctx context.Context, index uint64) ([]byte, error
 func TestOpenAPIAnswers(t *testing.T) {
 	d := loadOpenAPI(t)
 	mux := http.NewServeMux()
-	for _, rt := range (&server{cfg: &Config{}, m: newMetrics()}).routeTable() {
+	for _, rt := range (&server{cfg: &config.Config{}, m: newMetrics()}).routeTable() {
 		mux.Handle(rt.pattern, rt.handler)
 	}
 	a := &answerChecker{t: t, d: d, mux: mux, seen: map[string]bool{}}
 	auth := func(s *testServer) []string { return []string{"Authorization", "Bearer " + s.token} }
 
 	// A ledger with the repository's catalog, appended to with docs/api.md's example.
-	s := startServerWith(t, func(c *Config) { c.CatalogDir = corpusDir })
+	s := startServerWith(t, func(c *config.Config) { c.CatalogDir = corpusDir })
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "api.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -422,7 +423,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 	a.do(empty, 404, "GET", "/v1/actions", "")
 
 	// Protected reads, without a token.
-	protected := startServerWith(t, func(c *Config) { c.ReaderTokensSHA256 = []string{strings.Repeat("ab", 32)} })
+	protected := startServerWith(t, func(c *config.Config) { c.ReaderTokensSHA256 = []string{strings.Repeat("ab", 32)} })
 	for _, rt := range (&server{cfg: protected.cfg, m: newMetrics()}).routeTable() {
 		if _, ok := rt.handler.(readGuard); ok {
 			method, path := concretePath(rt.pattern)
@@ -431,10 +432,10 @@ func TestOpenAPIAnswers(t *testing.T) {
 	}
 
 	// A rate limit.
-	limited := startServerWith(t, func(c *Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1 })
+	limited := startServerWith(t, func(c *config.Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1 })
 	a.do(limited, 201, "POST", "/v1/entries", appendBody(1), auth(limited)...)
 	a.do(limited, 429, "POST", "/v1/entries", appendBody(2), auth(limited)...)
-	limitedDecide := startServerWith(t, func(c *Config) {
+	limitedDecide := startServerWith(t, func(c *config.Config) {
 		c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1
 		c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies
 	})
@@ -442,7 +443,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 	a.do(limitedDecide, 429, "POST", "/v1/decide", decide, auth(limitedDecide)...)
 
 	// A body that stops coming.
-	slow := startServerWith(t, func(c *Config) { c.BodyTimeout = "200ms" })
+	slow := startServerWith(t, func(c *config.Config) { c.BodyTimeout = "200ms" })
 	conn := dialRaw(t, slow.url)
 	conn.send(t, partialAppend("Bearer "+slow.token))
 	resp, body, err := conn.response(10 * time.Second)
@@ -454,7 +455,9 @@ func TestOpenAPIAnswers(t *testing.T) {
 		t.Errorf("a partial body: %d %s, want 408", resp.StatusCode, body)
 	}
 	a.check(req, resp, []byte(body))
-	slowDecide := startServerWith(t, func(c *Config) { c.BodyTimeout, c.CatalogDir, c.PolicyDir = "200ms", corpusDir, referencePolicies })
+	slowDecide := startServerWith(t, func(c *config.Config) {
+		c.BodyTimeout, c.CatalogDir, c.PolicyDir = "200ms", corpusDir, referencePolicies
+	})
 	conn = dialRaw(t, slowDecide.url)
 	conn.send(t, partialPost("/v1/decide", "Bearer "+slowDecide.token))
 	if resp, body, err = conn.response(10 * time.Second); err != nil {
@@ -489,7 +492,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 	a.do(broken, 503, "POST", "/v1/entries", appendBody(4), auth(broken)...)
 	a.do(broken, 503, "GET", "/readyz", "")
 	decideStore := memory.New()
-	brokenDecide := startServerOn(t, func(c *Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies }, decideStore)
+	brokenDecide := startServerOn(t, func(c *config.Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies }, decideStore)
 	a.do(brokenDecide, 201, "POST", "/v1/decide", decide, auth(brokenDecide)...)
 	decideStore.Close()
 	a.do(brokenDecide, 503, "POST", "/v1/decide", decide, auth(brokenDecide)...)
@@ -497,10 +500,10 @@ func TestOpenAPIAnswers(t *testing.T) {
 	// A damaged store: the entry an Idempotency-Key names cannot be read.
 	for _, c := range []struct {
 		path, body string
-		change     func(*Config)
+		change     func(*config.Config)
 	}{
 		{"/v1/entries", appendBody(0), nil},
-		{"/v1/decide", decide, func(c *Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies }},
+		{"/v1/decide", decide, func(c *config.Config) { c.CatalogDir, c.PolicyDir = corpusDir, referencePolicies }},
 	} {
 		store := &entryLostStore{Store: memory.New()}
 		damaged := startServerOn(t, c.change, store)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/storage/memory"
@@ -48,7 +49,7 @@ func TestDecisionOutcomeEndpoint(t *testing.T) {
 				store, _ := pgTestStore(t)
 				s = startMedServerOn(t, nil, store)
 			case "approvals-off":
-				s = startMedServer(t, func(c *Config) { c.Approvals = nil })
+				s = startMedServer(t, func(c *config.Config) { c.Approvals = nil })
 			default:
 				s = startMedServer(t, nil)
 			}
@@ -143,12 +144,12 @@ func openAPIDecisionOutcomeAnswers(t *testing.T, a *answerChecker) {
 	a.do(s.testServer, 401, "POST", outcomePath(allowed), ok)
 	a.do(s.testServer, 413, "POST", outcomePath(allowed), ok+strings.Repeat(" ", 300<<10), auth...)
 
-	limited := startMedServer(t, func(c *Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1 })
+	limited := startMedServer(t, func(c *config.Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1 })
 	limitedAuth := []string{"Authorization", "Bearer " + limited.token}
 	a.do(limited.testServer, 404, "POST", outcomePath(99), ok, limitedAuth...)
 	a.do(limited.testServer, 429, "POST", outcomePath(99), ok, limitedAuth...)
 
-	slow := startMedServer(t, func(c *Config) { c.BodyTimeout = "200ms" })
+	slow := startMedServer(t, func(c *config.Config) { c.BodyTimeout = "200ms" })
 	conn := dialRaw(t, slow.url)
 	conn.send(t, partialPost(outcomePath(0), "Bearer "+slow.token))
 	resp, body, err := conn.response(10 * time.Second)

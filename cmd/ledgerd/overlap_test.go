@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,88 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/config"
 )
-
-// The config refuses half a previous-token pair, a malformed hash or
-// time, and a previous hash that is the mediator's own or another
-// mediator's; a pair whose time has passed is accepted (and inert).
-func TestPreviousTokenConfig(t *testing.T) {
-	cur, prev, other := strings.Repeat("b", 64), strings.Repeat("c", 64), strings.Repeat("d", 64)
-	const exp = "2026-12-01T15:00:00Z"
-	mediators := func(ms ...string) string { return `"mediators": [` + strings.Join(ms, ", ") + `]` }
-	m := func(name, hash, previous, expires string) string {
-		s := fmt.Sprintf(`{"name": %q, "token_sha256": %q`, name, hash)
-		if previous != "-" {
-			s += fmt.Sprintf(`, "previous_token_sha256": %q`, previous)
-		}
-		if expires != "-" {
-			s += fmt.Sprintf(`, "previous_token_expires": %q`, expires)
-		}
-		return s + "}"
-	}
-	refused := map[string]string{
-		mediators(m("m", cur, prev, "-")):                                                               "mediators[0] (m): previous_token_sha256 needs previous_token_expires",
-		mediators(m("m", cur, "-", exp)):                                                                "mediators[0] (m): previous_token_expires needs previous_token_sha256",
-		mediators(m("m", cur, "", exp)):                                                                 "mediators[0] (m): previous_token_expires needs previous_token_sha256",
-		mediators(m("m", cur, prev[:63], exp)):                                                          "mediators[0] (m): previous_token_sha256 is not 64 lower-case hex digits",
-		mediators(m("m", cur, strings.ToUpper(prev), exp)):                                              "mediators[0] (m): previous_token_sha256 is not 64 lower-case hex digits",
-		mediators(m("m", cur, prev, "2026-12-01 15:00:00")):                                             `mediators[0] (m): previous_token_expires "2026-12-01 15:00:00" is not an RFC 3339 time in UTC`,
-		mediators(m("m", cur, prev, "2026-12-01T16:00:00+01:00")):                                       `mediators[0] (m): previous_token_expires "2026-12-01T16:00:00+01:00" is not an RFC 3339 time in UTC`,
-		mediators(m("m", cur, prev, "1h")):                                                              `previous_token_expires "1h" is not an RFC 3339 time`,
-		mediators(m("m", cur, cur, exp)):                                                                "mediators[0] (m): previous_token_sha256 is its token_sha256",
-		mediators(m("m", cur, "-", "-"), m("n", other, cur, exp)):                                       "mediators[1] (n): previous_token_sha256 is also mediators[0]'s",
-		mediators(m("m", cur, prev, exp), m("n", other, prev, exp)):                                     "mediators[1] (n): previous_token_sha256 is also mediators[0]'s",
-		mediators(m("m", cur, prev, exp), m("n", prev, "-", "-")):                                       "mediators[1] (n): token_sha256 is also mediators[0]'s",
-		mediators(m("m", cur, "-", "-"), m("n", other, strings.Repeat("e", 64), "2026-12-01T15:00:00")): "mediators[1] (n): previous_token_expires",
-	}
-	for change, want := range refused {
-		if _, err := configWith(t, change); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v; want %q", change, err, want)
-		}
-	}
-	for _, change := range []string{
-		mediators(m("m", cur, prev, exp), m("n", other, "-", "-")),
-		mediators(m("m", cur, prev, "2020-01-01T00:00:00Z")), // expired
-		mediators(m("m", cur, prev, "2026-12-01T15:00:00.5Z")),
-		mediators(m("m", cur, "", "")),
-	} {
-		if _, err := configWith(t, change); err != nil {
-			t.Errorf("%s: %v", change, err)
-		}
-	}
-}
-
-// A previous token authenticates as its mediator before its expiry, by
-// the clock given, and is unknown from the expiry on; the current token
-// authenticates throughout.
-func TestPreviousTokenExpiry(t *testing.T) {
-	const oldTok, newTok, otherTok = "old-token-example", "new-token-example", "other-token-example"
-	expires := time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
-	cfg := &Config{Mediators: []Mediator{
-		{Name: "other", TokenSHA256: tokenHash(otherTok)},
-		{Name: "billing", TokenSHA256: tokenHash(newTok), PreviousTokenSHA256: tokenHash(oldTok), PreviousTokenExpires: expires.Format(time.RFC3339)},
-	}}
-	ts := cfg.mediatorTokens()
-	for _, c := range []struct {
-		token    string
-		at       time.Time
-		name     string
-		previous bool
-	}{
-		{oldTok, expires.Add(-time.Hour), "billing", true},
-		{oldTok, expires.Add(-time.Nanosecond), "billing", true},
-		{oldTok, expires, "", false},
-		{oldTok, expires.Add(time.Second), "", false},
-		{newTok, expires.Add(-time.Hour), "billing", false},
-		{newTok, expires.Add(time.Hour), "billing", false},
-		{otherTok, expires, "other", false},
-		{"unknown-token-example", expires.Add(-time.Hour), "", false},
-	} {
-		if name, previous := ts.authenticate(c.token, c.at); name != c.name || previous != c.previous {
-			t.Errorf("%s at %v: %q, previous %v; want %q, %v", c.token, c.at, name, previous, c.name, c.previous)
-		}
-	}
-}
 
 // Through the server, with its credentials' clock injected: the previous
 // token appends as the same mediator until its expiry, each such request
@@ -102,7 +22,7 @@ func TestPreviousTokenExpiry(t *testing.T) {
 // expiry it is refused, and the new token still appends. Reads follow
 // the same rule when they are protected.
 func TestPreviousTokenServer(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.ReaderTokensSHA256 = []string{tokenHash("reader-token-example")} })
+	s := startServerWith(t, func(c *config.Config) { c.ReaderTokensSHA256 = []string{tokenHash("reader-token-example")} })
 	// Far ahead of the real clock, so that a check by time.Now fails.
 	expires := time.Date(2126, 12, 1, 15, 0, 0, 0, time.UTC)
 	var now atomic.Pointer[time.Time]
@@ -169,9 +89,9 @@ func TestTokenRotateOverlap(t *testing.T) {
 		}
 		return ch
 	}
-	load := func() *Config {
+	load := func() *config.Config {
 		t.Helper()
-		cfg, err := loadConfig(path)
+		cfg, err := config.Load(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,9 +108,9 @@ func TestTokenRotateOverlap(t *testing.T) {
 	if m.RatePerSecond != 50 || m.Burst != 100 || m.TokenSHA256 != tokenHash(second) {
 		t.Errorf("after rotate --overlap 1h: %+v", m)
 	}
-	ts := load().mediatorTokens()
+	ts := load().MediatorTokens()
 	for _, tok := range []string{first, second} {
-		if name, _ := ts.authenticate(tok, now); name != "local" {
+		if name, _ := ts.Authenticate(tok, now); name != "local" {
 			t.Errorf("token %s after rotate --overlap: %q", tok[:8], name)
 		}
 	}
@@ -202,8 +122,8 @@ func TestTokenRotateOverlap(t *testing.T) {
 	if m.PreviousTokenSHA256 != tokenHash(second) || m.PreviousTokenExpires != "2026-12-01T13:40:00Z" || ch.dropped != "2026-12-01T14:00:00Z" {
 		t.Errorf("after a second rotate --overlap: %+v, %+v", m, ch)
 	}
-	ts = load().mediatorTokens()
-	if name, _ := ts.authenticate(first, now.Add(10*time.Minute)); name != "" {
+	ts = load().MediatorTokens()
+	if name, _ := ts.Authenticate(first, now.Add(10*time.Minute)); name != "" {
 		t.Errorf("the first token after a second rotation: %q", name)
 	}
 
@@ -217,11 +137,11 @@ func TestTokenRotateOverlap(t *testing.T) {
 	if bytes.Contains(text, []byte("previous_token")) {
 		t.Errorf("a plain rotate left the previous members:\n%s", text)
 	}
-	ts = load().mediatorTokens()
-	if name, _ := ts.authenticate(third, now.Add(time.Hour)); name != "" {
+	ts = load().MediatorTokens()
+	if name, _ := ts.Authenticate(third, now.Add(time.Hour)); name != "" {
 		t.Error("the third token after a plain rotation still authenticates")
 	}
-	if name, _ := ts.authenticate(ch.token, now.Add(time.Hour)); name != "local" {
+	if name, _ := ts.Authenticate(ch.token, now.Add(time.Hour)); name != "local" {
 		t.Error("the fourth token does not authenticate")
 	}
 
@@ -256,7 +176,7 @@ func TestTokenRotateOverlap(t *testing.T) {
 // still valid and their expiries, never a hash; an expired one is left out.
 func TestPreviousTokenStartLog(t *testing.T) {
 	valid, expired := time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "2020-01-01T00:00:00Z"
-	cfg := Config{Mediators: []Mediator{
+	cfg := config.Config{Mediators: []config.Mediator{
 		{Name: "billing", TokenSHA256: tokenHash("a"), PreviousTokenSHA256: tokenHash("b"), PreviousTokenExpires: valid},
 		{Name: "crm", TokenSHA256: tokenHash("c"), PreviousTokenSHA256: tokenHash("d"), PreviousTokenExpires: expired},
 	}}

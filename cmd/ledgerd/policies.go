@@ -28,6 +28,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
@@ -68,7 +69,7 @@ type policies struct {
 	cur atomic.Pointer[policy.Set]
 }
 
-func newPolicies(cfg *Config, cat catalog, l *ledger.Ledger, log *slog.Logger, m *metrics) *policies {
+func newPolicies(cfg *config.Config, cat catalog, l *ledger.Ledger, log *slog.Logger, m *metrics) *policies {
 	return &policies{
 		dir: cfg.PolicyDir, archive: filepath.Join(cfg.StoreDir, archiveDirName),
 		decls: cat.declarations(), l: l, log: log, m: m,

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/decisionledger/ledger/config"
 )
 
 // limiter is a token bucket per mediator: rate tokens a second, at most
@@ -20,7 +22,7 @@ type bucket struct {
 	last                time.Time
 }
 
-func newLimiter(cfg *Config) *limiter {
+func newLimiter(cfg *config.Config) *limiter {
 	l := &limiter{buckets: map[string]*bucket{}}
 	for _, m := range cfg.Mediators {
 		if m.RatePerSecond <= 0 {

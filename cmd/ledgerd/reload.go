@@ -12,9 +12,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +20,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/config"
 )
 
 // credentials are the credentials in force: a snapshot that no one
@@ -30,14 +29,14 @@ import (
 type credentials struct {
 	// cfg holds the config they come from; only its mediators,
 	// reader_tokens_sha256 and approvals.approvers are read.
-	cfg *Config
+	cfg *config.Config
 	// limiter bounds each mediator's rate.
 	limiter *limiter
 	// approvers finds an approver by name; it finds none when the config
 	// has no approvals member.
 	approvers func(name string) (*approver.Approver, bool)
 	// tokens are the mediators' token hashes, current and previous.
-	tokens mediatorTokens
+	tokens config.MediatorTokens
 	// now is the clock a previous token's expiry is judged by:
 	// time.Now, or a test's.
 	now func() time.Time
@@ -46,7 +45,7 @@ type credentials struct {
 // authenticate returns the mediator whose token this is now, and whether
 // it is the mediator's previous token (valid until its expiry).
 func (c *credentials) authenticate(token string) (mediator string, previous, ok bool) {
-	mediator, previous = c.tokens.authenticate(token, c.now())
+	mediator, previous = c.tokens.Authenticate(token, c.now())
 	return mediator, previous, mediator != ""
 }
 
@@ -58,7 +57,7 @@ func (c *credentials) mayRead(token string) bool {
 	if !c.readsProtected() {
 		return true
 	}
-	reader := c.cfg.isReader(token)
+	reader := c.cfg.IsReader(token)
 	_, _, mediator := c.authenticate(token)
 	return reader || mediator
 }
@@ -78,7 +77,7 @@ type liveCredentials struct {
 
 // newLiveCredentials puts cfg's credentials in force; cfg has been
 // checked (ByName cannot fail then).
-func newLiveCredentials(cfg *Config) *liveCredentials {
+func newLiveCredentials(cfg *config.Config) *liveCredentials {
 	lc := new(liveCredentials)
 	lc.cur.Store(newCredentials(cfg, nil))
 	return lc
@@ -86,8 +85,8 @@ func newLiveCredentials(cfg *Config) *liveCredentials {
 
 // newCredentials makes cfg's credentials. A mediator whose rate and
 // burst are prev's keeps its bucket's level: a reload gives no burst.
-func newCredentials(cfg *Config, prev *credentials) *credentials {
-	c := &credentials{cfg: cfg, limiter: newLimiter(cfg), tokens: cfg.mediatorTokens(), now: time.Now}
+func newCredentials(cfg *config.Config, prev *credentials) *credentials {
+	c := &credentials{cfg: cfg, limiter: newLimiter(cfg), tokens: cfg.MediatorTokens(), now: time.Now}
 	if prev != nil {
 		c.now = prev.now
 	}
@@ -115,103 +114,18 @@ func (lc *liveCredentials) setSessions(s *approver.Sessions) {
 	lc.sessions = s
 }
 
-// credentialChanges is what a reload changed, by name: never a token's
-// hash nor a password's.
-type credentialChanges struct {
-	mediatorsAdded, mediatorsRemoved, tokensRotated, ratesChanged []string
-	readersChanged                                                bool
-	approversAdded, approversRemoved, approversChanged            []string
-	sessionsEnded                                                 int
-}
-
-// LogValue lists the names; empty lists are left out.
-func (ch credentialChanges) LogValue() slog.Value {
-	var attrs []slog.Attr
-	add := func(key string, names []string) {
-		if len(names) > 0 {
-			attrs = append(attrs, slog.String(key, strings.Join(names, ",")))
-		}
-	}
-	add("mediators_added", ch.mediatorsAdded)
-	add("mediators_removed", ch.mediatorsRemoved)
-	add("tokens_rotated", ch.tokensRotated)
-	add("rates_changed", ch.ratesChanged)
-	if ch.readersChanged {
-		attrs = append(attrs, slog.Bool("reader_tokens_changed", true))
-	}
-	add("approvers_added", ch.approversAdded)
-	add("approvers_removed", ch.approversRemoved)
-	add("approvers_changed", ch.approversChanged)
-	if ch.sessionsEnded > 0 {
-		attrs = append(attrs, slog.Int("approver_sessions_ended", ch.sessionsEnded))
-	}
-	return slog.GroupValue(attrs...)
-}
-
 // apply puts next's credentials in force, then ends the sessions of the
 // approvers that next removes or whose password it changes. Requests
 // judged before the swap may finish with the old credentials.
-func (lc *liveCredentials) apply(next *Config) credentialChanges {
+func (lc *liveCredentials) apply(next *config.Config) config.CredentialChanges {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	prev := lc.cur.Load()
-	ch := diffCredentials(prev.cfg, next)
+	ch := config.DiffCredentials(prev.cfg, next)
 	lc.cur.Store(newCredentials(next, prev))
 	if lc.sessions != nil {
-		for _, name := range slices.Concat(ch.approversRemoved, ch.approversChanged) {
-			ch.sessionsEnded += lc.sessions.EndApprover(name)
-		}
-	}
-	return ch
-}
-
-// diffCredentials names what changes from old's credentials to new's.
-// approversChanged are those whose password changed (their sessions
-// end); an approver whose actions or principals changed keeps their
-// sessions, judged by the new ones.
-func diffCredentials(old, next *Config) credentialChanges {
-	var ch credentialChanges
-	olds := map[string]Mediator{}
-	for _, m := range old.Mediators {
-		olds[m.Name] = m
-	}
-	for _, m := range next.Mediators {
-		o, ok := olds[m.Name]
-		switch {
-		case !ok:
-			ch.mediatorsAdded = append(ch.mediatorsAdded, m.Name)
-		case o.TokenSHA256 != m.TokenSHA256:
-			ch.tokensRotated = append(ch.tokensRotated, m.Name)
-		}
-		if ok && (o.RatePerSecond != m.RatePerSecond || o.Burst != m.Burst) {
-			ch.ratesChanged = append(ch.ratesChanged, m.Name)
-		}
-		delete(olds, m.Name)
-	}
-	ch.mediatorsRemoved = slices.Sorted(maps.Keys(olds))
-	ch.readersChanged = !slices.Equal(old.ReaderTokensSHA256, next.ReaderTokensSHA256)
-	approvers := func(c *Config) map[string]approver.Approver {
-		m := map[string]approver.Approver{}
-		if c.Approvals != nil {
-			for _, a := range c.Approvals.Approvers {
-				m[a.Name] = a
-			}
-		}
-		return m
-	}
-	oldA, newA := approvers(old), approvers(next)
-	for _, name := range slices.Sorted(maps.Keys(newA)) {
-		o, ok := oldA[name]
-		switch {
-		case !ok:
-			ch.approversAdded = append(ch.approversAdded, name)
-		case o.PasswordHash != newA[name].PasswordHash:
-			ch.approversChanged = append(ch.approversChanged, name)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(oldA)) {
-		if _, ok := newA[name]; !ok {
-			ch.approversRemoved = append(ch.approversRemoved, name)
+		for _, name := range slices.Concat(ch.ApproversRemoved, ch.ApproversChanged) {
+			ch.SessionsEnded += lc.sessions.EndApprover(name)
 		}
 	}
 	return ch
@@ -222,57 +136,11 @@ func diffCredentials(old, next *Config) credentialChanges {
 const reloadHint = "ledgerd: a running ledgerd takes the change on SIGHUP: systemctl reload ledgerd, or kill -HUP <its pid>; " +
 	"with several instances, signal each one, as each reads its own config file\n"
 
-// reloadable are the config's members a reload puts in force, by JSON
-// name; approvals and tls are compared member by member (restartFields).
-var reloadable = map[string]bool{"mediators": true, "reader_tokens_sha256": true, "approvals": true, "tls": true}
-
-// restartFields names the members of the config that differ between
-// start (the file's config at start) and next and that only a restart
-// puts in force: every member but the credentials, of approvals every
-// member but approvers, and of tls client_ca_file. approvals and tls
-// themselves are named when they appear or go away: the approval
-// endpoints and HTTPS are on or off from the start (approvers still
-// change: none when approvals went away).
-func restartFields(start, next *Config) []string {
-	var names []string
-	sv, nv := reflect.ValueOf(start).Elem(), reflect.ValueOf(next).Elem()
-	for i := range sv.NumField() {
-		name, _, _ := strings.Cut(sv.Type().Field(i).Tag.Get("json"), ",")
-		if reloadable[name] {
-			continue
-		}
-		if !reflect.DeepEqual(sv.Field(i).Interface(), nv.Field(i).Interface()) {
-			names = append(names, name)
-		}
-	}
-	switch a, b := start.TLS, next.TLS; {
-	case (a == nil) != (b == nil):
-		names = append(names, "tls")
-	case a != nil && a.ClientCAFile != b.ClientCAFile:
-		names = append(names, "tls.client_ca_file")
-	}
-	switch a, b := start.Approvals, next.Approvals; {
-	case (a == nil) != (b == nil):
-		names = append(names, "approvals")
-	case a != nil:
-		if a.PendingTTL != b.PendingTTL {
-			names = append(names, "approvals.pending_ttl")
-		}
-		if a.ExecutionTTL != b.ExecutionTTL {
-			names = append(names, "approvals.execution_ttl")
-		}
-		if !slices.Equal(a.TrustedOrigins, b.TrustedOrigins) {
-			names = append(names, "approvals.trusted_origins")
-		}
-	}
-	return names
-}
-
 // configReloader re-reads the config file on SIGHUP and puts its
 // credentials in force.
 type configReloader struct {
 	path  string
-	start *Config // the file's config at start, before --listen
+	start *config.Config // the file's config at start, before --listen
 	creds *liveCredentials
 	cert  *serverCert // nil without TLS
 	log   *slog.Logger
@@ -285,7 +153,7 @@ type configReloader struct {
 // its credentials are put in force, and the members that need a restart
 // are named in a warning.
 func (r *configReloader) reload(ctx context.Context) {
-	next, err := loadConfig(r.path)
+	next, err := config.Load(r.path)
 	if err != nil {
 		r.log.ErrorContext(ctx, "config reload refused; the credentials in force stay", "error", err)
 		r.m.configReload(false)
@@ -297,7 +165,7 @@ func (r *configReloader) reload(ctx context.Context) {
 	ch := r.creds.apply(next)
 	r.log.InfoContext(ctx, "config reloaded: credentials in force", "config", r.path, "changes", ch,
 		"mediators", len(next.Mediators), "approvers", approverCount(next))
-	if n, expiries := previousTokens(next, r.creds.load().now()); n > 0 {
+	if n, expiries := config.PreviousTokens(next, r.creds.load().now()); n > 0 {
 		r.log.InfoContext(ctx, "config reload: previous mediator tokens in force until their expiry", "count", n, "expires", expiries)
 	}
 	if r.cert != nil && next.TLS != nil {
@@ -313,27 +181,12 @@ func (r *configReloader) reload(ctx context.Context) {
 			r.log.InfoContext(ctx, "config reload: TLS certificate in force", attrs...)
 		}
 	}
-	if names := restartFields(r.start, next); len(names) > 0 {
+	if names := config.RestartFields(r.start, next); len(names) > 0 {
 		r.log.WarnContext(ctx, "config reload: these members changed and take effect only at a restart", "fields", strings.Join(names, ","))
 	}
 }
 
-// previousTokens counts the mediators' previous tokens valid at now and
-// names their expiries, "mediator=time" joined by commas; never a hash.
-func previousTokens(c *Config, now time.Time) (int, string) {
-	var list []string
-	for _, m := range c.Mediators {
-		if m.PreviousTokenSHA256 == "" {
-			continue
-		}
-		if t, err := parsePreviousExpires(m.PreviousTokenExpires); err == nil && now.Before(t) {
-			list = append(list, m.Name+"="+m.PreviousTokenExpires)
-		}
-	}
-	return len(list), strings.Join(list, ",")
-}
-
-func approverCount(c *Config) int {
+func approverCount(c *config.Config) int {
 	if c.Approvals == nil {
 		return 0
 	}
@@ -375,10 +228,10 @@ func (c *serverCert) reload(certFile, keyFile string) (changed bool, err error) 
 	return changed, nil
 }
 
-// serverTLS is tlsConfig with its certificate taken, at each handshake,
-// from the returned serverCert.
-func (t *TLSConfig) serverTLS() (*tls.Config, *serverCert, error) {
-	c, err := t.tlsConfig()
+// serverTLS is t.ServerConfig with its certificate taken, at each
+// handshake, from the returned serverCert.
+func serverTLS(t *config.TLSConfig) (*tls.Config, *serverCert, error) {
+	c, err := t.ServerConfig()
 	if err != nil {
 		return nil, nil, err
 	}

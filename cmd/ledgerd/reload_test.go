@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/config"
 )
 
 func tokenHash(token string) string {
@@ -27,7 +27,7 @@ func tokenHash(token string) string {
 
 // withMediators is cfg with other mediators (a copy: the config in force
 // is never changed in place).
-func withMediators(cfg *Config, ms ...Mediator) *Config {
+func withMediators(cfg *config.Config, ms ...config.Mediator) *config.Config {
 	c := *cfg
 	c.Mediators = ms
 	return &c
@@ -42,7 +42,7 @@ func TestCredentialSwap(t *testing.T) {
 	lc := s.srv.creds
 	const tokenB = "reload-token-b-example"
 	cfgA := s.cfg
-	cfgB := withMediators(cfgA, Mediator{Name: "local", TokenSHA256: tokenHash(tokenB)})
+	cfgB := withMediators(cfgA, config.Mediator{Name: "local", TokenSHA256: tokenHash(tokenB)})
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	var odd sync.Map
@@ -146,7 +146,7 @@ func TestApproverReload(t *testing.T) {
 	if list(alice) != 200 || list(bob) != 200 {
 		t.Fatalf("signed in: %d %d", list(alice), list(bob))
 	}
-	withApprovers := func(as ...approver.Approver) *Config {
+	withApprovers := func(as ...approver.Approver) *config.Config {
 		c := *s.cfg
 		ap := *c.Approvals
 		ap.Approvers = as
@@ -155,7 +155,7 @@ func TestApproverReload(t *testing.T) {
 	}
 	// Without alice.
 	ch := s.srv.creds.apply(withApprovers(approvers[1:]...))
-	if !slices.Equal(ch.approversRemoved, []string{alice}) || ch.sessionsEnded != 1 {
+	if !slices.Equal(ch.ApproversRemoved, []string{alice}) || ch.SessionsEnded != 1 {
 		t.Errorf("changes %+v, want alice removed and her session ended", ch)
 	}
 	if list(alice) != 401 || list(bob) != 200 {
@@ -176,7 +176,7 @@ func TestApproverReload(t *testing.T) {
 	changed := slices.Clone(approvers)
 	changed[1] = bob2
 	ch = s.srv.creds.apply(withApprovers(changed...))
-	if !slices.Equal(ch.approversChanged, []string{bob}) || list(bob) != 401 {
+	if !slices.Equal(ch.ApproversChanged, []string{bob}) || list(bob) != 401 {
 		t.Errorf("bob's password changed: %+v, his session %d; want it ended (401)", ch, list(bob))
 	}
 	sessions[bob].signIn(bob, "bob's new password 456")
@@ -192,7 +192,7 @@ func TestApproverReload(t *testing.T) {
 	bob3 := bob2
 	bob3.Actions = []string{"no_such_action"}
 	changed[1] = bob3
-	if ch = s.srv.creds.apply(withApprovers(changed...)); len(ch.approversChanged) != 0 || ch.sessionsEnded != 0 {
+	if ch = s.srv.creds.apply(withApprovers(changed...)); len(ch.ApproversChanged) != 0 || ch.SessionsEnded != 0 {
 		t.Errorf("bob's actions changed: %+v, want no session ended", ch)
 	}
 	if a, ok := s.srv.appr.find(bob); !ok || !slices.Equal(a.Actions, []string{"no_such_action"}) {
@@ -203,53 +203,6 @@ func TestApproverReload(t *testing.T) {
 	}
 	resp, b := sessions[bob].do("GET", "/approvals/"+email.String(), nil)
 	expect(t, "bob reads the email's approval after send_email left his actions", resp, b, http.StatusForbidden, "not_permitted")
-}
-
-func TestRestartFields(t *testing.T) {
-	start := &Config{Listen: "127.0.0.1:8080", KeyFile: "/k", StoreDir: "/s", Mediators: []Mediator{{Name: "a"}},
-		Approvals: &ApprovalsConfig{PendingTTL: "1h"}}
-	cases := []struct {
-		change func(c *Config)
-		want   string
-	}{
-		{func(c *Config) {}, ""},
-		{func(c *Config) { c.Mediators = nil; c.ReaderTokensSHA256 = []string{"x"} }, ""},
-		{func(c *Config) {
-			c.Approvals = &ApprovalsConfig{PendingTTL: "1h", Approvers: []approver.Approver{{Name: "b"}}}
-		}, ""},
-		{func(c *Config) { c.Listen = "127.0.0.1:1" }, "listen"},
-		{func(c *Config) { c.TLS = &TLSConfig{CertFile: "c"}; c.MaxBodyBytes = 1 }, "max_body_bytes,tls"},
-		{func(c *Config) { c.Approvals = nil }, "approvals"},
-		{func(c *Config) {
-			c.Approvals = &ApprovalsConfig{PendingTTL: "2h", TrustedOrigins: []string{"https://example.org"}}
-		},
-			"approvals.pending_ttl,approvals.trusted_origins"},
-		{func(c *Config) { c.Witnesses = []WitnessConfig{{Name: "w"}}; c.Cluster = &ClusterConfig{} }, "cluster,witnesses"},
-	}
-	for i, tc := range cases {
-		next := *start
-		ap := *start.Approvals
-		next.Approvals = &ap
-		tc.change(&next)
-		got := restartFields(start, &next)
-		slices.Sort(got)
-		if strings.Join(got, ",") != tc.want {
-			t.Errorf("case %d: %v, want %s", i, got, tc.want)
-		}
-	}
-}
-
-func TestDiffCredentials(t *testing.T) {
-	old := &Config{Mediators: []Mediator{{Name: "a", TokenSHA256: "1"}, {Name: "b", TokenSHA256: "2"}, {Name: "c", TokenSHA256: "3"}}}
-	next := &Config{Mediators: []Mediator{{Name: "a", TokenSHA256: "1", RatePerSecond: 5}, {Name: "c", TokenSHA256: "4"}, {Name: "d", TokenSHA256: "5"}}}
-	ch := diffCredentials(old, next)
-	got := fmt.Sprint(ch.mediatorsAdded, ch.mediatorsRemoved, ch.tokensRotated, ch.ratesChanged, ch.readersChanged)
-	if got != "[d] [b] [c] [a] false" {
-		t.Errorf("diff: %s", got)
-	}
-	if v := ch.LogValue().String(); strings.Contains(v, "token_sha256") || !strings.Contains(v, "tokens_rotated=c") {
-		t.Errorf("log value %s", v)
-	}
 }
 
 // TestClusterReload: a follower checks tokens with its own credentials
@@ -264,7 +217,7 @@ func TestClusterReload(t *testing.T) {
 	b, bURL, bLog := f.testNode(t, "b", "1s")
 	waitFor(t, "b to follow a", func() bool { code, _ := readyz(t, bURL+"/readyz"); return code == 200 })
 	bPath := filepath.Join(f.dir, "b", configName)
-	start, err := loadConfig(bPath)
+	start, err := config.Load(bPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +295,7 @@ func TestSignInDuringReload(t *testing.T) {
 // was leaves its bucket as it was (no fresh burst); a changed rate starts
 // a full bucket.
 func TestReloadKeepsRateLevels(t *testing.T) {
-	cfg := &Config{Mediators: []Mediator{{Name: "a", RatePerSecond: 0.001}, {Name: "b", RatePerSecond: 0.001}}}
+	cfg := &config.Config{Mediators: []config.Mediator{{Name: "a", RatePerSecond: 0.001}, {Name: "b", RatePerSecond: 0.001}}}
 	now := time.Now()
 	prev := newCredentials(cfg, nil)
 	for _, m := range []string{"a", "b"} {
@@ -350,7 +303,7 @@ func TestReloadKeepsRateLevels(t *testing.T) {
 			t.Fatalf("%s's first append refused", m)
 		}
 	}
-	next := newCredentials(withMediators(cfg, Mediator{Name: "a", RatePerSecond: 0.001}, Mediator{Name: "b", RatePerSecond: 0.002}), prev)
+	next := newCredentials(withMediators(cfg, config.Mediator{Name: "a", RatePerSecond: 0.001}, config.Mediator{Name: "b", RatePerSecond: 0.002}), prev)
 	if ok, _ := next.limiter.allow("a", now); ok {
 		t.Error("a's unchanged rate: its spent bucket was refilled by the reload")
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
 )
@@ -22,7 +23,7 @@ import (
 func TestBearerScheme(t *testing.T) {
 	readerToken := "reader-secret-token"
 	sum := sha256.Sum256([]byte(readerToken))
-	s := startServerWith(t, func(c *Config) { c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)} })
+	s := startServerWith(t, func(c *config.Config) { c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)} })
 	do := func(method, path, authorization, body string) int {
 		t.Helper()
 		req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
@@ -107,7 +108,7 @@ func TestStorageFailureLoggedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

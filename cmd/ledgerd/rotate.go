@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
@@ -52,7 +53,7 @@ func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(stderr, "key rotate: %v", err)
 	}
-	cfg, err := loadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
@@ -176,7 +177,7 @@ func rotateConfig(path, newKey, oldVKey string) error {
 	if bytes.Equal(text.Bytes(), old) {
 		return nil
 	}
-	if _, err := parseConfig(text.Bytes(), path); err != nil {
+	if _, err := config.Parse(text.Bytes(), path); err != nil {
 		return fmt.Errorf("the changed config would be refused: %w", err)
 	}
 	return replaceConfig(path, old, text.Bytes())

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/decisionledger/ledger/config"
 )
 
 // route is one endpoint: its ServeMux pattern and its handler, wrapped in
@@ -74,11 +76,11 @@ func (s *server) routes() http.Handler {
 	// The config was checked at load; a test's change to it that does
 	// not parse gets the default.
 	var err error
-	if s.bodyTimeout, err = s.cfg.bodyTimeout(); err != nil {
-		s.bodyTimeout = defaultBodyTimeout
+	if s.bodyTimeout, err = s.cfg.BodyTimeoutDuration(); err != nil {
+		s.bodyTimeout = config.DefaultBodyTimeout
 	}
-	if s.writeTimeout, err = s.cfg.writeTimeout(); err != nil {
-		s.writeTimeout = defaultWriteTimeout
+	if s.writeTimeout, err = s.cfg.WriteTimeoutDuration(); err != nil {
+		s.writeTimeout = config.DefaultWriteTimeout
 	}
 	mux := http.NewServeMux()
 	table := s.routeTable()

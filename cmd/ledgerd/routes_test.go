@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/decisionledger/ledger/config"
 )
 
 // openRoutes are the only routes anyone may call whatever the config.
@@ -16,7 +18,7 @@ var openRoutes = map[string]bool{"GET /healthz": true, "GET /readyz": true, "GET
 // Every route in the table is wrapped in a guard: mediatorAuth or
 // readAuth, or open for health, readiness and metrics alone.
 func TestRouteGuards(t *testing.T) {
-	s := &server{cfg: &Config{TilesPrefix: "/log"}, m: newMetrics()}
+	s := &server{cfg: &config.Config{TilesPrefix: "/log"}, m: newMetrics()}
 	seen := map[string]bool{}
 	for _, rt := range s.routeTable() {
 		if seen[rt.pattern] {
@@ -54,7 +56,7 @@ func concretePath(pattern string) (method, path string) {
 // without credentials 401 unauthenticated, in JSON.
 func TestRoutesRefuseWithoutToken(t *testing.T) {
 	sum := sha256.Sum256([]byte("reader-token"))
-	s := startServerWith(t, func(c *Config) {
+	s := startServerWith(t, func(c *config.Config) {
 		c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)}
 		c.CatalogDir = corpusDir
 	})
@@ -85,7 +87,7 @@ func TestRoutesRefuseWithoutToken(t *testing.T) {
 // or 405 method_not_allowed with Allow when another method is served at
 // that path. ServeMux's own answers are plain text.
 func TestUnroutedJSON(t *testing.T) {
-	s := startServerWith(t, func(c *Config) { c.TilesPrefix = "/log" })
+	s := startServerWith(t, func(c *config.Config) { c.TilesPrefix = "/log" })
 	for _, c := range []struct {
 		method, path string
 		status       int

@@ -6,12 +6,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 )
 
 // server is ledgerd's HTTP API (docs/api.md).
 type server struct {
-	cfg *Config
+	cfg *config.Config
 	l   *ledger.Ledger
 	log *slog.Logger
 	m   *metrics // nil: routes makes one

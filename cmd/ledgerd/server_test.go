@@ -10,14 +10,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
@@ -36,7 +35,7 @@ type testServer struct {
 	token string
 	l     *ledger.Ledger
 	key   *ledger.Key
-	cfg   *Config
+	cfg   *config.Config
 	lim   *connLimiter
 	srv   *server
 	// stopWitnesses stops the witnesses' submissions, if any.
@@ -52,21 +51,21 @@ func startServer(t testing.TB) *testServer {
 // testLogs, if set, receives the test servers' logs (JSON lines).
 var testLogs io.Writer
 
-func startServerWith(t testing.TB, change func(*Config)) *testServer {
+func startServerWith(t testing.TB, change func(*config.Config)) *testServer {
 	t.Helper()
 	return startServerOn(t, change, nil)
 }
 
 // startServerOn serves a ledger on store, or, if store is nil, on a new
 // badger store in the config's store_dir.
-func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *testServer {
+func startServerOn(t testing.TB, change func(*config.Config), store ledger.Store) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	path, token, err := initDataDir(dir)
 	if err != nil || token == "" {
 		t.Fatalf("initDataDir: %v", err)
 	}
-	cfg, err := loadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +283,7 @@ func FuzzAppendHandler(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	cfg, _ := loadConfig(path)
+	cfg, _ := config.Load(path)
 	key, _ := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{})
 	l, err := ledger.Open(context.Background(), memory.New(), key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -310,42 +309,6 @@ func FuzzAppendHandler(f *testing.F) {
 			t.Fatalf("status %d: %s", w.Code, w.Body)
 		}
 	})
-}
-
-func TestConfigRefusesMissingStoreAndKey(t *testing.T) {
-	dir := t.TempDir()
-	write := func(cfg string) string {
-		p := filepath.Join(dir, "c.json")
-		os.WriteFile(p, []byte(cfg), 0o600)
-		return p
-	}
-	hash := strings.Repeat("a", 64)
-	if _, err := loadConfig(write(`{"key_file":"k","store_dir":"missing","mediators":[{"name":"m","token_sha256":"` + hash + `"}]}`)); err == nil || !strings.Contains(err.Error(), "store_dir") {
-		t.Errorf("missing store: %v", err)
-	}
-	os.Mkdir(filepath.Join(dir, "store"), 0o700)
-	if _, err := loadConfig(write(`{"key_file":"k","store_dir":"store","mediators":[{"name":"m","token_sha256":"` + hash + `"}]}`)); err == nil || !strings.Contains(err.Error(), "key_file") {
-		t.Errorf("missing key: %v", err)
-	}
-	if _, err := loadConfig(write(`{"key_file":"k","store_dir":"store","mediators":[],"extra":1}`)); err == nil {
-		t.Error("unknown config field accepted")
-	}
-	if _, err := loadConfig(write(`{"key_file":"k","store_dir":"store","mediators":[{"name":"m","token_sha256":"secret-token"}]}`)); err == nil || strings.Contains(err.Error(), "secret-token") {
-		t.Errorf("bad token hash: %v", err)
-	}
-}
-
-func TestConfigMinCommitInterval(t *testing.T) {
-	for text, want := range map[string]time.Duration{"": 0, "2ms": 2 * time.Millisecond, "0s": -1} {
-		if got, err := (&Config{MinCommitInterval: text}).minCommitInterval(); err != nil || got != want {
-			t.Errorf("%q: %v, %v; want %v", text, got, err, want)
-		}
-	}
-	for _, text := range []string{"-1ms", "2s", "fast"} {
-		if _, err := (&Config{MinCommitInterval: text}).minCommitInterval(); err == nil || !strings.Contains(err.Error(), "min_commit_interval") {
-			t.Errorf("%q: %v", text, err)
-		}
-	}
 }
 
 func getJSON(t *testing.T, url string, v any) int {
@@ -512,7 +475,7 @@ func TestRateLimit(t *testing.T) {
 		t.Fatal("a mediator without a rate was limited")
 	}
 	// Over HTTP: 429 with Retry-After, nothing appended.
-	s2 := startServerWith(t, func(c *Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 1, 1 })
+	s2 := startServerWith(t, func(c *config.Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 1, 1 })
 	if resp, b := s2.post(t, s2.token, appendBody(1)); resp.StatusCode != 201 {
 		t.Fatalf("first: %d %s", resp.StatusCode, b)
 	}
@@ -591,7 +554,7 @@ func checkpointStatus(t *testing.T, url, token string) int {
 func TestProtectedReads(t *testing.T) {
 	readerToken := "reader-secret-token"
 	sum := sha256.Sum256([]byte(readerToken))
-	s := startServerWith(t, func(c *Config) { c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)} })
+	s := startServerWith(t, func(c *config.Config) { c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)} })
 	s.post(t, s.token, appendBody(1))
 	s.l.Publish(context.Background())
 	read := func(token string) int { return checkpointStatus(t, s.url, token) }
@@ -612,25 +575,5 @@ func TestProtectedReads(t *testing.T) {
 	}
 	if resp, err := http.Get(s.url + "/healthz"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("healthz needs no token")
-	}
-}
-
-// A mediator's name is every entry's mediator, an identifier: a name with
-// a control or format character is refused at start, not at each append.
-func TestConfigMediatorName(t *testing.T) {
-	hash := strings.Repeat("a", 64)
-	dir := t.TempDir()
-	key, store := filepath.Join(dir, "k"), filepath.Join(dir, "s")
-	os.WriteFile(key, nil, 0o600)
-	os.Mkdir(store, 0o700)
-	for _, name := range []string{"mediator\x1b[2J", "mediator\u202e", "a\x00b", "\xff"} {
-		c := &Config{KeyFile: key, StoreDir: store, Mediators: []Mediator{{Name: name, TokenSHA256: hash}}}
-		if err := c.check(); err == nil || !strings.Contains(err.Error(), "mediators[0]: name") {
-			t.Errorf("name %q: %v; want a refusal naming mediators[0]", name, err)
-		}
-	}
-	c := &Config{KeyFile: key, StoreDir: store, Mediators: []Mediator{{Name: "médiateur-1", TokenSHA256: hash}}}
-	if err := c.check(); err != nil {
-		t.Errorf("a good name refused: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/ledger"
 )
@@ -33,7 +34,7 @@ func TestOpenedStoreInterfaces(t *testing.T) {
 		}
 	}
 	t.Run("badger", func(t *testing.T) {
-		o, err := openStore(ctx, &Config{StoreDir: t.TempDir()}, slog.New(slog.DiscardHandler))
+		o, err := openStore(ctx, &config.Config{StoreDir: t.TempDir()}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +46,7 @@ func TestOpenedStoreInterfaces(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.Shared(t).NewDatabase(t)
-		o, err := openStore(ctx, &Config{Store: url}, slog.New(slog.DiscardHandler))
+		o, err := openStore(ctx, &config.Config{Store: url}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -38,7 +39,7 @@ func (o *openedStore) Close() error { return o.store.Close() }
 // openStore opens the store cfg names. A badger store takes its
 // directory's lock (one process at a time); a PostgreSQL store is shared,
 // and its writers take turns under the lease (cluster.go, exclusive).
-func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*openedStore, error) {
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (*openedStore, error) {
 	if cfg.Store == "" {
 		s, err := badger.Open(ctx, cfg.StoreDir, badger.Options{Logger: log})
 		if err != nil {
@@ -59,8 +60,8 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*openedStore
 // server after the lease's TTL (postgres.Options.StallTimeout): it would
 // otherwise hold tree_head's lock, and with it every takeover, for as
 // long as the process is stopped.
-func openPostgres(ctx context.Context, cfg *Config) (*postgres.Store, error) {
-	ttl, _ := cfg.Cluster.leaseTTL()
+func openPostgres(ctx context.Context, cfg *config.Config) (*postgres.Store, error) {
+	ttl, _ := cfg.Cluster.LeaseTTLDuration()
 	return postgres.Open(ctx, cfg.Store, postgres.Options{StallTimeout: ttl})
 }
 
@@ -72,11 +73,11 @@ func openPostgres(ctx context.Context, cfg *Config) (*postgres.Store, error) {
 // it. release reports a lease lost meanwhile (an instance took it over:
 // the command's reading may have raced with its appends). A badger
 // store's directory lock already excludes every other process.
-func (o *openedStore) exclusive(ctx context.Context, cfg *Config, holder string) (release func() error, err error) {
+func (o *openedStore) exclusive(ctx context.Context, cfg *config.Config, holder string) (release func() error, err error) {
 	if o.pg == nil {
 		return func() error { return nil }, nil
 	}
-	ttl, _ := cfg.Cluster.leaseTTL()
+	ttl, _ := cfg.Cluster.LeaseTTLDuration()
 	if _, err := o.pg.AcquireLease(ctx, holder, "", ttl); err != nil {
 		if errors.Is(err, postgres.ErrLeaseHeld) {
 			cur, _ := o.pg.CurrentLease(ctx)

@@ -12,13 +12,3 @@ import "syscall"
 // under a umask of 000 or 002 the ledger's entries would be readable, and
 // even writable, by others.
 func restrictUmask() { syscall.Umask(0o077) }
-
-// fileLimit returns the soft limit on open files (RLIMIT_NOFILE). Go
-// raises it to the hard limit when the process starts.
-func fileLimit() (uint64, bool) {
-	var r syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
-		return 0, false
-	}
-	return uint64(r.Cur), true
-}

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/config"
 )
 
 // issue makes a certificate signed by parent (self-signed when parent is
@@ -61,9 +63,9 @@ func TestMutualTLS(t *testing.T) {
 	issue(t, dir, "stranger", false, otherCA, otherKey)
 
 	s := startServer(t)
-	tc := &TLSConfig{CertFile: filepath.Join(dir, "server.crt"), KeyFile: filepath.Join(dir, "server.key"),
+	tc := &config.TLSConfig{CertFile: filepath.Join(dir, "server.crt"), KeyFile: filepath.Join(dir, "server.key"),
 		ClientCAFile: filepath.Join(dir, "ca.crt")}
-	tlsCfg, err := tc.tlsConfig()
+	tlsCfg, err := tc.ServerConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +101,8 @@ func TestMutualTLS(t *testing.T) {
 	if err := get("stranger"); err == nil {
 		t.Error("client certificate from another CA accepted")
 	}
-	bad := &TLSConfig{CertFile: tc.CertFile, KeyFile: tc.KeyFile, ClientCAFile: tc.KeyFile}
-	if _, err := bad.tlsConfig(); err == nil {
+	bad := &config.TLSConfig{CertFile: tc.CertFile, KeyFile: tc.KeyFile, ClientCAFile: tc.KeyFile}
+	if _, err := bad.ServerConfig(); err == nil {
 		t.Error("a client CA file without certificates accepted")
 	}
 }

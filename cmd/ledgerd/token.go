@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/decisionledger/ledger/config"
 )
 
 // token is "ledgerd token add NAME" and "ledgerd token rotate NAME".
@@ -37,7 +39,7 @@ func token(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "token "+op, "--overlap %v is negative", overlap)
 	}
 	name := operands[0]
-	if err := checkMediatorName(name); err != nil {
+	if err := config.CheckMediatorName(name); err != nil {
 		return usageError(stderr, "token "+op, "mediator %v", err)
 	}
 	path, err := df.existing()
@@ -92,7 +94,7 @@ func changeToken(path, op, name string, overlap time.Duration, now time.Time) (t
 	if err != nil {
 		return ch, err
 	}
-	cfg, err := parseConfig(old, path)
+	cfg, err := config.Parse(old, path)
 	if err != nil {
 		return ch, fmt.Errorf("%w (fix the config first)", err)
 	}
@@ -137,7 +139,7 @@ func changeToken(path, op, name string, overlap time.Duration, now time.Time) (t
 		m[ti].value = quoteJSON(hash)
 		was := cfg.Mediators[at]
 		if was.PreviousTokenSHA256 != "" {
-			if t, err := parsePreviousExpires(was.PreviousTokenExpires); err == nil && now.Before(t) {
+			if t, err := config.ParsePreviousExpires(was.PreviousTokenExpires); err == nil && now.Before(t) {
 				ch.dropped = was.PreviousTokenExpires
 			}
 		}
@@ -160,11 +162,11 @@ func changeToken(path, op, name string, overlap time.Duration, now time.Time) (t
 	}
 	text.WriteByte('\n')
 	// What is written must be a valid config with the change.
-	changed, err := parseConfig(text.Bytes(), path)
+	changed, err := config.Parse(text.Bytes(), path)
 	if err != nil {
 		return ch, fmt.Errorf("the changed config would be refused: %w", err)
 	}
-	if got, _ := changed.mediatorTokens().authenticate(tok, now); got != name {
+	if got, _ := changed.MediatorTokens().Authenticate(tok, now); got != name {
 		return ch, errors.New("the changed config does not hold the new token") // a bug
 	}
 	if err := replaceConfig(path, old, text.Bytes()); err != nil {

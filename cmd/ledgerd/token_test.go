@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/decisionledger/ledger/config"
 )
 
 // handWrittenConfig is a config as an operator might write it: its own
@@ -56,12 +58,12 @@ func TestTokenAddRotate(t *testing.T) {
 	before, _ := os.ReadFile(path)
 
 	billing := tokenCommand(t, "add", "billing", "--config", path)
-	cfg, err := loadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for tok, want := range map[string]string{billing: "billing", localToken: "local"} {
-		if got, ok := cfg.authenticate(tok); !ok || got != want {
+		if got, ok := cfg.Authenticate(tok); !ok || got != want {
 			t.Errorf("after add, a token of %s authenticates as %q", want, got)
 		}
 	}
@@ -70,15 +72,15 @@ func TestTokenAddRotate(t *testing.T) {
 	}
 
 	local := tokenCommand(t, "rotate", "--config", path, "local")
-	cfg, err = loadConfig(path)
+	cfg, err = config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cfg.authenticate(localToken); ok {
+	if _, ok := cfg.Authenticate(localToken); ok {
 		t.Error("after rotate, local's old token still authenticates")
 	}
 	for tok, want := range map[string]string{billing: "billing", local: "local"} {
-		if got, ok := cfg.authenticate(tok); !ok || got != want {
+		if got, ok := cfg.Authenticate(tok); !ok || got != want {
 			t.Errorf("after rotate, a token of %s authenticates as %q", want, got)
 		}
 	}

@@ -52,6 +52,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/signednote"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/verify"
@@ -126,7 +127,7 @@ type witnesses struct {
 
 type witnessState struct {
 	i   int
-	cfg WitnessConfig
+	cfg config.WitnessConfig
 	key *verify.WitnessKey
 
 	// Guarded by witnesses.mu.
@@ -144,14 +145,14 @@ type witnessState struct {
 
 // newWitnesses sets up the config's witnesses (Config.check checked
 // them) and loads the cosignatures kept in store (nil: none).
-func newWitnesses(ctx context.Context, cfg *Config, l *ledger.Ledger, store cosignatureStore, log *slog.Logger) (*witnesses, error) {
-	interval, err := cfg.witnessInterval()
+func newWitnesses(ctx context.Context, cfg *config.Config, l *ledger.Ledger, store cosignatureStore, log *slog.Logger) (*witnesses, error) {
+	interval, err := cfg.WitnessIntervalDuration()
 	if err != nil {
 		return nil, err
 	}
 	ws := &witnesses{
 		l: l, log: log, client: &http.Client{Timeout: witnessTimeout},
-		needed: cfg.witnessesNeeded(), backoffMin: witnessBackoffMin, backoffMax: witnessBackoffMax,
+		needed: cfg.WitnessesNeededCount(), backoffMin: witnessBackoffMin, backoffMax: witnessBackoffMax,
 		interval: interval, store: store,
 		cosigs: map[uint64][][]byte{},
 	}
@@ -169,7 +170,7 @@ func newWitnesses(ctx context.Context, cfg *Config, l *ledger.Ledger, store cosi
 
 // storedCosignatures returns the cosignature file of store_dir, or nil
 // without one.
-func storedCosignatures(cfg *Config, l *ledger.Ledger) cosignatureStore {
+func storedCosignatures(cfg *config.Config, l *ledger.Ledger) cosignatureStore {
 	if cfg.StoreDir == "" {
 		return nil
 	}

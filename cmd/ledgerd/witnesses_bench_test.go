@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/badger"
 )
@@ -51,7 +52,7 @@ func BenchmarkHTTPAppendWitnesses(b *testing.B) {
 				s = startServerWith(b, nil)
 			case real:
 				agent := startSSHAgent(b)
-				s = startServerWith(b, func(c *Config) {
+				s = startServerWith(b, func(c *config.Config) {
 					c.WitnessInterval = run.interval
 					key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
 					if err != nil {
@@ -59,11 +60,11 @@ func BenchmarkHTTPAppendWitnesses(b *testing.B) {
 					}
 					for i := range n {
 						w := newLiteWitness(b, agent, fmt.Sprintf("witness-%d.example.org", i), key.Name(), key.VerifierKey())
-						c.Witnesses = append(c.Witnesses, WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.url(), Key: w.vkey})
+						c.Witnesses = append(c.Witnesses, config.WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.url(), Key: w.vkey})
 					}
 				})
 			default:
-				s = startServerWith(b, func(c *Config) {
+				s = startServerWith(b, func(c *config.Config) {
 					c.WitnessInterval = run.interval
 					addFakeWitnesses(b, c, n)
 				})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"filippo.io/torchwood"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	tlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
@@ -154,7 +155,7 @@ func (w *fakeWitness) addCheckpoint(rw http.ResponseWriter, r *http.Request) {
 
 // addFakeWitnesses starts n fake witnesses for the log of c's key and
 // lists them in c's witnesses, named w0, w1, ...
-func addFakeWitnesses(t testing.TB, c *Config, n int) []*fakeWitness {
+func addFakeWitnesses(t testing.TB, c *config.Config, n int) []*fakeWitness {
 	t.Helper()
 	key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
 	if err != nil {
@@ -164,7 +165,7 @@ func addFakeWitnesses(t testing.TB, c *Config, n int) []*fakeWitness {
 	for i := range n {
 		w := newFakeWitness(t, fmt.Sprintf("witness-%d.example.org", i), key.VerifierKey())
 		ws = append(ws, w)
-		c.Witnesses = append(c.Witnesses, WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.srv.URL, Key: w.vkey})
+		c.Witnesses = append(c.Witnesses, config.WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.srv.URL, Key: w.vkey})
 	}
 	return ws
 }
@@ -173,9 +174,9 @@ func addFakeWitnesses(t testing.TB, c *Config, n int) []*fakeWitness {
 func witnessServer(t testing.TB, n int) (*testServer, []*fakeWitness) {
 	t.Helper()
 	var ws []*fakeWitness
-	s := startServerWith(t, func(c *Config) {
+	s := startServerWith(t, func(c *config.Config) {
 		ws = addFakeWitnesses(t, c, n)
-		if err := c.check(); err != nil {
+		if err := c.Check(); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -223,7 +224,7 @@ func TestWitnessCosignaturesKept(t *testing.T) {
 	// A second witnesses set over the same ledger and store_dir, whose
 	// witnesses are unreachable: it holds both cosignatures at once.
 	cfg := *s.cfg
-	cfg.Witnesses = append([]WitnessConfig(nil), s.cfg.Witnesses...)
+	cfg.Witnesses = append([]config.WitnessConfig(nil), s.cfg.Witnesses...)
 	for i := range cfg.Witnesses {
 		cfg.Witnesses[i].URL = "http://127.0.0.1:1"
 	}
@@ -267,31 +268,31 @@ func TestConfigWitnesses(t *testing.T) {
 	s, _ := torchwood.NewCosignatureSigner("witness.example.org", priv)
 	_, priv2, _ := ed25519.GenerateKey(rand.Reader)
 	s2, _ := torchwood.NewCosignatureSigner("witness-2.example.org", priv2)
-	good := WitnessConfig{Name: "w", URL: "https://witness.example.org", Key: s.Verifier().String()}
-	good2 := WitnessConfig{Name: "w2", URL: "http://witness-2.example.org/prefix", Key: s2.Verifier().String()}
+	good := config.WitnessConfig{Name: "w", URL: "https://witness.example.org", Key: s.Verifier().String()}
+	good2 := config.WitnessConfig{Name: "w2", URL: "http://witness-2.example.org/prefix", Key: s2.Verifier().String()}
 	sameKey := good2
 	sameKey.Key = good.Key
 	for _, tc := range []struct {
-		ws     []WitnessConfig
+		ws     []config.WitnessConfig
 		needed int
 		want   string // "" accepted
 	}{
-		{[]WitnessConfig{good, good2}, 0, ""},
-		{[]WitnessConfig{good, good2}, 1, ""},
-		{[]WitnessConfig{good, good2}, 3, "witnesses_needed 3 is out of range"},
+		{[]config.WitnessConfig{good, good2}, 0, ""},
+		{[]config.WitnessConfig{good, good2}, 1, ""},
+		{[]config.WitnessConfig{good, good2}, 3, "witnesses_needed 3 is out of range"},
 		{nil, 1, "witnesses_needed 1 is out of range"},
-		{[]WitnessConfig{good, good2}, -1, "out of range"},
-		{[]WitnessConfig{good, good}, 0, `name "w" repeated`},
-		{[]WitnessConfig{good, sameKey}, 0, "the same public key"},
-		{[]WitnessConfig{{Name: "w", URL: "ftp://witness.example.org", Key: good.Key}}, 0, "is not an http or https URL"},
-		{[]WitnessConfig{{Name: "w", URL: "witness.example.org", Key: good.Key}}, 0, "is not an http or https URL"},
-		{[]WitnessConfig{{Name: "w", URL: good.URL, Key: "witness.example.org+00000000+AAAA"}}, 0, "key"},
-		{[]WitnessConfig{{Name: "", URL: good.URL, Key: good.Key}}, 0, "name is required"},
+		{[]config.WitnessConfig{good, good2}, -1, "out of range"},
+		{[]config.WitnessConfig{good, good}, 0, `name "w" repeated`},
+		{[]config.WitnessConfig{good, sameKey}, 0, "the same public key"},
+		{[]config.WitnessConfig{{Name: "w", URL: "ftp://witness.example.org", Key: good.Key}}, 0, "is not an http or https URL"},
+		{[]config.WitnessConfig{{Name: "w", URL: "witness.example.org", Key: good.Key}}, 0, "is not an http or https URL"},
+		{[]config.WitnessConfig{{Name: "w", URL: good.URL, Key: "witness.example.org+00000000+AAAA"}}, 0, "key"},
+		{[]config.WitnessConfig{{Name: "", URL: good.URL, Key: good.Key}}, 0, "name is required"},
 	} {
 		s := startServerWith(t, nil)
 		c := *s.cfg
 		c.Witnesses, c.WitnessesNeeded = tc.ws, tc.needed
-		err := c.check()
+		err := c.Check()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("witnesses %v, needed %d: got %v, want %q", tc.ws, tc.needed, err, tc.want)
 		}
@@ -307,15 +308,15 @@ func TestWitnessInterval(t *testing.T) {
 	const interval = 300 * time.Millisecond
 	start := time.Now()
 	var w *fakeWitness
-	s := startServerWith(t, func(c *Config) {
+	s := startServerWith(t, func(c *config.Config) {
 		key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		w = newFakeWitness(t, "witness-0.example.org", key.VerifierKey())
-		c.Witnesses = []WitnessConfig{{Name: "w0", URL: w.srv.URL, Key: w.vkey}}
+		c.Witnesses = []config.WitnessConfig{{Name: "w0", URL: w.srv.URL, Key: w.vkey}}
 		c.WitnessInterval = interval.String()
-		if err := c.check(); err != nil {
+		if err := c.Check(); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -351,11 +352,11 @@ func TestWitnessInterval(t *testing.T) {
 // history's size.
 func TestWitnessForkedMetrics(t *testing.T) {
 	var w *fakeWitness
-	s := startServerWith(t, func(c *Config) {
+	s := startServerWith(t, func(c *config.Config) {
 		w = addFakeWitnesses(t, c, 1)[0]
 		// The other history: size 3, another root.
 		w.size, w.root = 3, bytes.Repeat([]byte{0x42}, 32)
-		if err := c.check(); err != nil {
+		if err := c.Check(); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
 )
 
@@ -245,7 +246,7 @@ func TestWorkloadApproval(t *testing.T) {
 		noConsumption(t, out, id)
 	})
 	t.Run("expired", func(t *testing.T) {
-		short := approvalsServerWith(t, func(a *ApprovalsConfig) { a.PendingTTL = "500ms" })
+		short := approvalsServerWith(t, func(a *config.ApprovalsConfig) { a.PendingTTL = "500ms" })
 		out, id := runWorkload(t, bin, short, nil, "--wait-approval", "30s")
 		if !strings.Contains(out, "mediator: the approval expired (pending deadline ") || !strings.Contains(out, "not acting") {
 			t.Errorf("the output lacks the expiry:\n%s", out)
@@ -272,7 +273,7 @@ func TestWorkloadApprovalPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := approvalsServerWith(t, func(a *ApprovalsConfig) {
+	s := approvalsServerWith(t, func(a *config.ApprovalsConfig) {
 		a.Approvers = []approver.Approver{{Name: "dana", PasswordHash: hash, Actions: []string{"send_email"}}}
 	})
 	bin := buildWorkload(t)

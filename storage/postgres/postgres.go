@@ -253,7 +253,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -267,6 +266,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/decisionledger/ledger/internal/pgurl"
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -526,23 +526,8 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // RedactURL returns connURL with any password replaced by xxxxx, for
-// messages and logs.
-func RedactURL(connURL string) string {
-	if u, err := url.Parse(connURL); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		if q := u.Query(); q.Has("password") {
-			q.Set("password", "xxxxx")
-			u.RawQuery = q.Encode()
-		}
-		return u.Redacted()
-	}
-	if strings.Contains(connURL, "://") {
-		// Not a URL we can parse: show only its scheme.
-		return connURL[:strings.Index(connURL, "://")] + "://(unparsable URL)"
-	}
-	// key=value form.
-	connURL = regexp.MustCompile(`password\s*=\s*'(?:[^'\\]|\\.)*'`).ReplaceAllLiteralString(connURL, "password=xxxxx")
-	return regexp.MustCompile(`password\s*=\s*[^'\s][^\s]*`).ReplaceAllLiteralString(connURL, "password=xxxxx")
-}
+// messages and logs (pgurl.Redact).
+func RedactURL(connURL string) string { return pgurl.Redact(connURL) }
 
 func (s *Store) check() error {
 	if s.closed.Load() {

@@ -1,4 +1,47 @@
-package main
+// Package config is ledgerd's configuration file: its schema (Config and
+// the types of its members), its strict parsing, every check and default,
+// and what a reload may change. docs/config.md is its reference,
+// generated from the doc comments of the types in this file.
+//
+// The file is one JSON object (Config). Parse refuses an unknown member,
+// at any depth, and text after the object, and Parse and Load check every
+// value before returning: a value out of its range is refused, never
+// replaced by a default. Where a field's comment says so, 0, "" or an
+// absent member means its default; elsewhere a zero that makes no sense
+// (a "0s" timeout) is refused. A field kept as text or with a default
+// has an accessor that returns its value in force: the field's name
+// with Duration appended for a duration (IdleTimeoutDuration,
+// LeaseTTLDuration, ...), WitnessesNeededCount, ConnectionCaps, TTLs.
+// Errors name the file and the member at fault (mediators[1],
+// approvals.pending_ttl), never a token, a hash or the store URL's
+// password.
+//
+// Paths in the file (key_file, store_dir, catalog_dir, policy_dir and the
+// tls files) are relative to the file's directory: Parse joins them to
+// the directory of the path it is given. The key, the store directory
+// and the directories named must exist, and the TLS pair must load: the
+// config never creates a file.
+//
+// On SIGHUP a running ledgerd parses the file again as at start and puts
+// its credentials in force: mediators (tokens and rates),
+// reader_tokens_sha256, approvals.approvers and the TLS certificate.
+// DiffCredentials names what changed in them; RestartFields names every
+// other member that differs from the file at start and takes effect only
+// at a restart (approvals and tls themselves when they appear or go
+// away, approvals' other members, tls.client_ca_file). The credentials in
+// force are ledgerd's, not this package's.
+//
+// Mediators are known by the SHA-256 of their bearer token (MediatorTokens,
+// Authenticate, IsReader, each hash compared in constant time), and
+// Config's LogValue shows names, never a hash, a key path or a password.
+//
+// The package imports no part of ledgerd, the ledger or a store
+// (imports_test.go): besides the standard library, only
+// golang.org/x/mod/sumdb/note (previous_keys), pgx's URL parsing
+// (github.com/jackc/pgx/v5, store), and small parsing helpers of this
+// module: approval/approver (approvers), entry (identifiers), verify
+// (witness keys and policy) and internal/pgurl (the store URL redacted).
+package config
 
 import (
 	"bytes"
@@ -23,13 +66,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/decisionledger/ledger/approval/approver"
-	"github.com/decisionledger/ledger/entry"
-	"github.com/decisionledger/ledger/ledger"
-	"github.com/decisionledger/ledger/storage/postgres"
-	"github.com/decisionledger/ledger/verify"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/pgurl"
+	"github.com/decisionledger/ledger/verify"
 )
 
 // Config is the reference for ledgerd's configuration file (JSON);
@@ -267,9 +310,9 @@ const (
 	maxApprovalTTL      = 366 * 24 * time.Hour
 )
 
-// ttls returns the pending and execution TTLs, their defaults for those
+// TTLs returns the pending and execution TTLs, their defaults for those
 // not given.
-func (a *ApprovalsConfig) ttls() (pending, execution time.Duration, err error) {
+func (a *ApprovalsConfig) TTLs() (pending, execution time.Duration, err error) {
 	if pending, err = approvalTTL("approvals.pending_ttl", a.PendingTTL, defaultPendingTTL); err != nil {
 		return 0, 0, err
 	}
@@ -290,7 +333,7 @@ func approvalTTL(field, text string, def time.Duration) (time.Duration, error) {
 
 // check refuses approvals settings out of range, naming the field.
 func (a *ApprovalsConfig) check() error {
-	if _, _, err := a.ttls(); err != nil {
+	if _, _, err := a.TTLs(); err != nil {
 		return err
 	}
 	for i, ap := range a.Approvers {
@@ -344,8 +387,8 @@ const (
 // instanceName is the form of cluster.instance: it travels in a header.
 var instanceName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-// leaseTTL is cluster.lease_ttl, or its default.
-func (c *ClusterConfig) leaseTTL() (time.Duration, error) {
+// LeaseTTLDuration is cluster.lease_ttl, or its default.
+func (c *ClusterConfig) LeaseTTLDuration() (time.Duration, error) {
 	if c == nil || c.LeaseTTL == "" {
 		return defaultLeaseTTL, nil
 	}
@@ -358,7 +401,7 @@ func (c *ClusterConfig) leaseTTL() (time.Duration, error) {
 
 // checkStore refuses a store that is not a PostgreSQL URL pgx accepts,
 // and cluster settings out of range or without such a store. Its
-// messages show the URL only redacted (postgres.RedactURL).
+// messages show the URL only redacted (pgurl.Redact).
 func (c *Config) checkStore() error {
 	if c.Store == "" {
 		if c.Cluster != nil {
@@ -371,9 +414,9 @@ func (c *Config) checkStore() error {
 	switch {
 	case errors.As(err, &ue):
 		// url.Error's own message repeats the URL: give its cause alone.
-		return fmt.Errorf("store %s is not a URL: %v", postgres.RedactURL(c.Store), ue.Err)
+		return fmt.Errorf("store %s is not a URL: %v", pgurl.Redact(c.Store), ue.Err)
 	case err != nil:
-		return fmt.Errorf("store %s is not a URL", postgres.RedactURL(c.Store))
+		return fmt.Errorf("store %s is not a URL", pgurl.Redact(c.Store))
 	case u.Scheme != "postgres" && u.Scheme != "postgresql":
 		return fmt.Errorf("store: the scheme %q is not postgres or postgresql (a badger store in store_dir needs no store member)", u.Scheme)
 	}
@@ -386,7 +429,7 @@ func (c *Config) checkStore() error {
 		} else if inner := errors.Unwrap(err); inner != nil {
 			why = inner.Error()
 		}
-		return fmt.Errorf("store %s is not a PostgreSQL URL pgx accepts: %s", postgres.RedactURL(c.Store), why)
+		return fmt.Errorf("store %s is not a PostgreSQL URL pgx accepts: %s", pgurl.Redact(c.Store), why)
 	}
 	cl := c.Cluster
 	if cl == nil {
@@ -400,7 +443,7 @@ func (c *Config) checkStore() error {
 			return err
 		}
 	}
-	_, err = cl.leaseTTL()
+	_, err = cl.LeaseTTLDuration()
 	return err
 }
 
@@ -419,10 +462,10 @@ func (c *Config) checkAdvertise(text string) error {
 	return nil
 }
 
-// advertiseURL is cluster.advertise_url, or its default from the address
+// AdvertiseURL is cluster.advertise_url, or its default from the address
 // ledgerd listens on (bound: the listener's, whose port is the real one
 // when listen's is 0).
-func (c *Config) advertiseURL(bound net.Addr) (string, error) {
+func (c *Config) AdvertiseURL(bound net.Addr) (string, error) {
 	if c.Cluster != nil && c.Cluster.AdvertiseURL != "" {
 		return strings.TrimSuffix(c.Cluster.AdvertiseURL, "/"), nil
 	}
@@ -443,9 +486,9 @@ func (c *Config) advertiseURL(bound net.Addr) (string, error) {
 	return scheme + "://" + net.JoinHostPort(host, port), nil
 }
 
-// instance is cluster.instance, or its default: the host name and a
+// Instance is cluster.instance, or its default: the host name and a
 // random suffix.
-func (c *Config) instance() string {
+func (c *Config) Instance() string {
 	if c.Cluster != nil && c.Cluster.Instance != "" {
 		return c.Cluster.Instance
 	}
@@ -493,8 +536,8 @@ type TLSConfig struct {
 	ClientCAFile string `json:"client_ca_file"`
 }
 
-// tlsConfig builds the server's TLS configuration.
-func (t *TLSConfig) tlsConfig() (*tls.Config, error) {
+// ServerConfig builds the server's TLS configuration.
+func (t *TLSConfig) ServerConfig() (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
@@ -555,36 +598,41 @@ func (c Config) LogValue() slog.Value {
 	for i, m := range c.Mediators {
 		names[i] = m.Name
 	}
-	maxConns, perSource, _ := c.connectionCaps()
+	maxConns, perSource, _ := c.ConnectionCaps()
 	witnesses := make([]string, len(c.Witnesses))
 	for i, w := range c.Witnesses {
 		witnesses[i] = w.Name
 	}
 	store := "badger in store_dir"
 	if c.Store != "" {
-		store = postgres.RedactURL(c.Store)
+		store = pgurl.Redact(c.Store)
 	}
 	attrs := []slog.Attr{slog.String("listen", c.Listen), slog.String("store_dir", c.StoreDir), slog.String("store", store),
 		slog.String("mediators", strings.Join(names, ",")), slog.Int("max_connections", maxConns),
 		slog.Int("max_connections_per_source", min(perSource, maxConns)),
-		slog.String("witnesses", strings.Join(witnesses, ",")), slog.Int("witnesses_needed", c.witnessesNeeded())}
+		slog.String("witnesses", strings.Join(witnesses, ",")), slog.Int("witnesses_needed", c.WitnessesNeededCount())}
 	// Previous tokens valid at start, by expiry; never their hashes.
-	if n, expiries := previousTokens(&c, time.Now()); n > 0 {
+	if n, expiries := PreviousTokens(&c, time.Now()); n > 0 {
 		attrs = append(attrs, slog.String("previous_tokens", expiries))
 	}
 	return slog.GroupValue(attrs...)
 }
 
 const (
-	defaultListen       = "127.0.0.1:8080"
+	// DefaultListen is listen's default.
+	DefaultListen       = "127.0.0.1:8080"
 	defaultMaxBodyBytes = 256 << 10
 	maxMaxBodyBytes     = 16 << 20
 	minRatePerSecond    = 0.001
 	defaultIdleTimeout  = 60 * time.Second
-	defaultBodyTimeout  = 30 * time.Second
-	defaultWriteTimeout = 60 * time.Second
-	// headerTimeout bounds the arrival of a request's header.
-	headerTimeout = 10 * time.Second
+	// DefaultBodyTimeout and DefaultWriteTimeout are body_timeout's and
+	// write_timeout's defaults.
+	DefaultBodyTimeout  = 30 * time.Second
+	DefaultWriteTimeout = 60 * time.Second
+	// defaultCheckpointInterval is checkpoint_interval's default,
+	// ledger.DefaultCheckpointInterval, which this package does not
+	// import (TestCheckpointIntervalDefault holds them equal).
+	defaultCheckpointInterval = 100 * time.Millisecond
 	// maxDefaultConnections caps the MaxConnections derived from the
 	// descriptor limit: each connection costs a goroutine and buffers
 	// (some 20 KiB), and mediators need few.
@@ -606,16 +654,19 @@ func positiveDuration(field, text string, def time.Duration) (time.Duration, err
 	return d, nil
 }
 
-func (c *Config) idleTimeout() (time.Duration, error) {
+// IdleTimeoutDuration is IdleTimeout, or its default.
+func (c *Config) IdleTimeoutDuration() (time.Duration, error) {
 	return positiveDuration("idle_timeout", c.IdleTimeout, defaultIdleTimeout)
 }
 
-func (c *Config) bodyTimeout() (time.Duration, error) {
-	return positiveDuration("body_timeout", c.BodyTimeout, defaultBodyTimeout)
+// BodyTimeoutDuration is BodyTimeout, or DefaultBodyTimeout.
+func (c *Config) BodyTimeoutDuration() (time.Duration, error) {
+	return positiveDuration("body_timeout", c.BodyTimeout, DefaultBodyTimeout)
 }
 
-func (c *Config) writeTimeout() (time.Duration, error) {
-	return positiveDuration("write_timeout", c.WriteTimeout, defaultWriteTimeout)
+// WriteTimeoutDuration is WriteTimeout, or DefaultWriteTimeout.
+func (c *Config) WriteTimeoutDuration() (time.Duration, error) {
+	return positiveDuration("write_timeout", c.WriteTimeout, DefaultWriteTimeout)
 }
 
 // maxConnections is MaxConnections, or its default derived from the
@@ -642,11 +693,11 @@ func (c *Config) maxConnections() (int, error) {
 	return n, nil
 }
 
-// connectionCaps returns maxConnections and MaxConnectionsPerSource, or
+// ConnectionCaps returns maxConnections and MaxConnectionsPerSource, or
 // its default: half of maxConnections, at least 1, or on a PostgreSQL
 // store maxConnections (no cap). A per-source cap of max or more caps
 // nothing.
-func (c *Config) connectionCaps() (maxConns, perSource int, err error) {
+func (c *Config) ConnectionCaps() (maxConns, perSource int, err error) {
 	if maxConns, err = c.maxConnections(); err != nil {
 		return 0, 0, err
 	}
@@ -673,8 +724,9 @@ func defaultMaxConnections(limit uint64) int {
 	return int(min(limit-reserve, maxDefaultConnections))
 }
 
-// minCommitInterval is MinCommitInterval as ledger.Options has it.
-func (c *Config) minCommitInterval() (time.Duration, error) {
+// MinCommitIntervalDuration is MinCommitInterval as ledger.Options has
+// it: 0 for the ledger's default, -1 for no pacing.
+func (c *Config) MinCommitIntervalDuration() (time.Duration, error) {
 	if c.MinCommitInterval == "" {
 		return 0, nil // the ledger's default
 	}
@@ -688,9 +740,11 @@ func (c *Config) minCommitInterval() (time.Duration, error) {
 	return d, nil
 }
 
-func (c *Config) checkpointInterval() (time.Duration, error) {
+// CheckpointIntervalDuration is CheckpointInterval, or its default, the
+// ledger's (defaultCheckpointInterval).
+func (c *Config) CheckpointIntervalDuration() (time.Duration, error) {
 	if c.CheckpointInterval == "" {
-		return ledger.DefaultCheckpointInterval, nil
+		return defaultCheckpointInterval, nil
 	}
 	d, err := time.ParseDuration(c.CheckpointInterval)
 	if err != nil || d <= 0 {
@@ -699,19 +753,19 @@ func (c *Config) checkpointInterval() (time.Duration, error) {
 	return d, nil
 }
 
-// loadConfig reads and checks a config file. Paths in it are relative to
+// Load reads and checks a config file. Paths in it are relative to
 // the file's directory.
-func loadConfig(path string) (*Config, error) {
+func Load(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return parseConfig(b, path)
+	return Parse(b, path)
 }
 
-// parseConfig checks the text of the config file at path (which it does
-// not read), as loadConfig does.
-func parseConfig(b []byte, path string) (*Config, error) {
+// Parse checks the text of the config file at path (which it does not
+// read), as Load does.
+func Parse(b []byte, path string) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var c Config
@@ -731,17 +785,19 @@ func parseConfig(b []byte, path string) (*Config, error) {
 			*p = filepath.Join(base, *p)
 		}
 	}
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &c, nil
 }
 
-func (c *Config) check() error {
+// Check checks a config as Parse does after reading it, with the paths as
+// they are, and sets the defaults it stores (listen, max_body_bytes).
+func (c *Config) Check() error {
 	if c.Listen == "" {
-		c.Listen = defaultListen
+		c.Listen = DefaultListen
 	}
-	if err := checkListen(c.Listen); err != nil {
+	if err := CheckListen(c.Listen); err != nil {
 		return err
 	}
 	switch {
@@ -776,7 +832,7 @@ func (c *Config) check() error {
 	seen := map[string]bool{}
 	tokens := map[string]int{}
 	for i, m := range c.Mediators {
-		if err := checkMediatorName(m.Name); err != nil {
+		if err := CheckMediatorName(m.Name); err != nil {
 			return fmt.Errorf("mediators[%d]: %w", i, err)
 		}
 		if seen[m.Name] {
@@ -813,7 +869,7 @@ func (c *Config) check() error {
 		if c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
 			return errors.New("tls: cert_file and key_file are required")
 		}
-		if _, err := c.TLS.tlsConfig(); err != nil {
+		if _, err := c.TLS.ServerConfig(); err != nil {
 			return err
 		}
 	}
@@ -835,19 +891,19 @@ func (c *Config) check() error {
 			return fmt.Errorf("policy_dir %s does not exist", c.PolicyDir)
 		}
 	}
-	if _, err := c.checkpointInterval(); err != nil {
+	if _, err := c.CheckpointIntervalDuration(); err != nil {
 		return err
 	}
-	if _, err := c.idleTimeout(); err != nil {
+	if _, err := c.IdleTimeoutDuration(); err != nil {
 		return err
 	}
-	if _, err := c.bodyTimeout(); err != nil {
+	if _, err := c.BodyTimeoutDuration(); err != nil {
 		return err
 	}
-	if _, err := c.writeTimeout(); err != nil {
+	if _, err := c.WriteTimeoutDuration(); err != nil {
 		return err
 	}
-	if _, _, err := c.connectionCaps(); err != nil {
+	if _, _, err := c.ConnectionCaps(); err != nil {
 		return err
 	}
 	if c.Approvals != nil {
@@ -861,7 +917,7 @@ func (c *Config) check() error {
 	if err := c.checkStore(); err != nil {
 		return err
 	}
-	_, err := c.minCommitInterval()
+	_, err := c.MinCommitIntervalDuration()
 	return err
 }
 
@@ -872,7 +928,7 @@ func (c *Config) checkWitnesses() error {
 	names := map[string]bool{}
 	var keys []*verify.WitnessKey
 	for i, w := range c.Witnesses {
-		if err := checkMediatorName(w.Name); err != nil {
+		if err := CheckMediatorName(w.Name); err != nil {
 			return fmt.Errorf("witnesses[%d]: %w", i, err)
 		}
 		if names[w.Name] {
@@ -893,10 +949,10 @@ func (c *Config) checkWitnesses() error {
 	case c.WitnessesNeeded < 0 || c.WitnessesNeeded > len(c.Witnesses):
 		return fmt.Errorf("witnesses_needed %d is out of range: from 1 to the number of witnesses (%d), or 0 for all of them", c.WitnessesNeeded, len(c.Witnesses))
 	}
-	if _, err := verify.NewWitnessPolicy(keys, c.witnessesNeeded()); err != nil {
+	if _, err := verify.NewWitnessPolicy(keys, c.WitnessesNeededCount()); err != nil {
 		return fmt.Errorf("witnesses: %w", err)
 	}
-	_, err := c.witnessInterval()
+	_, err := c.WitnessIntervalDuration()
 	return err
 }
 
@@ -905,8 +961,8 @@ func (c *Config) checkWitnesses() error {
 // declared to a witness's operator then still holds.
 const defaultWitnessInterval = time.Second
 
-// witnessInterval is WitnessInterval, or its default.
-func (c *Config) witnessInterval() (time.Duration, error) {
+// WitnessIntervalDuration is WitnessInterval, or its default.
+func (c *Config) WitnessIntervalDuration() (time.Duration, error) {
 	if c.WitnessInterval == "" {
 		return defaultWitnessInterval, nil
 	}
@@ -917,25 +973,26 @@ func (c *Config) witnessInterval() (time.Duration, error) {
 	return d, nil
 }
 
-// witnessesNeeded is WitnessesNeeded, or its default: every witness.
-func (c *Config) witnessesNeeded() int {
+// WitnessesNeededCount is WitnessesNeeded, or its default: every
+// witness.
+func (c *Config) WitnessesNeededCount() int {
 	if c.WitnessesNeeded == 0 {
 		return len(c.Witnesses)
 	}
 	return c.WitnessesNeeded
 }
 
-// checkListen refuses a listen address that is not host:port.
-func checkListen(addr string) error {
+// CheckListen refuses a listen address that is not host:port.
+func CheckListen(addr string) error {
 	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
 		return fmt.Errorf("listen %q is not host:port (such as 127.0.0.1:8080, or :8080 for every address)", addr)
 	}
 	return nil
 }
 
-// checkMediatorName refuses a mediator name that is not an identifier:
+// CheckMediatorName refuses a mediator name that is not an identifier:
 // the name is every entry's mediator.
-func checkMediatorName(name string) error {
+func CheckMediatorName(name string) error {
 	if name == "" {
 		return errors.New("name is required")
 	}
@@ -945,9 +1002,9 @@ func checkMediatorName(name string) error {
 	return nil
 }
 
-// isReader reports whether this bearer token is a reader's, compared in
+// IsReader reports whether this bearer token is a reader's, compared in
 // constant time with every reader's hash.
-func (c *Config) isReader(token string) bool {
+func (c *Config) IsReader(token string) bool {
 	sum := sha256.Sum256([]byte(token))
 	ok := false
 	for _, h := range c.ReaderTokensSHA256 {
@@ -959,10 +1016,10 @@ func (c *Config) isReader(token string) bool {
 	return ok
 }
 
-// authenticate returns the mediator whose token this is now, by
+// Authenticate returns the mediator whose token this is now, by
 // time.Now (the server judges with its credentials' clock).
-func (c *Config) authenticate(token string) (string, bool) {
-	name, _ := c.mediatorTokens().authenticate(token, time.Now())
+func (c *Config) Authenticate(token string) (string, bool) {
+	name, _ := c.MediatorTokens().Authenticate(token, time.Now())
 	return name, name != ""
 }
 
@@ -987,19 +1044,34 @@ func (m Mediator) checkPrevious() error {
 	case m.PreviousTokenSHA256 == m.TokenSHA256:
 		return errors.New("previous_token_sha256 is its token_sha256: the previous token must be another")
 	}
-	if _, err := parsePreviousExpires(m.PreviousTokenExpires); err != nil {
+	if _, err := ParsePreviousExpires(m.PreviousTokenExpires); err != nil {
 		return err
 	}
 	return nil
 }
 
-// parsePreviousExpires parses previous_token_expires: RFC 3339, in UTC.
-func parsePreviousExpires(s string) (time.Time, error) {
+// ParsePreviousExpires parses previous_token_expires: RFC 3339, in UTC.
+func ParsePreviousExpires(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil || !strings.HasSuffix(s, "Z") {
 		return time.Time{}, fmt.Errorf("previous_token_expires %q is not an RFC 3339 time in UTC (such as 2026-12-01T15:00:00Z)", s)
 	}
 	return t, nil
+}
+
+// PreviousTokens counts the mediators' previous tokens valid at now and
+// names their expiries, "mediator=time" joined by commas; never a hash.
+func PreviousTokens(c *Config, now time.Time) (int, string) {
+	var list []string
+	for _, m := range c.Mediators {
+		if m.PreviousTokenSHA256 == "" {
+			continue
+		}
+		if t, err := ParsePreviousExpires(m.PreviousTokenExpires); err == nil && now.Before(t) {
+			list = append(list, m.Name+"="+m.PreviousTokenExpires)
+		}
+	}
+	return len(list), strings.Join(list, ",")
 }
 
 // mediatorToken is one token hash a mediator is known by: its current
@@ -1011,12 +1083,12 @@ type mediatorToken struct {
 	expires  time.Time
 }
 
-// mediatorTokens are every mediator's token hashes, decoded once.
-type mediatorTokens []mediatorToken
+// MediatorTokens are every mediator's token hashes, decoded once.
+type MediatorTokens []mediatorToken
 
-// mediatorTokens decodes the checked config's token hashes.
-func (c *Config) mediatorTokens() mediatorTokens {
-	var ts mediatorTokens
+// MediatorTokens decodes the checked config's token hashes.
+func (c *Config) MediatorTokens() MediatorTokens {
+	var ts MediatorTokens
 	for _, m := range c.Mediators {
 		t := mediatorToken{name: m.Name}
 		hex.Decode(t.sum[:], []byte(m.TokenSHA256))
@@ -1024,19 +1096,19 @@ func (c *Config) mediatorTokens() mediatorTokens {
 		if m.PreviousTokenSHA256 != "" {
 			p := mediatorToken{name: m.Name, previous: true}
 			hex.Decode(p.sum[:], []byte(m.PreviousTokenSHA256))
-			p.expires, _ = parsePreviousExpires(m.PreviousTokenExpires)
+			p.expires, _ = ParsePreviousExpires(m.PreviousTokenExpires)
 			ts = append(ts, p)
 		}
 	}
 	return ts
 }
 
-// authenticate returns the mediator whose token this is at now, and
+// Authenticate returns the mediator whose token this is at now, and
 // whether it is the mediator's previous token: a previous token is
 // valid before its expiry only (at it, refused). Every hash, expired or
 // not, is compared in constant time, so the answer's timing says
 // nothing about which one matched.
-func (ts mediatorTokens) authenticate(token string, now time.Time) (name string, previous bool) {
+func (ts MediatorTokens) Authenticate(token string, now time.Time) (name string, previous bool) {
 	sum := sha256.Sum256([]byte(token))
 	for _, t := range ts {
 		match := subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1
