@@ -13,9 +13,6 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 )
 
-// configDocPath is the reference generated from this package's types.
-const configDocPath = "../docs/config.md"
-
 // configWith writes, beside a key and a store, a valid config with the
 // JSON members of change replacing or adding to the base ones, and loads
 // it.

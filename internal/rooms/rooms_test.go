@@ -36,11 +36,11 @@ var rooms = map[string]room{
 	"approval": {mayImport: []string{"commit", "entry"}, neverDepends: stores},
 	"policy":   {mayImport: []string{"commit", "entry"}, neverDepends: stores},
 	"ledger":   {mayImport: []string{"commit", "entry", "internal/ed25519batch", "internal/signednote"}, neverDepends: stores},
-	"storage":  {mayImport: []string{"ledger", "entry", "commit"}},
+	"storage":  {mayImport: []string{"ledger", "entry", "commit", "internal/pgurl"}},
 	"verify":   {mayImport: []string{"commit", "entry", "policy", "internal/signednote"}, neverDepends: stores},
 	"client":   {mayImport: []string{"verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
 	"mcpgate":  {mayImport: []string{"client", "verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
-	"config":   {mayImport: []string{"commit", "entry", "verify", "approval/approver", "internal/signednote"}},
+	"config":   {mayImport: []string{"commit", "entry", "verify", "approval/approver", "internal/signednote", "internal/pgurl"}},
 
 	// Shared helpers of the commands and tests: never the ledger, a store
 	// or the daemon.

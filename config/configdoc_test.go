@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -13,19 +13,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/decisionledger/ledger/config"
 )
 
 var updateConfigDoc = flag.Bool("update-config-doc", false, "rewrite the generated reference in docs/config.md from config/config.go")
 
 const (
-	configDocPath = "../../docs/config.md"
-	// configSource declares the config's types (package config).
-	configSource = "../../config/config.go"
-	// configRefBegin still names cmd/ledgerd/config.go, where the types
-	// were until package config: docs/config.md is unchanged by the move.
-	configRefBegin = "<!-- BEGIN reference: generated from the doc comments of Config in cmd/ledgerd/config.go by TestConfigReference. Edit those, then run: go test ./cmd/ledgerd/ -run TestConfigReference -update-config-doc -->\n"
+	configDocPath = "../docs/config.md"
+	// configSource declares the config's types.
+	configSource   = "config.go"
+	configRefBegin = "<!-- BEGIN reference: generated from the doc comments of Config in config/config.go by TestConfigReference. Edit those, then run: go test ./config/ -run TestConfigReference -update-config-doc -->\n"
 	configRefEnd   = "<!-- END reference -->\n"
 )
 
@@ -84,12 +80,12 @@ var configStructs = []struct {
 	goName, prefix, lead string
 	typ                  reflect.Type
 }{
-	{"Config", "", "", reflect.TypeFor[config.Config]()},
-	{"TLSConfig", "tls.", "The `tls` object", reflect.TypeFor[config.TLSConfig]()},
-	{"Mediator", "mediators[].", "Each element of `mediators`", reflect.TypeFor[config.Mediator]()},
-	{"ApprovalsConfig", "approvals.", "The `approvals` object", reflect.TypeFor[config.ApprovalsConfig]()},
-	{"WitnessConfig", "witnesses[].", "Each element of `witnesses`", reflect.TypeFor[config.WitnessConfig]()},
-	{"ClusterConfig", "cluster.", "The `cluster` object", reflect.TypeFor[config.ClusterConfig]()},
+	{"Config", "", "", reflect.TypeFor[Config]()},
+	{"TLSConfig", "tls.", "The `tls` object", reflect.TypeFor[TLSConfig]()},
+	{"Mediator", "mediators[].", "Each element of `mediators`", reflect.TypeFor[Mediator]()},
+	{"ApprovalsConfig", "approvals.", "The `approvals` object", reflect.TypeFor[ApprovalsConfig]()},
+	{"WitnessConfig", "witnesses[].", "Each element of `witnesses`", reflect.TypeFor[WitnessConfig]()},
+	{"ClusterConfig", "cluster.", "The `cluster` object", reflect.TypeFor[ClusterConfig]()},
 }
 
 // jsonTypes names the JSON type of each Go type in the config.
