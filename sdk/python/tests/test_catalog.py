@@ -166,6 +166,13 @@ class SourceAgainstLedgerd(unittest.TestCase):
         self.assertEqual(calls, [1500])
         self.assertNotIn("make_payment", src.cached)
 
+        # The listing is read again after a refusal: send_email's old
+        # declaration is not reused, though no refusal named it.
+        self.client.requests.clear()
+        self.assertEqual(src.get("send_email").definition_digest(), new_email.definition_digest())
+        self.assertNotEqual(new_email.definition_digest(), old_email.definition_digest())
+        self.assertEqual(self.client.requests, [LIST, ("GET", "/v1/actions/send_email")])
+
         # The next call fetches the new declaration, digests recomputed.
         self.client.requests.clear()
         with self.client.mediate(PRINCIPAL, src, _params(1700), action="make_payment", allowlists=PAYEES) as call:
@@ -177,12 +184,6 @@ class SourceAgainstLedgerd(unittest.TestCase):
         self.assertEqual((call.decided.decision, entry["tiers_digest"], entry["definition_digest"]),
                          ("allow", new.tiers_digest(), new.definition_digest()))
         self.assertEqual(call.outcome.entry["result"], "succeeded")
-
-        # The listing was read again after the refusal: send_email's old
-        # declaration is no longer reused, with no refusal of its own.
-        self.assertNotIn("send_email", src.cached)
-        self.assertEqual(src.get("send_email").definition_digest(), new_email.definition_digest())
-        self.assertNotEqual(new_email.definition_digest(), old_email.definition_digest())
 
 
 if __name__ == "__main__":

@@ -175,6 +175,22 @@ class AgainstLedgerd(unittest.TestCase):
                 finally:
                     proxy.close()
 
+    def test_a_malformed_listing_is_refused(self):
+        def number_digest(path, body):
+            if path != "/v1/actions":
+                return body
+            return body.replace(b'"definition_digest":"', b'"definition_digest":7,"was":"', 1)
+
+        proxy = TamperingProxy(self.ledgerd.url, number_digest)
+        try:
+            c = LedgerClient(proxy.url, self.ledgerd.token, self.ledgerd.vkey)
+            with self.assertRaises(ReceiptError) as cm:
+                c.declaration("make_payment")
+            self.assertEqual(cm.exception.check, "answer")
+            self.assertIn("/actions/0", str(cm.exception))
+        finally:
+            proxy.close()
+
     def test_a_key_not_trusted_refuses_every_receipt(self):
         other = "ledger.example.com/log+cf212548+AZH4G75SSYwtzGM4N1oZem1E5CKzRLXWu82UBy0tGPhx"
         c = LedgerClient(self.ledgerd.url, self.ledgerd.token, other)
