@@ -7,18 +7,16 @@ import http.client
 import http.server
 import json
 import os
-import queue
 import re
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
 import unittest
 import urllib.parse
-import urllib.request
 
 import _paths
+from _ledgerd import Ledgerd, binary_or_skip
 from decisionledger.client import (ApprovalNotGranted, Denied, LedgerClient, LedgerConnectionError, LedgerHTTPError,
                                    mediated)
 from decisionledger.errors import DomainError
@@ -26,95 +24,8 @@ from decisionledger.declare import Declaration
 from decisionledger.preview import render
 from decisionledger.receipt import ReceiptError, ed25519_available
 
-PASSWORD = "correct horse battery staple"
 PRINCIPAL = "agent:accounts-7"
 PAYEES = {"payees": {"acct-100"}}
-
-
-def _ledgerd(tmp):
-    path = os.environ.get("LEDGER_LEDGERD")
-    if path:
-        return path
-    go = shutil.which("go")
-    if go is None:
-        return None
-    out = os.path.join(tmp, "ledgerd")
-    subprocess.run([go, "build", "-o", out, "./cmd/ledgerd"], cwd=_paths.REPO, check=True, timeout=900)
-    return out
-
-
-class Ledgerd:
-    """One ledgerd process on a fresh data directory."""
-
-    def __init__(self, binary, tmp):
-        self.data = os.path.join(tmp, "data")
-        r = subprocess.run([binary, "init", "--name", "ledger.example.com/sdk-py", "--data", self.data,
-                            "--mediator", "billing"], capture_output=True, text=True, check=True, timeout=60)
-        self.token = re.search(r"token \(shown once, stored only as a hash\): (\S+)", r.stdout).group(1)
-        self.vkey = re.search(r"verifier key: (\S+)", r.stdout).group(1)
-        subprocess.run([binary, "approver", "add", "alice", "--actions", "make_payment", "--data", self.data],
-                       input=PASSWORD, capture_output=True, text=True, check=True, timeout=60)
-        cfg_path = os.path.join(self.data, "ledgerd.json")
-        with open(cfg_path) as f:
-            cfg = json.load(f)
-        cfg["catalog_dir"] = os.path.join(_paths.TESTDATA, "declarations")
-        cfg["policy_dir"] = os.path.join(_paths.TESTDATA, "policies")
-        with open(cfg_path, "w") as f:
-            json.dump(cfg, f)
-        self.proc = subprocess.Popen([binary, "serve", "--data", self.data, "--listen", "127.0.0.1:0"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()
-        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
-        deadline = time.monotonic() + 60
-        self.url = None
-        while self.url is None:
-            try:
-                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                self.stop()
-                raise RuntimeError("ledgerd did not say where it listens within 60 s")
-            m = re.search(r"serving \S+ on (http://127\.0\.0\.1:\d+)", line)
-            if m:
-                self.url = m.group(1)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for f in (self.proc.stdout, self.proc.stderr):
-            if f is not None:
-                f.close()
-
-    def pending(self):
-        """The ids of the approvals alice may decide, from her page."""
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
-        headers = {"Accept": "application/json", "Origin": self.url}
-        req = urllib.request.Request(self.url + "/approvals/sign-in", headers=headers, method="POST",
-                                     data=urllib.parse.urlencode({"name": "alice", "password": PASSWORD}).encode())
-        opener.open(req, timeout=30).read()
-        page = json.load(opener.open(urllib.request.Request(self.url + "/approvals/",
-                                                            headers={"Accept": "application/json"}), timeout=30))
-        return [a["id"] for a in page.get("approvals") or []]
-
-    def approve(self, approval_id, verdict="approve"):
-        """Sign in as alice on the approver's page and give a verdict."""
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
-        headers = {"Accept": "application/json", "Origin": self.url}
-        req = urllib.request.Request(self.url + "/approvals/sign-in", headers=headers, method="POST",
-                                     data=urllib.parse.urlencode({"name": "alice", "password": PASSWORD}).encode())
-        csrf = json.load(opener.open(req, timeout=30))["csrf"]
-        page = json.load(opener.open(urllib.request.Request(self.url + "/approvals/" + approval_id,
-                                                            headers={"Accept": "application/json"}), timeout=30))
-        form = {"verdict": verdict, "preview_digest": page["preview_digest"], "csrf": csrf, "confirm": "yes"}
-        req = urllib.request.Request(self.url + "/approvals/" + approval_id + "/verdict", headers=headers,
-                                     method="POST", data=urllib.parse.urlencode(form).encode())
-        opener.open(req, timeout=30).read()
-        return page
 
 
 class TamperingProxy:
@@ -163,13 +74,8 @@ def _params(amount, payee="acct-100", memo="Invoice 2026-1142"):
 class AgainstLedgerd(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        binary = binary_or_skip()
         cls.tmp = tempfile.mkdtemp(prefix="sdk-py-ledgerd-")
-        binary = _ledgerd(cls.tmp)
-        if binary is None:
-            shutil.rmtree(cls.tmp)
-            if os.environ.get("LEDGER_CI") == "1":
-                raise RuntimeError("no Go toolchain to build ledgerd (LEDGER_CI=1)")
-            raise unittest.SkipTest("no Go toolchain and no LEDGER_LEDGERD")
         cls.ledgerd = Ledgerd(binary, cls.tmp)
         cls.client = LedgerClient(cls.ledgerd.url, cls.ledgerd.token, cls.ledgerd.vkey)
         cls.decl = cls.client.declaration("make_payment")
@@ -268,6 +174,22 @@ class AgainstLedgerd(unittest.TestCase):
                     self.assertEqual(cm.exception.check, check)
                 finally:
                     proxy.close()
+
+    def test_a_malformed_listing_is_refused(self):
+        def number_digest(path, body):
+            if path != "/v1/actions":
+                return body
+            return body.replace(b'"definition_digest":"', b'"definition_digest":7,"was":"', 1)
+
+        proxy = TamperingProxy(self.ledgerd.url, number_digest)
+        try:
+            c = LedgerClient(proxy.url, self.ledgerd.token, self.ledgerd.vkey)
+            with self.assertRaises(ReceiptError) as cm:
+                c.declaration("make_payment")
+            self.assertEqual(cm.exception.check, "answer")
+            self.assertIn("/actions/0", str(cm.exception))
+        finally:
+            proxy.close()
 
     def test_a_key_not_trusted_refuses_every_receipt(self):
         other = "ledger.example.com/log+cf212548+AZH4G75SSYwtzGM4N1oZem1E5CKzRLXWu82UBy0tGPhx"

@@ -55,6 +55,7 @@ from .client import (
     Receipt,
     mediated,
 )
+from .catalog import DeclarationSource, StaleDeclarationError
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "MAX_SAFE_INTEGER", "Domain", "canonicalize",
@@ -68,4 +69,5 @@ __all__ = [
     "leaf_hash", "open_checkpoint", "parse_entry", "verify_entry", "verify_receipt",
     "ApprovalNotGranted", "ApprovalState", "Decided", "Denied", "LedgerClient", "LedgerConnectionError", "LedgerHTTPError",
     "Mediation", "OpenedApproval", "Receipt", "mediated",
+    "DeclarationSource", "StaleDeclarationError",
 ]

@@ -30,7 +30,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .canonical import Domain, canonicalize, canonicalize_value, object_members_raw, parse
 from .declare import Declaration, Minimized
@@ -39,6 +39,9 @@ from .errors import DomainError, LedgerError
 from .preview import render
 from .receipt import (ReceiptError, VerificationUnavailable, VerifierKey, ed25519_available, entry_hash,
                       leaf_hash, open_checkpoint, verify_entry, verify_receipt)
+
+if TYPE_CHECKING:
+    from .catalog import DeclarationSource
 
 __all__ = [
     "LedgerClient",
@@ -202,8 +205,14 @@ class LedgerClient:
     def actions(self) -> dict[str, dict]:
         """GET /v1/actions: each action's tiers and definition digests, by name."""
         doc = _strict(self._get("/v1/actions"), "actions")
+        items = doc.get("actions") if isinstance(doc, dict) else None
+        if not isinstance(items, list):
+            raise ReceiptError("answer", "malformed actions answer: no list at /actions")
         out = {}
-        for a in doc.get("actions", []):
+        for i, a in enumerate(items):
+            if not isinstance(a, dict) or not all(isinstance(a.get(k), str)
+                                                  for k in ("action", "tiers_digest", "definition_digest")):
+                raise ReceiptError("answer", f"malformed actions answer at /actions/{i}")
             out[a["action"]] = a
         return out
 
@@ -212,19 +221,11 @@ class LedgerClient:
         byte), parse it, recompute its applied-tiers and definition digests
         and compare them with GET /v1/actions. Raises ReceiptError if they
         differ (the server serves another declaration than it lists)."""
-        raw = self._get("/v1/actions/" + urllib.parse.quote(action, safe=""))
-        d = Declaration.parse(raw)
-        listed = self.actions().get(action)
-        if d.action != action or listed is None:
-            raise ReceiptError("declaration", "the declaration served is not the action's")
-        try:
-            same = digests_equal(d.tiers_digest(), listed["tiers_digest"]) and \
-                digests_equal(d.definition_digest(), listed["definition_digest"])
-        except (MalformedDigestError, KeyError):
-            same = False
-        if not same:
-            raise ReceiptError("declaration", "the declaration's digests are not those GET /v1/actions lists")
-        return d
+        raw = self._declaration_file(action)
+        return _checked_declaration(action, raw, self.actions())
+
+    def _declaration_file(self, action: str) -> bytes:
+        return self._get("/v1/actions/" + urllib.parse.quote(action, safe=""))
 
     # ------------------------------------------------------------ decide, append
 
@@ -408,11 +409,11 @@ class LedgerClient:
 
     # ------------------------------------------------------------ mediation
 
-    def mediate(self, principal: str, declaration: Declaration, raw: bytes, *,
-                allowlists: Mapping[str, Any] | None = None, preview: Any = None,
+    def mediate(self, principal: str, declaration: Declaration | DeclarationSource, raw: bytes, *,
+                action: str = "", allowlists: Mapping[str, Any] | None = None, preview: Any = None,
                 approval_timeout: float = 0.0) -> "Mediation":
         """One mediated call as a context manager; see Mediation."""
-        return Mediation(self, principal, declaration, raw, allowlists=allowlists, preview=preview,
+        return Mediation(self, principal, declaration, raw, action=action, allowlists=allowlists, preview=preview,
                          approval_timeout=approval_timeout)
 
     # ------------------------------------------------------------ reads
@@ -435,6 +436,23 @@ class LedgerClient:
 
 
 # ---------------------------------------------------------------- helpers
+
+def _checked_declaration(action: str, raw: bytes, listing: Mapping[str, dict]) -> Declaration:
+    # A declaration file as served, parsed, its digests recomputed and
+    # compared with those GET /v1/actions listed.
+    d = Declaration.parse(raw)
+    listed = listing.get(action)
+    if d.action != action or listed is None:
+        raise ReceiptError("declaration", "the declaration served is not the action's")
+    try:
+        same = digests_equal(d.tiers_digest(), listed["tiers_digest"]) and \
+            digests_equal(d.definition_digest(), listed["definition_digest"])
+    except (MalformedDigestError, KeyError):
+        same = False
+    if not same:
+        raise ReceiptError("declaration", "the declaration's digests are not those GET /v1/actions lists")
+    return d
+
 
 def _need_verify() -> None:
     if not ed25519_available():
@@ -524,11 +542,26 @@ class Mediation:
     waits for the verdict and consumes the approval with the request's
     terms); Denied or ApprovalNotGranted is raised there, before the body
     runs. Leaving records the outcome: succeeded, or failed if the body
-    raised (the exception goes on)."""
+    raised (the exception goes on).
 
-    def __init__(self, client: "LedgerClient", principal: str, declaration: Declaration, raw: bytes, *,
-                 allowlists: Mapping[str, Any] | None = None, preview: Any = None, approval_timeout: float = 0.0):
-        self.client, self.principal, self.declaration = client, principal, declaration
+    `declaration` is the action's Declaration, or a DeclarationSource
+    (catalog.py) with action= naming the action: entering then takes the
+    source's declaration, and a refusal of it as stale drops it from the
+    source and raises StaleDeclarationError (nothing is retried)."""
+
+    def __init__(self, client: "LedgerClient", principal: str, declaration: Declaration | DeclarationSource,
+                 raw: bytes, *, action: str = "", allowlists: Mapping[str, Any] | None = None, preview: Any = None,
+                 approval_timeout: float = 0.0):
+        if isinstance(declaration, Declaration):
+            if action and action != declaration.action:
+                raise ValueError("action: not the declaration's action")
+            self.source, self.action, self.declaration = None, declaration.action, declaration
+        else:
+            if not action:
+                raise TypeError("Mediation: a declaration source needs action=")
+            self.source, self.action = declaration, action
+            self.declaration: Declaration | None = None  # the source's, on entering
+        self.client, self.principal = client, principal
         self.raw, self.allowlists, self.preview, self.approval_timeout = raw, allowlists, preview, approval_timeout
         self.minimized: Minimized | None = None
         self.decided: Decided | None = None
@@ -537,9 +570,18 @@ class Mediation:
         self.operation_id = ""
 
     def __enter__(self) -> "Mediation":
-        c, decl = self.client, self.declaration
+        c = self.client
+        if self.source is not None:
+            self.declaration = self.source.get(self.action)
+        decl = self.declaration
         m = self.minimized = decl.minimize(self.raw, allowlists=self.allowlists)
-        d = self.decided = c.decide(self.principal, decl, m, preview=self.preview)
+        try:
+            d = self.decided = c.decide(self.principal, decl, m, preview=self.preview)
+        except LedgerHTTPError as e:
+            stale = self.source.stale(decl.action, m, e) if self.source is not None else None
+            if stale is None:
+                raise
+            raise stale from e
         if d.decision == "deny":
             raise Denied(d)
         if d.decision == "needs_approval":
@@ -563,7 +605,8 @@ class Mediation:
         return False
 
 
-def mediated(action: str, *, client: LedgerClient, principal: str, declaration: Declaration | None = None,
+def mediated(action: str, *, client: LedgerClient, principal: str,
+             declaration: Declaration | DeclarationSource | None = None,
              allowlists: Mapping[str, Any] | None = None, preview: Callable[[dict], Any] | None = None,
              approval_timeout: float = 0.0) -> Callable:
     """Mediate a tool function through the ledger:
@@ -572,28 +615,30 @@ def mediated(action: str, *, client: LedgerClient, principal: str, declaration: 
         def send_email(recipient, subject, body): ...
 
     Each call's arguments (bound by name) are the raw parameters: they are
-    committed to and minimized by the action's declaration (fetched from
-    the ledger and checked unless given), and the call runs inside
+    committed to and minimized by the action's declaration (given, taken
+    from a DeclarationSource on each call, or else fetched from the ledger
+    and checked on each call), and the call runs inside
     LedgerClient.mediate: on allow the function runs and its outcome
     (succeeded, or failed when it raises) is recorded; deny raises Denied
     and the function does not run; needs_approval waits up to
     approval_timeout seconds for a verdict, then consumes the approval and
-    runs, or raises ApprovalNotGranted. `preview(params)` may give the
-    document approvers are shown.
+    runs, or raises ApprovalNotGranted; a refusal of a source's declaration
+    as stale raises StaleDeclarationError and the function does not run.
+    `preview(params)` may give the document approvers are shown.
     """
     def wrap(fn: Callable) -> Callable:
         sig = inspect.signature(fn)
 
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
-            decl = declaration or client.declaration(action)
+            decl = declaration if declaration is not None else client.declaration(action)
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
             params = dict(bound.arguments)
             # The arguments as JSON, refused with a DomainError naming the
             # argument (a float, bytes, an object) if outside the domain.
             raw = canonicalize_value(params)
-            with client.mediate(principal, decl, raw, allowlists=allowlists,
+            with client.mediate(principal, decl, raw, action=action, allowlists=allowlists,
                                 preview=preview(params) if preview else None, approval_timeout=approval_timeout):
                 return fn(*args, **kwargs)
 
