@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/approval/preview"
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/referencecalls"
@@ -102,9 +103,9 @@ func startMedServerOn(t testing.TB, change func(*Config), store ledger.Store) *m
 	}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var cat catalog
+	var cat catalog.Catalog
 	if cfg.CatalogDir != "" {
-		if cat, err = loadCatalog(cfg.CatalogDir); err != nil {
+		if cat, err = catalog.Load(cfg.CatalogDir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,7 +123,7 @@ func startMedServerOn(t testing.TB, change func(*Config), store ledger.Store) *m
 	t.Cleanup(func() { l.Close() })
 	srv := &server{cfg: cfg, l: l, log: logger, cat: cat, m: newMetrics()}
 	if cfg.PolicyDir != "" {
-		set, err := policy.Load(cfg.PolicyDir, cat.declarations())
+		set, err := policy.Load(cfg.PolicyDir, cat.Declarations())
 		if err != nil {
 			t.Fatal(err)
 		}

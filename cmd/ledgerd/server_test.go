@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
@@ -81,9 +82,9 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 	if testLogs != nil {
 		logger = slog.New(slog.NewJSONHandler(testLogs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	var cat catalog
+	var cat catalog.Catalog
 	if cfg.CatalogDir != "" {
-		if cat, err = loadCatalog(cfg.CatalogDir); err != nil {
+		if cat, err = catalog.Load(cfg.CatalogDir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,7 +106,7 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 		}
 	}
 	if cfg.PolicyDir != "" {
-		set, err := policy.Load(cfg.PolicyDir, cat.declarations())
+		set, err := policy.Load(cfg.PolicyDir, cat.Declarations())
 		if err != nil {
 			t.Fatal(err)
 		}
