@@ -143,7 +143,7 @@ func startMedServerOn(t testing.TB, change func(*Config), store ledger.Store) *m
 		}
 	}
 	hs := serveHTTP(t, srv)
-	ts := &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter), srv: srv}
+	ts := &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, srv: srv}
 	return &medServer{testServer: ts, clock: clock, logs: logs, otherToken: otherToken}
 }
 

@@ -38,7 +38,6 @@ type testServer struct {
 	l     *ledger.Ledger
 	key   *ledger.Key
 	cfg   *Config
-	lim   *connLimiter
 	srv   *server
 	// stopWitnesses stops the witnesses' submissions, if any.
 	stopWitnesses func()
@@ -139,7 +138,7 @@ func startServerOn(t testing.TB, change func(*Config), store ledger.Store) *test
 		t.Cleanup(stopWitnesses)
 	}
 	hs := serveHTTP(t, srv)
-	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter), srv: srv,
+	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, srv: srv,
 		stopWitnesses: stopWitnesses}
 }
 

@@ -51,6 +51,8 @@ var rooms = map[string]room{
 	"internal/pgtest":   {},
 	"internal/keyflag":  {mayImport: []string{"internal/termtext", "verify"}, neverDepends: stores},
 	"internal/declfile": {mayImport: []string{"commit"}, neverDepends: stores},
+	// The listener's connection caps: the standard library only.
+	"internal/connlimit": {},
 
 	// The commands wire the rooms; nothing imports a command.
 	"cmd/ledgerd":        {mayImport: []string{"*"}},
