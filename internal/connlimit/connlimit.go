@@ -166,8 +166,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		lc, err := l.admit(c)
-		if lc != nil || err != nil {
-			return lc, err
+		if err != nil {
+			// Not lc: a nil *limitedConn in a net.Conn is not nil.
+			return nil, err
+		}
+		if lc != nil {
+			return lc, nil
 		}
 	}
 }

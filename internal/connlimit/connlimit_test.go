@@ -288,3 +288,42 @@ func TestSourceOf(t *testing.T) {
 		t.Errorf("sourceOf(a Unix socket) = %v, want none", got)
 	}
 }
+
+// An Accept waiting at max for a place returns net.ErrClosed and no
+// connection once the listener is closed, and the newcomer is closed.
+func TestAcceptWaitingClosed(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(inner, 1, 1)
+	defer l.Close()
+	url := "http://" + l.Addr().String()
+	dialRaw(t, url)
+	first, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	l.ConnState(first, http.StateActive) // busy: never displaced
+	newcomer := dialRaw(t, url)
+	type accepted struct {
+		c   net.Conn
+		err error
+	}
+	done := make(chan accepted)
+	go func() {
+		c, err := l.Accept()
+		done <- accepted{c, err}
+	}()
+	waitFor(t, "Accept to wait for a place", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.waiting })
+	l.Close()
+	got := <-done
+	if got.c != nil || !errors.Is(got.err, net.ErrClosed) {
+		t.Errorf("Accept after Close = %#v, %v; want nil, net.ErrClosed", got.c, got.err)
+	}
+	if !newcomer.closedWithin(5 * time.Second) {
+		t.Error("the newcomer is still open")
+	}
+	checkStats(t, l, 1, 0, 0)
+}
