@@ -3,7 +3,7 @@
 //	GET /v1/actions           the declared actions and their digests
 //	GET /v1/actions/{action}  one declaration, byte for byte
 //
-// Loading the catalog and checking attributes is in catalog.go.
+// Loading the catalog and checking attributes is in package catalog.
 
 package main
 
@@ -28,7 +28,7 @@ func (s *server) actions(w http.ResponseWriter, r *http.Request) {
 	}
 	list := make([]item, 0, len(s.cat))
 	for name, a := range s.cat {
-		list = append(list, item{name, a.tiers.String(), a.definition.String()})
+		list = append(list, item{name, a.TiersDigest().String(), a.DefinitionDigest().String()})
 	}
 	slices.SortFunc(list, func(a, b item) int { return strings.Compare(a.Action, b.Action) })
 	w.Header().Set("Content-Type", "application/json")
@@ -44,7 +44,7 @@ func (s *server) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Ledger-Tiers-Digest", a.tiers.String())
-	w.Header().Set("Ledger-Definition-Digest", a.definition.String())
-	w.Write(a.file)
+	w.Header().Set("Ledger-Tiers-Digest", a.TiersDigest().String())
+	w.Header().Set("Ledger-Definition-Digest", a.DefinitionDigest().String())
+	w.Write(a.File())
 }

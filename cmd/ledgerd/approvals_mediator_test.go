@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/approval/preview"
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
@@ -103,9 +104,9 @@ func startMedServerOn(t testing.TB, change func(*config.Config), store ledger.St
 	}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var cat catalog
+	var cat catalog.Catalog
 	if cfg.CatalogDir != "" {
-		if cat, err = loadCatalog(cfg.CatalogDir); err != nil {
+		if cat, err = catalog.Load(cfg.CatalogDir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +124,7 @@ func startMedServerOn(t testing.TB, change func(*config.Config), store ledger.St
 	t.Cleanup(func() { l.Close() })
 	srv := &server{cfg: cfg, l: l, log: logger, cat: cat, m: newMetrics()}
 	if cfg.PolicyDir != "" {
-		set, err := policy.Load(cfg.PolicyDir, cat.declarations())
+		set, err := policy.Load(cfg.PolicyDir, cat.Declarations())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func startMedServerOn(t testing.TB, change func(*config.Config), store ledger.St
 		}
 	}
 	hs := serveHTTP(t, srv)
-	ts := &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter), srv: srv}
+	ts := &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, srv: srv}
 	return &medServer{testServer: ts, clock: clock, logs: logs, otherToken: otherToken}
 }
 

@@ -140,29 +140,6 @@ func TestCatalog(t *testing.T) {
 	}
 }
 
-// A config naming a catalog that does not load is refused at start: an
-// empty directory, a declaration refused, two files for one action, an
-// unreviewed draft.
-func TestCatalogRefused(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := loadCatalog(dir); err == nil || !strings.Contains(err.Error(), "no declaration") {
-		t.Errorf("empty catalog: %v", err)
-	}
-	os.WriteFile(filepath.Join(dir, "a.json"), []byte(`{"declaration":1,"action":"a","fields":{"x":{"type":"string","tier":"sometimes"}}}`), 0o644)
-	if _, err := loadCatalog(dir); err == nil || !strings.Contains(err.Error(), "/fields/x/tier") {
-		t.Errorf("bad declaration: %v", err)
-	}
-	os.WriteFile(filepath.Join(dir, "a.json"), []byte(`{"declaration":1,"action":"a","fields":{"x":{"type":"string","tier":"policy"}}}`), 0o644)
-	os.WriteFile(filepath.Join(dir, "b.json"), []byte(`{"declaration":1,"action":"a","fields":{"y":{"type":"string","tier":"policy"}}}`), 0o644)
-	if _, err := loadCatalog(dir); err == nil || !strings.Contains(err.Error(), "both declare action a") {
-		t.Errorf("two files for one action: %v", err)
-	}
-	os.WriteFile(filepath.Join(dir, "b.json"), []byte(`{"declaration":1,"action":"b","reviewed":false,"fields":{"y":{"type":"string","tier":"policy"}}}`), 0o644)
-	if _, err := loadCatalog(dir); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "b.json")+": declare: action b: /reviewed: an unreviewed draft") {
-		t.Errorf("an unreviewed declaration: %v", err)
-	}
-}
-
 // A refusal of attributes names the declared field, the projection and the
 // rule that failed, every fault in one answer, in one order whatever the
 // validator's; a member the client made up is named by its position, and

@@ -64,6 +64,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
@@ -91,7 +92,7 @@ const (
 type node struct {
 	cfg       *config.Config
 	key       *ledger.Key
-	cat       catalog
+	cat       catalog.Catalog
 	set       *policy.Set // loaded at start; a takeover loads policy_dir again
 	log       *slog.Logger
 	m         *metrics
@@ -177,7 +178,7 @@ func (t *term) lastRenewed() time.Time { return *t.renewed.Load() }
 // only when the database cannot be reached or read at all, or the log
 // does not open with the config's keys: once it serves, it rides out the
 // database's outages.
-func serveCluster(ctx context.Context, stop func(), cfg, start *config.Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener,
+func serveCluster(ctx context.Context, stop func(), cfg, start *config.Config, key *ledger.Key, cat catalog.Catalog, set *policy.Set, ln net.Listener,
 	log *slog.Logger, configPath string, stdout io.Writer, failStart func(string, ...any) int) int {
 	n, err := newNode(ctx, cfg, key, cat, set, ln, log)
 	if err != nil {
@@ -279,7 +280,7 @@ func serveCluster(ctx context.Context, stop func(), cfg, start *config.Config, k
 
 // newNode opens the follower's store and view, and makes the instance's
 // handlers; the instance follows until its loop takes the lease.
-func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catalog, set *policy.Set, ln net.Listener, log *slog.Logger) (*node, error) {
+func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catalog.Catalog, set *policy.Set, ln net.Listener, log *slog.Logger) (*node, error) {
 	ttl, err := cfg.Cluster.LeaseTTLDuration()
 	if err != nil {
 		return nil, err
@@ -554,7 +555,7 @@ func (n *node) policySet(ctx context.Context) *policy.Set {
 	if n.cfg.PolicyDir == "" {
 		return nil
 	}
-	set, err := policy.Load(n.cfg.PolicyDir, n.cat.declarations())
+	set, err := policy.Load(n.cfg.PolicyDir, n.cat.Declarations())
 	if err != nil {
 		n.log.ErrorContext(ctx, "policy_dir does not load; the set loaded at start goes in force", "error", err)
 		return n.set
@@ -651,7 +652,7 @@ func (n *node) reload(ctx context.Context) {
 		t.api.pol.reload(ctx)
 		return
 	}
-	set, err := policy.Load(n.cfg.PolicyDir, n.cat.declarations())
+	set, err := policy.Load(n.cfg.PolicyDir, n.cat.Declarations())
 	if err != nil {
 		n.m.policyReload(false)
 		n.log.ErrorContext(ctx, "policy reload refused", "error", err)

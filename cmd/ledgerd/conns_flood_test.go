@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/internal/connlimit"
 )
 
 // Floods of connections that send nothing. Each test opens a bounded
@@ -125,8 +126,8 @@ func TestConnectionFloodFromManySources(t *testing.T) {
 	start := time.Now()
 	openSilent(t, addr, 400, func(i int) string { return fmt.Sprintf("127.0.1.%d", 1+i%40) })
 	askUnderFlood(t, s.url, "127.0.0.2", 1, 6*time.Second, "400 silent connections from 40 sources")
-	if d := time.Since(start); d < silentGrace {
-		t.Errorf("the client was served %v after the flood began, before any silent connection's grace (%v) ended", d, silentGrace)
+	if d := time.Since(start); d < connlimit.SilentGrace {
+		t.Errorf("the client was served %v after the flood began, before any silent connection's grace (%v) ended", d, connlimit.SilentGrace)
 	}
 	askUnderFlood(t, s.url, "127.0.0.2", 3, 6*time.Second, "400 silent connections from 40 sources")
 }

@@ -115,29 +115,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// counts returns the numbers of new connections yet to send their first
-// header (silent or fresh), and of idle ones.
-func (l *connLimiter) counts() (fresh, idle int) {
-	silent, fresh, idle := l.counts3()
-	return silent + fresh, idle
-}
-
-// counts3 returns the numbers of silent, fresh and idle connections.
-func (l *connLimiter) counts3() (silent, fresh, idle int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for c := l.silent.head; c != nil; c = c.link.next {
-		silent++
-	}
-	for c := l.fresh.head; c != nil; c = c.link.next {
-		fresh++
-	}
-	for c := l.idle.head; c != nil; c = c.link.next {
-		idle++
-	}
-	return silent, fresh, idle
-}
-
 // A keep-alive connection is closed after idle_timeout.
 func TestIdleConnectionClosed(t *testing.T) {
 	s := startServerWith(t, func(c *config.Config) { c.IdleTimeout = "300ms" })
@@ -252,161 +229,39 @@ func TestUnauthenticatedAppendNotRead(t *testing.T) {
 	}
 }
 
-// At max_connections, a new client takes the place of the connection idle
-// longest; the others stay open. (Every connection comes from 127.0.0.1:
-// max_connections_per_source 2 sets no cap of its own.)
-func TestConnectionCapReclaimsIdle(t *testing.T) {
-	s := startServerWith(t, func(c *config.Config) { c.MaxConnections, c.MaxConnectionsPerSource = 2, 2 })
-	var idle []*rawConn
-	for i := range 2 {
-		c := dialRaw(t, s.url)
-		c.send(t, healthz)
-		if _, _, err := c.response(5 * time.Second); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, fmt.Sprintf("connection %d to be idle", i), func() bool { f, n := s.lim.counts(); return f == 0 && n == i+1 })
-		idle = append(idle, c)
-	}
-	c := dialRaw(t, s.url)
-	c.send(t, healthz)
-	if resp, _, err := c.response(10 * time.Second); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("a new client at the cap, with two idle connections: %v", err)
-	}
-	if !idle[0].closedWithin(10 * time.Second) {
-		t.Fatal("the connection idle longest was not closed for the new one")
-	}
-	if idle[1].closedWithin(200 * time.Millisecond) {
-		t.Fatal("the second idle connection was closed too")
-	}
-	c.send(t, "GET /metrics HTTP/1.1\r\nHost: example.com\r\n\r\n")
-	_, m, err := c.response(5 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"ledgerd_connections_open 2\n", "ledgerd_connections_reclaimed_total 1\n"} {
-		if !strings.Contains(m, want) {
-			t.Errorf("metrics lack %q", want)
-		}
-	}
-}
-
-// At max_connections, a connection that has sent nothing keeps its place
-// for silentGrace (250 ms), one that has sent part of its header for
-// freshGrace (2 s) from its first byte; then a new client takes it, well
-// before the header timeout (10 s) would have closed it. The new client
-// cannot be served before the grace ends (the connection's grace starts
-// after the test's clock), nor long after.
-func TestConnectionCapReclaimsSilent(t *testing.T) {
-	for _, tc := range []struct {
-		name, sent string
-		grace      time.Duration
-	}{
-		{"silent", "", silentGrace},
-		{"part of a header", "GET /healthz HT", freshGrace},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := startServerWith(t, func(c *config.Config) { c.MaxConnections = 1 })
-			start := time.Now()
-			first := dialRaw(t, s.url)
-			first.send(t, tc.sent)
-			waitFor(t, "the connection to be accepted", func() bool {
-				silent, fresh, _ := s.lim.counts3()
-				return tc.sent == "" && silent == 1 || tc.sent != "" && fresh == 1
-			})
-			c := dialRaw(t, s.url)
-			c.send(t, healthz)
-			if resp, _, err := c.response(tc.grace + 8*time.Second); err != nil || resp.StatusCode != 200 {
-				t.Fatalf("a new client at the cap, the only connection %s: %v", tc.name, err)
-			}
-			if d := time.Since(start); d < tc.grace {
-				t.Errorf("the new client was served %v after the first connected, before its grace (%v) ended", d, tc.grace)
-			}
-			if !first.closedWithin(5 * time.Second) {
-				t.Fatal("the first connection is still open")
-			}
-		})
-	}
-}
-
-// At max_connections_per_source, a source's new connection takes the
-// place of the source's own that has waited longest without a request
-// header, at once; when all of the source's are busy, the newcomer is
-// closed at once, unanswered. Other sources are served meanwhile.
-func TestConnectionCapPerSource(t *testing.T) {
-	s := startServerWith(t, func(c *config.Config) { c.MaxConnections, c.MaxConnectionsPerSource = 8, 2 })
+// The listener's counts (package connlimit) are ledgerd's metrics: a
+// source's second connection, at max_connections_per_source 1, takes the
+// place of its first, which has sent nothing.
+func TestConnectionMetrics(t *testing.T) {
+	s := startServerWith(t, func(c *config.Config) { c.MaxConnections, c.MaxConnectionsPerSource = 3, 1 })
 	addr := strings.TrimPrefix(s.url, "http://")
-	dial := func(src string) *rawConn {
-		c, err := dialFrom(src, addr)
+	var silent []*rawConn
+	for range 2 {
+		c, err := dialFrom("127.0.0.1", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		return &rawConn{c, bufio.NewReader(c)}
+		silent = append(silent, &rawConn{c, bufio.NewReader(c)})
 	}
-	for range 2 {
-		dial("127.0.0.1").send(t, partialAppend("Bearer "+s.token)) // its body is being read
+	if !silent[0].closedWithin(5 * time.Second) {
+		t.Fatal("the source's first connection was not closed for its second")
 	}
-	waitFor(t, "the appends to be read", func() bool {
-		open, _, _ := s.lim.stats()
-		f, n := s.lim.counts()
-		return open == 2 && f+n == 0
-	})
-	refused := dial("127.0.0.1")
-	refused.send(t, healthz)
-	if resp, _, err := refused.response(5 * time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("a third connection from a source of two busy ones, at max_connections_per_source 2: %v %v, want it closed unanswered", resp, err)
-	}
-
-	var idle []*rawConn
-	for i := range 2 {
-		c := dial("127.0.0.3")
-		c.send(t, healthz)
-		if resp, _, err := c.response(5 * time.Second); err != nil || resp.StatusCode != 200 {
-			t.Fatalf("another source's connection %d: %v", i, err)
-		}
-		waitFor(t, fmt.Sprintf("connection %d to be idle", i), func() bool { _, n := s.lim.counts(); return n == i+1 })
-		idle = append(idle, c)
-	}
-	other := dial("127.0.0.2")
-	other.send(t, healthz)
-	if _, _, err := other.response(5 * time.Second); err != nil {
+	c, err := dialFrom("127.0.0.2", addr)
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the third source's connection to be idle", func() bool { _, n := s.lim.counts(); return n == 3 })
-	c := dial("127.0.0.3")
-	c.send(t, "GET /metrics HTTP/1.1\r\nHost: example.com\r\n\r\n")
-	_, m, err := c.response(5 * time.Second)
+	defer c.Close()
+	m := &rawConn{c, bufio.NewReader(c)}
+	m.send(t, "GET /metrics HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	_, metrics, err := m.response(5 * time.Second)
 	if err != nil {
-		t.Fatalf("a source's third connection, two of its own idle: %v", err)
+		t.Fatal(err)
 	}
-	if !idle[0].closedWithin(5 * time.Second) {
-		t.Fatal("the source's connection idle longest was not closed for its new one")
-	}
-	if idle[1].closedWithin(200*time.Millisecond) || other.closedWithin(200*time.Millisecond) {
-		t.Fatal("another idle connection was closed too")
-	}
-	for _, want := range []string{"ledgerd_connections_open 5\n", "ledgerd_connections_reclaimed_total 1\n", "ledgerd_connections_refused_total 1\n"} {
-		if !strings.Contains(m, want) {
+	for _, want := range []string{"ledgerd_connections_open 2\n", "ledgerd_connections_reclaimed_total 1\n", "ledgerd_connections_refused_total 0\n"} {
+		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q", want)
 		}
-	}
-}
-
-// At max_connections with every connection busy, a new client waits until
-// one is done.
-func TestConnectionCapHolds(t *testing.T) {
-	s := startServerWith(t, func(c *config.Config) { c.MaxConnections = 1 })
-	busy := dialRaw(t, s.url)
-	busy.send(t, partialAppend("Bearer "+s.token)) // its body is being read
-	waitFor(t, "the append to be read", func() bool { f, n := s.lim.counts(); return f+n == 0 })
-	c := dialRaw(t, s.url)
-	c.send(t, healthz)
-	if _, _, err := c.response(300 * time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("a client beyond max_connections was served while the only connection was busy (%v)", err)
-	}
-	busy.Close() // the body ends early: the append is refused, its slot freed
-	if resp, _, err := c.response(10 * time.Second); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("the waiting client was not served once a connection closed: %v", err)
 	}
 }
 

@@ -201,7 +201,7 @@ func policyServer(t testing.TB, dir string) *testServer {
 // byte for byte; the export replays offline to the same decisions.
 func TestDecideReferenceTable(t *testing.T) {
 	s := policyServer(t, referencePolicies)
-	want, err := policy.Load(referencePolicies, s.srv.cat.declarations())
+	want, err := policy.Load(referencePolicies, s.srv.cat.Declarations())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestDecideReferenceTable(t *testing.T) {
 		if d.Decision != c.Decision || !slices.Equal(d.Policies, c.Determining) {
 			t.Errorf("%s: %s %v, want %s %v", c.Name, d.Decision, d.Policies, c.Decision, c.Determining)
 		}
-		if d.PolicySet != digest || e.Definition != s.srv.cat[c.Action].definition || e.Mediator != "local" || e.Principal != c.Principal {
+		if d.PolicySet != digest || e.Definition != s.srv.cat[c.Action].DefinitionDigest() || e.Mediator != "local" || e.Principal != c.Principal {
 			t.Errorf("%s: policy set %s (want %s), definition %s, mediator %q", c.Name, d.PolicySet, digest, e.Definition, e.Mediator)
 		}
 		seen[c.Action] = true

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
@@ -136,11 +137,11 @@ func TestSampleConfig(t *testing.T) {
 	if _, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName}); err != nil {
 		t.Error(err)
 	}
-	cat, err := loadCatalog(cfg.CatalogDir)
+	cat, err := catalog.Load(cfg.CatalogDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := policy.Load(cfg.PolicyDir, cat.declarations()); err != nil {
+	if _, err := policy.Load(cfg.PolicyDir, cat.Declarations()); err != nil {
 		t.Error(err)
 	}
 }

@@ -123,17 +123,17 @@ func (s *server) readRecord(w http.ResponseWriter, r *http.Request, mediator str
 			s.refuse(w, http.StatusUnprocessableEntity, "unknown_action", "the action is not in the server's catalog")
 			return intake{}, false
 		}
-		if problem, ok := a.checkAttributes(req.Attributes, body); !ok {
-			s.refuse(w, http.StatusUnprocessableEntity, "attributes_not_declared", "attributes of %s: %s", req.Action, problem)
+		if err := a.CheckAttributes(req.Attributes, body); err != nil {
+			s.refuse(w, http.StatusUnprocessableEntity, "attributes_not_declared", "attributes of %s: %v", req.Action, err)
 			return intake{}, false
 		}
-		if !rec.Tiers.Equal(a.tiers) {
+		if !rec.Tiers.Equal(a.TiersDigest()) {
 			s.refuse(w, http.StatusUnprocessableEntity, "tiers_mismatch",
-				"tiers_digest is not the applied-tiers digest of the server's declaration of %s (%s)", req.Action, a.tiers)
+				"tiers_digest is not the applied-tiers digest of the server's declaration of %s (%s)", req.Action, a.TiersDigest())
 			return intake{}, false
 		}
 		// The definition is the server's, never the client's.
-		rec.Definition = a.definition
+		rec.Definition = a.DefinitionDigest()
 	}
 	in := intake{rec: rec, wait: wait == "checkpoint"}
 	if req.Preview != nil {

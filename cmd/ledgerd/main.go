@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
@@ -457,16 +458,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failStart("%v", err)
 	}
-	var cat catalog
+	var cat catalog.Catalog
 	if cfg.CatalogDir != "" {
-		if cat, err = loadCatalog(cfg.CatalogDir); err != nil {
+		if cat, err = catalog.Load(cfg.CatalogDir); err != nil {
 			return failStart("%v", err)
 		}
 	}
 	var set *policy.Set
 	if cfg.PolicyDir != "" {
 		// A set that does not load stops the start, naming file:line:col.
-		if set, err = policy.Load(cfg.PolicyDir, cat.declarations()); err != nil {
+		if set, err = policy.Load(cfg.PolicyDir, cat.Declarations()); err != nil {
 			return failStart("policy_dir %s: %v", cfg.PolicyDir, err)
 		}
 	}
@@ -633,7 +634,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // catalogValue is the catalog in use, for the start's log line: its
 // directory and action names, or none.
-func catalogValue(dir string, cat catalog) slog.Value {
+func catalogValue(dir string, cat catalog.Catalog) slog.Value {
 	if cat == nil {
 		return slog.StringValue("none: any action, version 1 entries")
 	}

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/config"
@@ -69,25 +70,11 @@ type policies struct {
 	cur atomic.Pointer[policy.Set]
 }
 
-func newPolicies(cfg *config.Config, cat catalog, l *ledger.Ledger, log *slog.Logger, m *metrics) *policies {
+func newPolicies(cfg *config.Config, cat catalog.Catalog, l *ledger.Ledger, log *slog.Logger, m *metrics) *policies {
 	return &policies{
 		dir: cfg.PolicyDir, archive: filepath.Join(cfg.StoreDir, archiveDirName),
-		decls: cat.declarations(), l: l, log: log, m: m,
+		decls: cat.Declarations(), l: l, log: log, m: m,
 	}
-}
-
-// declarations are the catalog's declarations, sorted by action.
-func (c catalog) declarations() []*declare.Declaration {
-	names := make([]string, 0, len(c))
-	for name := range c {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	decls := make([]*declare.Declaration, len(names))
-	for i, name := range names {
-		decls[i] = c[name].decl
-	}
-	return decls
 }
 
 // current is the set in force, or nil when ledgerd does not decide.

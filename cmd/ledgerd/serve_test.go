@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/storage/badger"
 )
 
@@ -205,7 +206,7 @@ func TestFirstStartOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := loadCatalog(catalogDir)
+	cat, err := catalog.Load(catalogDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 )
@@ -19,7 +20,7 @@ type server struct {
 	// creds are the credentials in force (reload.go), shared with the
 	// reload; routes makes them from cfg if nil.
 	creds *liveCredentials
-	cat   catalog // nil: no catalog
+	cat   catalog.Catalog // nil: no catalog
 	// pol is the policy set in force and its archive; routes makes one
 	// without a set if nil.
 	pol *policies

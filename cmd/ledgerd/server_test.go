@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/entry"
@@ -36,7 +37,6 @@ type testServer struct {
 	l     *ledger.Ledger
 	key   *ledger.Key
 	cfg   *config.Config
-	lim   *connLimiter
 	srv   *server
 	// stopWitnesses stops the witnesses' submissions, if any.
 	stopWitnesses func()
@@ -80,9 +80,9 @@ func startServerOn(t testing.TB, change func(*config.Config), store ledger.Store
 	if testLogs != nil {
 		logger = slog.New(slog.NewJSONHandler(testLogs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	var cat catalog
+	var cat catalog.Catalog
 	if cfg.CatalogDir != "" {
-		if cat, err = loadCatalog(cfg.CatalogDir); err != nil {
+		if cat, err = catalog.Load(cfg.CatalogDir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,7 +104,7 @@ func startServerOn(t testing.TB, change func(*config.Config), store ledger.Store
 		}
 	}
 	if cfg.PolicyDir != "" {
-		set, err := policy.Load(cfg.PolicyDir, cat.declarations())
+		set, err := policy.Load(cfg.PolicyDir, cat.Declarations())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func startServerOn(t testing.TB, change func(*config.Config), store ledger.Store
 		t.Cleanup(stopWitnesses)
 	}
 	hs := serveHTTP(t, srv)
-	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, lim: hs.Listener.(*connLimiter), srv: srv,
+	return &testServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg, srv: srv,
 		stopWitnesses: stopWitnesses}
 }
 

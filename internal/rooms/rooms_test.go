@@ -40,6 +40,7 @@ var rooms = map[string]room{
 	"verify":   {mayImport: []string{"commit", "entry", "policy", "internal/signednote"}, neverDepends: stores},
 	"client":   {mayImport: []string{"verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
 	"mcpgate":  {mayImport: []string{"client", "verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
+	"catalog":  {mayImport: []string{"commit", "internal/declfile"}, neverDepends: stores},
 	"config":   {mayImport: []string{"commit", "entry", "verify", "approval/approver", "internal/signednote", "internal/pgurl"}},
 
 	// Shared helpers of the commands and tests: never the ledger, a store
@@ -50,6 +51,8 @@ var rooms = map[string]room{
 	"internal/pgtest":   {},
 	"internal/keyflag":  {mayImport: []string{"internal/termtext", "verify"}, neverDepends: stores},
 	"internal/declfile": {mayImport: []string{"commit"}, neverDepends: stores},
+	// The listener's connection caps: the standard library only.
+	"internal/connlimit": {},
 
 	// The commands wire the rooms; nothing imports a command.
 	"cmd/ledgerd":        {mayImport: []string{"*"}},

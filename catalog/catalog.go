@@ -1,8 +1,62 @@
-package main
+// Package catalog is ledgerd's action catalog: the declarations
+// (docs/declarations.md) of the actions a ledger accepts, read from one
+// directory, and the check of an append's attributes against them.
+// docs/declarations.md and docs/api.md ("With an action catalog") are the
+// specification; this is its short form.
+//
+// # Directory
+//
+// A catalog is one directory. Every file whose name ends in ".json" is read
+// as a declaration, in byte order of name; other files are ignored. Load
+// refuses, naming the file and, for a declaration that does not parse, the
+// JSON pointer of the fault:
+//
+//   - a directory with no ".json" file
+//     ("catalog_dir <dir> holds no declaration (*.json)");
+//   - a file that is not a declaration (declare.Parse's refusal);
+//   - two files that declare one action ("<a> and <b> both declare action
+//     <action>");
+//   - an unreviewed draft, a file with "reviewed": false
+//     ("catalog: <file>: declare: action <action>: /reviewed: an unreviewed
+//     draft ("reviewed": false) is not served: review it, then remove the
+//     member").
+//
+// # Actions
+//
+// Each Action holds its declaration, the file's bytes exactly as read
+// (ledgerd serves them at /v1/actions/{action}, so that an auditor can
+// recompute the digests), the applied-tiers digest
+// (declare.Declaration.TiersDigest), the action definition digest
+// (declare.Declaration.Digest), and the JSON Schema the declaration
+// generates for its wire attributes (declare.Declaration.JSONSchema),
+// compiled.
+//
+// # Attributes
+//
+// Action.CheckAttributes accepts exactly the attributes the schema admits:
+// the policy fields and the derived fields, each of the latter an object
+// holding exactly its projections; no payload field, no raw derived value,
+// no member the declaration does not have. A refusal lists every fault, at
+// most 8 and then "and N more", joined by "; ", sorted by where each is
+// (a member the declaration does not have after the declared ones). Each
+// fault names the attribute by a JSON pointer into the attributes made of
+// declared names and list indices, the rule it broke, and the declared
+// field with its tier and projections:
+//
+//	attribute /payee: required, missing (declared field payee, derived tier, projections payee_known)
+//	attribute /body/byte_size: must be at least 0 (declared field body, projection byte_size)
+//	attribute /memo: a payload field never crosses; leave it out (declared field memo, payload tier)
+//
+// A member the declaration does not have is named by its position, from 0
+// in the order sent, never by its name ("an attribute the declaration does
+// not have, at index 3 of the attributes", "a member the declaration does
+// not have, at index 0 of /payee"). No value is ever repeated.
+package catalog
 
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -19,26 +73,39 @@ import (
 	"github.com/decisionledger/ledger/internal/declfile"
 )
 
-// catalog is the server's action declarations (docs/declarations.md), by
-// action. With a catalog, an append must name a declared action, carry
-// attributes its generated JSON Schema accepts and the applied-tiers digest
-// of its declaration; the entry then records the declaration's action
-// definition digest.
-type catalog map[string]*catalogAction
+// Catalog is the declared actions, by action name. With a catalog, ledgerd
+// appends only a declared action, with attributes its declaration's schema
+// accepts (Action.CheckAttributes) and its applied-tiers digest; the entry
+// then records the action definition digest.
+type Catalog map[string]*Action
 
-type catalogAction struct {
+// Action is one declared action.
+type Action struct {
 	decl       *declare.Declaration
-	file       []byte // the declaration as read, served at /v1/actions/{action}
+	file       []byte
 	tiers      commit.Digest
 	definition commit.Digest
 	schema     *jsonschema.Schema
 }
 
-// loadCatalog reads every *.json file in dir as a declaration. It refuses
-// an empty directory, a declaration that does not parse, two files for
-// one action, and an unreviewed draft (a file with "reviewed": false,
+// Declaration returns the action's declaration.
+func (a *Action) Declaration() *declare.Declaration { return a.decl }
+
+// File returns the declaration file's bytes, exactly as read. The caller
+// must not modify them.
+func (a *Action) File() []byte { return a.file }
+
+// TiersDigest returns the declaration's applied-tiers digest.
+func (a *Action) TiersDigest() commit.Digest { return a.tiers }
+
+// DefinitionDigest returns the declaration's action definition digest.
+func (a *Action) DefinitionDigest() commit.Digest { return a.definition }
+
+// Load reads every *.json file in dir as a declaration. It refuses an
+// empty directory, a declaration that does not parse, two files for one
+// action, and an unreviewed draft (a file with "reviewed": false,
 // declare.DraftFromInputSchema's output before a person reviewed it).
-func loadCatalog(dir string) (catalog, error) {
+func Load(dir string) (Catalog, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
@@ -51,14 +118,14 @@ func loadCatalog(dir string) (catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	c := catalog{}
+	c := Catalog{}
 	for _, df := range read {
 		f, d := df.Path, df.Decl
 		if !d.Reviewed() {
 			return nil, fmt.Errorf("catalog: %s: %w", f, &declare.Error{Action: d.Action, Pointer: "/reviewed",
 				Problem: `an unreviewed draft ("reviewed": false) is not served: review it, then remove the member`})
 		}
-		a := &catalogAction{decl: d, file: df.Data}
+		a := &Action{decl: d, file: df.Data}
 		if a.tiers, err = d.TiersDigest(); err != nil {
 			return nil, fmt.Errorf("catalog: %s: %w", f, err)
 		}
@@ -73,30 +140,46 @@ func loadCatalog(dir string) (catalog, error) {
 	return c, nil
 }
 
-// checkAttributes validates attributes (canonical JSON) against the
-// action's wire schema. What it returns names each fault by the declared
-// field, the projection and the rule that failed, and by JSON pointers
-// (relative to the attributes) made of declared names and list indices.
-// It never repeats a value, nor a member name the client made up: such a
-// member is named by its position in body, the append request as sent.
-func (a *catalogAction) checkAttributes(attributes, body []byte) (problem string, ok bool) {
+// Declarations returns the catalog's declarations, sorted by action.
+func (c Catalog) Declarations() []*declare.Declaration {
+	names := make([]string, 0, len(c))
+	for name := range c {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	decls := make([]*declare.Declaration, len(names))
+	for i, name := range names {
+		decls[i] = c[name].decl
+	}
+	return decls
+}
+
+// CheckAttributes validates attributes (canonical JSON) against the
+// action's wire schema, and returns nil if it accepts them. Otherwise the
+// error's text names each fault by the declared field, the projection and
+// the rule that failed, and by JSON pointers (relative to the attributes)
+// made of declared names and list indices. It never repeats a value, nor a
+// member name the client made up: such a member is named by its position
+// in request, the append request as sent, a JSON object whose member
+// "attributes" holds the attributes in the order the client wrote them.
+func (a *Action) CheckAttributes(attributes, request []byte) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(attributes))
 	if err != nil {
-		return "the attributes are not JSON", false
+		return errors.New("the attributes are not JSON")
 	}
 	err = a.schema.Validate(v)
 	if err == nil {
-		return "", true
+		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return "the attributes do not match the declaration", false
+		return errors.New("the attributes do not match the declaration")
 	}
 	var found []attributeProblem
 	for _, leaf := range validationLeaves(ve, nil) {
-		found = append(found, a.attributeProblems(leaf, body)...)
+		found = append(found, a.attributeProblems(leaf, request)...)
 	}
-	// The validator reports in map order: sort, for one answer per body.
+	// The validator reports in map order: sort, for one answer per request.
 	slices.SortFunc(found, func(x, y attributeProblem) int {
 		return cmp.Or(cmp.Compare(x.at, y.at), cmp.Compare(x.text, y.text))
 	})
@@ -106,12 +189,12 @@ func (a *catalogAction) checkAttributes(attributes, body []byte) (problem string
 	}
 	problems = slices.Compact(problems)
 	if len(problems) == 0 {
-		return "the attributes do not match the declaration", false
+		return errors.New("the attributes do not match the declaration")
 	}
 	if n := len(problems) - maxAttributeProblems; n > 0 {
 		problems = append(problems[:maxAttributeProblems], fmt.Sprintf("and %d more", n))
 	}
-	return strings.Join(problems, "; "), false
+	return errors.New(strings.Join(problems, "; "))
 }
 
 // maxAttributeProblems bounds the faults one refusal lists.
@@ -141,7 +224,7 @@ type attributeProblem struct{ at, text string }
 // declared name, or a list index below a string_list field. The names in
 // AdditionalProperties are the client's: only those that are names of the
 // declaration are repeated.
-func (a *catalogAction) attributeProblems(leaf *jsonschema.ValidationError, body []byte) []attributeProblem {
+func (a *Action) attributeProblems(leaf *jsonschema.ValidationError, request []byte) []attributeProblem {
 	loc := leaf.InstanceLocation
 	var out []attributeProblem
 	add := func(at, format string, args ...any) {
@@ -162,7 +245,7 @@ func (a *catalogAction) attributeProblems(leaf *jsonschema.ValidationError, body
 				if a.declares(name) {
 					at = "/" + name
 				}
-				add(at, "%s", a.extraAttribute(name, body))
+				add(at, "%s", a.extraAttribute(name, request))
 			}
 		default:
 			add("", "the attributes do not match the declaration")
@@ -185,7 +268,7 @@ func (a *catalogAction) attributeProblems(leaf *jsonschema.ValidationError, body
 		case *kind.AdditionalProperties:
 			for _, name := range k.Properties {
 				add("/"+f.Name+"/~", "a member the declaration does not have, %s of /%s (%s)",
-					position(body, []string{"attributes", f.Name}, name), f.Name, fieldContext(f))
+					position(request, []string{"attributes", f.Name}, name), f.Name, fieldContext(f))
 			}
 		default:
 			add("/"+f.Name, "attribute /%s: %s (%s)", f.Name, fieldRule(leaf.ErrorKind, f), fieldContext(f))
@@ -204,7 +287,7 @@ func (a *catalogAction) attributeProblems(leaf *jsonschema.ValidationError, body
 // extraAttribute describes a top-level attribute the schema does not
 // admit. Its name is repeated only when the declaration has it: a payload
 // field, or a derived field's projection sent outside its field.
-func (a *catalogAction) extraAttribute(name string, body []byte) string {
+func (a *Action) extraAttribute(name string, request []byte) string {
 	if _, ok := a.decl.Field(name); ok {
 		return fmt.Sprintf("attribute /%s: a payload field never crosses; leave it out (declared field %s, payload tier)", name, name)
 	}
@@ -214,12 +297,12 @@ func (a *catalogAction) extraAttribute(name string, body []byte) string {
 				name, name, f.Name, f.Name, name, fieldContext(f))
 		}
 	}
-	return "an attribute the declaration does not have, " + position(body, []string{"attributes"}, name) + " of the attributes"
+	return "an attribute the declaration does not have, " + position(request, []string{"attributes"}, name) + " of the attributes"
 }
 
 // declares reports whether name is one of the declaration's field or
 // projection names.
-func (a *catalogAction) declares(name string) bool {
+func (a *Action) declares(name string) bool {
 	for _, f := range a.decl.Fields {
 		if f.Name == name || slices.Contains(f.Projections, name) {
 			return true
@@ -235,6 +318,38 @@ func position(body []byte, path []string, name string) string {
 		return fmt.Sprintf("at index %d", i)
 	}
 	return "at an index"
+}
+
+// memberPosition returns the position (from 0, in the order sent) of the
+// member named name in the object at path (member names from the top) in
+// body, a JSON object in the strict domain, or -1. (commit's objects keep
+// their members in canonical order, which is not the client's.)
+func memberPosition(body []byte, path []string, name string) int {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return -1
+	}
+	for i := 0; dec.More(); i++ {
+		t, err := dec.Token()
+		if err != nil {
+			return -1
+		}
+		switch {
+		case len(path) == 0 && t == name:
+			return i
+		case len(path) > 0 && t == path[0]:
+			var inner json.RawMessage
+			if err := dec.Decode(&inner); err != nil {
+				return -1
+			}
+			return memberPosition(inner, path[1:], name)
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return -1
+		}
+	}
+	return -1
 }
 
 // fieldContext names a declared field and its tier, and a derived
