@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/decisionledger/ledger/internal/pgtest"
+	"github.com/decisionledger/ledger/internal/witnesstest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -165,10 +166,10 @@ func testCosignatureStore(t *testing.T, l *ledger.Ledger, open func() cosignatur
 
 // pgWitnessServer is witnessServer on a PostgreSQL store: its witnesses
 // keep the cosignatures in the database.
-func pgWitnessServer(t *testing.T, n int) (*testServer, []*fakeWitness, string) {
+func pgWitnessServer(t *testing.T, n int) (*testServer, []*witnesstest.Witness, string) {
 	t.Helper()
 	url := pgtest.Shared(t).NewDatabase(t)
-	var ws []*fakeWitness
+	var ws []*witnesstest.Witness
 	s := startServerOn(t, func(c *Config) { ws = addFakeWitnesses(t, c, n) }, openPG(t, url))
 	return s, ws, url
 }
@@ -186,7 +187,7 @@ func unreachable(cfg *Config) *Config {
 
 // waitKept waits until the database holds a cosignature by each of ws for
 // size.
-func waitKept(t *testing.T, store *postgres.Store, ws []*fakeWitness, size uint64) {
+func waitKept(t *testing.T, store *postgres.Store, ws []*witnesstest.Witness, size uint64) {
 	t.Helper()
 	waitUntil(t, fmt.Sprintf("the database to hold %d cosignatures for size %d", len(ws), size), func() bool {
 		lines, err := store.Cosignatures(t.Context(), size)
@@ -197,7 +198,7 @@ func waitKept(t *testing.T, store *postgres.Store, ws []*fakeWitness, size uint6
 // cosignedOnPG serves a ledger on PostgreSQL with two fake witnesses,
 // appends five entries and waits until both witnesses' cosignatures of
 // that size are served and kept in the database.
-func cosignedOnPG(t *testing.T) (s *testServer, fws []*fakeWitness, url string, db *postgres.Store, size uint64, cosigned []byte) {
+func cosignedOnPG(t *testing.T) (s *testServer, fws []*witnesstest.Witness, url string, db *postgres.Store, size uint64, cosigned []byte) {
 	t.Helper()
 	s, fws, url = pgWitnessServer(t, 2)
 	size = appendN(t, s, 0, 5)
@@ -246,11 +247,11 @@ func TestWitnessCosignaturesInDatabase(t *testing.T) {
 	// after more appends each witness is sent the proof from the size it
 	// cosigned, read from the database, and answers at once.
 	s.stopWitnesses()
-	before := conflicts(fws)
+	before := witnesstest.Conflicts(fws)
 	next = runWitnesses(t, s.cfg, s.l, db)
 	size = appendN(t, s, 5, 3)
 	waitUntil(t, "the new sequencer's cosignatures", func() bool { return next.complete(size) })
-	if n := conflicts(fws) - before; n != 0 {
+	if n := witnesstest.Conflicts(fws) - before; n != 0 {
 		t.Errorf("the witnesses answered 409 %d times to a sequencer that read their sizes from the database", n)
 	}
 	waitKept(t, db, fws, size)
@@ -275,16 +276,6 @@ func TestWitnessCosignaturesInDatabase(t *testing.T) {
 	if got, n := follower.Cosignatures(t.Context(), 5); n != 2 || !bytes.HasSuffix(cp, got) {
 		t.Errorf("a follower serves %d cosignatures for an earlier checkpoint:\n%s", n, got)
 	}
-}
-
-// conflicts counts the 409 answers of fws.
-func conflicts(fws []*fakeWitness) (n int) {
-	for _, w := range fws {
-		w.mu.Lock()
-		n += w.conflicts
-		w.mu.Unlock()
-	}
-	return n
 }
 
 // runWitnesses makes cfg's witnesses over l and store, submitting until
@@ -338,12 +329,12 @@ func TestWitnessRestartConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.stopWitnesses()
-	before := conflicts(fws)
+	before := witnesstest.Conflicts(fws)
 	ws := runWitnesses(t, s.cfg, s.l, db)
 	size = appendN(t, s, 5, 2)
 	waitUntil(t, "the cosignatures after the conflicts", func() bool { return ws.complete(size) })
-	if conflicts(fws)-before < len(fws) {
-		t.Errorf("%d answers 409 from %d witnesses to a sequencer that did not know their sizes", conflicts(fws)-before, len(fws))
+	if witnesstest.Conflicts(fws)-before < len(fws) {
+		t.Errorf("%d answers 409 from %d witnesses to a sequencer that did not know their sizes", witnesstest.Conflicts(fws)-before, len(fws))
 	}
 }
 
@@ -359,7 +350,7 @@ func TestFollowerRefusesTamperedCosignature(t *testing.T) {
 			id = w.key.ID()
 		}
 	}
-	tampered := flipSignatureByte(t, lines[id])
+	tampered := witnesstest.FlipSignatureByte(t, lines[id])
 	conn := pgConn(t, url)
 	if tag, err := conn.Exec(t.Context(), "UPDATE cosignatures SET line = $1 WHERE size = $2 AND witness = $3", tampered, int64(size), id); err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("tampering with w1's row: %v %v", tag, err)
@@ -392,24 +383,6 @@ func TestFollowerRefusesTamperedCosignature(t *testing.T) {
 
 // fws0ID is the key ID of s's first witness.
 func fws0ID(s *testServer) string { return s.srv.wit.ws[0].key.ID() }
-
-// flipSignatureByte returns line with the last byte of its signature
-// changed (the line stays canonical base64 of the same length).
-func flipSignatureByte(t *testing.T, line []byte) []byte {
-	t.Helper()
-	rest, ok := bytes.CutPrefix(line, []byte("— "))
-	name, b64, ok2 := bytes.Cut(bytes.TrimSuffix(rest, []byte("\n")), []byte(" "))
-	sig, err := base64.StdEncoding.DecodeString(string(b64))
-	if !ok || !ok2 || err != nil {
-		t.Fatalf("not a signature line: %q", line)
-	}
-	sig[len(sig)-1] ^= 1
-	out := fmt.Appendf(nil, "— %s %s\n", name, base64.StdEncoding.EncodeToString(sig))
-	if bytes.Equal(out, line) {
-		t.Fatal("flipping changed nothing")
-	}
-	return out
-}
 
 // TestFollowerCatchesUpCosignatures: a follower that holds some of its
 // latest checkpoint's cosignatures serves a witness's that reaches the

@@ -1,178 +1,41 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/base64"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"filippo.io/torchwood"
+	"github.com/decisionledger/ledger/internal/witnesstest"
 	"github.com/decisionledger/ledger/ledger"
-	tlog "github.com/transparency-dev/formats/log"
-	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
-	"golang.org/x/mod/sumdb/note"
 )
-
-// fakeWitness is an in-process C2SP tlog-witness add-checkpoint endpoint
-// that checks as the spec says (log signature, old size, consistency
-// proof) and cosigns with torchwood's cosignature/v1 signer. The real
-// witness tests use litewitness (litewitness_test.go); this one runs
-// everywhere, and can misbehave.
-type fakeWitness struct {
-	signer *torchwood.CosignatureSigner
-	vkey   string
-	logv   note.Verifier
-	srv    *httptest.Server
-
-	mu   sync.Mutex
-	size uint64
-	root []byte
-	// wrongKey, if set, cosigns with another key than vkey's.
-	wrongKey *torchwood.CosignatureSigner
-	// down, if set, answers every submission 503.
-	down bool
-	// flip, if set, changes a byte of the signature it returns.
-	flip      bool
-	requests  int
-	accepted  int // checkpoints cosigned
-	conflicts int // 409 answers
-}
-
-func newFakeWitness(t testing.TB, name, logVKey string) *fakeWitness {
-	t.Helper()
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	s, err := torchwood.NewCosignatureSigner(name, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logv, err := note.NewVerifier(logVKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &fakeWitness{signer: s, vkey: s.Verifier().String(), logv: logv, root: rfc6962.DefaultHasher.EmptyRoot()}
-	w.srv = httptest.NewServer(http.HandlerFunc(w.addCheckpoint))
-	t.Cleanup(w.srv.Close)
-	return w
-}
-
-func (w *fakeWitness) addCheckpoint(rw http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/add-checkpoint" {
-		http.NotFound(rw, r)
-		return
-	}
-	br := bufio.NewReader(io.LimitReader(r.Body, 64<<10))
-	first, _ := br.ReadString('\n')
-	old, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(first, "old "), "\n"), 10, 64)
-	if err != nil {
-		http.Error(rw, "bad old line", http.StatusBadRequest)
-		return
-	}
-	var p [][]byte
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			http.Error(rw, "no blank line", http.StatusBadRequest)
-			return
-		}
-		if line == "\n" {
-			break
-		}
-		h, err := base64.StdEncoding.DecodeString(strings.TrimSuffix(line, "\n"))
-		if err != nil {
-			http.Error(rw, "bad proof line", http.StatusBadRequest)
-			return
-		}
-		p = append(p, h)
-	}
-	signed, _ := io.ReadAll(br)
-	n, err := note.Open(signed, note.VerifierList(w.logv))
-	if err != nil {
-		http.Error(rw, "bad signature", http.StatusForbidden)
-		return
-	}
-	cp := &tlog.Checkpoint{}
-	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
-		http.Error(rw, "bad checkpoint", http.StatusBadRequest)
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.down {
-		http.Error(rw, "down", http.StatusServiceUnavailable)
-		return
-	}
-	w.requests++
-	if old != w.size {
-		w.conflicts++
-		rw.Header().Set("Content-Type", "text/x.tlog.size")
-		rw.WriteHeader(http.StatusConflict)
-		fmt.Fprintf(rw, "%d\n", w.size)
-		return
-	}
-	if old > cp.Size || (old == 0 && len(p) != 0) {
-		http.Error(rw, "bad old size", http.StatusBadRequest)
-		return
-	}
-	if old > 0 {
-		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old, cp.Size, p, w.root, cp.Hash); err != nil {
-			http.Error(rw, "bad proof", http.StatusUnprocessableEntity)
-			return
-		}
-	}
-	signer := w.signer
-	if w.wrongKey != nil {
-		signer = w.wrongKey
-	}
-	cosigned, err := note.Sign(&note.Note{Text: n.Text}, signer)
-	if err != nil {
-		http.Error(rw, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.size, w.root = cp.Size, cp.Hash
-	w.accepted++
-	line := cosigned[len(n.Text)+1:]
-	if w.flip {
-		name, b64, _ := strings.Cut(strings.TrimSuffix(string(line), "\n"), " "+w.signer.Name()+" ")
-		sig, _ := base64.StdEncoding.DecodeString(b64)
-		sig[len(sig)-1] ^= 1
-		line = []byte(name + " " + w.signer.Name() + " " + base64.StdEncoding.EncodeToString(sig) + "\n")
-	}
-	rw.Write(line)
-}
 
 // addFakeWitnesses starts n fake witnesses for the log of c's key and
 // lists them in c's witnesses, named w0, w1, ...
-func addFakeWitnesses(t testing.TB, c *Config, n int) []*fakeWitness {
+func addFakeWitnesses(t testing.TB, c *Config, n int) []*witnesstest.Witness {
 	t.Helper()
 	key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ws []*fakeWitness
+	var ws []*witnesstest.Witness
 	for i := range n {
-		w := newFakeWitness(t, fmt.Sprintf("witness-%d.example.org", i), key.VerifierKey())
+		w := witnesstest.New(t, fmt.Sprintf("witness-%d.example.org", i), key.VerifierKey())
 		ws = append(ws, w)
-		c.Witnesses = append(c.Witnesses, WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.srv.URL, Key: w.vkey})
+		c.Witnesses = append(c.Witnesses, WitnessConfig{Name: fmt.Sprintf("w%d", i), URL: w.URL, Key: w.VKey})
 	}
 	return ws
 }
 
 // witnessServer starts a server with n fake witnesses, all needed.
-func witnessServer(t testing.TB, n int) (*testServer, []*fakeWitness) {
+func witnessServer(t testing.TB, n int) (*testServer, []*witnesstest.Witness) {
 	t.Helper()
-	var ws []*fakeWitness
+	var ws []*witnesstest.Witness
 	s := startServerWith(t, func(c *Config) {
 		ws = addFakeWitnesses(t, c, n)
 		if err := c.check(); err != nil {
@@ -188,20 +51,16 @@ func witnessServer(t testing.TB, n int) (*testServer, []*fakeWitness) {
 // bad_answer.
 func TestWitnessBadCosignature(t *testing.T) {
 	t.Run("wrong key", func(t *testing.T) {
-		_, other, _ := ed25519.GenerateKey(rand.Reader)
-		testBadCosignature(t, func(w *fakeWitness) { w.wrongKey, _ = torchwood.NewCosignatureSigner("witness-1.example.org", other) })
+		testBadCosignature(t, (*witnesstest.Witness).UseOtherKey)
 	})
 	t.Run("invalid signature", func(t *testing.T) {
-		testBadCosignature(t, func(w *fakeWitness) { w.flip = true })
+		testBadCosignature(t, func(w *witnesstest.Witness) { w.SetFlip(true) })
 	})
 }
 
-func testBadCosignature(t *testing.T, spoil func(*fakeWitness)) {
+func testBadCosignature(t *testing.T, spoil func(*witnesstest.Witness)) {
 	s, ws := witnessServer(t, 2)
-	bad := ws[1]
-	bad.mu.Lock()
-	spoil(bad)
-	bad.mu.Unlock()
+	spoil(ws[1])
 	size := appendN(t, s, 0, 5)
 	cp := waitCosignatures(t, s, size, 1)
 	if !bytes.Contains(cp, []byte("— witness-0.example.org ")) || bytes.Contains(cp, []byte("— witness-1.example.org ")) {
@@ -250,7 +109,7 @@ func TestWitnessCosignaturesKept(t *testing.T) {
 // not answer, and its failures are counted.
 func TestWitnessUnreachable(t *testing.T) {
 	s, ws := witnessServer(t, 2)
-	ws[1].srv.Close()
+	ws[1].Close()
 	start := time.Now()
 	size := appendN(t, s, 0, 20)
 	if d := time.Since(start); d > 5*time.Second {
@@ -306,14 +165,14 @@ func TestConfigWitnesses(t *testing.T) {
 func TestWitnessInterval(t *testing.T) {
 	const interval = 300 * time.Millisecond
 	start := time.Now()
-	var w *fakeWitness
+	var w *witnesstest.Witness
 	s := startServerWith(t, func(c *Config) {
 		key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w = newFakeWitness(t, "witness-0.example.org", key.VerifierKey())
-		c.Witnesses = []WitnessConfig{{Name: "w0", URL: w.srv.URL, Key: w.vkey}}
+		w = witnesstest.New(t, "witness-0.example.org", key.VerifierKey())
+		c.Witnesses = []WitnessConfig{{Name: "w0", URL: w.URL, Key: w.VKey}}
 		c.WitnessInterval = interval.String()
 		if err := c.check(); err != nil {
 			t.Fatal(err)
@@ -332,9 +191,7 @@ func TestWitnessInterval(t *testing.T) {
 			t.Fatalf("only %d checkpoints signed in %v", size, elapsed)
 		}
 	}
-	w.mu.Lock()
-	accepted := w.accepted
-	w.mu.Unlock()
+	accepted := w.Stats().Accepted
 	elapsed := time.Since(start)
 	if most := int(elapsed/interval) + 1; accepted > most {
 		t.Errorf("the witness cosigned %d of %d checkpoints in %v; at most %d with witness_interval %v", accepted, size+1, elapsed, most, interval)
@@ -350,11 +207,11 @@ func TestWitnessInterval(t *testing.T) {
 // history, none here, and the lag the whole log, not the other
 // history's size.
 func TestWitnessForkedMetrics(t *testing.T) {
-	var w *fakeWitness
+	var w *witnesstest.Witness
 	s := startServerWith(t, func(c *Config) {
 		w = addFakeWitnesses(t, c, 1)[0]
 		// The other history: size 3, another root.
-		w.size, w.root = 3, bytes.Repeat([]byte{0x42}, 32)
+		w.SetTree(3, bytes.Repeat([]byte{0x42}, 32))
 		if err := c.check(); err != nil {
 			t.Fatal(err)
 		}
@@ -371,9 +228,7 @@ func TestWitnessForkedMetrics(t *testing.T) {
 			t.Errorf("the metrics lack %q:\n%s", want, m)
 		}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.accepted != 0 || w.conflicts == 0 {
-		t.Errorf("the witness cosigned %d checkpoints and answered %d conflicts, want none and some", w.accepted, w.conflicts)
+	if st := w.Stats(); st.Accepted != 0 || st.Conflicts == 0 {
+		t.Errorf("the witness cosigned %d checkpoints and answered %d conflicts, want none and some", st.Accepted, st.Conflicts)
 	}
 }
