@@ -41,6 +41,7 @@ var rooms = map[string]room{
 	"client":   {mayImport: []string{"verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
 	"mcpgate":  {mayImport: []string{"client", "verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
 	"config":   {mayImport: []string{"commit", "entry", "verify", "approval/approver", "internal/signednote"}},
+	"witness":  {mayImport: []string{"verify", "entry", "commit", "internal/signednote"}, neverDepends: stores},
 
 	// Shared helpers of the commands and tests: never the ledger, a store
 	// or the daemon.
