@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/internal/witnesstest"
 	"github.com/decisionledger/ledger/verify"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestClusterCosignatures: two ledgerd processes on one database, two
@@ -271,4 +273,15 @@ func metric(t *testing.T, n *proc, name string) int {
 	}
 	v, _ := strconv.Atoi(string(m[1]))
 	return v
+}
+
+// pgConn is a connection to the database at url, closed with the test.
+func pgConn(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }

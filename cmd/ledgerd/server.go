@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/witness"
 )
 
 // server is ledgerd's HTTP API (docs/api.md).
@@ -25,9 +26,9 @@ type server struct {
 	// appr is the approvals' state (approvals.go); nil when the config
 	// has no approvals member.
 	appr *approvalsState
-	// wit gathers witness cosignatures (witnesses.go); nil when the
+	// wit gathers witness cosignatures (package witness); nil when the
 	// config lists no witness.
-	wit *witnesses
+	wit *witness.Set
 	// cluster is the instance's part among several on one PostgreSQL
 	// database (cluster.go); nil for a single ledgerd.
 	cluster *node

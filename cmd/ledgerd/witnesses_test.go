@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"filippo.io/torchwood"
 	"github.com/decisionledger/ledger/internal/witnesstest"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/witness"
 )
 
 // addFakeWitnesses starts n fake witnesses for the log of c's key and
@@ -43,82 +42,6 @@ func witnessServer(t testing.TB, n int) (*testServer, []*witnesstest.Witness) {
 		}
 	})
 	return s, ws
-}
-
-// TestWitnessBadCosignature: a witness answering with a cosignature by
-// another key than its configured one, or with an invalid signature, gets
-// no line in the served checkpoint, and the failure is counted as
-// bad_answer.
-func TestWitnessBadCosignature(t *testing.T) {
-	t.Run("wrong key", func(t *testing.T) {
-		testBadCosignature(t, (*witnesstest.Witness).UseOtherKey)
-	})
-	t.Run("invalid signature", func(t *testing.T) {
-		testBadCosignature(t, func(w *witnesstest.Witness) { w.SetFlip(true) })
-	})
-}
-
-func testBadCosignature(t *testing.T, spoil func(*witnesstest.Witness)) {
-	s, ws := witnessServer(t, 2)
-	spoil(ws[1])
-	size := appendN(t, s, 0, 5)
-	cp := waitCosignatures(t, s, size, 1)
-	if !bytes.Contains(cp, []byte("— witness-0.example.org ")) || bytes.Contains(cp, []byte("— witness-1.example.org ")) {
-		t.Fatalf("served checkpoint:\n%s", cp)
-	}
-	waitUntil(t, "a bad_answer failure", func() bool {
-		return strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{witness="w1",kind="bad_answer"} `) &&
-			!strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{witness="w1",kind="bad_answer"} 0`)
-	})
-}
-
-// TestWitnessCosignaturesKept: the latest checkpoint's cosignatures are
-// kept in store_dir, and a restart serves them before any witness
-// answers; they are ignored once the checkpoint is not the latest.
-func TestWitnessCosignaturesKept(t *testing.T) {
-	s, _ := witnessServer(t, 2)
-	size := appendN(t, s, 0, 5)
-	cp := waitCosignatures(t, s, size, 2)
-	// A second witnesses set over the same ledger and store_dir, whose
-	// witnesses are unreachable: it holds both cosignatures at once.
-	cfg := *s.cfg
-	cfg.Witnesses = append([]WitnessConfig(nil), s.cfg.Witnesses...)
-	for i := range cfg.Witnesses {
-		cfg.Witnesses[i].URL = "http://127.0.0.1:1"
-	}
-	var ws *witnesses
-	var got []byte
-	waitUntil(t, "the kept file to hold both cosignatures", func() bool {
-		var err error
-		if ws, err = newWitnesses(t.Context(), &cfg, s.l, storedCosignatures(&cfg, s.l), slog.New(slog.DiscardHandler)); err != nil {
-			t.Fatal(err)
-		}
-		c, _ := s.l.Checkpoint()
-		got = ws.Cosigned(t.Context(), c, size)
-		return bytes.Equal(got, cp)
-	})
-	// A later checkpoint: the kept cosignatures are not for it.
-	appendN(t, s, 5, 1)
-	ws, _ = newWitnesses(t.Context(), &cfg, s.l, storedCosignatures(&cfg, s.l), slog.New(slog.DiscardHandler))
-	if _, n := ws.Cosignatures(t.Context(), size+1); n != 0 {
-		t.Fatalf("%d cosignatures for a checkpoint nobody cosigned", n)
-	}
-}
-
-// TestWitnessUnreachable: appends are not slowed by a witness that does
-// not answer, and its failures are counted.
-func TestWitnessUnreachable(t *testing.T) {
-	s, ws := witnessServer(t, 2)
-	ws[1].Close()
-	start := time.Now()
-	size := appendN(t, s, 0, 20)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("20 appends took %v with a witness down", d)
-	}
-	waitCosignatures(t, s, size, 1)
-	waitUntil(t, "unreachable failures for w1", func() bool {
-		return !strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{witness="w1",kind="unreachable"} 0`)
-	})
 }
 
 func TestConfigWitnesses(t *testing.T) {
@@ -157,78 +80,107 @@ func TestConfigWitnesses(t *testing.T) {
 	}
 }
 
-// TestWitnessInterval: however often the log signs, a witness is sent at
-// most one checkpoint per witness_interval, the latest, and it is
-// cosigned in the end. Every cosigned submission started after start and
-// before the count is read, at least the interval apart, so there are at
-// most (that time / interval) + 1 of them, on a machine however loaded.
-func TestWitnessInterval(t *testing.T) {
-	const interval = 300 * time.Millisecond
-	start := time.Now()
-	var w *witnesstest.Witness
-	s := startServerWith(t, func(c *Config) {
-		key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w = witnesstest.New(t, "witness-0.example.org", key.VerifierKey())
-		c.Witnesses = []WitnessConfig{{Name: "w0", URL: w.URL, Key: w.VKey}}
-		c.WitnessInterval = interval.String()
-		if err := c.check(); err != nil {
-			t.Fatal(err)
-		}
-	})
-	// Sign a checkpoint after every append, for at least a second and
-	// three times as many checkpoints as the witness may cosign.
-	var size uint64
-	for i := 0; ; i++ {
-		size = appendN(t, s, i, 1)
-		elapsed := time.Since(start)
-		if elapsed >= time.Second && size >= 3*uint64(elapsed/interval+1) {
-			break
-		}
-		if elapsed > 20*time.Second {
-			t.Fatalf("only %d checkpoints signed in %v", size, elapsed)
-		}
-	}
-	accepted := w.Stats().Accepted
-	elapsed := time.Since(start)
-	if most := int(elapsed/interval) + 1; accepted > most {
-		t.Errorf("the witness cosigned %d of %d checkpoints in %v; at most %d with witness_interval %v", accepted, size+1, elapsed, most, interval)
-	}
-	waitCosignatures(t, s, size, 1)
-	t.Logf("%d checkpoints, %d cosigned in %v", size+1, accepted, elapsed)
-}
-
-// TestWitnessForkedMetrics: a witness that cosigned another history of
-// the log's origin (a forked store, the same key) answers 409 with its
-// size, and then refuses the proof from that size: the witness's
-// cosigned-size metric reports only sizes cosigned for this log's
-// history, none here, and the lag the whole log, not the other
-// history's size.
-func TestWitnessForkedMetrics(t *testing.T) {
-	var w *witnesstest.Witness
-	s := startServerWith(t, func(c *Config) {
-		w = addFakeWitnesses(t, c, 1)[0]
-		// The other history: size 3, another root.
-		w.SetTree(3, bytes.Repeat([]byte{0x42}, 32))
-		if err := c.check(); err != nil {
-			t.Fatal(err)
-		}
-	})
+// TestWitnessMetricsPage: /metrics carries the witnesses' series of a
+// running server: one witness cosigns, the other is unreachable.
+func TestWitnessMetricsPage(t *testing.T) {
+	s, ws := witnessServer(t, 2)
+	ws[1].Close()
 	size := appendN(t, s, 0, 5)
-	waitUntil(t, "a bad_proof failure", func() bool {
-		m := get(t, s.url+"/metrics")
-		return strings.Contains(m, `ledgerd_witness_failures_total{witness="w0",kind="bad_proof"} `) &&
-			!strings.Contains(m, `ledgerd_witness_failures_total{witness="w0",kind="bad_proof"} 0`)
+	waitCosignatures(t, s, size, 1)
+	waitUntil(t, "unreachable failures for w1", func() bool {
+		return !strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{witness="w1",kind="unreachable"} 0`)
 	})
 	m := get(t, s.url+"/metrics")
-	for _, want := range []string{`ledgerd_witness_cosigned_size{witness="w0"} 0`, fmt.Sprintf(`ledgerd_witness_lag_entries{witness="w0"} %d`, size)} {
-		if !strings.Contains(m, want+"\n") {
+	for _, want := range []string{
+		"ledgerd_witnesses_needed 2",
+		"ledgerd_checkpoint_cosignatures 1",
+		fmt.Sprintf(`ledgerd_witness_cosigned_size{witness="w0"} %d`, size),
+		`ledgerd_witness_cosigned_size{witness="w1"} 0`,
+		`ledgerd_witness_lag_entries{witness="w0"} 0`,
+		fmt.Sprintf(`ledgerd_witness_lag_entries{witness="w1"} %d`, size),
+		`ledgerd_witness_failures_total{witness="w0",kind="unreachable"} 0`,
+		`ledgerd_witness_last_success_timestamp_seconds{witness="w1"} 0`,
+	} {
+		if !strings.Contains(m, "\n"+want+"\n") {
 			t.Errorf("the metrics lack %q:\n%s", want, m)
 		}
 	}
-	if st := w.Stats(); st.Accepted != 0 || st.Conflicts == 0 {
-		t.Errorf("the witness cosigned %d checkpoints and answered %d conflicts, want none and some", st.Accepted, st.Conflicts)
+	if strings.Contains(m, `ledgerd_witness_last_success_timestamp_seconds{witness="w0"} 0`+"\n") {
+		t.Errorf("no success time for w0:\n%s", m)
+	}
+}
+
+// TestWitnessSnapshotText: the series written for a snapshot, a
+// sequencer's and a follower's (which has no failures nor successes), are
+// these, byte for byte.
+func TestWitnessSnapshotText(t *testing.T) {
+	failures := func(kv map[string]uint64) map[string]uint64 {
+		m := map[string]uint64{}
+		for _, k := range witness.FailureKinds() {
+			m[k] = kv[k]
+		}
+		return m
+	}
+	snap := witness.Snapshot{Needed: 1, Size: 12, Held: 1, Witnesses: []witness.WitnessSnapshot{
+		{Name: "w0", Cosigned: 12, Lag: 0, Failures: failures(nil), LastSuccess: time.UnixMilli(1767225600250)},
+		{Name: "w1", Cosigned: 10, Lag: 2, Failures: failures(map[string]uint64{witness.FailUnreachable: 3, witness.FailConflict: 1})},
+	}}
+	const sequencer = `# HELP ledgerd_witnesses_needed Cosignatures a checkpoint should gather (witnesses_needed).
+# TYPE ledgerd_witnesses_needed gauge
+ledgerd_witnesses_needed 1
+# HELP ledgerd_checkpoint_cosignatures Valid witness cosignatures held for the latest checkpoint.
+# TYPE ledgerd_checkpoint_cosignatures gauge
+ledgerd_checkpoint_cosignatures 1
+# HELP ledgerd_witness_cosigned_size The largest tree size of this log each witness cosigned, as far as ledgerd knows (0 until it cosigns).
+# TYPE ledgerd_witness_cosigned_size gauge
+ledgerd_witness_cosigned_size{witness="w0"} 12
+ledgerd_witness_cosigned_size{witness="w1"} 10
+# HELP ledgerd_witness_lag_entries Entries the latest checkpoint has beyond the tree the witness last cosigned.
+# TYPE ledgerd_witness_lag_entries gauge
+ledgerd_witness_lag_entries{witness="w0"} 0
+ledgerd_witness_lag_entries{witness="w1"} 2
+`
+	const submissions = `# HELP ledgerd_witness_failures_total Failed submissions to each witness, by kind.
+# TYPE ledgerd_witness_failures_total counter
+ledgerd_witness_failures_total{witness="w0",kind="unreachable"} 0
+ledgerd_witness_failures_total{witness="w0",kind="conflict"} 0
+ledgerd_witness_failures_total{witness="w0",kind="unknown_log"} 0
+ledgerd_witness_failures_total{witness="w0",kind="forbidden"} 0
+ledgerd_witness_failures_total{witness="w0",kind="bad_proof"} 0
+ledgerd_witness_failures_total{witness="w0",kind="bad_request"} 0
+ledgerd_witness_failures_total{witness="w0",kind="server_error"} 0
+ledgerd_witness_failures_total{witness="w0",kind="bad_answer"} 0
+ledgerd_witness_failures_total{witness="w0",kind="ahead"} 0
+ledgerd_witness_failures_total{witness="w0",kind="proof"} 0
+ledgerd_witness_failures_total{witness="w1",kind="unreachable"} 3
+ledgerd_witness_failures_total{witness="w1",kind="conflict"} 1
+ledgerd_witness_failures_total{witness="w1",kind="unknown_log"} 0
+ledgerd_witness_failures_total{witness="w1",kind="forbidden"} 0
+ledgerd_witness_failures_total{witness="w1",kind="bad_proof"} 0
+ledgerd_witness_failures_total{witness="w1",kind="bad_request"} 0
+ledgerd_witness_failures_total{witness="w1",kind="server_error"} 0
+ledgerd_witness_failures_total{witness="w1",kind="bad_answer"} 0
+ledgerd_witness_failures_total{witness="w1",kind="ahead"} 0
+ledgerd_witness_failures_total{witness="w1",kind="proof"} 0
+# HELP ledgerd_witness_last_success_timestamp_seconds When each witness last returned a valid cosignature (Unix time; 0: never since the start).
+# TYPE ledgerd_witness_last_success_timestamp_seconds gauge
+ledgerd_witness_last_success_timestamp_seconds{witness="w0"} 1.76722560025e+09
+ledgerd_witness_last_success_timestamp_seconds{witness="w1"} 0
+`
+	var b strings.Builder
+	writeWitnessSnapshot(&b, snap)
+	if got := b.String(); got != sequencer+submissions {
+		t.Errorf("a sequencer's series:\n%s\nwant\n%s", got, sequencer+submissions)
+	}
+	snap.Following = true
+	b.Reset()
+	writeWitnessSnapshot(&b, snap)
+	if got := b.String(); got != sequencer {
+		t.Errorf("a follower's series:\n%s\nwant\n%s", got, sequencer)
+	}
+	b.Reset()
+	writeWitnessSnapshot(&b, witness.Snapshot{})
+	if b.Len() != 0 {
+		t.Errorf("without witnesses:\n%s", b.String())
 	}
 }
