@@ -161,7 +161,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Set gathers cosignatures from its witnesses and serves them.
+// Set gathers cosignatures from its witnesses and serves them. Its
+// methods may be called concurrently (Cosignatures from every request
+// that serves a checkpoint), but for one Run and one Follow at a time.
 type Set struct {
 	l      Log
 	log    *slog.Logger
