@@ -317,13 +317,12 @@ func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catal
 	if len(cfg.Witnesses) > 0 {
 		// The cosignatures the sequencers kept in the database, verified
 		// and served by this instance while it follows.
-		if n.followAPI.wit, err = newWitnesses(ctx, cfg, n.followL, n.followStore, log); err != nil {
+		if n.followAPI.wit, err = newFollowerWitnesses(ctx, cfg, n.followL, n.followStore, log); err != nil {
 			n.followL.Close()
 			n.followStore.Close()
 			return nil, err
 		}
-		n.followAPI.wit.following = true
-		n.witnessesDone.Go(func() { n.followAPI.wit.follow(wctx, func() bool { return n.term.Load() != nil }) })
+		n.witnessesDone.Go(func() { n.followAPI.wit.Follow(wctx, func() bool { return n.term.Load() != nil }) })
 		n.m.witnesses = n.writeWitnessMetrics
 	}
 	n.followH = n.followAPI.followerRoutes()
@@ -342,10 +341,10 @@ func (n *node) stopFollowing() {
 // now: the sequencer's submissions, or what the follower serves.
 func (n *node) writeWitnessMetrics(w io.Writer) {
 	if t := n.term.Load(); t != nil {
-		t.api.wit.writeMetrics(w)
+		writeWitnessSnapshot(w, t.api.wit.Snapshot())
 		return
 	}
-	n.followAPI.wit.writeMetrics(w)
+	writeWitnessSnapshot(w, n.followAPI.wit.Snapshot())
 }
 
 // serveHTTP serves r with the handler of the instance's role now.
@@ -541,7 +540,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 		t.done.Add(1)
 		go func() {
 			defer t.done.Done()
-			api.wit.run(tctx)
+			api.wit.Run(tctx)
 		}()
 	}
 	api.handler = api.routes()

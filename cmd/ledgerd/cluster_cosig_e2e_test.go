@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/internal/pgtest"
+	"github.com/decisionledger/ledger/internal/witnesstest"
 	"github.com/decisionledger/ledger/verify"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestClusterCosignatures: two ledgerd processes on one database, two
@@ -36,16 +39,16 @@ func TestClusterCosignatures(t *testing.T) {
 	db := pgtest.Shared(t).NewDatabase(t)
 	c := newCluster(t, db, 0, map[string]any{"checkpoint_interval": "50ms", "witness_interval": "50ms"},
 		map[string]any{"lease_ttl": "1s"}, "a", "b")
-	fws := []*fakeWitness{newFakeWitness(t, "witness-0.example.org", c.vkey), newFakeWitness(t, "witness-1.example.org", c.vkey)}
+	fws := []*witnesstest.Witness{witnesstest.New(t, "witness-0.example.org", c.vkey), witnesstest.New(t, "witness-1.example.org", c.vkey)}
 	var keys []*verify.WitnessKey
 	var witnesses []map[string]any
 	for i, w := range fws {
-		k, err := verify.ParseWitnessKey(w.vkey)
+		k, err := verify.ParseWitnessKey(w.VKey)
 		if err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, k)
-		witnesses = append(witnesses, map[string]any{"name": fmt.Sprintf("w%d", i), "url": w.srv.URL, "key": w.vkey})
+		witnesses = append(witnesses, map[string]any{"name": fmt.Sprintf("w%d", i), "url": w.URL, "key": w.VKey})
 	}
 	for _, n := range c.nodes {
 		setConfigFile(t, n.config, map[string]any{"witnesses": witnesses, "witnesses_needed": 2})
@@ -120,7 +123,7 @@ func TestClusterCosignatures(t *testing.T) {
 	// The witnesses answer again: the next checkpoint is cosigned, each
 	// witness sent a proof from the size it cosigned under the former
 	// sequencer.
-	before := conflicts(fws)
+	before := witnesstest.Conflicts(fws)
 	setDown(fws, false)
 	for i := 5; i < 8; i++ {
 		if a := c.postPatient(next, fmt.Sprintf("cosig-%d", i), clusterBody(fmt.Sprintf("cosig-%d", i))); a.receipt == nil {
@@ -131,7 +134,7 @@ func TestClusterCosignatures(t *testing.T) {
 		cp, n = servedCheckpoint(t, next)
 		return n == 2 && bytes.Contains(cp, []byte("\n8\n"))
 	})
-	if d := conflicts(fws) - before; d != 0 {
+	if d := witnesstest.Conflicts(fws) - before; d != 0 {
 		t.Errorf("the witnesses answered 409 %d times to the new sequencer", d)
 	}
 	if _, err := auditor.Checkpoint(cp); err != nil {
@@ -146,7 +149,7 @@ func TestClusterCosignatures(t *testing.T) {
 		err := conn.QueryRow(t.Context(), "SELECT line FROM cosignatures WHERE size = 8 AND witness = $1", keys[1].ID()).Scan(&line)
 		return err == nil
 	})
-	tampered := flipSignatureByte(t, line)
+	tampered := witnesstest.FlipSignatureByte(t, line)
 	if _, err := conn.Exec(t.Context(), "UPDATE cosignatures SET line = $1 WHERE size = 8 AND witness = $2", tampered, keys[1].ID()); err != nil {
 		t.Fatal(err)
 	}
@@ -190,11 +193,9 @@ func setConfigFile(t *testing.T, path string, members map[string]any) {
 
 // setDown makes the witnesses refuse every submission (503), or answer
 // again.
-func setDown(fws []*fakeWitness, down bool) {
+func setDown(fws []*witnesstest.Witness, down bool) {
 	for _, w := range fws {
-		w.mu.Lock()
-		w.down = down
-		w.mu.Unlock()
+		w.SetDown(down)
 	}
 }
 
@@ -272,4 +273,15 @@ func metric(t *testing.T, n *proc, name string) int {
 	}
 	v, _ := strconv.Atoi(string(m[1]))
 	return v
+}
+
+// pgConn is a connection to the database at url, closed with the test.
+func pgConn(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
+	"github.com/decisionledger/ledger/witness"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -384,22 +386,31 @@ func TestLitewitness(t *testing.T) {
 		t.Fatal(err)
 	}
 	forkCP, forkSize := fork.Checkpoint()
-	for _, w := range fw.ws {
-		kind, err := fw.submit(context.Background(), w, forkCP, forkSize)
-		if kind != failConflict {
-			t.Fatalf("witness %s: first fork submission: %s %v, want a conflict (it knows size %d)", w.cfg.Name, kind, err, size)
+	for _, w := range s.cfg.Witnesses {
+		err := fw.Submit(context.Background(), w.Name, forkCP, forkSize)
+		if kind := submitKind(err); kind != witness.FailConflict {
+			t.Fatalf("witness %s: first fork submission: %s %v, want a conflict (it knows size %d)", w.Name, kind, err, size)
 		}
-		kind, err = fw.submit(context.Background(), w, forkCP, forkSize)
-		if kind != failBadProof {
-			t.Fatalf("witness %s: fork submitted from size %d: %s %v, want refused (422)", w.cfg.Name, size, kind, err)
+		err = fw.Submit(context.Background(), w.Name, forkCP, forkSize)
+		if kind := submitKind(err); kind != witness.FailBadProof {
+			t.Fatalf("witness %s: fork submitted from size %d: %s %v, want refused (422)", w.Name, size, kind, err)
 		}
-		if fw.has(forkSize, w.i) {
-			t.Fatalf("witness %s cosigned the fork", w.cfg.Name)
+		if _, n := fw.Cosignatures(context.Background(), forkSize); n != 0 {
+			t.Fatalf("witness %s cosigned the fork", w.Name)
 		}
 	}
 	// And the real log still gets cosigned.
 	size = appendN(t, s, 20, 5)
 	waitCosignatures(t, s, size, 2)
+}
+
+// submitKind is the kind of a witness.SubmitError, or "".
+func submitKind(err error) string {
+	var se *witness.SubmitError
+	if errors.As(err, &se) {
+		return se.Kind
+	}
+	return ""
 }
 
 func buildLedgerVerify(t *testing.T) string {

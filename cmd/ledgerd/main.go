@@ -545,7 +545,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		go func() {
 			defer close(witnessed)
-			api.wit.run(ctx)
+			api.wit.Run(ctx)
 		}()
 	} else {
 		close(witnessed)

@@ -9,6 +9,7 @@ import (
 	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/witness"
 )
 
 // server is ledgerd's HTTP API (docs/api.md).
@@ -27,9 +28,9 @@ type server struct {
 	// appr is the approvals' state (approvals.go); nil when the config
 	// has no approvals member.
 	appr *approvalsState
-	// wit gathers witness cosignatures (witnesses.go); nil when the
+	// wit gathers witness cosignatures (package witness); nil when the
 	// config lists no witness.
-	wit *witnesses
+	wit *witness.Set
 	// cluster is the instance's part among several on one PostgreSQL
 	// database (cluster.go); nil for a single ledgerd.
 	cluster *node

@@ -25,6 +25,7 @@ import (
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/storage/postgres"
 	"github.com/decisionledger/ledger/verify"
+	"github.com/decisionledger/ledger/witness"
 	tlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -119,18 +120,22 @@ func startServerOn(t testing.TB, change func(*config.Config), store ledger.Store
 		if pg, ok := store.(*postgres.Store); ok {
 			cs = pg
 		}
-		if srv.wit, err = newWitnesses(t.Context(), cfg, l, cs, logger); err != nil {
+		opts, err := witnessOptions(cfg, l, cs, logger)
+		if err != nil {
 			t.Fatal(err)
 		}
-		srv.wit.backoffMin, srv.wit.backoffMax = 20*time.Millisecond, 200*time.Millisecond
+		opts.BackoffMin, opts.BackoffMax = 20*time.Millisecond, 200*time.Millisecond
 		if cfg.WitnessInterval == "" {
-			srv.wit.interval = 20 * time.Millisecond
+			opts.Interval = 20 * time.Millisecond
+		}
+		if srv.wit, err = witness.New(t.Context(), opts); err != nil {
+			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			srv.wit.run(ctx)
+			srv.wit.Run(ctx)
 		}()
 		stopWitnesses = sync.OnceFunc(func() { cancel(); <-done })
 		// Before the ledger closes (cleanups run last first).

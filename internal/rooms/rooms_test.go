@@ -42,6 +42,7 @@ var rooms = map[string]room{
 	"mcpgate":  {mayImport: []string{"client", "verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
 	"catalog":  {mayImport: []string{"commit", "internal/declfile"}, neverDepends: stores},
 	"config":   {mayImport: []string{"commit", "entry", "verify", "approval/approver", "internal/signednote", "internal/pgurl"}},
+	"witness":  {mayImport: []string{"verify", "entry", "commit", "internal/signednote"}, neverDepends: stores},
 
 	// Shared helpers of the commands and tests: never the ledger, a store
 	// or the daemon.

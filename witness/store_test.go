@@ -1,4 +1,4 @@
-package main
+package witness
 
 import (
 	"bytes"
@@ -7,37 +7,38 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"log/slog"
 	"maps"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/pgtest"
+	"github.com/decisionledger/ledger/internal/witnesstest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/storage/postgres"
 )
 
-// TestCosignatureStore is the cosignatureStore contract, run on both
-// implementations: the store_dir file and the PostgreSQL table.
+// The PostgreSQL store, which stays in storage/postgres, is a Store.
+var _ Store = (*postgres.Store)(nil)
+
+// TestCosignatureStore is the Store contract, run on both
+// implementations: the store_dir File and the PostgreSQL table.
 func TestCosignatureStore(t *testing.T) {
 	t.Run("file", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), cosignedFileName)
+		path := filepath.Join(t.TempDir(), "cosigned-checkpoint")
 		l := cosignedLedger(t, memory.New())
-		testCosignatureStore(t, l, func() cosignatureStore { return newCosignedFile(path, l.CheckpointAt) })
+		testCosignatureStore(t, l, func() Store { return NewFile(path, l.CheckpointAt) })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.Shared(t).NewDatabase(t)
 		l := cosignedLedger(t, openPG(t, url))
-		testCosignatureStore(t, l, func() cosignatureStore { return openPG(t, url) })
+		testCosignatureStore(t, l, func() Store { return openPG(t, url) })
 	})
 }
 
-func openPG(t *testing.T, url string) *postgres.Store {
+func openPG(t testing.TB, url string) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(t.Context(), url, postgres.Options{})
 	if err != nil {
@@ -51,26 +52,9 @@ func openPG(t *testing.T, url string) *postgres.Store {
 // and 7.
 func cosignedLedger(t *testing.T, store ledger.Store) *ledger.Ledger {
 	t.Helper()
-	dir := t.TempDir()
-	path, _, err := initDataDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(t.Context(), store, key, ledger.Options{CheckpointInterval: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := openLog(t, store, testKey(t))
 	for i := range 7 {
-		if _, err := l.Append(t.Context(), mustRecord(t, appendBody(i))); err != nil {
+		if _, err := l.Append(t.Context(), record(t, i)); err != nil {
 			t.Fatal(err)
 		}
 		if i == 2 || i == 6 {
@@ -92,21 +76,21 @@ func sigLine(name string, hash uint32) ([]byte, string) {
 	return []byte("— " + name + " " + base64.StdEncoding.EncodeToString(sig) + "\n"), fmt.Sprintf("%s+%08x", name, hash)
 }
 
-func testCosignatureStore(t *testing.T, l *ledger.Ledger, open func() cosignatureStore) {
+func testCosignatureStore(t *testing.T, l *ledger.Ledger, open func() Store) {
 	ctx := t.Context()
 	s := open()
 	a3, a := sigLine("witness-a.example.org", 0x0a0a0a0a)
 	b3, b := sigLine("witness-b.example.org", 0xb0b0b0b0)
 	a7, _ := sigLine("witness-a.example.org", 0x0a0a0a0a)
 	a7again, _ := sigLine("witness-a.example.org", 0x0a0a0a0a)
-	want := func(what string, s cosignatureStore, size uint64, lines map[string][]byte) {
+	want := func(what string, s Store, size uint64, lines map[string][]byte) {
 		t.Helper()
 		got, err := s.Cosignatures(ctx, size)
 		if err != nil || got == nil || !maps.EqualFunc(got, lines, bytes.Equal) {
 			t.Errorf("%s: Cosignatures(%d) = %q, %v; want %q", what, size, got, err, lines)
 		}
 	}
-	wantLatest := func(what string, s cosignatureStore, witness string, size uint64) {
+	wantLatest := func(what string, s Store, witness string, size uint64) {
 		t.Helper()
 		latest, err := s.LatestCosignatures(ctx)
 		if err != nil || latest[witness] != size {
@@ -164,48 +148,46 @@ func testCosignatureStore(t *testing.T, l *ledger.Ledger, open func() cosignatur
 	wantLatest("reopened", s, a, 7)
 }
 
-// pgWitnessServer is witnessServer on a PostgreSQL store: its witnesses
-// keep the cosignatures in the database.
-func pgWitnessServer(t *testing.T, n int) (*testServer, []*fakeWitness, string) {
-	t.Helper()
-	url := pgtest.Shared(t).NewDatabase(t)
-	var ws []*fakeWitness
-	s := startServerOn(t, func(c *config.Config) { ws = addFakeWitnesses(t, c, n) }, openPG(t, url))
-	return s, ws, url
+// onPG is a log on PostgreSQL with two fake witnesses, whose Set keeps
+// the cosignatures in the database.
+type onPG struct {
+	url  string
+	key  *ledger.Key
+	l    *ledger.Ledger
+	fws  []*witnesstest.Witness
+	ws   []Witness
+	set  *Set
+	stop func() // stops set's submissions
+	// db is a store of its own on the database.
+	db *postgres.Store
 }
 
-// unreachable is cfg with every witness's URL changed to one that does not
-// answer: a witnesses set made from it serves only what it reads.
-func unreachable(cfg *config.Config) *config.Config {
-	c := *cfg
-	c.Witnesses = append([]config.WitnessConfig(nil), cfg.Witnesses...)
-	for i := range c.Witnesses {
-		c.Witnesses[i].URL = "http://127.0.0.1:1"
-	}
-	return &c
-}
-
-// waitKept waits until the database holds a cosignature by each of ws for
-// size.
-func waitKept(t *testing.T, store *postgres.Store, ws []*fakeWitness, size uint64) {
+// waitKept waits until the database holds a cosignature by each of n
+// witnesses for size.
+func waitKept(t *testing.T, store *postgres.Store, n int, size uint64) {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("the database to hold %d cosignatures for size %d", len(ws), size), func() bool {
+	waitUntil(t, fmt.Sprintf("the database to hold %d cosignatures for size %d", n, size), func() bool {
 		lines, err := store.Cosignatures(t.Context(), size)
-		return err == nil && len(lines) == len(ws)
+		return err == nil && len(lines) == n
 	})
 }
 
-// cosignedOnPG serves a ledger on PostgreSQL with two fake witnesses,
-// appends five entries and waits until both witnesses' cosignatures of
-// that size are served and kept in the database.
-func cosignedOnPG(t *testing.T) (s *testServer, fws []*fakeWitness, url string, db *postgres.Store, size uint64, cosigned []byte) {
+// cosignedOnPG runs a log on PostgreSQL with two fake witnesses, appends
+// five entries and waits until both witnesses' cosignatures of that size
+// are held and kept in the database.
+func cosignedOnPG(t *testing.T) (p *onPG, size uint64, cosigned []byte) {
 	t.Helper()
-	s, fws, url = pgWitnessServer(t, 2)
-	size = appendN(t, s, 0, 5)
-	cosigned = waitCosignatures(t, s, size, 2)
-	db = openPG(t, url)
-	waitKept(t, db, fws, size)
-	return s, fws, url, db, size, cosigned
+	p = &onPG{url: pgtest.Shared(t).NewDatabase(t), key: testKey(t)}
+	store := openPG(t, p.url)
+	p.l = openLog(t, store, p.key)
+	p.fws, p.ws = fakeWitnesses(t, p.key, 2)
+	p.set = newSet(t, Options{Witnesses: p.ws, Log: p.l, Store: store})
+	p.stop = run(t, p.set)
+	size = appendN(t, p.l, 0, 5)
+	cosigned = waitCosignatures(t, p.l, p.set, size, 2)
+	p.db = openPG(t, p.url)
+	waitKept(t, p.db, len(p.fws), size)
+	return p, size, cosigned
 }
 
 // pgConn is a connection to the database at url, closed with the test.
@@ -225,48 +207,49 @@ func pgConn(t *testing.T, url string) *pgx.Conn {
 // each cosigned, and the witnesses are then sent a proof from there, not
 // asked again (no 409); a follower serves them, verified.
 func TestWitnessCosignaturesInDatabase(t *testing.T) {
-	s, fws, url, db, size, cp := cosignedOnPG(t)
+	p, size, cp := cosignedOnPG(t)
 
 	// A sequencer that starts now: its witnesses cannot be reached, and it
 	// holds both cosignatures at once.
-	next, err := newWitnesses(t.Context(), unreachable(s.cfg), s.l, db, slog.New(slog.DiscardHandler))
+	next, err := New(t.Context(), Options{Witnesses: unreachable(p.ws), Log: p.l, Store: p.db})
 	if err != nil {
 		t.Fatal(err)
 	}
-	latest, _ := s.l.Checkpoint()
+	latest, _ := p.l.Checkpoint()
 	if got := next.Cosigned(t.Context(), latest, size); !bytes.Equal(got, cp) {
 		t.Fatalf("a new sequencer serves\n%s\nwant\n%s", got, cp)
 	}
-	for _, w := range next.ws {
-		if w.cosigned != size {
-			t.Errorf("a new sequencer's witness %s starts from size %d, want %d", w.cfg.Name, w.cosigned, size)
+	for _, w := range next.Snapshot().Witnesses {
+		if w.Cosigned != size {
+			t.Errorf("a new sequencer's witness %s starts from size %d, want %d", w.Name, w.Cosigned, size)
 		}
 	}
 
 	// A new sequencer with the real witnesses (the first one stopped):
 	// after more appends each witness is sent the proof from the size it
 	// cosigned, read from the database, and answers at once.
-	s.stopWitnesses()
-	before := conflicts(fws)
-	next = runWitnesses(t, s.cfg, s.l, db)
-	size = appendN(t, s, 5, 3)
+	p.stop()
+	before := witnesstest.Conflicts(p.fws)
+	next = newSet(t, Options{Witnesses: p.ws, Log: p.l, Store: p.db})
+	run(t, next)
+	size = appendN(t, p.l, 5, 3)
 	waitUntil(t, "the new sequencer's cosignatures", func() bool { return next.complete(size) })
-	if n := conflicts(fws) - before; n != 0 {
+	if n := witnesstest.Conflicts(p.fws) - before; n != 0 {
 		t.Errorf("the witnesses answered 409 %d times to a sequencer that read their sizes from the database", n)
 	}
-	waitKept(t, db, fws, size)
+	waitKept(t, p.db, len(p.fws), size)
 
 	// A third sequencer serves the cosignatures of the earlier
 	// checkpoint too, read from the database when asked.
-	third := mustWitnesses(t, unreachable(s.cfg), s.l, db)
+	third := newSet(t, Options{Witnesses: unreachable(p.ws), Log: p.l, Store: p.db})
 	if got, n := third.Cosignatures(t.Context(), 5); n != 2 || !bytes.HasSuffix(cp, got) {
 		t.Errorf("a new sequencer serves %d cosignatures for an earlier checkpoint:\n%s", n, got)
 	}
 
 	// A follower over its own view of the log serves the latest
 	// checkpoint with both, read from the database.
-	follower := followerWitnesses(t, s, url)
-	fcp, fsize := follower.l.Checkpoint()
+	follower, fl := followerSet(t, p)
+	fcp, fsize := fl.Checkpoint()
 	if fsize != size {
 		t.Fatalf("the follower's view is at size %d, want %d", fsize, size)
 	}
@@ -278,73 +261,40 @@ func TestWitnessCosignaturesInDatabase(t *testing.T) {
 	}
 }
 
-// conflicts counts the 409 answers of fws.
-func conflicts(fws []*fakeWitness) (n int) {
-	for _, w := range fws {
-		w.mu.Lock()
-		n += w.conflicts
-		w.mu.Unlock()
-	}
-	return n
-}
-
-// runWitnesses makes cfg's witnesses over l and store, submitting until
-// the test ends.
-func runWitnesses(t *testing.T, cfg *config.Config, l *ledger.Ledger, store cosignatureStore) *witnesses {
+// followerSet is a follower's Set over p's log on the database: its own
+// store and ledger.Follow view, its witnesses unreachable.
+func followerSet(t *testing.T, p *onPG) (*Set, *ledger.Ledger) {
 	t.Helper()
-	ws := mustWitnesses(t, cfg, l, store)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); ws.run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ws
-}
-
-func mustWitnesses(t *testing.T, cfg *config.Config, l *ledger.Ledger, store cosignatureStore) *witnesses {
-	t.Helper()
-	ws, err := newWitnesses(t.Context(), cfg, l, store, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws.backoffMin, ws.backoffMax, ws.interval = 20*time.Millisecond, 200*time.Millisecond, 20*time.Millisecond
-	return ws
-}
-
-// followerWitnesses is a follower's witnesses over s's log on the
-// database at url: its own store and ledger.Follow view, its witnesses
-// unreachable.
-func followerWitnesses(t *testing.T, s *testServer, url string) *witnesses {
-	t.Helper()
-	store := openPG(t, url)
-	fl, err := ledger.Follow(t.Context(), store, s.key, ledger.Options{Logger: slog.New(slog.DiscardHandler), FollowInterval: -1})
+	store := openPG(t, p.url)
+	fl, err := ledger.Follow(t.Context(), store, p.key, ledger.Options{Logger: discard(), FollowInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fl.Close() })
-	ws, err := newWitnesses(t.Context(), unreachable(s.cfg), fl, store, slog.New(slog.DiscardHandler))
+	s, err := New(t.Context(), Options{Witnesses: unreachable(p.ws), Log: fl, Store: store, Following: true, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws.following = true
-	return ws
+	return s, fl
 }
 
 // TestWitnessRestartConflict: a sequencer whose database holds no
 // cosignature (they were lost, or never kept) sends "old 0"; the witnesses
 // answer 409 with their sizes, and it catches up from there.
 func TestWitnessRestartConflict(t *testing.T) {
-	s, fws, url, db, size, _ := cosignedOnPG(t)
-	conn := pgConn(t, url)
+	p, _, _ := cosignedOnPG(t)
+	conn := pgConn(t, p.url)
 	if _, err := conn.Exec(t.Context(), "DELETE FROM cosignatures"); err != nil {
 		t.Fatal(err)
 	}
-	s.stopWitnesses()
-	before := conflicts(fws)
-	ws := runWitnesses(t, s.cfg, s.l, db)
-	size = appendN(t, s, 5, 2)
-	waitUntil(t, "the cosignatures after the conflicts", func() bool { return ws.complete(size) })
-	if conflicts(fws)-before < len(fws) {
-		t.Errorf("%d answers 409 from %d witnesses to a sequencer that did not know their sizes", conflicts(fws)-before, len(fws))
+	p.stop()
+	before := witnesstest.Conflicts(p.fws)
+	s := newSet(t, Options{Witnesses: p.ws, Log: p.l, Store: p.db})
+	run(t, s)
+	size := appendN(t, p.l, 5, 2)
+	waitUntil(t, "the cosignatures after the conflicts", func() bool { return s.complete(size) })
+	if n := witnesstest.Conflicts(p.fws) - before; n < len(p.fws) {
+		t.Errorf("%d answers 409 from %d witnesses to a sequencer that did not know their sizes", n, len(p.fws))
 	}
 }
 
@@ -352,24 +302,19 @@ func TestWitnessRestartConflict(t *testing.T) {
 // does not verify with the witness's key (a byte flipped) is never served:
 // not by a follower, nor by a new sequencer, which gathers it again.
 func TestFollowerRefusesTamperedCosignature(t *testing.T) {
-	s, _, url, db, size, _ := cosignedOnPG(t)
-	lines, _ := db.Cosignatures(t.Context(), size)
-	var id string
-	for _, w := range s.srv.wit.ws {
-		if w.cfg.Name == "w1" {
-			id = w.key.ID()
-		}
-	}
-	tampered := flipSignatureByte(t, lines[id])
-	conn := pgConn(t, url)
+	p, size, _ := cosignedOnPG(t)
+	lines, _ := p.db.Cosignatures(t.Context(), size)
+	id := p.ws[1].Key.ID() // w1's
+	tampered := witnesstest.FlipSignatureByte(t, lines[id])
+	conn := pgConn(t, p.url)
 	if tag, err := conn.Exec(t.Context(), "UPDATE cosignatures SET line = $1 WHERE size = $2 AND witness = $3", tampered, int64(size), id); err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("tampering with w1's row: %v %v", tag, err)
 	}
 
-	follower := followerWitnesses(t, s, url)
-	cp, _ := follower.l.Checkpoint()
+	follower, fl := followerSet(t, p)
+	cp, _ := fl.Checkpoint()
 	got, n := follower.Cosignatures(t.Context(), size)
-	if n != 1 || bytes.Contains(got, tampered) || !bytes.Contains(got, lines[fws0ID(s)]) {
+	if n != 1 || bytes.Contains(got, tampered) || !bytes.Contains(got, lines[p.ws[0].Key.ID()]) {
 		t.Errorf("a follower serves %d cosignatures with a tampered row:\n%s", n, follower.Cosigned(t.Context(), cp, size))
 	}
 	// The follow loop's read, again: still refused.
@@ -380,57 +325,34 @@ func TestFollowerRefusesTamperedCosignature(t *testing.T) {
 		t.Errorf("after another read, a follower serves %d cosignatures with a tampered row:\n%s", n, got)
 	}
 
-	next := mustWitnesses(t, unreachable(s.cfg), s.l, db)
+	next := newSet(t, Options{Witnesses: unreachable(p.ws), Log: p.l, Store: p.db})
 	if got, n := next.Cosignatures(t.Context(), size); n != 1 || bytes.Contains(got, tampered) {
 		t.Errorf("a new sequencer serves %d cosignatures with a tampered row:\n%s", n, got)
 	}
-	for _, w := range next.ws {
-		if w.cfg.Name == "w1" && w.cosigned != 0 {
-			t.Errorf("a new sequencer takes w1's size %d from a line that does not verify", w.cosigned)
-		}
+	if w := witnessSnapshot(t, next, "w1"); w.Cosigned != 0 {
+		t.Errorf("a new sequencer takes w1's size %d from a line that does not verify", w.Cosigned)
 	}
-}
-
-// fws0ID is the key ID of s's first witness.
-func fws0ID(s *testServer) string { return s.srv.wit.ws[0].key.ID() }
-
-// flipSignatureByte returns line with the last byte of its signature
-// changed (the line stays canonical base64 of the same length).
-func flipSignatureByte(t *testing.T, line []byte) []byte {
-	t.Helper()
-	rest, ok := bytes.CutPrefix(line, []byte("— "))
-	name, b64, ok2 := bytes.Cut(bytes.TrimSuffix(rest, []byte("\n")), []byte(" "))
-	sig, err := base64.StdEncoding.DecodeString(string(b64))
-	if !ok || !ok2 || err != nil {
-		t.Fatalf("not a signature line: %q", line)
-	}
-	sig[len(sig)-1] ^= 1
-	out := fmt.Appendf(nil, "— %s %s\n", name, base64.StdEncoding.EncodeToString(sig))
-	if bytes.Equal(out, line) {
-		t.Fatal("flipping changed nothing")
-	}
-	return out
 }
 
 // TestFollowerCatchesUpCosignatures: a follower that holds some of its
 // latest checkpoint's cosignatures serves a witness's that reaches the
 // database later, read by its loop.
 func TestFollowerCatchesUpCosignatures(t *testing.T) {
-	s, _, url, db, size, _ := cosignedOnPG(t)
-	lines, _ := db.Cosignatures(t.Context(), size)
-	id := s.srv.wit.ws[1].key.ID()
-	conn := pgConn(t, url)
+	p, size, _ := cosignedOnPG(t)
+	lines, _ := p.db.Cosignatures(t.Context(), size)
+	id := p.ws[1].Key.ID()
+	conn := pgConn(t, p.url)
 	// w1's cosignature is not in the database yet.
 	if _, err := conn.Exec(t.Context(), "DELETE FROM cosignatures WHERE witness = $1", id); err != nil {
 		t.Fatal(err)
 	}
-	follower := followerWitnesses(t, s, url)
+	follower, _ := followerSet(t, p)
 	if _, n := follower.Cosignatures(t.Context(), size); n != 1 {
 		t.Fatalf("the follower serves %d cosignatures, want w0's", n)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); follower.follow(ctx, func() bool { return false }) }()
+	go func() { defer close(done); follower.Follow(ctx, func() bool { return false }) }()
 	defer func() { cancel(); <-done }()
 	if _, err := conn.Exec(t.Context(), "INSERT INTO cosignatures (size, witness, line) VALUES ($1, $2, $3)", int64(size), id, lines[id]); err != nil {
 		t.Fatal(err)

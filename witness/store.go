@@ -1,10 +1,10 @@
 // Where the witnesses' cosignatures are kept beyond one process's memory
-// (docs/operations.md "Witnesses"): a file in store_dir for one ledgerd
+// (docs/operations.md "Witnesses"): a File in store_dir for one ledgerd
 // on badger, the database for instances on PostgreSQL
 // (storage/postgres's cosignatures table), so that a restart, a new
 // sequencer and the followers serve them.
 
-package main
+package witness
 
 import (
 	"bytes"
@@ -18,15 +18,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/decisionledger/ledger/storage/postgres"
 )
 
-// cosignatureStore keeps the cosignature lines witnesses returned, by
-// checkpoint size and witness key ID ("<name>+<key hash in hex>", as
+// Store keeps the cosignature lines witnesses returned, by checkpoint
+// size and witness key ID ("<name>+<key hash in hex>", as
 // verify.WitnessKey.ID gives it). It verifies nothing: whoever reads a
 // line verifies it with the witness's configured key before serving it.
-type cosignatureStore interface {
+// File and storage/postgres's Store are the implementations.
+type Store interface {
 	// PutCosignature keeps line, the cosignature line (C2SP
 	// tlog-cosignature, ending in a newline) by the witness of key ID
 	// witness of the checkpoint the log signed for size, replacing that
@@ -46,19 +45,18 @@ type cosignatureStore interface {
 	LatestCosignatures(ctx context.Context) (map[string]uint64, error)
 }
 
-var _ cosignatureStore = (*postgres.Store)(nil)
-
-// cosignedFile keeps, in store_dir/cosigned-checkpoint, the checkpoint of
-// the largest size put with the cosignatures put for it: the signed
-// checkpoint as the log stored it followed by the cosignature lines, a
-// note that reads as the served one. The file is replaced, not synced:
-// after a crash it may be lost or stale, and its lines then fail the
-// readers' verification, or are of an older checkpoint (witnesses answer
-// with the size they know). Puts of older sizes are ignored.
-type cosignedFile struct {
+// File is a Store in one file (ledgerd's store_dir/cosigned-checkpoint):
+// the checkpoint of the largest size put with the cosignatures put for
+// it, that is the signed checkpoint as the log stored it followed by the
+// cosignature lines, a note that reads as the served one. The file is
+// replaced, not synced: after a crash it may be lost or stale, and its
+// lines then fail the readers' verification, or are of an older
+// checkpoint (witnesses answer with the size they know). Puts of older
+// sizes are ignored.
+type File struct {
 	path string
 	// checkpointAt returns the signed checkpoint of a size
-	// (ledger.CheckpointAt).
+	// (Log.CheckpointAt).
 	checkpointAt func(context.Context, uint64) ([]byte, error)
 
 	mu     sync.Mutex
@@ -67,15 +65,18 @@ type cosignedFile struct {
 	lines  map[string][]byte // nil: nothing kept
 }
 
-func newCosignedFile(path string, checkpointAt func(context.Context, uint64) ([]byte, error)) *cosignedFile {
-	return &cosignedFile{path: path, checkpointAt: checkpointAt}
+// NewFile returns the File at path, of the log whose signed checkpoints
+// checkpointAt returns by size (Log.CheckpointAt). The file is read when
+// first used.
+func NewFile(path string, checkpointAt func(context.Context, uint64) ([]byte, error)) *File {
+	return &File{path: path, checkpointAt: checkpointAt}
 }
 
 // load reads the file once. It holds nothing unless it starts with the
 // checkpoint the log stored for the size it names (a file left from
 // another store, or a restored backup's, is ignored). Called with mu
 // held.
-func (f *cosignedFile) load(ctx context.Context) {
+func (f *File) load(ctx context.Context) {
 	if f.loaded {
 		return
 	}
@@ -99,16 +100,15 @@ func (f *cosignedFile) load(ctx context.Context) {
 	}
 	lines := map[string][]byte{}
 	for line := range bytes.Lines(b[len(cp):]) {
-		if id, ok := cosignatureLineID(line); ok {
+		if id, ok := lineID(line); ok {
 			lines[id] = bytes.Clone(line)
 		}
 	}
 	f.size, f.lines = size, lines
 }
 
-// cosignatureLineID returns the key ID "<name>+<key hash>" a signature
-// line names.
-func cosignatureLineID(line []byte) (string, bool) {
+// lineID returns the key ID "<name>+<key hash>" a signature line names.
+func lineID(line []byte) (string, bool) {
 	rest, ok := bytes.CutPrefix(line, []byte("— "))
 	if !ok || !bytes.HasSuffix(rest, []byte("\n")) {
 		return "", false
@@ -121,8 +121,10 @@ func cosignatureLineID(line []byte) (string, bool) {
 	return fmt.Sprintf("%s+%08x", name, binary.BigEndian.Uint32(sig)), true
 }
 
-func (f *cosignedFile) PutCosignature(ctx context.Context, size uint64, witness string, line []byte) error {
-	if id, ok := cosignatureLineID(line); !ok || id != witness {
+// PutCosignature keeps line unless a larger size is kept, as Store
+// says; the file then holds size's checkpoint and lines only.
+func (f *File) PutCosignature(ctx context.Context, size uint64, witness string, line []byte) error {
+	if id, ok := lineID(line); !ok || id != witness {
 		return fmt.Errorf("keeping a cosignature for size %d: the line is not a signature line by %s", size, witness)
 	}
 	f.mu.Lock()
@@ -156,7 +158,9 @@ func (f *cosignedFile) PutCosignature(ctx context.Context, size uint64, witness 
 	return nil
 }
 
-func (f *cosignedFile) Cosignatures(ctx context.Context, size uint64) (map[string][]byte, error) {
+// Cosignatures returns the lines kept for size, as Store says: those of
+// the one size the file holds.
+func (f *File) Cosignatures(ctx context.Context, size uint64) (map[string][]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.load(ctx)
@@ -169,7 +173,9 @@ func (f *cosignedFile) Cosignatures(ctx context.Context, size uint64) (map[strin
 	return out, nil
 }
 
-func (f *cosignedFile) LatestCosignatures(ctx context.Context) (map[string]uint64, error) {
+// LatestCosignatures returns the size the file holds for each witness
+// with a line in it, as Store says.
+func (f *File) LatestCosignatures(ctx context.Context) (map[string]uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.load(ctx)
