@@ -57,7 +57,7 @@ func (s *server) routes() http.Handler {
 	if s.cluster == nil { // a cluster's metrics follow the instance's role
 		s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
 		if s.wit != nil {
-			s.m.witnesses = s.wit.writeMetrics
+			s.m.witnesses = s.wit.collect
 		}
 	}
 	s.m.mu.Unlock()

@@ -55,6 +55,7 @@ import (
 	"github.com/decisionledger/ledger/internal/signednote"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/verify"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The witness client's timing.
@@ -542,8 +543,27 @@ func (ws *witnesses) fail(w *witnessState, kind string) {
 	w.failures[kind]++
 }
 
-// writeMetrics writes the witnesses' series (the metrics page).
-func (ws *witnesses) writeMetrics(out io.Writer) {
+// The witnesses' series (collect).
+var (
+	witnessesNeededDesc = prometheus.NewDesc("ledgerd_witnesses_needed",
+		"Cosignatures a checkpoint should gather (witnesses_needed).", nil, nil)
+	checkpointCosignaturesDesc = prometheus.NewDesc("ledgerd_checkpoint_cosignatures",
+		"Valid witness cosignatures held for the latest checkpoint.", nil, nil)
+	witnessCosignedSizeDesc = prometheus.NewDesc("ledgerd_witness_cosigned_size",
+		"The largest tree size of this log each witness cosigned, as far as ledgerd knows (0 until it cosigns).", []string{"witness"}, nil)
+	witnessLagDesc = prometheus.NewDesc("ledgerd_witness_lag_entries",
+		"Entries the latest checkpoint has beyond the tree the witness last cosigned.", []string{"witness"}, nil)
+	witnessFailuresDesc = prometheus.NewDesc("ledgerd_witness_failures_total",
+		"Failed submissions to each witness, by kind.", []string{"witness", "kind"}, nil)
+	witnessLastSuccessDesc = prometheus.NewDesc("ledgerd_witness_last_success_timestamp_seconds",
+		"When each witness last returned a valid cosignature (Unix time; 0: never since the start).", []string{"witness"}, nil)
+
+	witnessDescs = []*prometheus.Desc{witnessesNeededDesc, checkpointCosignaturesDesc, witnessCosignedSizeDesc,
+		witnessLagDesc, witnessFailuresDesc, witnessLastSuccessDesc}
+)
+
+// collect sends the witnesses' series (the metrics page) to ch.
+func (ws *witnesses) collect(ch chan<- prometheus.Metric) {
 	if ws == nil || len(ws.ws) == 0 {
 		return
 	}
@@ -551,32 +571,27 @@ func (ws *witnesses) writeMetrics(out io.Writer) {
 	_, n := ws.Cosignatures(context.Background(), size)
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	fmt.Fprintf(out, "# HELP ledgerd_witnesses_needed Cosignatures a checkpoint should gather (witnesses_needed).\n# TYPE ledgerd_witnesses_needed gauge\nledgerd_witnesses_needed %d\n", ws.needed)
-	fmt.Fprintf(out, "# HELP ledgerd_checkpoint_cosignatures Valid witness cosignatures held for the latest checkpoint.\n# TYPE ledgerd_checkpoint_cosignatures gauge\nledgerd_checkpoint_cosignatures %d\n", n)
-	fmt.Fprintf(out, "# HELP ledgerd_witness_cosigned_size The largest tree size of this log each witness cosigned, as far as ledgerd knows (0 until it cosigns).\n# TYPE ledgerd_witness_cosigned_size gauge\n")
-	for _, w := range ws.ws {
-		fmt.Fprintf(out, "ledgerd_witness_cosigned_size{witness=%q} %d\n", w.cfg.Name, w.cosigned)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	fmt.Fprintf(out, "# HELP ledgerd_witness_lag_entries Entries the latest checkpoint has beyond the tree the witness last cosigned.\n# TYPE ledgerd_witness_lag_entries gauge\n")
+	gauge(witnessesNeededDesc, float64(ws.needed))
+	gauge(checkpointCosignaturesDesc, float64(n))
 	for _, w := range ws.ws {
-		fmt.Fprintf(out, "ledgerd_witness_lag_entries{witness=%q} %d\n", w.cfg.Name, size-min(size, w.cosigned))
+		gauge(witnessCosignedSizeDesc, float64(w.cosigned), w.cfg.Name)
+		gauge(witnessLagDesc, float64(size-min(size, w.cosigned)), w.cfg.Name)
 	}
 	if ws.following {
 		// A follower submits nothing: it has no failures nor successes.
 		return
 	}
-	fmt.Fprintf(out, "# HELP ledgerd_witness_failures_total Failed submissions to each witness, by kind.\n# TYPE ledgerd_witness_failures_total counter\n")
 	for _, w := range ws.ws {
 		for _, k := range failureKinds {
-			fmt.Fprintf(out, "ledgerd_witness_failures_total{witness=%q,kind=%q} %d\n", w.cfg.Name, k, w.failures[k])
+			ch <- prometheus.MustNewConstMetric(witnessFailuresDesc, prometheus.CounterValue, float64(w.failures[k]), w.cfg.Name, k)
 		}
-	}
-	fmt.Fprintf(out, "# HELP ledgerd_witness_last_success_timestamp_seconds When each witness last returned a valid cosignature (Unix time; 0: never since the start).\n# TYPE ledgerd_witness_last_success_timestamp_seconds gauge\n")
-	for _, w := range ws.ws {
 		var t float64
 		if !w.lastSuccess.IsZero() {
 			t = float64(w.lastSuccess.UnixMilli()) / 1000
 		}
-		fmt.Fprintf(out, "ledgerd_witness_last_success_timestamp_seconds{witness=%q} %g\n", w.cfg.Name, t)
+		gauge(witnessLastSuccessDesc, t, w.cfg.Name)
 	}
 }

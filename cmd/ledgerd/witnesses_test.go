@@ -208,8 +208,8 @@ func testBadCosignature(t *testing.T, spoil func(*fakeWitness)) {
 		t.Fatalf("served checkpoint:\n%s", cp)
 	}
 	waitUntil(t, "a bad_answer failure", func() bool {
-		return strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{witness="w1",kind="bad_answer"} `) &&
-			!strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{witness="w1",kind="bad_answer"} 0`)
+		return strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{kind="bad_answer",witness="w1"} `) &&
+			!strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{kind="bad_answer",witness="w1"} 0`)
 	})
 }
 
@@ -258,7 +258,7 @@ func TestWitnessUnreachable(t *testing.T) {
 	}
 	waitCosignatures(t, s, size, 1)
 	waitUntil(t, "unreachable failures for w1", func() bool {
-		return !strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{witness="w1",kind="unreachable"} 0`)
+		return !strings.Contains(get(t, s.url+"/metrics"), `ledgerd_witness_failures_total{kind="unreachable",witness="w1"} 0`)
 	})
 }
 
@@ -362,8 +362,8 @@ func TestWitnessForkedMetrics(t *testing.T) {
 	size := appendN(t, s, 0, 5)
 	waitUntil(t, "a bad_proof failure", func() bool {
 		m := get(t, s.url+"/metrics")
-		return strings.Contains(m, `ledgerd_witness_failures_total{witness="w0",kind="bad_proof"} `) &&
-			!strings.Contains(m, `ledgerd_witness_failures_total{witness="w0",kind="bad_proof"} 0`)
+		return strings.Contains(m, `ledgerd_witness_failures_total{kind="bad_proof",witness="w0"} `) &&
+			!strings.Contains(m, `ledgerd_witness_failures_total{kind="bad_proof",witness="w0"} 0`)
 	})
 	m := get(t, s.url+"/metrics")
 	for _, want := range []string{`ledgerd_witness_cosigned_size{witness="w0"} 0`, fmt.Sprintf(`ledgerd_witness_lag_entries{witness="w0"} %d`, size)} {
