@@ -280,14 +280,14 @@ func (g *Gateway) awaitApproval(ctx context.Context, c *call, req *mcp.CallToolR
 func (g *Gateway) resume(ctx context.Context, c *call, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	id, err := g.approvals.open(req.Params.RequestState, c, time.Now())
 	if err != nil {
-		g.metrics.add(&g.metrics.refused, "request_state")
+		g.metrics.add(g.metrics.refused, "request_state")
 		g.log.Warn("call refused: request state", "tool", c.tool, "principal", c.principal, "problem", err.Error())
 		return refusal("%s: refused, not forwarded: %v", c.tool, err)
 	}
 	// A person who declined or dismissed the page in the client is not
 	// kept waiting; the approval stays open on the page.
 	if r, ok := req.Params.InputResponses["approval"].(*mcp.ElicitResult); ok && r.Action != "accept" {
-		g.metrics.add(&g.metrics.refused, "approval_pending")
+		g.metrics.add(g.metrics.refused, "approval_pending")
 		return refusal("%s: not forwarded: the approval page was not followed (%s); approval %s stays open at %s until its deadline",
 			c.tool, elicitAction(r.Action), id, g.approvals.pageURL(id))
 	}
@@ -314,7 +314,7 @@ func (g *Gateway) retryPending(ctx context.Context, c *call, req *mcp.CallToolRe
 	}
 	id := p.id
 	if !p.consumed.IsZero() {
-		g.metrics.add(&g.metrics.refused, "approval_consumed")
+		g.metrics.add(g.metrics.refused, "approval_consumed")
 		return refusal("%s: refused, not forwarded: approval %s for these arguments was consumed (entry %d) moments ago by another call; the act was carried out once. Call again later to ask for a new approval.",
 			c.tool, id, p.consumption)
 	}
@@ -325,7 +325,7 @@ func (g *Gateway) retryPending(ctx context.Context, c *call, req *mcp.CallToolRe
 			g.approvals.forget(c, id)
 			return nil
 		}
-		g.metrics.add(&g.metrics.refused, "ledger")
+		g.metrics.add(g.metrics.refused, "ledger")
 		return refusal("%s: refused, not forwarded: the ledger did not answer for approval %s (%s)", c.tool, id, ledgerErr(err))
 	}
 	switch st.State {
@@ -335,7 +335,7 @@ func (g *Gateway) retryPending(ctx context.Context, c *call, req *mcp.CallToolRe
 		// Consumed by a call with these terms an instant ago (or by
 		// another gateway): refused for consumedWindow like the others.
 		g.approvals.markConsumed(c, id, st.Consumption)
-		g.metrics.add(&g.metrics.refused, "approval_consumed")
+		g.metrics.add(g.metrics.refused, "approval_consumed")
 		return refusal("%s: refused, not forwarded: approval %s for these arguments was consumed (entry %d); the act was carried out once. Call again later to ask for a new approval.",
 			c.tool, id, st.Consumption)
 	}
@@ -362,34 +362,34 @@ func (g *Gateway) waitAndConsume(ctx context.Context, c *call, id commit.Digest)
 	page := g.approvals.pageURL(id)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			g.metrics.add(&g.metrics.refused, "approval_pending")
+			g.metrics.add(g.metrics.refused, "approval_pending")
 			return refusal("%s: approval %s is still pending; a person decides it at %s. Call again with the same arguments once it is approved; until then nothing is forwarded.",
 				c.tool, id, page)
 		}
-		g.metrics.add(&g.metrics.refused, "ledger")
+		g.metrics.add(g.metrics.refused, "ledger")
 		return refusal("%s: refused, not forwarded: the ledger did not answer for approval %s (%s)", c.tool, id, ledgerErr(err))
 	}
 	switch st.State {
 	case client.StateApproved:
 	case client.StateDenied:
 		g.approvals.forget(c, id)
-		g.metrics.add(&g.metrics.refused, "approval_denied")
+		g.metrics.add(g.metrics.refused, "approval_denied")
 		return refusal("%s: approval %s was denied by %s; not forwarded", c.tool, id, st.Approver)
 	case client.StateConsumed:
 		g.approvals.markConsumed(c, id, st.Consumption)
-		g.metrics.add(&g.metrics.refused, "approval_consumed")
+		g.metrics.add(g.metrics.refused, "approval_consumed")
 		return refusal("%s: refused, not forwarded: approval %s for these arguments was consumed (entry %d); the act was carried out once. Call again later to ask for a new approval.",
 			c.tool, id, st.Consumption)
 	default:
 		g.approvals.forget(c, id)
-		g.metrics.add(&g.metrics.refused, "approval_"+string(st.State))
+		g.metrics.add(g.metrics.refused, "approval_"+string(st.State))
 		return refusal("%s: approval %s is %s; not forwarded", c.tool, id, st.State)
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.callTimeout)
 	cons, err := g.ledger.Consume(cctx, id, client.Terms{Action: c.tool, Principal: c.principal, Params: c.min.Params})
 	cancel()
 	if err != nil {
-		g.metrics.add(&g.metrics.refused, "consume")
+		g.metrics.add(g.metrics.refused, "consume")
 		g.log.Warn("call refused: approval not consumed", "tool", c.tool, "principal", c.principal, "approval", id.String(), "err", ledgerErr(err))
 		var ce *client.Error
 		if errors.As(err, &ce) {

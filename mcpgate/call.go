@@ -36,7 +36,7 @@ type upstreamErrKey struct{}
 func (g *Gateway) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if !g.enter() {
-			g.metrics.add(&g.metrics.refused, "shutting_down")
+			g.metrics.add(g.metrics.refused, "shutting_down")
 			return refusal("%s: refused, not forwarded: the gateway is shutting down", name), nil
 		}
 		defer g.calls.Done()
@@ -62,13 +62,13 @@ func (g *Gateway) handle(ctx context.Context, name string, req *mcp.CallToolRequ
 	}
 	principal, ok := g.principal(req)
 	if !ok {
-		g.metrics.add(&g.metrics.refused, "unauthenticated")
+		g.metrics.add(g.metrics.refused, "unauthenticated")
 		return refusal("%s: refused, not forwarded: no principal for this session", name)
 	}
 	c := &call{tool: name, gt: gt, principal: principal, args: rawArguments(req.Params)}
 	min, err := gt.decl.Minimize(c.args, declare.Options{Allowlists: g.allowlists, Domain: commit.Domain{AllowNonInteger: g.cfg.AllowNonInteger}})
 	if err != nil {
-		g.metrics.add(&g.metrics.refused, "arguments")
+		g.metrics.add(g.metrics.refused, "arguments")
 		g.log.Warn("call refused: arguments", "tool", name, "principal", principal, "err", err)
 		return refusal("%s: refused, not forwarded: %v", name, err)
 	}
@@ -96,17 +96,17 @@ func (g *Gateway) decide(ctx context.Context, c *call, req *mcp.CallToolRequest)
 	d, err := g.ledger.Decide(dctx, r)
 	cancel()
 	if err != nil {
-		g.metrics.add(&g.metrics.refused, "ledger")
+		g.metrics.add(g.metrics.refused, "ledger")
 		g.log.Warn("call refused: the ledger did not decide", "tool", c.tool, "principal", c.principal, "err", ledgerErr(err))
 		return refusal("%s: refused, not forwarded: the ledger did not decide (%s)", c.tool, ledgerErr(err))
 	}
 	if want := g.declDigests[c.tool]; d.Entry.Definition != want {
-		g.metrics.add(&g.metrics.refused, "catalog_drift")
+		g.metrics.add(g.metrics.refused, "catalog_drift")
 		g.log.Error("call refused: the ledger decided under another declaration of this tool; make declarations_dir and ledgerd's catalog_dir hold the same files",
 			"tool", c.tool, "index", d.Index, "ledger_definition_digest", d.Entry.Definition.String(), "gateway_definition_digest", want.String())
 		return refusal("%s: refused, not forwarded: the ledger's declaration of this tool (entry %d) is not the gateway's", c.tool, d.Index)
 	}
-	g.metrics.add(&g.metrics.decisions, string(d.Decision))
+	g.metrics.add(g.metrics.decisions, string(d.Decision))
 	switch d.Decision {
 	case entry.Allow:
 		return g.forward(ctx, c, d.Index, nil)
@@ -138,7 +138,7 @@ func (g *Gateway) forward(ctx context.Context, c *call, index uint64, consumed *
 		result = entry.Failed
 	}
 	g.metrics.observeForward(time.Since(start))
-	g.metrics.add(&g.metrics.outcomes, string(result))
+	g.metrics.add(g.metrics.outcomes, string(result))
 	g.outcomes.add(outcomeJob{tool: c.tool, index: index, consumed: consumed, result: result})
 	if answered {
 		g.log.Info("call forwarded; the server answered an error", "tool", c.tool, "principal", c.principal, "index", index, "code", rpcErr.Code)
@@ -160,7 +160,7 @@ func (g *Gateway) forward(ctx context.Context, c *call, index uint64, consumed *
 // name is the agent's, so it is logged only when it names a tool the
 // upstreams offer.
 func (g *Gateway) refuseUnexposed(name string, status ToolStatus) *mcp.CallToolResult {
-	g.metrics.add(&g.metrics.refused, string(status))
+	g.metrics.add(g.metrics.refused, string(status))
 	g.mu.Lock()
 	_, offered := g.tools[name]
 	g.mu.Unlock()

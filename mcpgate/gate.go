@@ -408,7 +408,7 @@ func (g *Gateway) report(name string, gt *gatedTool) {
 	case Exposed:
 		g.log.Info("tool exposed", "tool", name, "definition_digest", gt.digest.String())
 	case PinMismatch:
-		g.metrics.add(&g.metrics.pinMismatch, name)
+		g.metrics.add(g.metrics.pinMismatch, name)
 		g.log.Warn("tool hidden: definition does not match its pin; review its declaration again",
 			"tool", name, "definition_digest", gt.digest.String(), "problem", gt.problems)
 	case Undeclared:

@@ -65,7 +65,7 @@ func (g *Gateway) verifyToken(_ context.Context, token string, _ *http.Request) 
 		}
 	}
 	if principal == "" {
-		g.metrics.add(&g.metrics.refused, "unauthenticated")
+		g.metrics.add(g.metrics.refused, "unauthenticated")
 		return nil, auth.ErrInvalidToken
 	}
 	return &auth.TokenInfo{UserID: principal}, nil

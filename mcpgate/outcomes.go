@@ -100,7 +100,7 @@ func (o *outcomes) record(j outcomeJob) {
 			return
 		}
 		if !retryable(err) || time.Now().Add(backoff).After(deadline) {
-			g.metrics.add(&g.metrics.refused, "outcome_unrecorded")
+			g.metrics.add(g.metrics.refused, "outcome_unrecorded")
 			g.log.Error("outcome not recorded", "tool", j.tool, "index", j.index, "result", string(j.result), "err", ledgerErr(err))
 			return
 		}

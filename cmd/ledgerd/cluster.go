@@ -70,6 +70,7 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/storage/postgres"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // forwardedByHeader names the instance that forwarded a request.
@@ -296,7 +297,7 @@ func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catal
 	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: newMetrics(),
 		instance: cfg.Instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval)}
 	n.leaseCtx, n.leaseMoved = context.WithCancelCause(context.Background())
-	n.m.treeSize, n.m.checkpointTime, n.m.cluster = n.size, n.checkpointTime, n.writeMetrics
+	n.m.treeSize, n.m.checkpointTime, n.m.cluster = n.size, n.checkpointTime, n.collectMetrics
 	if n.followStore, err = openPostgres(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -323,7 +324,7 @@ func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catal
 			return nil, err
 		}
 		n.witnessesDone.Go(func() { n.followAPI.wit.Follow(wctx, func() bool { return n.term.Load() != nil }) })
-		n.m.witnesses = n.writeWitnessMetrics
+		n.m.witnesses = n.collectWitnessMetrics
 	}
 	n.followH = n.followAPI.followerRoutes()
 	n.handler.Store(&n.followH)
@@ -337,14 +338,14 @@ func (n *node) stopFollowing() {
 	n.witnessesDone.Wait()
 }
 
-// writeWitnessMetrics writes the witnesses' series of the instance's role
-// now: the sequencer's submissions, or what the follower serves.
-func (n *node) writeWitnessMetrics(w io.Writer) {
+// collectWitnessMetrics sends the witnesses' series of the instance's
+// role now: the sequencer's submissions, or what the follower serves.
+func (n *node) collectWitnessMetrics(ch chan<- prometheus.Metric) {
 	if t := n.term.Load(); t != nil {
-		writeWitnessSnapshot(w, t.api.wit.Snapshot())
+		collectWitnessSnapshot(ch, t.api.wit.Snapshot())
 		return
 	}
-	writeWitnessSnapshot(w, n.followAPI.wit.Snapshot())
+	collectWitnessSnapshot(ch, n.followAPI.wit.Snapshot())
 }
 
 // serveHTTP serves r with the handler of the instance's role now.
@@ -932,8 +933,27 @@ func (n *node) ready(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(rd)
 }
 
-// writeMetrics writes the cluster's series.
-func (n *node) writeMetrics(w io.Writer) {
+// The cluster's series (collectMetrics).
+var (
+	clusterRoleDesc = prometheus.NewDesc("ledgerd_cluster_role",
+		"This instance's role: 1 for the role it has.", []string{"instance", "role"}, nil)
+	leaseEpochDesc = prometheus.NewDesc("ledgerd_lease_epoch",
+		"The lease's epoch: this instance's term while it sequences, else the latest it saw.", nil, nil)
+	takeoversDesc = prometheus.NewDesc("ledgerd_takeovers_total",
+		"Times this instance took the lease and began to sequence.", nil, nil)
+	stepdownsDesc = prometheus.NewDesc("ledgerd_stepdowns_total",
+		"Times this instance stopped sequencing, by reason.", []string{"reason"}, nil)
+	forwardedDesc = prometheus.NewDesc("ledgerd_forwarded_requests_total",
+		"Requests this instance forwarded to the sequencer.", nil, nil)
+	forwardingFailuresDesc = prometheus.NewDesc("ledgerd_forwarding_failures_total",
+		"Requests to forward answered 503: no sequencer known, none reached, no answer, or forwarded to this instance.", nil, nil)
+
+	clusterDescs = []*prometheus.Desc{clusterRoleDesc, leaseEpochDesc, takeoversDesc, stepdownsDesc,
+		forwardedDesc, forwardingFailuresDesc}
+)
+
+// collectMetrics sends the cluster's series to ch.
+func (n *node) collectMetrics(ch chan<- prometheus.Metric) {
 	role, t := n.role(time.Now())
 	var epoch uint64
 	if t != nil {
@@ -943,24 +963,22 @@ func (n *node) writeMetrics(w io.Writer) {
 		epoch = n.view.lease.Epoch
 		n.mu.Unlock()
 	}
-	fmt.Fprintf(w, "# HELP ledgerd_cluster_role This instance's role: 1 for the role it has.\n# TYPE ledgerd_cluster_role gauge\n")
 	for _, r := range []string{roleSequencer, roleFollower} {
-		v := 0
+		var v float64
 		if r == role {
 			v = 1
 		}
-		fmt.Fprintf(w, "ledgerd_cluster_role{instance=%q,role=%q} %d\n", n.instance, r, v)
+		ch <- prometheus.MustNewConstMetric(clusterRoleDesc, prometheus.GaugeValue, v, n.instance, r)
 	}
-	fmt.Fprintf(w, "# HELP ledgerd_lease_epoch The lease's epoch: this instance's term while it sequences, else the latest it saw.\n# TYPE ledgerd_lease_epoch gauge\nledgerd_lease_epoch %d\n", epoch)
-	fmt.Fprintf(w, "# HELP ledgerd_takeovers_total Times this instance took the lease and began to sequence.\n# TYPE ledgerd_takeovers_total counter\nledgerd_takeovers_total %d\n", n.takeovers.Load())
-	fmt.Fprintf(w, "# HELP ledgerd_stepdowns_total Times this instance stopped sequencing, by reason.\n# TYPE ledgerd_stepdowns_total counter\n")
+	ch <- prometheus.MustNewConstMetric(leaseEpochDesc, prometheus.GaugeValue, float64(epoch))
+	ch <- prometheus.MustNewConstMetric(takeoversDesc, prometheus.CounterValue, float64(n.takeovers.Load()))
 	for _, r := range []string{reasonLeaseLost, reasonNotRenewed, reasonStorageFailure} {
 		var c uint64
 		if v, ok := n.stepdowns.Load(r); ok {
 			c = v.(*atomic.Uint64).Load()
 		}
-		fmt.Fprintf(w, "ledgerd_stepdowns_total{reason=%q} %d\n", r, c)
+		ch <- prometheus.MustNewConstMetric(stepdownsDesc, prometheus.CounterValue, float64(c), r)
 	}
-	fmt.Fprintf(w, "# HELP ledgerd_forwarded_requests_total Requests this instance forwarded to the sequencer.\n# TYPE ledgerd_forwarded_requests_total counter\nledgerd_forwarded_requests_total %d\n", n.forwarded.Load())
-	fmt.Fprintf(w, "# HELP ledgerd_forwarding_failures_total Requests to forward answered 503: no sequencer known, none reached, no answer, or forwarded to this instance.\n# TYPE ledgerd_forwarding_failures_total counter\nledgerd_forwarding_failures_total %d\n", n.forwardFailures.Load())
+	ch <- prometheus.MustNewConstMetric(forwardedDesc, prometheus.CounterValue, float64(n.forwarded.Load()))
+	ch <- prometheus.MustNewConstMetric(forwardingFailuresDesc, prometheus.CounterValue, float64(n.forwardFailures.Load()))
 }

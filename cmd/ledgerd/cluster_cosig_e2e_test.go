@@ -116,7 +116,7 @@ func TestClusterCosignatures(t *testing.T) {
 		t.Errorf("the new sequencer's checkpoint: %v", err)
 	}
 	if m := metricsText(t, next); !bytes.Contains(m, []byte(`ledgerd_witness_cosigned_size{witness="w1"} 5`)) ||
-		!bytes.Contains(m, []byte(`ledgerd_witness_failures_total{witness="w1",kind="unreachable"}`)) {
+		!bytes.Contains(m, []byte(`ledgerd_witness_failures_total{kind="unreachable",witness="w1"}`)) {
 		t.Errorf("the new sequencer's witness metrics:\n%s", m)
 	}
 

@@ -801,11 +801,10 @@ func TestSequencerRoleByLocalClock(t *testing.T) {
 			t.Errorf("/readyz%s with the lease expired by the local clock: %d %+v", q, w.Code, rd)
 		}
 	}
-	var m strings.Builder
-	n.writeMetrics(&m)
+	m := exposition(t, n.collectMetrics)
 	for _, want := range []string{`ledgerd_cluster_role{instance="a",role="sequencer"} 0`, `ledgerd_cluster_role{instance="a",role="follower"} 1`, "ledgerd_lease_epoch 7"} {
-		if !strings.Contains(m.String(), want) {
-			t.Errorf("the metrics lack %q:\n%s", want, m.String())
+		if !strings.Contains(m, want) {
+			t.Errorf("the metrics lack %q:\n%s", want, m)
 		}
 	}
 }

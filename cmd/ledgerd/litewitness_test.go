@@ -354,7 +354,7 @@ func TestLitewitness(t *testing.T) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics)
 		}
 	}
-	if strings.Contains(metrics, `ledgerd_witness_failures_total{witness="b",kind="unreachable"} 0`) {
+	if strings.Contains(metrics, `ledgerd_witness_failures_total{kind="unreachable",witness="b"} 0`) {
 		t.Errorf("no unreachable failure counted for b:\n%s", metrics)
 	}
 

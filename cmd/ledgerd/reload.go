@@ -12,7 +12,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -193,14 +192,14 @@ func approverCount(c *config.Config) int {
 	return len(c.Approvals.Approvers)
 }
 
-// keepLevels gives each bucket of l whose rate and burst equal a bucket
-// of prev's that bucket's level.
+// keepLevels gives each mediator of l whose rate and burst are the same
+// in prev prev's bucket, level and all: the credentials in force before
+// and after a reload then draw on one bucket. Called before l is in
+// force.
 func (l *limiter) keepLevels(prev *limiter) {
-	prev.mu.Lock()
-	defer prev.mu.Unlock()
 	for name, b := range l.buckets {
-		if p := prev.buckets[name]; p != nil && p.rate == b.rate && p.burst == b.burst {
-			b.tokens, b.last = math.Min(p.tokens, b.burst), p.last
+		if p := prev.buckets[name]; p != nil && p.Limit() == b.Limit() && p.Burst() == b.Burst() {
+			l.buckets[name] = p
 		}
 	}
 }

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/decisionledger/ledger/storage/postgres"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/decisionledger/ledger/witness"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // cosignedFileName, in store_dir, holds the latest checkpoint with the
@@ -76,44 +76,58 @@ func storedCosignatures(cfg *config.Config, l *ledger.Ledger) witness.Store {
 	return witness.NewFile(filepath.Join(cfg.StoreDir, cosignedFileName), l.CheckpointAt)
 }
 
-// witnessMetrics writes the series of ws's snapshot (the metrics page);
-// nothing for a nil ws.
-func witnessMetrics(ws *witness.Set) func(io.Writer) {
-	return func(out io.Writer) { writeWitnessSnapshot(out, ws.Snapshot()) }
+// witnessMetrics sends the series of ws's snapshot to ch (the metrics
+// page); nothing for a nil ws.
+func witnessMetrics(ws *witness.Set) func(chan<- prometheus.Metric) {
+	return func(ch chan<- prometheus.Metric) { collectWitnessSnapshot(ch, ws.Snapshot()) }
 }
 
-// writeWitnessSnapshot writes the witnesses' series of s; nothing without
-// witnesses.
-func writeWitnessSnapshot(out io.Writer, s witness.Snapshot) {
+// The witnesses' series (collectWitnessSnapshot).
+var (
+	witnessesNeededDesc = prometheus.NewDesc("ledgerd_witnesses_needed",
+		"Cosignatures a checkpoint should gather (witnesses_needed).", nil, nil)
+	checkpointCosignaturesDesc = prometheus.NewDesc("ledgerd_checkpoint_cosignatures",
+		"Valid witness cosignatures held for the latest checkpoint.", nil, nil)
+	witnessCosignedSizeDesc = prometheus.NewDesc("ledgerd_witness_cosigned_size",
+		"The largest tree size of this log each witness cosigned, as far as ledgerd knows (0 until it cosigns).", []string{"witness"}, nil)
+	witnessLagDesc = prometheus.NewDesc("ledgerd_witness_lag_entries",
+		"Entries the latest checkpoint has beyond the tree the witness last cosigned.", []string{"witness"}, nil)
+	witnessFailuresDesc = prometheus.NewDesc("ledgerd_witness_failures_total",
+		"Failed submissions to each witness, by kind.", []string{"witness", "kind"}, nil)
+	witnessLastSuccessDesc = prometheus.NewDesc("ledgerd_witness_last_success_timestamp_seconds",
+		"When each witness last returned a valid cosignature (Unix time; 0: never since the start).", []string{"witness"}, nil)
+
+	witnessDescs = []*prometheus.Desc{witnessesNeededDesc, checkpointCosignaturesDesc, witnessCosignedSizeDesc,
+		witnessLagDesc, witnessFailuresDesc, witnessLastSuccessDesc}
+)
+
+// collectWitnessSnapshot sends the witnesses' series of s to ch; nothing
+// without witnesses.
+func collectWitnessSnapshot(ch chan<- prometheus.Metric, s witness.Snapshot) {
 	if len(s.Witnesses) == 0 {
 		return
 	}
-	fmt.Fprintf(out, "# HELP ledgerd_witnesses_needed Cosignatures a checkpoint should gather (witnesses_needed).\n# TYPE ledgerd_witnesses_needed gauge\nledgerd_witnesses_needed %d\n", s.Needed)
-	fmt.Fprintf(out, "# HELP ledgerd_checkpoint_cosignatures Valid witness cosignatures held for the latest checkpoint.\n# TYPE ledgerd_checkpoint_cosignatures gauge\nledgerd_checkpoint_cosignatures %d\n", s.Held)
-	fmt.Fprintf(out, "# HELP ledgerd_witness_cosigned_size The largest tree size of this log each witness cosigned, as far as ledgerd knows (0 until it cosigns).\n# TYPE ledgerd_witness_cosigned_size gauge\n")
-	for _, w := range s.Witnesses {
-		fmt.Fprintf(out, "ledgerd_witness_cosigned_size{witness=%q} %d\n", w.Name, w.Cosigned)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	fmt.Fprintf(out, "# HELP ledgerd_witness_lag_entries Entries the latest checkpoint has beyond the tree the witness last cosigned.\n# TYPE ledgerd_witness_lag_entries gauge\n")
+	gauge(witnessesNeededDesc, float64(s.Needed))
+	gauge(checkpointCosignaturesDesc, float64(s.Held))
 	for _, w := range s.Witnesses {
-		fmt.Fprintf(out, "ledgerd_witness_lag_entries{witness=%q} %d\n", w.Name, w.Lag)
+		gauge(witnessCosignedSizeDesc, float64(w.Cosigned), w.Name)
+		gauge(witnessLagDesc, float64(w.Lag), w.Name)
 	}
 	if s.Following {
 		// A follower submits nothing: it has no failures nor successes.
 		return
 	}
-	fmt.Fprintf(out, "# HELP ledgerd_witness_failures_total Failed submissions to each witness, by kind.\n# TYPE ledgerd_witness_failures_total counter\n")
 	for _, w := range s.Witnesses {
 		for _, k := range witness.FailureKinds() {
-			fmt.Fprintf(out, "ledgerd_witness_failures_total{witness=%q,kind=%q} %d\n", w.Name, k, w.Failures[k])
+			ch <- prometheus.MustNewConstMetric(witnessFailuresDesc, prometheus.CounterValue, float64(w.Failures[k]), w.Name, k)
 		}
-	}
-	fmt.Fprintf(out, "# HELP ledgerd_witness_last_success_timestamp_seconds When each witness last returned a valid cosignature (Unix time; 0: never since the start).\n# TYPE ledgerd_witness_last_success_timestamp_seconds gauge\n")
-	for _, w := range s.Witnesses {
 		var t float64
 		if !w.LastSuccess.IsZero() {
 			t = float64(w.LastSuccess.UnixMilli()) / 1000
 		}
-		fmt.Fprintf(out, "ledgerd_witness_last_success_timestamp_seconds{witness=%q} %g\n", w.Name, t)
+		gauge(witnessLastSuccessDesc, t, w.Name)
 	}
 }
