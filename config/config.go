@@ -36,7 +36,7 @@
 // Config's LogValue shows names, never a hash, a key path or a password.
 //
 // The package imports no part of ledgerd, the ledger or a store
-// (imports_test.go): besides the standard library, only
+// (internal/rooms holds it to this): besides the standard library, only
 // golang.org/x/mod/sumdb/note (previous_keys), pgx's URL parsing
 // (github.com/jackc/pgx/v5, store), and small parsing helpers of this
 // module: approval/approver (approvers), entry (identifiers), verify

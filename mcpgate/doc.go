@@ -45,5 +45,6 @@
 //     projections of derived ones).
 //
 // The package imports commit, client, approval/preview and the MCP Go SDK,
-// never the ledger, a store or ledgerd's server (TestImports).
+// never the ledger, a store or ledgerd's server (internal/rooms holds it
+// to this).
 package mcpgate

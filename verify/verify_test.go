@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -22,19 +21,6 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
-
-// The verifier must build without the ledger or its storage.
-func TestImports(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/decisionledger/ledger/verify").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		if dep == "github.com/decisionledger/ledger/ledger" || strings.Contains(dep, "badger") {
-			t.Errorf("verify depends on %s", dep)
-		}
-	}
-}
 
 // fixture is a log of n entries built by the real ledger, with a
 // checkpoint over all of them.
