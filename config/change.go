@@ -270,8 +270,11 @@ func RotateKey(text []byte, path, newKey, oldVKey string) ([]byte, error) {
 	}
 	top[ki].value = quote(keyFile)
 	var previous []string
-	pi, err := findMember(top, "previous_keys")
-	if err == nil {
+	pi, err := findOptional(top, "previous_keys")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if pi >= 0 {
 		if err := json.Unmarshal(top[pi].value, &previous); err != nil {
 			return nil, fmt.Errorf("%s: previous_keys: %w", path, err)
 		}

@@ -468,7 +468,8 @@ func TestRotateKey(t *testing.T) {
 	}
 
 	// Refused, with no text: a key file that does not exist, a bad
-	// verifier key, no key_file member.
+	// verifier key, no key_file member, previous_keys not a list or
+	// twice (as encoding/json matches names).
 	for _, c := range []struct {
 		text         []byte
 		newKey, vkey string
@@ -478,6 +479,7 @@ func TestRotateKey(t *testing.T) {
 		{before, newKey, "not a verifier key", "the changed config would be refused: " + path + ": previous_keys[0]"},
 		{[]byte(`{"store_dir": "store"}`), newKey, oldVKey, path + ": no member key_file"},
 		{[]byte(`{"key_file": "ledger.key", "previous_keys": "x"}`), newKey, oldVKey, path + ": previous_keys"},
+		{bytes.Replace(before, []byte(`"key_file"`), []byte(`"previous_keys": [], "Previous_Keys": [], "key_file"`), 1), newKey, oldVKey, path + ": previous_keys appears twice: edit the config by hand"},
 	} {
 		if changed, err := RotateKey(c.text, path, c.newKey, c.vkey); err == nil || !strings.Contains(err.Error(), c.want) || changed != nil {
 			t.Errorf("RotateKey(%s, %s): %v, %d bytes; want %q", c.newKey, c.vkey, err, len(changed), c.want)
