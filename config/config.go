@@ -31,6 +31,15 @@
 // away, approvals' other members, tls.client_ca_file). The credentials in
 // force are ledgerd's, not this package's.
 //
+// The changes ledgerd's commands make to the file are here too
+// (change.go): AddMediatorToken and RotateMediatorToken ("ledgerd
+// token"), AddApprover and RemoveApprover ("ledgerd approver"), RotateKey
+// ("ledgerd key rotate"), and NewFile, the text "ledgerd init" writes.
+// Each takes the file's text and returns the changed text, parsed and
+// checked; only the members it names change, the others keep their
+// place and value. They write no file: the caller replaces it
+// atomically, and only if it still holds the text it read.
+//
 // Mediators are known by the SHA-256 of their bearer token (MediatorTokens,
 // Authenticate, IsReader, each hash compared in constant time), and
 // Config's LogValue shows names, never a hash, a key path or a password.

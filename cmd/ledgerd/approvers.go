@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -86,7 +83,16 @@ func approverCommand(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, "approver add", "%v", err)
 		}
 	}
-	if err := changeApprovers(path, old, op, a); err != nil {
+	var text []byte
+	if op == "add" {
+		text, err = config.AddApprover(old, path, a)
+	} else {
+		text, err = config.RemoveApprover(old, path, name)
+	}
+	if err == nil {
+		err = replaceConfig(path, old, text)
+	}
+	if err != nil {
 		return fail(stderr, "approver %s: %v", op, err)
 	}
 	if op == "add" {
@@ -116,93 +122,4 @@ func readConfigFile(path string) ([]byte, *config.Config, error) {
 		return nil, nil, fmt.Errorf("%w (fix the config first)", err)
 	}
 	return old, cfg, nil
-}
-
-// changeApprovers adds approver a to the config at path, whose text was
-// old ("add"; the approvals member is made if there is none), or removes
-// the approver named a.Name ("remove"). Only approvals.approvers changes:
-// every other member keeps its order and value, and the file is rewritten
-// as "ledgerd token" rewrites it (replaceConfig).
-func changeApprovers(path string, old []byte, op string, a approver.Approver) error {
-	top, err := objectMembers(old)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	ai, err := findOptionalMember(top, "approvals")
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if ai < 0 {
-		top = append(top, objectMember{"approvals", json.RawMessage(`{}`)})
-		ai = len(top) - 1
-	} else if bytes.Equal(bytes.TrimSpace(top[ai].value), []byte("null")) {
-		top[ai].value = json.RawMessage(`{}`)
-	}
-	appr, err := objectMembers(top[ai].value)
-	if err != nil {
-		return fmt.Errorf("%s: approvals: %w", path, err)
-	}
-	li, err := findOptionalMember(appr, "approvers")
-	if err != nil {
-		return fmt.Errorf("%s: approvals: %w", path, err)
-	}
-	if li < 0 {
-		appr = append(appr, objectMember{"approvers", json.RawMessage(`[]`)})
-		li = len(appr) - 1
-	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(appr[li].value, &list); err != nil && !bytes.Equal(bytes.TrimSpace(appr[li].value), []byte("null")) {
-		return fmt.Errorf("%s: approvals.approvers is not an array", path)
-	}
-	if op == "add" {
-		b, err := json.Marshal(a)
-		if err != nil {
-			return err
-		}
-		list = append(list, b)
-	} else {
-		at := -1
-		for i, raw := range list {
-			var x approver.Approver
-			if json.Unmarshal(raw, &x) == nil && x.Name == a.Name {
-				at = i
-			}
-		}
-		if at < 0 {
-			return fmt.Errorf("no approver %q in %s", a.Name, path)
-		}
-		list = slices.Delete(list, at, at+1)
-	}
-	appr[li].value = joinArray(list)
-	top[ai].value = joinObject(appr)
-	var text bytes.Buffer
-	if err := json.Indent(&text, joinObject(top), "", "  "); err != nil {
-		return err
-	}
-	text.WriteByte('\n')
-	// What is written must be a valid config with the change.
-	changed, err := config.Parse(text.Bytes(), path)
-	if err != nil {
-		return fmt.Errorf("the changed config would be refused: %w", err)
-	}
-	has := changed.Approvals != nil && slices.ContainsFunc(changed.Approvals.Approvers, func(x approver.Approver) bool { return x.Name == a.Name })
-	if has != (op == "add") {
-		return errors.New("the changed config does not hold the change") // a bug
-	}
-	return replaceConfig(path, old, text.Bytes())
-}
-
-// findOptionalMember is findConfigMember for a member that may be
-// absent: -1 then.
-func findOptionalMember(ms []objectMember, key string) (int, error) {
-	at := -1
-	for i, m := range ms {
-		if strings.EqualFold(m.key, key) {
-			if at >= 0 {
-				return 0, fmt.Errorf("%s appears twice: edit the config by hand", key)
-			}
-			at = i
-		}
-	}
-	return at, nil
 }

@@ -57,7 +57,7 @@ func members(t *testing.T, path string) ([]string, map[string]json.RawMessage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := objectMembers(b)
+	ms, err := topMembers(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -122,12 +121,8 @@ func createDataDir(n newDataDir) (createdDataDir, error) {
 		return createdDataDir{}, err
 	}
 	token, hash := newToken()
-	cfg := config.Config{
-		Listen: n.listen, KeyFile: keyName, StoreDir: storeName,
-		Mediators: []config.Mediator{{Name: n.mediator, TokenSHA256: hash}},
-	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := writeConfig(n.config, append(b, '\n'), false); err != nil {
+	text := config.NewFile(n.listen, keyName, storeName, config.Mediator{Name: n.mediator, TokenSHA256: hash})
+	if err := writeConfig(n.config, text, false); err != nil {
 		return createdDataDir{}, err
 	}
 	return createdDataDir{token: token, vkey: vkey}, nil

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/decisionledger/ledger/config"
@@ -105,7 +101,7 @@ func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := store.Close(); err != nil {
 		return fail(stderr, "%v", err)
 	}
-	if err := rotateConfig(path, newAbs, old.VerifierKey()); err != nil {
+	if err := editConfig(path, func(text []byte) ([]byte, error) { return config.RotateKey(text, path, newAbs, old.VerifierKey()) }); err != nil {
 		code := fail(stderr, "key rotate: the rotation checkpoint is stored, but the config was not changed: %v", err)
 		hint(stderr, "run the same command again: it finds the rotation made and changes the config; or set key_file to %s and add %s to previous_keys by hand", newAbs, old.VerifierKey())
 		return code
@@ -123,64 +119,6 @@ func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fmt.Fprintf(stderr, "ledgerd: destroy the old private key %s once the new key serves (docs/operations.md): it must never sign again\n", cfg.KeyFile)
 	return 0
-}
-
-// rotateConfig changes the config at path to sign with the key file
-// newKey (made relative to the config's directory when it lies beneath
-// it) and to list oldVKey in previous_keys, unless it is listed. The
-// other members keep their order and values; the file is rewritten as
-// token's changes are (replaceConfig). A config already changed so is
-// left alone.
-func rotateConfig(path, newKey, oldVKey string) error {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	top, err := objectMembers(old)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	keyFile := newKey
-	if dir, err := filepath.Abs(filepath.Dir(path)); err == nil {
-		if rel, err := filepath.Rel(dir, newKey); err == nil && !strings.HasPrefix(rel, "..") {
-			keyFile = rel
-		}
-	}
-	ki, err := findConfigMember(top, "key_file")
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	top[ki].value = quoteJSON(keyFile)
-	var previous []string
-	pi, err := findConfigMember(top, "previous_keys")
-	if err == nil {
-		if err := json.Unmarshal(top[pi].value, &previous); err != nil {
-			return fmt.Errorf("%s: previous_keys: %w", path, err)
-		}
-	} else {
-		top = slices.Insert(top, ki+1, objectMember{key: "previous_keys"})
-		pi = ki + 1
-	}
-	if !slices.Contains(previous, oldVKey) {
-		previous = append(previous, oldVKey)
-	}
-	values := make([]json.RawMessage, len(previous))
-	for i, v := range previous {
-		values[i] = quoteJSON(v)
-	}
-	top[pi].value = joinArray(values)
-	var text bytes.Buffer
-	if err := json.Indent(&text, joinObject(top), "", "  "); err != nil {
-		return err
-	}
-	text.WriteByte('\n')
-	if bytes.Equal(text.Bytes(), old) {
-		return nil
-	}
-	if _, err := config.Parse(text.Bytes(), path); err != nil {
-		return fmt.Errorf("the changed config would be refused: %w", err)
-	}
-	return replaceConfig(path, old, text.Bytes())
 }
 
 // rotationSize returns the tree size of the rotation checkpoint signed,

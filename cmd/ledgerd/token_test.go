@@ -94,11 +94,11 @@ func TestTokenAddRotate(t *testing.T) {
 			t.Error("the config holds a token")
 		}
 	}
-	was, err := objectMembers(before)
+	was, err := topMembers(before)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now, err := objectMembers(after)
+	now, err := topMembers(after)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +118,33 @@ func TestTokenAddRotate(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(dir, ".prod.json.*")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
+}
+
+// topMember is one member of a config's object, its value as written.
+type topMember struct {
+	key   string
+	value json.RawMessage
+}
+
+// topMembers splits a config's object into its members, in order.
+func topMembers(b []byte) ([]topMember, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	var ms []topMember
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		ms = append(ms, topMember{t.(string), v})
+	}
+	return ms, nil
 }
 
 func compact(t *testing.T, v []byte) string {
@@ -167,5 +194,50 @@ func TestTokenRefusesAmbiguousConfig(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(path); !bytes.Equal(now, b) {
 		t.Error("the config changed")
+	}
+}
+
+// rotate --overlap says until when the old token stays valid; a plain
+// rotate says it drops a previous token still valid. A refused command
+// (a negative or unitless --overlap, --overlap with add) exits 2 and
+// changes nothing. config.RotateMediatorToken's test holds the change
+// itself.
+func TestTokenRotateOverlap(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := writeKey(filepath.Join(dir, "ledger.key"), "ledger.example.com/log"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "store"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, hash := newToken()
+	path := filepath.Join(dir, "prod.json")
+	if err := os.WriteFile(path, []byte(strings.Replace(handWrittenConfig, "%s", hash, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"token", "rotate", "local", "--overlap", "1h", "--config", path}, &stdout, &stderr); code != 0 {
+		t.Fatalf("token rotate --overlap: %d %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "the old token stays valid beside the new one until ") || strings.Contains(stderr.String(), "is dropped") {
+		t.Errorf("token rotate --overlap says:\n%s", stderr.String())
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"token", "rotate", "local", "--config", path}, &stdout, &stderr); code != 0 {
+		t.Fatalf("token rotate: %d %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `the previous token of mediator "local", valid until `) {
+		t.Errorf("a plain rotate dropping a valid previous token says:\n%s", stderr.String())
+	}
+	stderr.Reset()
+	before, _ := os.ReadFile(path)
+	for _, args := range [][]string{{"rotate", "local", "--overlap", "-1h"}, {"rotate", "local", "--overlap", "1"}, {"add", "x", "--overlap", "1h"}} {
+		if code := run(context.Background(), append(append([]string{"token"}, args...), "--config", path), &stdout, &stderr); code != 2 {
+			t.Errorf("token %v: exit %d, want 2", args, code)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("a refused token command changed the config")
 	}
 }
