@@ -23,52 +23,77 @@ type room struct {
 	neverDepends []string
 }
 
-// stores are the storage engines' drivers: only a store, a cluster and the
-// daemon that wires them may link one.
+// stores are the storage engines' drivers, "store drivers" in the table.
 var stores = []string{"github.com/dgraph-io/badger", "github.com/jackc/pgx"}
 
-// rooms is docs/architecture.md's table. The verifier's row is the one the
-// design stands on: an auditor's verifier builds without the ledger, a
-// store or the server.
-var rooms = map[string]room{
-	"commit":   {mayImport: nil},
-	"entry":    {mayImport: []string{"commit"}, neverDepends: stores},
-	"approval": {mayImport: []string{"commit", "entry"}, neverDepends: stores},
-	"policy":   {mayImport: []string{"commit", "entry"}, neverDepends: stores},
-	"ledger":   {mayImport: []string{"commit", "entry", "internal/ed25519batch", "internal/signednote"}, neverDepends: stores},
-	"storage":  {mayImport: []string{"ledger", "entry", "commit", "internal/pgurl"}},
-	"verify":   {mayImport: []string{"commit", "entry", "policy", "internal/signednote"}, neverDepends: stores},
-	"client":   {mayImport: []string{"verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
-	"mcpgate":  {mayImport: []string{"client", "verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
-	"catalog":  {mayImport: []string{"commit", "internal/declfile"}, neverDepends: stores},
-	"config":   {mayImport: []string{"commit", "entry", "verify", "approval/approver", "internal/signednote", "internal/pgurl"}},
-	"witness":  {mayImport: []string{"verify", "entry", "commit", "internal/signednote"}, neverDepends: stores},
+const (
+	tablePath  = "../../docs/architecture.md"
+	tableBegin = "<!-- BEGIN rooms: read by internal/rooms -->"
+	tableEnd   = "<!-- END rooms -->"
+)
 
-	// Shared helpers of the commands and tests: never the ledger, a store
-	// or the daemon.
-	"internal":          {mayImport: []string{"internal", "commit", "entry", "verify"}},
-	"internal/rooms":    {},
-	"internal/logtest":  {mayImport: []string{"commit", "entry"}, neverDepends: stores},
-	"internal/pgtest":   {},
-	"internal/keyflag":  {mayImport: []string{"internal/termtext", "verify"}, neverDepends: stores},
-	"internal/declfile": {mayImport: []string{"commit"}, neverDepends: stores},
-	// The listener's connection caps: the standard library only.
-	"internal/connlimit": {},
-
-	// The commands wire the rooms; nothing imports a command.
-	"cmd/ledgerd":        {mayImport: []string{"*"}},
-	"cmd/ledger-verify":  {mayImport: []string{"verify", "policy", "entry", "commit", "internal"}, neverDepends: stores},
-	"cmd/ledgerctl":      {mayImport: []string{"client", "verify", "entry", "commit", "internal"}, neverDepends: stores},
-	"cmd/ledger-declare": {mayImport: []string{"commit", "internal"}, neverDepends: stores},
-	"cmd/ledger-mcp":     {mayImport: []string{"mcpgate", "internal"}, neverDepends: stores},
-
-	// Examples use the library as a mediator would.
-	"examples": {mayImport: []string{"client", "verify", "entry", "commit", "approval/preview"}, neverDepends: stores},
-	"bench":    {mayImport: []string{"client", "verify", "entry", "commit", "internal"}},
+// readRooms parses docs/architecture.md's table of rooms: each row's room,
+// the rooms it may import ("—" none, "everything" any) and what it never
+// links ("—" or "store drivers").
+func readRooms(t *testing.T) map[string]room {
+	t.Helper()
+	doc, err := os.ReadFile(tablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok1 := strings.Cut(string(doc), tableBegin)
+	table, _, ok2 := strings.Cut(rest, tableEnd)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s lacks the markers of the rooms table", tablePath)
+	}
+	code := func(cell string) (string, bool) {
+		cell = strings.TrimSpace(cell)
+		return strings.Trim(cell, "`"), len(cell) > 2 && cell[0] == '`' && cell[len(cell)-1] == '`'
+	}
+	rooms := map[string]room{}
+	for i, line := range strings.Split(strings.TrimSpace(table), "\n")[2:] {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 4 {
+			t.Fatalf("%s: row %d of the rooms table has %d cells, not 4: %q", tablePath, i+1, len(cells), line)
+		}
+		name, ok := code(cells[0])
+		if !ok {
+			t.Fatalf("%s: row %d: the room %q is not a `path`", tablePath, i+1, cells[0])
+		}
+		if _, dup := rooms[name]; dup {
+			t.Fatalf("%s: the room %s has two rows", tablePath, name)
+		}
+		var r room
+		switch imports := strings.TrimSpace(cells[2]); imports {
+		case "—":
+		case "everything":
+			r.mayImport = []string{"*"}
+		default:
+			for _, c := range strings.Split(imports, ", ") {
+				to, ok := code(c)
+				if !ok {
+					t.Fatalf("%s: room %s: %q in \"may import\" is not a `path`", tablePath, name, c)
+				}
+				r.mayImport = append(r.mayImport, to)
+			}
+		}
+		switch never := strings.TrimSpace(cells[3]); never {
+		case "—":
+		case "store drivers":
+			r.neverDepends = stores
+		default:
+			t.Fatalf("%s: room %s: \"never links\" is %q, not — or store drivers", tablePath, name, never)
+		}
+		rooms[name] = r
+	}
+	if len(rooms) < 10 {
+		t.Fatalf("%s: only %d rooms read", tablePath, len(rooms))
+	}
+	return rooms
 }
 
 // roomOf is the longest prefix of path (relative to the module) in rooms.
-func roomOf(path string) (string, bool) {
+func roomOf(rooms map[string]room, path string) (string, bool) {
 	best, found := "", false
 	for r := range rooms {
 		if (path == r || strings.HasPrefix(path, r+"/")) && len(r) >= len(best) {
@@ -144,11 +169,11 @@ func readSources(t *testing.T) {
 }
 
 // check returns the broken rules of the module's packages.
-func check(pkgs []pkg) []string {
+func check(rooms map[string]room, pkgs []pkg) []string {
 	var broken []string
 	for _, p := range pkgs {
 		path := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
-		r, ok := roomOf(path)
+		r, ok := roomOf(rooms, path)
 		if !ok {
 			broken = append(broken, path+" is in no room: add it to the table (docs/architecture.md)")
 			continue
@@ -180,7 +205,7 @@ func check(pkgs []pkg) []string {
 // TestArrowsPointOneWay holds every package of the module to its room's
 // row.
 func TestArrowsPointOneWay(t *testing.T) {
-	for _, b := range check(listModule(t)) {
+	for _, b := range check(readRooms(t), listModule(t)) {
 		t.Error(b)
 	}
 }
@@ -189,6 +214,7 @@ func TestArrowsPointOneWay(t *testing.T) {
 // verifier importing the ledger, a store's driver under the client, a
 // package with no room, and any import of a command.
 func TestRulesBite(t *testing.T) {
+	rooms := readRooms(t)
 	for _, c := range []struct {
 		name string
 		p    pkg
@@ -200,9 +226,29 @@ func TestRulesBite(t *testing.T) {
 		{"storage imports the daemon", pkg{ImportPath: module + "/storage/badger", Imports: []string{module + "/cmd/ledgerd"}}, "storage/badger imports cmd/ledgerd"},
 		{"a command imports another", pkg{ImportPath: module + "/cmd/ledgerd", Imports: []string{module + "/cmd/ledgerctl"}}, "cmd/ledgerd imports cmd/ledgerctl"},
 	} {
-		got := check([]pkg{c.p})
+		got := check(rooms, []pkg{c.p})
 		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
 			t.Errorf("%s: check = %q, want one report starting %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestVerifierStandsAlone holds the verifier's row itself, not only through
+// the table: an edit of docs/architecture.md that let verify/ reach the
+// ledger, a store, the server or the client fails here.
+func TestVerifierStandsAlone(t *testing.T) {
+	v, ok := readRooms(t)["verify"]
+	if !ok {
+		t.Fatal("the table has no verify row")
+	}
+	for _, to := range v.mayImport {
+		for _, never := range []string{"ledger", "storage", "server", "daemon", "cluster", "client", "config"} {
+			if to == "*" || within(to, never) || within(never, to) {
+				t.Errorf("the table lets verify import %s", to)
+			}
+		}
+	}
+	if !slices.Equal(v.neverDepends, stores) {
+		t.Errorf("the table lets verify link a store driver (never links: %q)", v.neverDepends)
 	}
 }
