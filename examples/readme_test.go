@@ -8,10 +8,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -30,6 +32,18 @@ const marker = "<!-- run by examples/readme_test.go -->"
 // ("#    " comments, "…" standing for anything) is printed, in order, and
 // that the walkthroughs left the checkout exactly as it was: whatever they
 // write, a private signing key first of all, goes outside the tree.
+//
+// The commands the walkthroughs build and run (go build -o … ./cmd/ledgerd,
+// go run ./cmd/ledger-verify, ./examples/workload, …) are built once, all
+// in one go build in the checkout itself, before the script starts: in
+// the script, go is a shell function for which "go run ./cmd/X ARGS"
+// stands for running that binary with ARGS and "go build -o FILE
+// ./cmd/X" for copying it to FILE; any other use of go fails the script.
+// The build shares its compiled packages with the rest of go test ./...
+// (same directory, same flags), where a go run in the copy compiled them
+// all a second time; that the commands build from the files a clone has
+// is checked instead by comparing the files their packages are built from
+// with the files git lists.
 //
 // It needs bash, curl, sha256sum and git (for the list of files to copy);
 // without them, or with -short, it is skipped, and with LEDGER_CI=1 (as
@@ -71,18 +85,20 @@ func TestREADMEWalkthrough(t *testing.T) {
 		script, want = onAddress(script, want, addr)
 	}
 
+	pkgs := goCommands(t, script)
+	bin := filepath.Join(work, "bin")
+	buildCommands(t, root, bin, pkgs)
+	checkBuildFiles(t, root, repo, pkgs)
+
 	tmp := filepath.Join(work, "tmp") // mktemp -d makes $D here
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+script)
+	cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+goFunction(bin, pkgs)+script)
 	cmd.Dir = repo
-	// -trimpath keeps the build cache's keys free of the copy's
-	// directory, so a second run builds nothing.
-	cmd.Env = append(withoutEnv(os.Environ(), "LEDGER_TOKEN", "TMPDIR", "GOFLAGS"),
-		"TMPDIR="+tmp, "GOFLAGS=-trimpath "+os.Getenv("GOFLAGS"))
+	cmd.Env = append(withoutEnv(os.Environ(), "LEDGER_TOKEN", "TMPDIR"), "TMPDIR="+tmp)
 	// Its own process group, so that a ledgerd it left running is
 	// stopped with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -131,6 +147,101 @@ func TestREADMEWalkthrough(t *testing.T) {
 			t.Errorf("the walkthroughs changed %s (%d bytes, now %d)", path, size, got)
 		}
 	}
+}
+
+// goUse is how the walkthroughs use go: to run a command of the
+// checkout, or to build one into a file.
+var goUse = regexp.MustCompile(`\bgo (?:run|build -o \S+) (\./\S+)`)
+
+// goCommands returns the packages the script runs with go run or builds
+// with go build -o, each once, in the order it first names them.
+func goCommands(t *testing.T, script string) []string {
+	t.Helper()
+	var pkgs []string
+	names := map[string]string{}
+	for _, m := range goUse.FindAllStringSubmatch(script, -1) {
+		pkg := m[1]
+		name := path.Base(pkg)
+		if other, ok := names[name]; ok {
+			if other != pkg {
+				t.Fatalf("the walkthroughs build %s and %s, which go build names alike (%s)", other, pkg, name)
+			}
+			continue
+		}
+		names[name] = pkg
+		pkgs = append(pkgs, pkg)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("the walkthroughs run no command with go run or go build -o")
+	}
+	return pkgs
+}
+
+// buildCommands builds pkgs in root into dir, in one go build.
+func buildCommands(t *testing.T, root, dir string, pkgs []string) {
+	t.Helper()
+	// -buildvcs=false: the binaries say what the copy's did (no
+	// revision: the copy is not a git checkout), and the build runs no git.
+	args := append([]string{"build", "-buildvcs=false", "-o", dir + string(filepath.Separator)}, pkgs...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// checkBuildFiles fails the test unless every file of the main module
+// that pkgs are built from in root (their packages' and their imports'
+// source and embedded files, go.mod, go.sum) is in the copy at repo: what
+// go build in a clone would lack, a file git ignores, is missing there.
+func checkBuildFiles(t *testing.T, root, repo string, pkgs []string) {
+	t.Helper()
+	const format = `{{if and .Module .Module.Main}}{{$d := .Dir}}` +
+		`{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .CgoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}` +
+		`{{range .CFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .HFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}` +
+		`{{range .SFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .SysoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}` +
+		`{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}`
+	args := append([]string{"list", "-deps", "-f", format}, pkgs...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(args[:2], " "), err)
+	}
+	files := append(strings.Fields(string(out)), filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"))
+	for _, file := range files {
+		rel, err := filepath.Rel(root, file)
+		if err != nil || !filepath.IsLocal(rel) {
+			t.Fatalf("go list names %s, outside the checkout %s", file, root)
+		}
+		if _, err := os.Stat(filepath.Join(repo, rel)); err != nil {
+			t.Errorf("the walkthroughs' commands build from %s, which git does not list: a clone would not build them", rel)
+		}
+	}
+}
+
+// goFunction returns the shell function go of the script: "go run PKG
+// ARGS" runs the binary buildCommands built in bin for PKG, "go build -o
+// FILE PKG" copies it to FILE; anything else fails.
+func goFunction(bin string, pkgs []string) string {
+	var run, build strings.Builder
+	for _, pkg := range pkgs {
+		exe := shellQuote(filepath.Join(bin, path.Base(pkg)))
+		fmt.Fprintf(&run, "\t\t%s) shift 2; %s \"$@\"; return ;;\n", shellQuote(pkg), exe)
+		fmt.Fprintf(&build, "\t\t%s) cp %s \"$3\"; return ;;\n", shellQuote(pkg), exe)
+	}
+	return "go() {\n" +
+		"\tif [ \"${1-}\" = run ] && [ $# -ge 2 ]; then\n\t\tcase \"$2\" in\n" + run.String() + "\t\tesac\n" +
+		"\telif [ \"${1-}\" = build ] && [ $# -eq 4 ] && [ \"$2\" = -o ]; then\n\t\tcase \"$4\" in\n" + build.String() + "\t\tesac\n" +
+		"\tfi\n" +
+		"\techo \"examples/readme_test.go: go $*: the test built no binary for this use of go\" >&2\n" +
+		"\treturn 2\n" +
+		"}\n"
+}
+
+// shellQuote quotes s for bash.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // readmeAddr is the address the README's ledgerd serves on.
@@ -294,5 +405,75 @@ func TestOnAddress(t *testing.T) {
 	}
 	if n, m := strings.Count(script, "go run ./examples/workload "), strings.Count(moved, " --ledger http://127.0.0.1:18080 "); n == 0 || n != m {
 		t.Errorf("%d workload runs given the new --ledger of the %d the walkthroughs run", m, n)
+	}
+}
+
+// TestGoFunction: in the walkthroughs' script, go run of a command built
+// runs its binary with the arguments as given and its exit status, go
+// build -o copies it, and any other use of go fails without running
+// anything.
+func TestGoFunction(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	bin := filepath.Join(t.TempDir(), "it's bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ledger-verify", "ledgerd"} {
+		script := "#!/bin/sh\nprintf '" + name + ":'\nfor a; do printf ' [%s]' \"$a\"; done\necho\nexit 3\n"
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fn := goFunction(bin, []string{"./cmd/ledger-verify", "./cmd/ledgerd"})
+	for _, c := range []struct {
+		script, stdout string
+		status         int
+	}{
+		{`go run ./cmd/ledger-verify digest 'a b' "$D"`, "ledger-verify: [digest] [a b] [/d]\n", 3},
+		{`go run ./cmd/ledgerd`, "ledgerd:\n", 3},
+		{`go build -o "$D/x" ./cmd/ledgerd && "$D/x" --data y`, "ledgerd: [--data] [y]\n", 3},
+		{`go run ./cmd/ledgerctl get 1`, "", 2},
+		{`go run`, "", 2},
+		{`go build ./cmd/ledgerd`, "", 2},
+		{`go build -o "$D/x" ./cmd/ledger-declare`, "", 2},
+		{`go test ./...`, "", 2},
+	} {
+		d := t.TempDir()
+		cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+fn+"D="+shellQuote(d)+"\n"+c.script)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		status := 0
+		if exit, ok := err.(*exec.ExitError); ok {
+			status = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.ReplaceAll(stdout.String(), d, "/d")
+		if got != c.stdout || status != c.status {
+			t.Errorf("%s: printed %q, exit status %d; want %q, %d (stderr %q)", c.script, got, status, c.stdout, c.status, stderr.String())
+		}
+		if c.status == 2 && !strings.Contains(stderr.String(), "the test built no binary for this use of go") {
+			t.Errorf("%s: stderr %q does not say why it failed", c.script, stderr.String())
+		}
+	}
+}
+
+// TestGoCommands: each package the script runs or builds, once, however
+// the line goes on.
+func TestGoCommands(t *testing.T) {
+	script := `go build -o "$D/ledgerd" ./cmd/ledgerd
+"$D/ledgerd" --data "$D/data" &
+go run ./cmd/ledger-verify digest f.json
+X=$(go run ./cmd/ledgerctl get 1)
+go run ./cmd/ledger-verify export --key "$VKEY" \
+    "$D/export.ledger"
+go run ./examples/workload --decide x > "$D/out" &
+`
+	got := strings.Join(goCommands(t, script), " ")
+	if want := "./cmd/ledgerd ./cmd/ledger-verify ./cmd/ledgerctl ./examples/workload"; got != want {
+		t.Errorf("goCommands = %s, want %s", got, want)
 	}
 }
