@@ -567,6 +567,7 @@ func TestFollowConcurrentReaders(t *testing.T) {
 	seq := sequencer(t, mem, k)
 	f := follow(t, mem, k, ledger.Options{FollowInterval: 1})
 	done := make(chan struct{})
+	var nreads atomic.Int64
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(done)
@@ -639,10 +640,17 @@ func TestFollowConcurrentReaders(t *testing.T) {
 					}
 				}
 				prev = c
+				nreads.Add(1)
+				// Yield: four readers that never block would leave the
+				// appender, each append a few hand-offs between
+				// goroutines, waiting for a time slice at each (5 s for
+				// its 270 appends on two cores, 0.5 s yielding).
+				runtime.Gosched()
 			}
 		})
 	}
 	wg.Wait()
+	t.Logf("%d reads while the log grew to 270", nreads.Load())
 	if _, size := f.Checkpoint(); size != 270 {
 		t.Errorf("the follower ended at %d, want 270", size)
 	}
