@@ -19,7 +19,10 @@ import (
 func TestGatewayApprovalWait(t *testing.T) {
 	t.Parallel()
 	for _, version := range []string{"2025-06-18", "2025-03-26", "2026-07-28"} {
-		t.Run(version, func(t *testing.T) { testGatewayApprovalWait(t, version) })
+		t.Run(version, func(t *testing.T) {
+			t.Parallel() // a ledgerd and a gateway of its own
+			testGatewayApprovalWait(t, version)
+		})
 	}
 }
 
@@ -177,6 +180,9 @@ func TestGatewayLedgerDown(t *testing.T) {
 	g := s.gateway(t)
 	agent := g.agent(t, nil)
 	l.stop(t)
+	// At once: each is refused only after the gateway's client gave up
+	// on the ledger (5 tries, 1.5 s).
+	var wg sync.WaitGroup
 	for _, c := range []struct {
 		tool string
 		args map[string]any
@@ -185,11 +191,14 @@ func TestGatewayLedgerDown(t *testing.T) {
 		{"notes.write_note", map[string]any{"path": "/elsewhere/x.txt", "content": "x"}},
 		{"notes.move_note", map[string]any{"source": "/allowed/x.txt", "destination": "/allowed/y.txt"}},
 	} {
-		text, isErr := callText(t, agent, c.tool, c.args)
-		if !isErr || !strings.Contains(text, "not forwarded") || !strings.Contains(text, "ledger") {
-			t.Errorf("%s with ledgerd stopped: %q (error %v)", c.tool, text, isErr)
-		}
+		wg.Go(func() {
+			text, isErr := callText(t, agent, c.tool, c.args)
+			if !isErr || !strings.Contains(text, "not forwarded") || !strings.Contains(text, "ledger") {
+				t.Errorf("%s with ledgerd stopped: %q (error %v)", c.tool, text, isErr)
+			}
+		})
 	}
+	wg.Wait()
 	if n.count("write_note")+n.count("move_note") != 0 {
 		t.Fatal("a call reached the server with the ledger down")
 	}

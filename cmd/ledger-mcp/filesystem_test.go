@@ -210,6 +210,7 @@ func exampleGatewayConfig(t *testing.T, l *ledger, allowed string, command []str
 // exits 0. When a pin no longer matches (here, one changed by hand; for
 // real, a new version of the package), check names the tool and exits 1.
 func TestExampleCatalogPinned(t *testing.T) {
+	t.Parallel() // its own directories and server
 	binaries(t)
 	allowed, _ := fsRoots(t)
 	cfg, _ := exampleGatewayConfig(t, nil, allowed, fsServerCommand(t, allowed), "1s")
@@ -306,6 +307,7 @@ func exists(path string) bool {
 // decisions and approvals, and at the end nothing of the files' names or
 // contents is in a ledger byte or a log line.
 func TestFilesystem(t *testing.T) {
+	t.Parallel() // its own ledgerd, gateway, server and directories
 	binaries(t)
 	chromium := findChromium(t)
 	began := time.Now()
@@ -601,7 +603,10 @@ func TestFilesystem(t *testing.T) {
 
 	t.Run("ledgerd stopped", func(t *testing.T) {
 		l.stop(t)
-		for _, c := range []struct {
+		// The calls at once: each is refused only after the gateway's
+		// client gave up on the ledger (5 tries, 1.5 s). Whether one
+		// reached the server is checked once all are answered.
+		calls := []struct {
 			tool string
 			args map[string]any
 			file string
@@ -609,21 +614,32 @@ func TestFilesystem(t *testing.T) {
 			{"fs.write_file", map[string]any{"path": filepath.Join(allowed, downName), "content": secret}, filepath.Join(allowed, downName)},
 			{"fs.create_directory", map[string]any{"path": filepath.Join(allowed, downDirName)}, filepath.Join(allowed, downDirName)},
 			{"fs.move_file", map[string]any{"source": moved, "destination": filepath.Join(allowed, downName)}, filepath.Join(allowed, downName)},
-		} {
-			text, isErr := callText(t, agent, c.tool, c.args)
-			if !isErr || !strings.Contains(text, "not forwarded") || !strings.Contains(text, "ledger") {
-				t.Errorf("%s with ledgerd stopped: %q (error %v)", c.tool, text, isErr)
-			}
-			if c.file != "" && exists(c.file) {
+		}
+		var wg sync.WaitGroup
+		for _, c := range calls {
+			wg.Go(func() {
+				text, isErr := callText(t, agent, c.tool, c.args)
+				if !isErr || !strings.Contains(text, "not forwarded") || !strings.Contains(text, "ledger") {
+					t.Errorf("%s with ledgerd stopped: %q (error %v)", c.tool, text, isErr)
+				}
+			})
+		}
+		p := filepath.Join(allowed, downName)
+		text, isErr := inspectorCall(t, g, "fs.write_file", "path="+p, "content="+inspSecret) // may t.Fatal: on the test's goroutine
+		if !isErr {
+			t.Errorf("inspector-cli with ledgerd stopped: %q (error %v)", text, isErr)
+		}
+		wg.Wait()
+		for _, c := range calls {
+			if exists(c.file) {
 				t.Errorf("%s reached the server with ledgerd stopped", c.tool)
 			}
 		}
+		if exists(p) {
+			t.Error("inspector-cli's write reached the server with ledgerd stopped")
+		}
 		if !exists(moved) {
 			t.Error("the moved file is gone")
-		}
-		p := filepath.Join(allowed, downName)
-		if text, isErr := inspectorCall(t, g, "fs.write_file", "path="+p, "content="+inspSecret); !isErr || exists(p) {
-			t.Errorf("inspector-cli with ledgerd stopped: %q (error %v)", text, isErr)
 		}
 	})
 

@@ -31,7 +31,10 @@ import (
 func TestGatewayNotes(t *testing.T) {
 	t.Parallel()
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
-		t.Run(version, func(t *testing.T) { testGatewayNotes(t, version) })
+		t.Run(version, func(t *testing.T) {
+			t.Parallel() // a ledgerd and a gateway of its own
+			testGatewayNotes(t, version)
+		})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +41,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binaries builds ledgerd, ledger-mcp and ledger-verify.
+// binaries builds ledgerd, ledger-mcp and ledger-verify, in one go build
+// (which links them in parallel).
 func binaries(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
@@ -51,18 +53,18 @@ func binaries(t testing.TB) {
 		if bins.err != nil {
 			return
 		}
+		// go build -o DIR/ names each binary after its package's directory.
 		bins.ledgerd, bins.ledgerMCP, bins.ledgerVerif = filepath.Join(bins.dir, "ledgerd"), filepath.Join(bins.dir, "ledger-mcp"), filepath.Join(bins.dir, "ledger-verify")
-		pkgs := map[string]string{bins.ledgerd: "../ledgerd", bins.ledgerMCP: ".", bins.ledgerVerif: "../ledger-verify"}
+		pkgs := []string{"../ledgerd", "../ledger-mcp", "../ledger-verify"}
 		// A benchmark may compare another build of ledger-mcp.
 		if bin := os.Getenv("LEDGER_MCP_TEST_BINARY"); bin != "" {
-			delete(pkgs, bins.ledgerMCP)
+			pkgs = slices.DeleteFunc(pkgs, func(p string) bool { return p == "../ledger-mcp" })
 			bins.ledgerMCP = bin
 		}
-		for bin, pkg := range pkgs {
-			if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-				bins.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				return
-			}
+		args := append([]string{"build", "-o", bins.dir + string(filepath.Separator)}, pkgs...)
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			bins.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			return
 		}
 	})
 	if bins.err != nil {

@@ -56,7 +56,10 @@ func (r *recorder) start(t *testing.T, target string) string {
 func TestGatewayLeakGuard(t *testing.T) {
 	t.Parallel()
 	for _, preview := range []string{"arguments", "attributes"} {
-		t.Run(preview, func(t *testing.T) { testLeakGuard(t, preview) })
+		t.Run(preview, func(t *testing.T) {
+			t.Parallel() // a ledgerd and a gateway of its own
+			testLeakGuard(t, preview)
+		})
 	}
 }
 
