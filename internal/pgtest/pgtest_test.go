@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+func TestMain(m *testing.M) { Main(m) }
+
 // A server that Shutdown stopped refuses connections, and after Restart
 // serves the same URL with every committed row, after a fast shutdown
 // and after an immediate one (which the server's log shows it recovered
@@ -72,5 +74,49 @@ func TestShutdownRestart(t *testing.T) {
 		if recovered := strings.Count(string(log), "automatic recovery in progress"); recovered != i {
 			t.Errorf("mode %d: %d recoveries in the server's log, want %d:\n%s", mode, recovered, i, log)
 		}
+	}
+}
+
+// A database of NewDatabase is dropped once its test has ended, and Stop
+// (here: what it waits for) names one that could not be, with its test.
+func TestNewDatabaseDropped(t *testing.T) {
+	s := Shared(t)
+	ctx := t.Context()
+	exists := func(name string) bool {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	var kept, gone string
+	t.Run("kept", func(t *testing.T) {
+		kept = strings.TrimPrefix(strings.SplitN(s.NewDatabase(t), "?", 2)[0], "postgres://"+s.User+"@/")
+		if !exists(kept) {
+			t.Fatalf("NewDatabase returned %s, which does not exist", kept)
+		}
+	})
+	t.Run("gone", func(t *testing.T) {
+		gone = strings.TrimPrefix(strings.SplitN(s.NewDatabase(t), "?", 2)[0], "postgres://"+s.User+"@/")
+		if err := s.Exec(ctx, "DROP DATABASE "+gone); err != nil { // under the cleanup's feet
+			t.Fatal(err)
+		}
+	})
+	s.drops.Wait()
+	s.dropMu.Lock()
+	errs := s.dropErrs
+	s.dropErrs = nil
+	s.dropMu.Unlock()
+	if exists(kept) {
+		t.Errorf("database %s is left after its test", kept)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "database "+gone+" of TestNewDatabaseDropped/gone") {
+		t.Errorf("the failed drops: %v; want the one of %s, named", errs, gone)
 	}
 }
