@@ -43,7 +43,9 @@ import (
 // Run runs the conformance suite. open returns a new, empty store and a
 // function reopen that closes the store and opens the same data again, as
 // a restart would; Run calls both from the subtest's goroutine, and closes
-// the last store it got when the subtest ends.
+// the last store it got when the subtest ends. The subtests run in
+// parallel: open must return a store that shares nothing with the others
+// it returned.
 func Run(t *testing.T, open func(t *testing.T) (s ledger.Store, reopen func() ledger.Store)) {
 	for _, tc := range []struct {
 		name string
@@ -71,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) (s ledger.Store, reopen func() le
 		{"Snapshot", testSnapshot},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each on a store of its own
 			s, reopen := open(t)
 			h := &harness{s: s, reopen: reopen, m: newModel()}
 			t.Cleanup(func() {
