@@ -72,7 +72,7 @@ func (s *Store) PutCosignature(ctx context.Context, size uint64, witness string,
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM cosignatures c
 			WHERE c.size < (SELECT min(k.size) FROM (SELECT DISTINCT size FROM cosignatures ORDER BY size DESC LIMIT $1) k)
-			AND EXISTS (SELECT 1 FROM cosignatures n WHERE n.witness = c.witness AND n.size > c.size)`, simple, CosignatureSizesKept)
+			AND EXISTS (SELECT 1 FROM cosignatures n WHERE n.witness = c.witness AND n.size > c.size)`, simple, s.cosignaturesKept)
 		return err
 	})
 	if err != nil {

@@ -89,11 +89,18 @@ func TestCosignaturesRefused(t *testing.T) {
 
 // TestCosignaturesBounded: the rows of the CosignatureSizesKept latest
 // sizes are kept, and each witness's latest beyond them; nothing else.
+// The bound is lowered to 16 for the test (1,034 sizes cosigned took 5 s
+// of commits); that a store keeps CosignatureSizesKept is checked apart.
 func TestCosignaturesBounded(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
 	s := open(t, url)
-	const sizes = postgres.CosignatureSizesKept + 10
+	if got := postgres.CosignaturesKept(s); got != postgres.CosignatureSizesKept {
+		t.Fatalf("a store keeps the cosignatures of %d sizes, want CosignatureSizesKept (%d)", got, postgres.CosignatureSizesKept)
+	}
+	const kept = 16
+	postgres.SetCosignaturesKept(s, kept)
+	const sizes = kept + 10
 	commit(t, s, batch(0, sizes))
 	for size := uint64(1); size <= sizes; size++ {
 		signedAt(t, s, size)
@@ -113,9 +120,9 @@ func TestCosignaturesBounded(t *testing.T) {
 			}
 		}
 	}
-	oldest := uint64(sizes - postgres.CosignatureSizesKept + 1)
-	if n := query[int64](t, url, "SELECT count(DISTINCT size) FROM cosignatures WHERE witness = 'w1+00000001'"); n != postgres.CosignatureSizesKept {
-		t.Errorf("w1's rows cover %d sizes, want %d", n, postgres.CosignatureSizesKept)
+	oldest := uint64(sizes - kept + 1)
+	if n := query[int64](t, url, "SELECT count(DISTINCT size) FROM cosignatures WHERE witness = 'w1+00000001'"); n != kept {
+		t.Errorf("w1's rows cover %d sizes, want %d", n, kept)
 	}
 	if m := query[int64](t, url, "SELECT min(size) FROM cosignatures WHERE witness = 'w1+00000001'"); uint64(m) != oldest {
 		t.Errorf("w1's oldest row is of size %d, want %d", m, oldest)

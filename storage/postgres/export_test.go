@@ -29,6 +29,12 @@ func AcquireAll(t *testing.T, s *Store) []*pgx.Conn {
 // COMMIT).
 func SetHook(s *Store, hook func(point string)) { s.hook = hook }
 
+// CosignaturesKept is s's bound on the cosigned sizes kept; SetCosignaturesKept
+// sets it, so that a test of the bound need not cosign over a thousand
+// sizes.
+func CosignaturesKept(s *Store) int          { return s.cosignaturesKept }
+func SetCosignaturesKept(s *Store, kept int) { s.cosignaturesKept = kept }
+
 // LatestVersion is the schema version this build migrates to.
 func LatestVersion(t *testing.T) int {
 	t.Helper()

@@ -328,6 +328,10 @@ type Store struct {
 	// caller's context, and a minute for COMMIT).
 	roundTrip time.Duration
 
+	// cosignaturesKept is PutCosignature's bound, CosignatureSizesKept
+	// (a test may lower it: export_test.go).
+	cosignaturesKept int
+
 	mu     sync.Mutex
 	broken error     // set when a COMMIT's outcome is unknown
 	held   heldLease // the lease this store took, if any
@@ -374,7 +378,7 @@ func Open(ctx context.Context, connURL string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
-	s := &Store{roundTrip: 2 * opts.StallTimeout, prepared: map[*pgconn.PgConn]struct{}{}}
+	s := &Store{roundTrip: 2 * opts.StallTimeout, cosignaturesKept: CosignatureSizesKept, prepared: map[*pgconn.PgConn]struct{}{}}
 	cfg.BeforeClose = func(c *pgx.Conn) {
 		s.mu.Lock()
 		delete(s.prepared, c.PgConn())
