@@ -16,6 +16,7 @@ import (
 // server-everything itself: the baseline that the gateway's run through
 // it is compared with (CONFORMANCE.md).
 func TestConformanceEverythingDirect(t *testing.T) {
+	t.Parallel() // waits on node processes of its own
 	url := StartEverything(t)
 	passed, failed := Conformance(t, url)
 	t.Logf("passed (%d): %s", len(passed), strings.Join(passed, " "))
@@ -38,6 +39,7 @@ func TestConformanceEverythingDirect(t *testing.T) {
 // TestInspectorFilesystem drives server-filesystem over stdio with
 // inspector-cli: tools/list, then a write_file into a temporary directory.
 func TestInspectorFilesystem(t *testing.T) {
+	t.Parallel() // waits on node processes of its own
 	dir := t.TempDir()
 	server := []string{Node(t), Bin(t, "mcp-server-filesystem"), dir}
 
@@ -228,6 +230,7 @@ func TestParseResultsIncomplete(t *testing.T) {
 // streamable HTTP with inspector-cli, a bearer token header included, as
 // a test through an authenticating gateway would.
 func TestInspectorEverythingHTTP(t *testing.T) {
+	t.Parallel() // waits on node processes of its own
 	url := StartEverything(t)
 	out, err := Inspector(t, url, "--transport", "http", "--header", "Authorization: Bearer token-for-example.com",
 		"--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=hello from example.org")
