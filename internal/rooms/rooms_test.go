@@ -43,6 +43,9 @@ var rooms = map[string]room{
 	"catalog":  {mayImport: []string{"commit", "internal/declfile"}, neverDepends: stores},
 	"config":   {mayImport: []string{"commit", "entry", "verify", "approval/approver", "internal/signednote", "internal/pgurl"}},
 	"witness":  {mayImport: []string{"verify", "entry", "commit", "internal/signednote"}, neverDepends: stores},
+	// ledgerd's HTTP API: the store comes through the ledger, never from
+	// storage/* (config's PostgreSQL URL parsing links pgx).
+	"server": {mayImport: []string{"ledger", "policy", "approval", "commit", "entry", "catalog", "config", "witness", "verify", "internal"}},
 
 	// Shared helpers of the commands and tests: never the ledger, a store
 	// or the daemon.
@@ -54,6 +57,9 @@ var rooms = map[string]room{
 	"internal/declfile": {mayImport: []string{"commit"}, neverDepends: stores},
 	// The listener's connection caps: the standard library only.
 	"internal/connlimit": {},
+	// The helpers that the tests of the server and of the daemon share
+	// (clients of the API, a PostgreSQL store): only tests import it.
+	"internal/apitest": {mayImport: []string{"internal", "commit", "entry", "approval", "ledger", "storage/postgres"}},
 
 	// The commands wire the rooms; nothing imports a command.
 	"cmd/ledgerd":        {mayImport: []string{"*"}},
