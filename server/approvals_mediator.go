@@ -458,7 +458,7 @@ type lifecycleRefusal struct {
 }
 
 func (f lifecycleRefusal) refuse(w http.ResponseWriter, status int, code, format string, args ...any) {
-	f.s.m.reject(code)
+	f.s.m.Reject(code)
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(f.s.writeTimeout))
 	type body struct {
 		Code    string `json:"code"`

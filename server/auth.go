@@ -76,7 +76,7 @@ func (g mediatorGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var previous bool
 		mediator, previous, known = s.credentials().authenticate(token)
 		if previous && !g.forwarding {
-			s.m.previousTokenRequest(mediator)
+			s.m.PreviousTokenRequest(mediator)
 		}
 	}
 	if !known {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/internal/connlimit"
+	"github.com/decisionledger/ledger/server/metrics"
 )
 
 // Connections. Every way a client can hold a connection is bounded:
@@ -49,7 +50,7 @@ type HTTPOptions struct {
 	// Logger gets net/http's own messages (ErrorLog); nil: none.
 	Logger *slog.Logger
 	// Metrics, if set, count the connections.
-	Metrics *Metrics
+	Metrics *metrics.Series
 }
 
 // headerTimeout bounds the arrival of a request's header.
@@ -64,9 +65,7 @@ func NewHTTPServer(h http.Handler, ln net.Listener, o HTTPOptions) (*http.Server
 	}
 	cl := connlimit.New(ln, o.MaxConnections, o.MaxConnectionsPerSource)
 	if m := o.Metrics; m != nil {
-		m.mu.Lock()
-		m.connections = cl.Stats
-		m.mu.Unlock()
+		m.SetConnections(cl.Stats)
 	}
 	srv := &http.Server{
 		Handler:           h,

@@ -60,7 +60,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, mediator string)
 			}
 			head = decidedHead{Decision: e.Decision, Policies: e.Policies, PolicyErrors: e.PolicyErrors, PolicySet: e.PolicySet.String()}
 		} else {
-			s.m.observeDecision(string(res.Decision))
+			s.m.ObserveDecision(string(res.Decision))
 		}
 		head.Policies, head.PolicyErrors = nonNilIDs(head.Policies), nonNilIDs(head.PolicyErrors)
 		b, _ := json.Marshal(head)

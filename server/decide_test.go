@@ -19,6 +19,7 @@ import (
 	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/verify"
 )
 
@@ -370,7 +371,7 @@ func TestPolicyArchiveRestart(t *testing.T) {
 			t.Errorf("%s: %v, mode %v", filepath.Join(archive, name), err, st.Mode())
 		}
 	}
-	p := NewPolicies(s.cfg.PolicyDir, s.cfg.StoreDir, s.srv.cat, s.l, s.srv.log, NewMetrics())
+	p := NewPolicies(s.cfg.PolicyDir, s.cfg.StoreDir, s.srv.cat, s.l, s.srv.log, metrics.New())
 	size := s.l.Size()
 	if err := p.Start(context.Background(), set); err != nil || s.l.Size() != size {
 		t.Errorf("a start with the published set: %v, %d new entries, want none", err, s.l.Size()-size)

@@ -261,7 +261,7 @@ func (s *Server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 		s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the entry was not appended")
 		return
 	}
-	s.m.observeAppend(time.Since(start), receipt.Replayed)
+	s.m.ObserveAppend(time.Since(start), receipt.Replayed)
 	var headPart []byte
 	if head != nil {
 		var ok bool

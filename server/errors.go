@@ -35,7 +35,7 @@ func WriteError(w http.ResponseWriter, status int, code, format string, args ...
 // refuse answers an append with an error and counts it by code. The
 // client has WriteTimeout from now to take the answer.
 func (s *Server) refuse(w http.ResponseWriter, status int, code, format string, args ...any) {
-	s.m.reject(code)
+	s.m.Reject(code)
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	WriteError(w, status, code, format, args...)
 }
@@ -51,7 +51,7 @@ func (s *Server) storeDamaged(ctx context.Context, err error) bool {
 	if !errors.Is(err, ledger.ErrCorrupt) {
 		return false
 	}
-	s.m.damage()
+	s.m.Damage()
 	if s.damageLogged.CompareAndSwap(false, true) {
 		s.log.ErrorContext(ctx, "the store is damaged: a request found it; later ones are counted in ledgerd_store_damage_total, not logged: "+
 			"stop ledgerd and run ledgerd fsck, which names the damage (docs/operations.md)", "error", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/storage/memory"
 )
 
@@ -31,7 +32,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	d := apitest.LoadOpenAPI(t)
 	paths, _ := d.Root["paths"].(map[string]any)
 	served := map[string]bool{}
-	for _, rt := range (&Server{m: NewMetrics()}).routeTable() {
+	for _, rt := range (&Server{m: metrics.New()}).routeTable() {
 		method, path := apitest.Path(rt.pattern)
 		served[method+" "+path] = true
 		if op, _ := d.Lookup("/paths/" + apitest.EscapePointer(path) + "/" + method); op == nil {
@@ -128,7 +129,7 @@ func (s *entryLostStore) Entry(ctx context.Context, index uint64) ([]byte, error
 func TestOpenAPIAnswers(t *testing.T) {
 	d := apitest.LoadOpenAPI(t)
 	mux := http.NewServeMux()
-	for _, rt := range (&Server{m: NewMetrics()}).routeTable() {
+	for _, rt := range (&Server{m: metrics.New()}).routeTable() {
 		mux.Handle(rt.pattern, rt.handler)
 	}
 	a := &apitest.AnswerChecker{T: t, D: d, Mux: mux, Seen: map[string]bool{}}
@@ -237,7 +238,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 
 	// Protected reads, without a token.
 	protected := startServerWith(t, func(c *config.Config) { c.ReaderTokensSHA256 = []string{strings.Repeat("ab", 32)} })
-	for _, rt := range (&Server{tilesPrefix: protected.cfg.TilesPrefix, m: NewMetrics()}).routeTable() {
+	for _, rt := range (&Server{tilesPrefix: protected.cfg.TilesPrefix, m: metrics.New()}).routeTable() {
 		if _, ok := rt.handler.(readGuard); ok {
 			method, path := concretePath(rt.pattern)
 			a.Do(protected.url, 401, method, path, "")

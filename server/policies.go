@@ -33,6 +33,7 @@ import (
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/server/metrics"
 )
 
 // The policy archive, in the store directory:
@@ -64,7 +65,7 @@ type Policies struct {
 	decls   []*declare.Declaration
 	l       *ledger.Ledger
 	log     *slog.Logger
-	m       *Metrics
+	m       *metrics.Series
 
 	mu  sync.Mutex
 	cur atomic.Pointer[policy.Set]
@@ -75,7 +76,7 @@ type Policies struct {
 // catalog's declarations, archived in storeDir's policies directory
 // (config store_dir), published in l; reloads and the set in force are
 // counted in m. No set is in force until Start.
-func NewPolicies(dir, storeDir string, cat catalog.Catalog, l *ledger.Ledger, log *slog.Logger, m *Metrics) *Policies {
+func NewPolicies(dir, storeDir string, cat catalog.Catalog, l *ledger.Ledger, log *slog.Logger, m *metrics.Series) *Policies {
 	return &Policies{
 		dir: dir, archive: filepath.Join(storeDir, archiveDirName),
 		decls: cat.Declarations(), l: l, log: log, m: m,
@@ -161,7 +162,7 @@ func (p *Policies) Reload(ctx context.Context) error {
 // swap puts set in force.
 func (p *Policies) swap(set *policy.Set) {
 	p.cur.Store(set)
-	p.m.setPolicySet(set.Digest().String())
+	p.m.SetPolicySet(set.Digest().String())
 }
 
 // Archive archives set's bundle, unless the archive holds it already (a

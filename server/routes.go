@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/server/metrics"
 )
 
 // route is one endpoint: its ServeMux pattern and its handler, wrapped in
@@ -66,16 +67,14 @@ func RoutePatterns(tilesPrefix string) []string {
 // serves as followerRoutes says, in BodyDeadline.
 func (s *Server) routes() http.Handler {
 	if s.m == nil {
-		s.m = NewMetrics()
+		s.m = metrics.New()
 	}
-	s.m.mu.Lock()
 	if !s.cluster { // a cluster's metrics follow the instance's role
-		s.m.treeSize, s.m.checkpointTime = s.l.Size, s.l.CheckpointTime
+		s.m.SetLog(s.l.Size, s.l.CheckpointTime)
 		if s.wit != nil {
-			s.m.witnesses = s.wit.Snapshot
+			s.m.SetWitnesses(s.wit.Snapshot)
 		}
 	}
-	s.m.mu.Unlock()
 	if s.appr != nil {
 		s.appr.creds = s.creds
 		s.creds.setSessions(s.appr.sessions)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/apitest"
+	"github.com/decisionledger/ledger/server/metrics"
 )
 
 // openRoutes are the only routes anyone may call whatever the config.
@@ -19,7 +20,7 @@ var openRoutes = map[string]bool{"GET /healthz": true, "GET /readyz": true, "GET
 // Every route in the table is wrapped in a guard: mediatorAuth or
 // readAuth, or open for health, readiness and metrics alone.
 func TestRouteGuards(t *testing.T) {
-	s := &Server{tilesPrefix: "/log", m: NewMetrics()}
+	s := &Server{tilesPrefix: "/log", m: metrics.New()}
 	seen := map[string]bool{}
 	for _, rt := range s.routeTable() {
 		if seen[rt.pattern] {
@@ -61,7 +62,7 @@ func TestRoutesRefuseWithoutToken(t *testing.T) {
 		c.ReaderTokensSHA256 = []string{fmt.Sprintf("%x", sum)}
 		c.CatalogDir = apitest.CorpusDir
 	})
-	for _, rt := range (&Server{tilesPrefix: s.cfg.TilesPrefix, m: NewMetrics()}).routeTable() {
+	for _, rt := range (&Server{tilesPrefix: s.cfg.TilesPrefix, m: metrics.New()}).routeTable() {
 		if _, page := rt.handler.(approverGuard); page {
 			continue // the approver's page takes no token (TestPageRefusals)
 		}

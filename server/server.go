@@ -28,6 +28,7 @@ import (
 
 	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/witness"
 )
 
@@ -55,9 +56,9 @@ type Options struct {
 	Credentials *Credentials
 	// Logger is the log; nil: none.
 	Logger *slog.Logger
-	// Metrics are the series /metrics serves (NewMetrics); nil: New
+	// Metrics are the series /metrics serves (metrics.New); nil: New
 	// makes them.
-	Metrics *Metrics
+	Metrics *metrics.Series
 
 	// TilesPrefix is the path under which the tlog-tiles read API is
 	// served (config tiles_prefix).
@@ -80,7 +81,7 @@ type Options struct {
 	// database: every 503 of an append says when to retry
 	// (Retry-After), and the metrics' tree and checkpoint series
 	// follow the instance's role (the command sets them with
-	// Metrics.SetLog) rather than this server's ledger.
+	// Series.SetLog) rather than this server's ledger.
 	Cluster bool
 	// Ready answers GET /readyz; nil: 200 while the ledger takes
 	// appends, 503 once a storage failure stopped them.
@@ -100,7 +101,7 @@ type Options struct {
 type Server struct {
 	l     *ledger.Ledger
 	log   *slog.Logger
-	m     *Metrics
+	m     *metrics.Series
 	creds *Credentials
 	cat   catalog.Catalog
 	pol   *Policies

@@ -24,6 +24,7 @@ import (
 	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -161,7 +162,7 @@ func startServerOn(t testing.TB, change func(*config.Config), store ledger.Store
 	}
 	t.Cleanup(func() { l.Close() })
 	opts := optionsOf(cfg, l, logger)
-	opts.Catalog, opts.Metrics = cat, NewMetrics()
+	opts.Catalog, opts.Metrics = cat, metrics.New()
 	if cfg.Approvals != nil {
 		if opts.Approvals, err = NewApprovals(cfg.Approvals, cfg.StoreDir, nil, nil); err != nil {
 			t.Fatal(err)

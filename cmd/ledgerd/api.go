@@ -11,12 +11,13 @@ import (
 
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/metrics"
 )
 
 // serverOptions are the options of a server.Server that cfg (checked)
 // sets, logging to log, counting in m, judging requests by creds; the
 // caller adds the ledger and what serves beside it.
-func serverOptions(cfg *config.Config, log *slog.Logger, m *server.Metrics, creds *server.Credentials) server.Options {
+func serverOptions(cfg *config.Config, log *slog.Logger, m *metrics.Series, creds *server.Credentials) server.Options {
 	body, _ := cfg.BodyTimeoutDuration()
 	write, _ := cfg.WriteTimeoutDuration()
 	return server.Options{
@@ -29,7 +30,7 @@ func serverOptions(cfg *config.Config, log *slog.Logger, m *server.Metrics, cred
 // newHTTPServer returns ledgerd's http.Server serving h as cfg says
 // (server.NewHTTPServer: the connection caps, idle and write timeouts),
 // counting connections in m, and the listener it must serve.
-func newHTTPServer(cfg *config.Config, log *slog.Logger, m *server.Metrics, h http.Handler, ln net.Listener) (*http.Server, net.Listener, error) {
+func newHTTPServer(cfg *config.Config, log *slog.Logger, m *metrics.Series, h http.Handler, ln net.Listener) (*http.Server, net.Listener, error) {
 	maxConns, perSource, err := cfg.ConnectionCaps()
 	if err != nil {
 		return nil, nil, err

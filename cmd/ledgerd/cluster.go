@@ -69,6 +69,7 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/storage/postgres"
 	"github.com/decisionledger/ledger/witness"
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,7 +98,7 @@ type node struct {
 	cat       catalog.Catalog
 	set       *policy.Set // loaded at start; a takeover loads policy_dir again
 	log       *slog.Logger
-	m         *server.Metrics
+	m         *metrics.Series
 	instance  string
 	advertise string
 	ttl       time.Duration
@@ -302,7 +303,7 @@ func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catal
 	if err != nil {
 		return nil, err
 	}
-	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: server.NewMetrics(),
+	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: metrics.New(),
 		instance: cfg.Instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval)}
 	n.leaseCtx, n.leaseMoved = context.WithCancelCause(context.Background())
 	n.m.SetLog(n.size, n.checkpointTime)

@@ -18,6 +18,7 @@ import (
 	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/witness"
@@ -86,7 +87,7 @@ func startWitnessedServer(t *testing.T, change func(*config.Config)) *witnessedS
 	}()
 	// Before the ledger closes (cleanups run last first).
 	t.Cleanup(func() { cancel(); <-done })
-	m := server.NewMetrics()
+	m := metrics.New()
 	opts := serverOptions(cfg, log, m, server.NewCredentials(cfg))
 	opts.Ledger, opts.Witnesses, opts.Policies = l, wit, server.NewPolicies(cfg.PolicyDir, cfg.StoreDir, nil, l, log, m)
 	api, err := server.New(opts)

@@ -49,6 +49,7 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/witness"
 )
@@ -498,7 +499,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer store.Close()
-	m := server.NewMetrics()
+	m := metrics.New()
 	l, err := ledger.Open(ctx, store.store, key, ledger.Options{
 		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: m.ObserveBatch,
 		PreviousKeys: cfg.PreviousKeys,

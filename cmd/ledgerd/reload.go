@@ -18,6 +18,7 @@ import (
 
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/metrics"
 )
 
 // reloadHint is what the commands that change credentials (ledgerd token,
@@ -33,7 +34,7 @@ type configReloader struct {
 	creds *server.Credentials
 	cert  *serverCert // nil without TLS
 	log   *slog.Logger
-	m     *server.Metrics
+	m     *metrics.Series
 }
 
 // reload reads and checks the config file as a start does. A config that

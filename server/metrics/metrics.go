@@ -1,4 +1,8 @@
-package server
+// Package metrics is ledgerd's series (docs/api.md, GET /metrics), in a
+// Prometheus registry of their own served by promhttp: the counters and
+// histograms package server counts as things happen, and the gauges read
+// from their sources at each scrape.
+package metrics
 
 import (
 	"net/http"
@@ -10,14 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are ledgerd's series, in a Prometheus registry of their own
+// Series are ledgerd's series, in a Prometheus registry of their own
 // (never the default one: a process may run several servers, as the
 // tests do) served by promhttp. The counters and histograms count as
 // things happen; the gauges (tree size, checkpoint age, connections, the
 // witnesses' and the cluster's series) are read from their sources at
 // each scrape. Label values are error codes and configured names, never
 // request values.
-type Metrics struct {
+type Series struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 
@@ -60,9 +64,9 @@ var (
 		"Time since the latest checkpoint was signed or loaded.", nil, nil)
 )
 
-// NewMetrics makes the series, in a registry of their own.
-func NewMetrics() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+// New makes the series, in a registry of their own.
+func New() *Series {
+	m := &Series{reg: prometheus.NewRegistry()}
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	m.appendSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ledgerd_append_seconds",
 		Help:    "Time from receiving an append to its durable receipt.",
@@ -96,13 +100,15 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// previousTokenRequest counts a request of mediator's authenticated with
+// PreviousTokenRequest counts a request of mediator's authenticated with
 // its previous token (config previous_token_sha256).
-func (m *Metrics) previousTokenRequest(mediator string) {
+func (m *Series) PreviousTokenRequest(mediator string) {
 	m.previousTokens.WithLabelValues(mediator).Inc()
 }
 
-func (m *Metrics) observeAppend(d time.Duration, replayed bool) {
+// ObserveAppend counts an append acknowledged d after it was received,
+// replayed if its idempotency key named an entry appended before.
+func (m *Series) ObserveAppend(d time.Duration, replayed bool) {
 	m.appendSeconds.Observe(d.Seconds())
 	if replayed {
 		m.replayed.Inc()
@@ -112,27 +118,28 @@ func (m *Metrics) observeAppend(d time.Duration, replayed bool) {
 }
 
 // ObserveBatch counts a group commit of n entries (ledger.Options.OnBatch).
-func (m *Metrics) ObserveBatch(n int) {
+func (m *Series) ObserveBatch(n int) {
 	m.batchEntries.Observe(float64(n))
 }
 
-func (m *Metrics) reject(code string) {
+// Reject counts a request refused with code.
+func (m *Series) Reject(code string) {
 	m.rejects.WithLabelValues(code).Inc()
 }
 
-// damage counts a request that found the store damaged.
-func (m *Metrics) damage() {
+// Damage counts a request that found the store damaged.
+func (m *Series) Damage() {
 	m.storeDamage.Inc()
 }
 
-// observeDecision counts a decision the ledger made (not a replay).
-func (m *Metrics) observeDecision(decision string) {
+// ObserveDecision counts a decision the ledger made (not a replay).
+func (m *Series) ObserveDecision(decision string) {
 	m.decisions.WithLabelValues(decision).Inc()
 }
 
 // PolicyReload counts a policy reload, put in force (or unchanged) or
 // refused.
-func (m *Metrics) PolicyReload(ok bool) {
+func (m *Series) PolicyReload(ok bool) {
 	if ok {
 		m.reloadsOK.Inc()
 	} else {
@@ -142,7 +149,7 @@ func (m *Metrics) PolicyReload(ok bool) {
 
 // ConfigReload counts a config reload (SIGHUP): credentials put in force,
 // or a config refused.
-func (m *Metrics) ConfigReload(ok bool) {
+func (m *Series) ConfigReload(ok bool) {
 	if ok {
 		m.configReloadsOK.Inc()
 	} else {
@@ -150,44 +157,55 @@ func (m *Metrics) ConfigReload(ok bool) {
 	}
 }
 
-func (m *Metrics) setPolicySet(digest string) {
+// SetPolicySet names the policy set in force (ledgerd_policy_set_info).
+func (m *Series) SetPolicySet(digest string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.policySet = digest
 }
 
 // ServeHTTP serves the exposition (GET /metrics).
-func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m *Series) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.handler.ServeHTTP(w, r)
 }
 
 // SetLog names the sources of the tree's size and the checkpoint's age
 // (ledgerd_tree_size, ledgerd_checkpoint_age_seconds), read at each
-// scrape. New sets its ledger's, but for a cluster's (Options.Cluster),
+// scrape. package server's New sets its ledger's, but for a cluster's,
 // whose series follow the instance's role.
-func (m *Metrics) SetLog(size func() uint64, checkpointTime func() time.Time) {
+func (m *Series) SetLog(size func() uint64, checkpointTime func() time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.treeSize, m.checkpointTime = size, checkpointTime
 }
 
 // SetWitnesses names the source of the witnesses' series, read at each
-// scrape: New sets its witnesses', but for a cluster's.
-func (m *Metrics) SetWitnesses(snapshot func() witness.Snapshot) {
+// scrape: package server's New sets its witnesses', but for a
+// cluster's.
+func (m *Series) SetWitnesses(snapshot func() witness.Snapshot) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.witnesses = snapshot
 }
 
+// SetConnections names the source of the connections' series
+// (ledgerd_connections_*), read at each scrape: the listener's
+// (connlimit.Listener.Stats).
+func (m *Series) SetConnections(stats func() (open int, reclaimed, refused uint64)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.connections = stats
+}
+
 // MustRegister adds collectors of series of the command's own (a
 // cluster's) to the registry; it panics as prometheus.MustRegister does.
-func (m *Metrics) MustRegister(cs ...prometheus.Collector) {
+func (m *Series) MustRegister(cs ...prometheus.Collector) {
 	m.reg.MustRegister(cs...)
 }
 
 // scrapeTime collects the series metrics reads from their sources at
 // each scrape.
-type scrapeTime Metrics
+type scrapeTime Series
 
 func (*scrapeTime) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{policySetDesc, treeSizeDesc, connectionsOpenDesc,
@@ -200,7 +218,7 @@ func (*scrapeTime) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (s *scrapeTime) Collect(ch chan<- prometheus.Metric) {
-	m := (*Metrics)(s)
+	m := (*Series)(s)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.policySet != "" {
