@@ -27,6 +27,7 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -122,7 +123,7 @@ func startMedServerOn(t testing.TB, change func(*config.Config), store ledger.St
 	t.Cleanup(func() { l.Close() })
 	opts := optionsOf(cfg, l, logger)
 	opts.Catalog, opts.Metrics = cat, metrics.New()
-	opts.Policies = NewPolicies(cfg.PolicyDir, cfg.StoreDir, cat, l, logger, opts.Metrics)
+	opts.Policies = policies.New(cfg.PolicyDir, cfg.StoreDir, cat, l, logger, opts.Metrics)
 	if cfg.PolicyDir != "" {
 		set, err := policy.Load(cfg.PolicyDir, cat.Declarations())
 		if err != nil {

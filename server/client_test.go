@@ -139,7 +139,7 @@ func TestClientDecide(t *testing.T) {
 			t.Fatalf("%s: %v", call.Name, err)
 		}
 		if d.Decision != call.Decision || !slices.Equal(d.Policies, call.Determining) || d.Replayed ||
-			d.PolicySet != s.srv.pol.current().Digest() || d.Entry.Decision != call.Decision {
+			d.PolicySet != s.srv.pol.Current().Digest() || d.Entry.Decision != call.Decision {
 			t.Errorf("%s: %+v, want %s %v", call.Name, d, call.Decision, call.Determining)
 		}
 	}

@@ -27,7 +27,7 @@ var decideFields = []string{"action", "attributes", "params_digest", "params_siz
 // first decision, whatever the set in force now says.
 func (s *Server) decide(w http.ResponseWriter, r *http.Request, mediator string) {
 	start := time.Now()
-	if s.pol.current() == nil {
+	if s.pol.Current() == nil {
 		s.refuse(w, http.StatusNotFound, "no_policies", "this ledger has no policy_dir: it does not decide (append a mediator's decision with POST /v1/entries)")
 		return
 	}
@@ -36,7 +36,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, mediator string)
 		return
 	}
 	// One load: the set that decides is the set whose digest is recorded.
-	set := s.pol.current()
+	set := s.pol.Current()
 	res := set.Decide(in.rec.Principal, in.rec.Action, in.rec.Attributes)
 	if res.Invalid != nil {
 		// The catalog's check passed, so the set's schema and the

@@ -20,6 +20,7 @@ import (
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/verify"
 )
 
@@ -338,7 +339,7 @@ func TestLargePolicySet(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, fmt.Sprintf("bulk%d.cedar", f)), []byte(b.String()), 0o600)
 	}
 	s := policyServer(t, dir)
-	set := s.srv.pol.current()
+	set := s.srv.pol.Current()
 	if n := len(set.Bundle()); n < 1<<20 {
 		t.Fatalf("the set's bundle is %d bytes, want over 1 MiB", n)
 	}
@@ -363,33 +364,33 @@ func TestLargePolicySet(t *testing.T) {
 func TestPolicyArchiveRestart(t *testing.T) {
 	dir := apitest.CopyPolicies(t)
 	s := policyServer(t, dir)
-	set := s.srv.pol.current()
-	archive := filepath.Join(s.cfg.StoreDir, archiveDirName)
-	for _, name := range []string{"", bundleFileName(set.Digest()), publishedName} {
+	set := s.srv.pol.Current()
+	archive := filepath.Join(s.cfg.StoreDir, policies.DirName)
+	for _, name := range []string{"", policies.BundleFileName(set.Digest()), policies.PublishedName} {
 		st, err := os.Stat(filepath.Join(archive, name))
 		if err != nil || st.Mode().Perm()&0o077 != 0 {
 			t.Errorf("%s: %v, mode %v", filepath.Join(archive, name), err, st.Mode())
 		}
 	}
-	p := NewPolicies(s.cfg.PolicyDir, s.cfg.StoreDir, s.srv.cat, s.l, s.srv.log, metrics.New())
+	p := policies.New(s.cfg.PolicyDir, s.cfg.StoreDir, s.srv.cat, s.l, s.srv.log, metrics.New())
 	size := s.l.Size()
 	if err := p.Start(context.Background(), set); err != nil || s.l.Size() != size {
 		t.Errorf("a start with the published set: %v, %d new entries, want none", err, s.l.Size()-size)
 	}
 	// In doubt: the record names an index whose entry is not the publication.
 	apitest.DecideOn(t, s.url, s.token, apitest.Payment(t))
-	os.WriteFile(filepath.Join(archive, publishedName), []byte(fmt.Sprintf(`{"policy_set":%q,"index":%d}`, set.Digest(), s.l.Size()-1)), 0o600)
+	os.WriteFile(filepath.Join(archive, policies.PublishedName), []byte(fmt.Sprintf(`{"policy_set":%q,"index":%d}`, set.Digest(), s.l.Size()-1)), 0o600)
 	size = s.l.Size()
 	if err := p.Start(context.Background(), set); err != nil || s.l.Size() != size+1 {
 		t.Errorf("a start in doubt: %v, %d new entries, want 1", err, s.l.Size()-size)
 	}
 	// A pending record (a crash during a publication): publish again.
-	os.WriteFile(filepath.Join(archive, publishedName), []byte(fmt.Sprintf(`{"policy_set":%q}`, set.Digest())), 0o600)
+	os.WriteFile(filepath.Join(archive, policies.PublishedName), []byte(fmt.Sprintf(`{"policy_set":%q}`, set.Digest())), 0o600)
 	if err := p.Start(context.Background(), set); err != nil || s.l.Size() != size+2 {
 		t.Errorf("a start after a pending publication: %v, %d new entries, want 2", err, s.l.Size()-size)
 	}
 	// A damaged archived bundle is written again.
-	os.WriteFile(filepath.Join(archive, bundleFileName(set.Digest())), []byte("damaged"), 0o600)
+	os.WriteFile(filepath.Join(archive, policies.BundleFileName(set.Digest())), []byte("damaged"), 0o600)
 	if status, _ := apitest.GetBody(t, s.url+"/v1/policies/"+set.Digest().String()); status != 500 {
 		t.Errorf("a damaged bundle served: %d, want 500", status)
 	}

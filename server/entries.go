@@ -551,7 +551,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	// The bundles of the policy sets the range's ledger decisions and
 	// publications name, from the archive, so that the file alone
 	// replays its decisions.
-	opts.PolicySet = func(_ context.Context, d commit.Digest) ([]byte, error) { return s.pol.bundle(d) }
+	opts.PolicySet = func(_ context.Context, d commit.Digest) ([]byte, error) { return s.pol.Bundle(d) }
 	w.Header().Set("Content-Type", "application/octet-stream")
 	body := progressWriter{w, http.NewResponseController(w), s.writeTimeout}
 	if err := s.l.Export(r.Context(), body, start, end, opts); err != nil {

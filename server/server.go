@@ -29,6 +29,7 @@ import (
 	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/witness"
 )
 
@@ -41,9 +42,9 @@ type Options struct {
 	// action is appended as a version 1 entry.
 	Catalog catalog.Catalog
 	// Policies is the policy set in force and its archive
-	// (NewPolicies); nil: the server does not decide and serves no
+	// (policies.New); nil: the server does not decide and serves no
 	// archived set.
-	Policies *Policies
+	Policies *policies.Archive
 	// Approvals is the approvals' state (NewApprovals); nil when the
 	// config has no approvals member: the approval endpoints answer
 	// approvals_off.
@@ -104,7 +105,7 @@ type Server struct {
 	m     *metrics.Series
 	creds *Credentials
 	cat   catalog.Catalog
-	pol   *Policies
+	pol   *policies.Archive
 	appr  *Approvals
 	wit   *witness.Set
 

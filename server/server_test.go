@@ -25,6 +25,7 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -168,7 +169,7 @@ func startServerOn(t testing.TB, change func(*config.Config), store ledger.Store
 			t.Fatal(err)
 		}
 	}
-	opts.Policies = NewPolicies(cfg.PolicyDir, cfg.StoreDir, cat, l, logger, opts.Metrics)
+	opts.Policies = policies.New(cfg.PolicyDir, cfg.StoreDir, cat, l, logger, opts.Metrics)
 	if cfg.PolicyDir != "" {
 		set, err := policy.Load(cfg.PolicyDir, cat.Declarations())
 		if err != nil {

@@ -70,6 +70,7 @@ import (
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server"
 	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/postgres"
 	"github.com/decisionledger/ledger/witness"
 	"github.com/prometheus/client_golang/prometheus"
@@ -114,7 +115,7 @@ type node struct {
 	// archive of policy sets, and its witnesses (nil without).
 	followStore *postgres.Store
 	followL     *ledger.Ledger
-	followPol   *server.Policies
+	followPol   *policies.Archive
 	followWit   *witness.Set
 	followH     http.Handler
 	// stopWitnesses ends the follower's cosignature loop, and
@@ -164,7 +165,7 @@ type leaseView struct {
 type term struct {
 	store *postgres.Store
 	l     *ledger.Ledger
-	pol   *server.Policies
+	pol   *policies.Archive
 	wit   *witness.Set // nil without witnesses
 	api   *server.Server
 	// handler is api's, which serves while the term sequences.
@@ -200,7 +201,7 @@ func serveCluster(ctx context.Context, stop func(), cfg, start *config.Config, k
 	if set != nil {
 		// The follower's archive holds the set it would put in force,
 		// so that its exports carry the bundle.
-		if err := n.followPol.Archive(set); err != nil {
+		if err := n.followPol.Store(set); err != nil {
 			return failStart("%v", err)
 		}
 	}
@@ -322,7 +323,7 @@ func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catal
 		return nil, err
 	}
 	n.creds = server.NewCredentials(cfg)
-	n.followPol = server.NewPolicies("", cfg.StoreDir, nil, n.followL, log, n.m)
+	n.followPol = policies.New("", cfg.StoreDir, nil, n.followL, log, n.m)
 	wctx, stop := context.WithCancel(context.Background())
 	n.stopWitnesses = stop
 	if len(cfg.Witnesses) > 0 {
@@ -533,7 +534,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 		l.Close()
 		return nil, err
 	}
-	pol := server.NewPolicies(cfg.PolicyDir, cfg.StoreDir, n.cat, l, log, n.m)
+	pol := policies.New(cfg.PolicyDir, cfg.StoreDir, n.cat, l, log, n.m)
 	if set := n.policySet(ctx); set != nil {
 		if err := pol.Start(ctx, set); err != nil {
 			return fail(err)
@@ -688,7 +689,7 @@ func (n *node) reload(ctx context.Context) {
 		n.log.ErrorContext(ctx, "policy reload refused", "error", err)
 		return
 	}
-	if err := n.followPol.Archive(set); err != nil {
+	if err := n.followPol.Store(set); err != nil {
 		n.m.PolicyReload(false)
 		n.log.ErrorContext(ctx, "policy reload: archiving failed", "error", err)
 		return

@@ -19,6 +19,7 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/server"
 	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/witness"
@@ -89,7 +90,7 @@ func startWitnessedServer(t *testing.T, change func(*config.Config)) *witnessedS
 	t.Cleanup(func() { cancel(); <-done })
 	m := metrics.New()
 	opts := serverOptions(cfg, log, m, server.NewCredentials(cfg))
-	opts.Ledger, opts.Witnesses, opts.Policies = l, wit, server.NewPolicies(cfg.PolicyDir, cfg.StoreDir, nil, l, log, m)
+	opts.Ledger, opts.Witnesses, opts.Policies = l, wit, policies.New(cfg.PolicyDir, cfg.StoreDir, nil, l, log, m)
 	api, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -50,6 +50,7 @@ import (
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server"
 	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/witness"
 )
@@ -510,7 +511,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		damageHints(stderr, err, configPath)
 		return code
 	}
-	pol := server.NewPolicies(cfg.PolicyDir, cfg.StoreDir, cat, l, log, m)
+	pol := policies.New(cfg.PolicyDir, cfg.StoreDir, cat, l, log, m)
 	if set != nil {
 		// Archived and published (unless it was the latest publication)
 		// before the first decision.
