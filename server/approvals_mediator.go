@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/server/approvals"
 )
 
 // approvalRoutes are the mediators' approval endpoints. They are served
@@ -41,42 +41,6 @@ func (s *Server) approvalRoutes() []route {
 		{"POST /v1/approvals/{id}/outcome", s.mediatorAuth(s.approvalOutcome)},
 		{"POST /v1/entries/{index}/outcome", s.mediatorAuth(s.decisionOutcome)},
 	}
-}
-
-// PreviewSweepInterval is how often the previews no approver needs any
-// more are removed (SweepPreviewsEvery).
-const PreviewSweepInterval = time.Minute
-
-// PublishConfig appends an approval_config entry with a's deadlines,
-// unless the deadlines in force in l (the latest approval_config) are
-// those already. It runs at start, before serving: only then does a
-// needs_approval decision open an approval. An append refused for a full
-// queue is retried, as a policy publication is.
-func (a *Approvals) PublishConfig(ctx context.Context, l *ledger.Ledger, log *slog.Logger) error {
-	pending, execution, ok := l.ApprovalConfig()
-	if ok && pending == a.pendingTTL && execution == a.executionTTL {
-		log.InfoContext(ctx, "approval deadlines in force, published before", "pending_ttl", a.pendingTTL.String(), "execution_ttl", a.executionTTL.String())
-		return nil
-	}
-	rec := ledger.Record{Kind: entry.KindApprovalConfig, PendingTTL: a.pendingTTL, ExecutionTTL: a.executionTTL}
-	var receipt ledger.Receipt
-	var err error
-	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		receipt, err = l.Append(ctx, rec)
-		if !errors.Is(err, ledger.ErrQueueFull) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("publishing the approval deadlines: %w", err)
-	}
-	log.InfoContext(ctx, "approval deadlines published", "pending_ttl", a.pendingTTL.String(), "execution_ttl", a.executionTTL.String(), "index", receipt.Index)
-	return nil
 }
 
 // readPreview checks and renders the preview member of a decide or
@@ -130,7 +94,7 @@ type approvalRef struct {
 // is recorded the preview an approver saw stays as it is. err says the
 // preview could not be kept or read: the answer, which would announce a
 // digest that may not be the preview's, is not given.
-func (s *Server) approvalHead(ctx context.Context, rec ledger.Record, receipt ledger.Receipt, staged **stagedPreview) (head []byte, id commit.Digest, err error) {
+func (s *Server) approvalHead(ctx context.Context, rec ledger.Record, receipt ledger.Receipt, staged **approvals.Staged) (head []byte, id commit.Digest, err error) {
 	if !receipt.Replayed && rec.Decision != entry.NeedsApproval {
 		return nil, id, nil // parsing every new entry would cost appends dear
 	}
@@ -146,23 +110,23 @@ func (s *Server) approvalHead(ctx context.Context, rec ledger.Record, receipt le
 		return nil, id, nil // no approval_config preceded the request
 	}
 	if *staged != nil && st.Verdict == "" {
-		err := s.appr.previews.commit(ctx, *staged, id)
+		err := s.appr.Previews.Commit(ctx, *staged, id)
 		*staged = nil // commit kept it, or dropped it
 		if err != nil {
 			return nil, id, fmt.Errorf("keeping the preview: %w", err)
 		}
 	}
-	stored, ok, err := s.appr.previews.get(ctx, id)
+	stored, ok, err := s.appr.Previews.Get(ctx, id)
 	if err != nil {
 		return nil, id, fmt.Errorf("reading the preview back: %w", err)
 	}
-	kept, err := decodeKept(stored)
+	kept, err := approvals.DecodeKept(stored)
 	if err != nil {
 		return nil, id, fmt.Errorf("reading the preview back: %w", err)
 	}
 	digest := preview.Digest(kept.JSON)
 	if !ok {
-		p, err := defaultPreview(e)
+		p, err := approvals.DefaultPreview(e)
 		if err != nil {
 			s.log.ErrorContext(ctx, "rendering a default preview failed", "approval", id.String(), "error", err)
 			return nil, id, nil
@@ -171,84 +135,8 @@ func (s *Server) approvalHead(ctx context.Context, rec ledger.Record, receipt le
 	}
 	b, _ := json.Marshal(struct {
 		Approval approvalRef `json:"approval"`
-	}{approvalRef{ID: id.String(), PendingDeadline: formatTime(st.PendingDeadline), PreviewDigest: digest.String()}})
+	}{approvalRef{ID: id.String(), PendingDeadline: approvals.FormatTime(st.PendingDeadline), PreviewDigest: digest.String()}})
 	return append(b[1:len(b)-1], ','), id, nil
-}
-
-func formatTime(t time.Time) string { return t.UTC().Format(entry.TimeLayout) }
-
-// approvalStatusView is the answer of GET /v1/approvals/{id}: an
-// approval's state judged at the server's time. Members without a value
-// are omitted.
-type approvalStatusView struct {
-	ID                string  `json:"id"`
-	Request           uint64  `json:"request"`
-	RequestTime       string  `json:"request_time"`
-	Mediator          string  `json:"mediator"`
-	Principal         string  `json:"principal"`
-	Action            string  `json:"action"`
-	ParamsDigest      string  `json:"params_digest"`
-	ParamsSize        int     `json:"params_size"`
-	State             string  `json:"state"`
-	PendingDeadline   string  `json:"pending_deadline"`
-	Verdict           string  `json:"verdict,omitempty"`
-	VerdictIndex      *uint64 `json:"verdict_index,omitempty"`
-	Approver          string  `json:"approver,omitempty"`
-	ExecutionDeadline string  `json:"execution_deadline,omitempty"`
-	Consumption       *uint64 `json:"consumption,omitempty"`
-	Outcome           string  `json:"outcome,omitempty"`
-	OutcomeIndex      *uint64 `json:"outcome_index,omitempty"`
-}
-
-// The states of approvalStateAt.
-const (
-	statePending  = "pending"
-	stateApproved = "approved"
-	stateDenied   = "denied"
-	stateExpired  = "expired"
-	stateConsumed = "consumed"
-)
-
-// approvalStateAt is st's state at now: pending (no verdict, now before
-// the pending deadline), approved (not consumed, now before the
-// execution deadline), denied, consumed, or expired (no verdict at the
-// pending deadline or later, or approved and not consumed at the
-// execution deadline or later: a deadline is passed at equality).
-func approvalStateAt(st ledger.ApprovalStatus, now time.Time) string {
-	switch {
-	case st.Consumed:
-		return stateConsumed
-	case st.Verdict == entry.Reject:
-		return stateDenied
-	case st.Verdict == entry.Approve && now.Before(st.ExecutionDeadline):
-		return stateApproved
-	case st.Verdict == "" && now.Before(st.PendingDeadline):
-		return statePending
-	}
-	return stateExpired
-}
-
-// newApprovalStatusView is st as GET /v1/approvals/{id} shows it at now.
-func newApprovalStatusView(st ledger.ApprovalStatus, now time.Time) approvalStatusView {
-	v := approvalStatusView{
-		ID: st.ID.String(), Request: st.Request, RequestTime: formatTime(st.RequestTime),
-		Mediator: st.Mediator, Principal: st.Principal, Action: st.Action,
-		ParamsDigest: st.Params.Digest.String(), ParamsSize: st.Params.Size,
-		State: approvalStateAt(st, now), PendingDeadline: formatTime(st.PendingDeadline),
-	}
-	if st.Verdict != "" {
-		v.Verdict, v.VerdictIndex, v.Approver = string(st.Verdict), &st.VerdictIndex, st.Approver
-	}
-	if !st.ExecutionDeadline.IsZero() {
-		v.ExecutionDeadline = formatTime(st.ExecutionDeadline)
-	}
-	if st.Consumed {
-		v.Consumption = &st.Consumption
-	}
-	if st.Outcome != "" {
-		v.Outcome, v.OutcomeIndex = string(st.Outcome), &st.OutcomeIndex
-	}
-	return v
 }
 
 // approvalOfPath reads the approval id of the request's path. It answers
@@ -290,7 +178,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(newApprovalStatusView(st, s.appr.now()))
+	json.NewEncoder(w).Encode(approvals.NewStatusView(st, s.appr.Now()))
 }
 
 // consumeFields and outcomeFields are the members of a consume and an
@@ -396,7 +284,7 @@ func (s *Server) consumeApproval(w http.ResponseWriter, r *http.Request, mediato
 	rec.Params.Size = int(size)
 	s.appendAndAnswer(w, r, mediator, intake{rec: rec}, start, func(ledger.Receipt) ([]byte, bool) {
 		// Spent: no approver needs the preview any more.
-		if err := s.appr.previews.remove(r.Context(), id); err != nil {
+		if err := s.appr.Previews.Remove(r.Context(), id); err != nil {
 			s.log.ErrorContext(r.Context(), "removing a consumed approval's preview failed; the sweep will", "approval", id.String(), "error", err)
 		}
 		return nil, true
@@ -513,52 +401,10 @@ func (s *Server) refuseLifecycle(w http.ResponseWriter, err error) {
 	}
 }
 
-// sweepPreviews removes the previews no approver needs any more: those
-// of approvals denied, consumed or expired at now, and of ids the ledger
-// does not know. It returns how many it removed.
-func (s *Server) sweepPreviews(ctx context.Context, now time.Time) (int, error) {
-	ids, err := s.appr.previews.ids(ctx)
-	if err != nil {
-		return 0, err
-	}
-	removed := 0
-	for _, id := range ids {
-		st, known := s.l.Approval(id)
-		if known && (approvalStateAt(st, now) == statePending || approvalStateAt(st, now) == stateApproved) {
-			continue
-		}
-		if err := s.appr.previews.remove(ctx, id); err != nil {
-			return removed, err
-		}
-		removed++
-	}
-	return removed, nil
-}
-
-// SweepPreviewsEvery sweeps the previews at once, then every interval,
-// until ctx ends; on PostgreSQL it also deletes the approvers' sessions
-// that have ended.
+// SweepPreviewsEvery removes the previews no approver needs any more at
+// once, then every interval, until ctx ends (approvals.State.SweepEvery).
 func (s *Server) SweepPreviewsEvery(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if n, err := s.sweepPreviews(ctx, s.appr.now()); err != nil {
-			s.log.ErrorContext(ctx, "preview sweep failed", "error", err)
-		} else if n > 0 {
-			s.log.InfoContext(ctx, "previews of closed or expired approvals removed", "removed", n)
-		}
-		if db := s.appr.db; db != nil {
-			ses := s.appr.sessions
-			if n, err := db.DeleteEndedSessions(ctx, s.appr.now(), ses.IdleTimeout(), ses.Lifetime()); err != nil {
-				s.log.ErrorContext(ctx, "deleting ended approver sessions failed", "error", err)
-			} else if n > 0 {
-				s.log.InfoContext(ctx, "ended approver sessions deleted", "deleted", n)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	if s.appr != nil {
+		s.appr.SweepEvery(ctx, s.l, interval, s.log)
 	}
 }

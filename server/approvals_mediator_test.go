@@ -26,6 +26,7 @@ import (
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/server/approvals"
 	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/badger"
@@ -137,14 +138,14 @@ func startMedServerOn(t testing.TB, change func(*config.Config), store ledger.St
 		// On PostgreSQL the previews are kept there, as a cluster's
 		// sequencer keeps them (its sessions too, through cmd/ledgerd's
 		// adapter: here they are in memory).
-		var db ApprovalsDB
+		var db approvals.DB
 		if pg, ok := store.(*postgres.Store); ok {
 			db = pg
 		}
-		if opts.Approvals, err = NewApprovals(cfg.Approvals, cfg.StoreDir, db, nil); err != nil {
+		if opts.Approvals, err = approvals.New(cfg.Approvals, cfg.StoreDir, db, nil); err != nil {
 			t.Fatal(err)
 		}
-		opts.Approvals.now = clock.now
+		opts.Approvals.Now = clock.now
 		if err := opts.Approvals.PublishConfig(t.Context(), l, logger); err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +245,7 @@ func checkOpened(t testing.TB, body []byte, pendingTTL time.Duration) commit.Dig
 func (s *medServer) verdict(t testing.TB, id commit.Digest, v entry.Verdict) {
 	t.Helper()
 	st, _ := s.l.Approval(id)
-	shown, err := s.srv.previewOf(context.Background(), st)
+	shown, err := s.srv.appr.Preview(context.Background(), s.l, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,13 +265,13 @@ func (s *medServer) outcome(t testing.TB, token string, id commit.Digest, consum
 }
 
 // status GETs the state of approval id.
-func (s *medServer) status(t testing.TB, id commit.Digest) approvalStatusView {
+func (s *medServer) status(t testing.TB, id commit.Digest) approvals.StatusView {
 	t.Helper()
 	a := s.do(t, "", "GET", "/v1/approvals/"+id.String(), "")
 	if a.status != http.StatusOK {
 		t.Fatalf("GET approval: %d %s", a.status, a.body)
 	}
-	var v approvalStatusView
+	var v approvals.StatusView
 	if err := json.Unmarshal(a.body, &v); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestApprovalConfigPublished(t *testing.T) {
 	if err := appr.PublishConfig(t.Context(), s.l, s.srv.log); err != nil || s.l.Size() != 1 {
 		t.Errorf("the same TTLs again: %v, size %d, want nothing appended", err, s.l.Size())
 	}
-	appr.executionTTL = 20 * time.Minute
+	appr.ExecutionTTL = 20 * time.Minute
 	if err := appr.PublishConfig(t.Context(), s.l, s.srv.log); err != nil || s.l.Size() != 2 {
 		t.Fatalf("other TTLs: %v, size %d, want a second approval_config", err, s.l.Size())
 	}
@@ -666,7 +667,7 @@ func largePayment(t testing.TB) string {
 // previewFiles lists the files of the preview store of s.
 func previewFiles(t testing.TB, s *medServer) []string {
 	t.Helper()
-	names, err := os.ReadDir(filepath.Join(s.cfg.StoreDir, previewDirName))
+	names, err := os.ReadDir(filepath.Join(s.cfg.StoreDir, approvals.PreviewDirName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -704,7 +705,7 @@ func TestDecidePreview(t *testing.T) {
 		t.Errorf("decide answer %s: want needs_approval and preview digest %s", a.body, want.Digest)
 	}
 	st, _ := s.l.Approval(id)
-	shown, err := s.srv.previewOf(t.Context(), st)
+	shown, err := s.srv.appr.Preview(t.Context(), s.l, st)
 	if err != nil || !shown.Sent || shown.Digest != want.Digest || !bytes.Equal(shown.JSON, want.JSON) || bytes.Contains(shown.JSON, []byte("abcdefabcdef")) {
 		t.Errorf("the preview kept: %s %s %v %v", shown.JSON, shown.Digest, shown.Sent, err)
 	}
@@ -728,7 +729,7 @@ func TestDecidePreview(t *testing.T) {
 	noPreview := s.do(t, s.token, "POST", "/v1/decide", largePayment(t))
 	id2 := checkOpened(t, noPreview.body, medPendingTTL)
 	st2, _ := s.l.Approval(id2)
-	shown2, err := s.srv.previewOf(t.Context(), st2)
+	shown2, err := s.srv.appr.Preview(t.Context(), s.l, st2)
 	if err != nil || shown2.Sent || !bytes.Contains(noPreview.body, []byte(shown2.Digest.String())) {
 		t.Errorf("without a preview: the answer %s should carry the default preview's digest %s (%v %v)", noPreview.body, shown2.Digest, shown2.Sent, err)
 	}
@@ -782,7 +783,7 @@ func TestPreviewSecretsStayOut(t *testing.T) {
 	s.do(t, s.token, "POST", "/v1/entries", q.AppendBody("needs_approval", doc)[:5000])
 
 	st, _ := s.l.Approval(id)
-	kept, err := s.srv.previewOf(t.Context(), st)
+	kept, err := s.srv.appr.Preview(t.Context(), s.l, st)
 	if err != nil || !kept.Sent {
 		t.Fatalf("previewOf: %v %v", err, kept.Sent)
 	}
@@ -803,7 +804,7 @@ func TestPreviewSecretsStayOut(t *testing.T) {
 	metrics := s.do(t, "", "GET", "/metrics", "")
 	var stored []byte
 	for _, name := range previewFiles(t, s) {
-		b, _ := os.ReadFile(filepath.Join(s.cfg.StoreDir, previewDirName, name))
+		b, _ := os.ReadFile(filepath.Join(s.cfg.StoreDir, approvals.PreviewDirName, name))
 		stored = append(stored, b...)
 	}
 	places := map[string][]byte{"the export": export.body, "ledgerd's log": []byte(s.logs.String()), "/metrics": metrics.body, "the approver's preview": shown, "the preview store": stored}
@@ -840,7 +841,7 @@ func TestPreviewSweep(t *testing.T) {
 	s.verdict(t, stale, entry.Approve)
 	s.verdict(t, denied, entry.Reject)
 	for _, name := range previewFiles(t, s) {
-		fi, err := os.Stat(filepath.Join(s.cfg.StoreDir, previewDirName, name))
+		fi, err := os.Stat(filepath.Join(s.cfg.StoreDir, approvals.PreviewDirName, name))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("preview %s: mode %v %v, want 0600", name, fi.Mode().Perm(), err)
 		}
@@ -853,21 +854,21 @@ func TestPreviewSweep(t *testing.T) {
 	}
 	// A preview the ledger knows no approval of (a file left by hand).
 	ghost := commit.Digest(sha256.Sum256([]byte("ghost")))
-	if err := os.WriteFile(s.srv.appr.previews.(*diskPreviews).path(ghost), []byte(`{}`), 0o600); err != nil {
+	if err := os.WriteFile(s.srv.appr.Previews.(*approvals.DiskPreviews).Path(ghost), []byte(`{}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// consumed's preview again, as a crash between the append and the
 	// removal would leave it.
-	os.WriteFile(s.srv.appr.previews.(*diskPreviews).path(consumed), []byte(`{}`), 0o600)
+	os.WriteFile(s.srv.appr.Previews.(*approvals.DiskPreviews).Path(consumed), []byte(`{}`), 0o600)
 
 	check := func(at time.Time, keep, gone []commit.Digest) {
 		t.Helper()
-		if _, err := s.srv.sweepPreviews(t.Context(), at); err != nil {
+		if _, err := s.srv.appr.Sweep(t.Context(), s.l, at); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range keep {
 			if !hasPreview(s, id) {
-				t.Errorf("at %v: the sweep removed the preview of %s (%s)", at, id, approvalStateAt(mustStatus(s, id), at))
+				t.Errorf("at %v: the sweep removed the preview of %s (%s)", at, id, approvals.StateAt(mustStatus(s, id), at))
 			}
 		}
 		for _, id := range gone {
@@ -897,7 +898,7 @@ func mustStatus(s *medServer, id commit.Digest) ledger.ApprovalStatus {
 func TestPreviewSweepLoop(t *testing.T) {
 	s := startMedServer(t, nil)
 	ghost := commit.Digest(sha256.Sum256([]byte("ghost")))
-	os.WriteFile(s.srv.appr.previews.(*diskPreviews).path(ghost), []byte(`{}`), 0o600)
+	os.WriteFile(s.srv.appr.Previews.(*approvals.DiskPreviews).Path(ghost), []byte(`{}`), 0o600)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {

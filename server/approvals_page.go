@@ -35,6 +35,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/server/approvals"
 )
 
 // pageRoutes are the endpoints of the approver's page.
@@ -102,7 +103,7 @@ func (g approverGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	post := r.Method == http.MethodPost
 	if post {
-		if err := approver.CheckOrigin(r, s.appr.trusted...); err != nil {
+		if err := approver.CheckOrigin(r, s.appr.Trusted...); err != nil {
 			s.pageRefuse(w, r, http.StatusForbidden, "cross_origin",
 				"a POST must come from the page itself: send Sec-Fetch-Site: same-origin, or an Origin naming this host")
 			return
@@ -124,14 +125,14 @@ func (g approverGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secure := s.secure
 	var ses *pageSession
 	if token, ok := approver.SessionToken(r, secure); ok {
-		name, csrf, ok, err := s.appr.sessions.Resume(r.Context(), s.appr.find, token, time.Now())
+		name, csrf, ok, err := s.appr.Sessions.Resume(r.Context(), s.appr.Find, token, time.Now())
 		if err != nil {
 			s.log.ErrorContext(r.Context(), "reading an approver's session failed", "error", err)
 			w.Header().Set("Retry-After", "1")
 			s.pageRefuse(w, r, http.StatusServiceUnavailable, "unavailable", "the session could not be read; retry")
 			return
 		}
-		if a, found := s.appr.find(name); ok && found {
+		if a, found := s.appr.Find(name); ok && found {
 			ses = &pageSession{token: token, name: name, csrf: csrf, approver: a}
 		}
 	}
@@ -212,7 +213,7 @@ type pageView struct {
 }
 
 // pageTruncation is what the page says of the preview's bounding: from
-// ledgerd's record (keptPreview), never from the preview's text, whose
+// ledgerd's record (approvals.Kept), never from the preview's text, whose
 // markers the workload can write as well.
 type pageTruncation struct {
 	Recorded, Truncated bool
@@ -221,7 +222,7 @@ type pageTruncation struct {
 	Fallback            bool
 }
 
-func newPageTruncation(k keptPreview) pageTruncation {
+func newPageTruncation(k approvals.Kept) pageTruncation {
 	t := pageTruncation{Recorded: k.Recorded, Truncated: k.Truncated, Pass: k.Pass, Fallback: k.Pass == preview.FallbackPass}
 	if k.Pass >= 1 && k.Pass <= len(preview.Passes) {
 		t.Limits = preview.Passes[k.Pass-1]
@@ -287,7 +288,7 @@ func newPageItem(st ledger.ApprovalStatus, now time.Time, executionTTL time.Dura
 	it := pageItem{
 		ID: st.ID.String(), Path: "/approvals/" + st.ID.String(),
 		Action: st.Action, Principal: st.Principal, Mediator: st.Mediator,
-		State:           approvalStateAt(st, now),
+		State:           approvals.StateAt(st, now),
 		RequestTime:     newPageTime(st.RequestTime, now),
 		PendingDeadline: newPageTime(st.PendingDeadline, now), ExecutionDeadline: newPageTime(st.ExecutionDeadline, now),
 		Verdict: string(st.Verdict), Approver: st.Approver, VerdictIndex: st.VerdictIndex,
@@ -380,16 +381,16 @@ func writePageJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // pageStatus is an approval as JSON: the members of GET
-// /v1/approvals/{id} (approvalStatusView) and, for one approval, its
+// /v1/approvals/{id} (approvals.StatusView) and, for one approval, its
 // preview and the preview's digest.
 type pageStatus struct {
-	approvalStatusView
+	approvals.StatusView
 	Preview       json.RawMessage `json:"preview,omitempty"`
 	PreviewDigest string          `json:"preview_digest,omitempty"`
 }
 
 func newPageStatus(st ledger.ApprovalStatus, now time.Time) pageStatus {
-	return pageStatus{approvalStatusView: newApprovalStatusView(st, now)}
+	return pageStatus{StatusView: approvals.NewStatusView(st, now)}
 }
 
 // pageHome is GET /approvals/: the sign-in form without a session; with
@@ -404,7 +405,7 @@ func (s *Server) pageHome(w http.ResponseWriter, r *http.Request, ses *pageSessi
 		s.renderPage(w, http.StatusOK, "sign-in", pageView{Title: "Sign in"})
 		return
 	}
-	now := s.appr.now()
+	now := s.appr.Now()
 	var mine []ledger.ApprovalStatus
 	for _, st := range s.l.PendingApprovals(now) {
 		if ses.approver.MayApprove(st.Action, st.Principal) == nil {
@@ -445,14 +446,14 @@ func (s *Server) pageSignIn(w http.ResponseWriter, r *http.Request, _ *pageSessi
 	// exists: the session is then ended here, as a wrong password.
 	var checked *approver.Approver
 	find := func(name string) (*approver.Approver, bool) {
-		a, ok := s.appr.find(name)
+		a, ok := s.appr.Find(name)
 		checked = a
 		return a, ok
 	}
-	token, csrf, err := s.appr.sessions.SignIn(r.Context(), find, name, r.PostForm.Get("password"), time.Now())
+	token, csrf, err := s.appr.Sessions.SignIn(r.Context(), find, name, r.PostForm.Get("password"), time.Now())
 	if err == nil {
-		if now, ok := s.appr.find(name); !ok || checked == nil || now.PasswordHash != checked.PasswordHash {
-			s.appr.sessions.End(r.Context(), token)
+		if now, ok := s.appr.Find(name); !ok || checked == nil || now.PasswordHash != checked.PasswordHash {
+			s.appr.Sessions.End(r.Context(), token)
 			err = approver.ErrCredentials
 		}
 	}
@@ -508,7 +509,7 @@ func logName(name string) string {
 
 // pageSignOut is POST /approvals/sign-out: the session ends.
 func (s *Server) pageSignOut(w http.ResponseWriter, r *http.Request, ses *pageSession) {
-	if err := s.appr.sessions.End(r.Context(), ses.token); err != nil {
+	if err := s.appr.Sessions.End(r.Context(), ses.token); err != nil {
 		s.log.ErrorContext(r.Context(), "ending an approver's session failed", "approver", ses.name, "error", err)
 		w.Header().Set("Retry-After", "1")
 		s.pageRefuse(w, r, http.StatusServiceUnavailable, "unavailable", "the session could not be ended; retry")
@@ -571,8 +572,8 @@ func (s *Server) pageApproval(w http.ResponseWriter, r *http.Request, ses *pageS
 	if !ok {
 		return
 	}
-	now := s.appr.now()
-	shown, err := s.previewOf(r.Context(), st)
+	now := s.appr.Now()
+	shown, err := s.appr.Preview(r.Context(), s.l, st)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "approver's page: no preview", "approval", st.ID.String(), "error", err)
 		s.pageRefuse(w, r, http.StatusInternalServerError, "internal", "the approval's preview could not be read")
@@ -592,7 +593,7 @@ func (s *Server) pageApproval(w http.ResponseWriter, r *http.Request, ses *pageS
 }
 
 // pageApprovalView is what the approval's page and its confirmation show.
-func (s *Server) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *pageSession, st ledger.ApprovalStatus, now time.Time, shown approverPreview) (pageView, bool) {
+func (s *Server) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *pageSession, st ledger.ApprovalStatus, now time.Time, shown approvals.Shown) (pageView, bool) {
 	req, err := s.requestEntry(r.Context(), st)
 	var attrs []pageAttribute
 	if err == nil {
@@ -615,7 +616,7 @@ func (s *Server) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *p
 		Title: "Approval " + st.ID.String(), Approver: ses.name, CSRF: ses.csrf, Item: item,
 		Decision: string(req.Decision), Policies: req.Policies,
 		Preview: pretty.String(), PreviewDigest: shown.Digest.String(), PreviewSent: shown.Sent,
-		MayDecide: item.State == statePending, Truncation: newPageTruncation(shown.keptPreview),
+		MayDecide: item.State == approvals.StatePending, Truncation: newPageTruncation(shown.Kept),
 		Attributes: attrs, RequestIndex: st.Request,
 	}
 	if req.PolicySet != (commit.Digest{}) {
@@ -656,10 +657,10 @@ func (s *Server) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSe
 		s.pageRefuse(w, r, http.StatusBadRequest, "invalid_request", "preview_digest: the digest of the preview shown, sha256:<64 lower-case hex>")
 		return
 	}
-	now := s.appr.now()
-	switch approvalStateAt(st, now) {
-	case statePending:
-	case stateExpired:
+	now := s.appr.Now()
+	switch approvals.StateAt(st, now) {
+	case approvals.StatePending:
+	case approvals.StateExpired:
 		if st.Verdict == "" {
 			s.pageRefuse(w, r, http.StatusConflict, "approval_expired", "the approval's pending deadline has passed")
 			return
@@ -669,7 +670,7 @@ func (s *Server) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSe
 		s.pageRefuse(w, r, http.StatusConflict, "approval_decided", "the approval has a verdict already")
 		return
 	}
-	kept, err := s.previewOf(r.Context(), st)
+	kept, err := s.appr.Preview(r.Context(), s.l, st)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "approver's page: no preview", "approval", st.ID.String(), "error", err)
 		s.pageRefuse(w, r, http.StatusInternalServerError, "internal", "the approval's preview could not be read")
@@ -714,7 +715,7 @@ func (s *Server) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSe
 	s.log.InfoContext(r.Context(), "approval verdict", "approver", ses.name, "approval", st.ID.String(),
 		"verdict", string(verdict), "index", receipt.Index, "preview_digest", digest.String())
 	if verdict == entry.Reject {
-		if err := s.appr.previews.remove(r.Context(), st.ID); err != nil {
+		if err := s.appr.Previews.Remove(r.Context(), st.ID); err != nil {
 			s.log.ErrorContext(r.Context(), "a denied approval's preview was not removed; the sweep will", "approval", st.ID.String(), "error", err)
 		}
 	}

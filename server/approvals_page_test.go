@@ -18,6 +18,7 @@ import (
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/server/approvals"
 	"github.com/decisionledger/ledger/storage/memory"
 )
 
@@ -328,7 +329,7 @@ func TestPageDenyRemovesPreview(t *testing.T) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.State != stateDenied || v.Action != "send_email" || v.Principal != "agent:mail" || v.Approver != "bob" {
+	if v.State != approvals.StateDenied || v.Action != "send_email" || v.Principal != "agent:mail" || v.Approver != "bob" {
 		t.Errorf("the denied approval's page: %s", b)
 	}
 }
@@ -517,7 +518,7 @@ func TestPageExpired(t *testing.T) {
 	p.SignIn("bob", apitest.TestPassword)
 	_, digest, _ := storedPreview(s.srv, id)
 	st, _ := s.l.Approval(id)
-	s.srv.appr.now = func() time.Time { return st.PendingDeadline }
+	s.srv.appr.Now = func() time.Time { return st.PendingDeadline }
 	_, b := p.Do("GET", "/approvals/", nil)
 	if !strings.Contains(string(b), `"approvals":[]`) {
 		t.Errorf("the list at the deadline: %s", b)
@@ -576,14 +577,14 @@ func TestPageTruncationBanner(t *testing.T) {
 	// legacy's preview as an earlier ledgerd kept it: the JSON alone.
 	doc, digest, _ := storedPreview(s.srv, legacy)
 	ctx := t.Context()
-	if err := s.srv.appr.previews.remove(ctx, legacy); err != nil {
+	if err := s.srv.appr.Previews.Remove(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
-	staged, err := s.srv.appr.previews.stage(ctx, doc)
+	staged, err := s.srv.appr.Previews.Stage(ctx, doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.srv.appr.previews.commit(ctx, staged, legacy); err != nil {
+	if err := s.srv.appr.Previews.Commit(ctx, staged, legacy); err != nil {
 		t.Fatal(err)
 	}
 	if _, again, _ := storedPreview(s.srv, legacy); again != digest {
@@ -694,7 +695,7 @@ func TestPageDeadlines(t *testing.T) {
 		return `<time datetime="` + t.UTC().Format(entry.TimeLayout) + `">` + t.UTC().Format("2006-01-02 15:04:05") + ` UTC</time>`
 	}
 
-	s.srv.appr.now = func() time.Time { return st.RequestTime.Add(20 * time.Minute) }
+	s.srv.appr.Now = func() time.Time { return st.RequestTime.Add(20 * time.Minute) }
 	page := htmlPage(t, p, id)
 	for el, want := range map[string]string{
 		"requested":          timeOf(st.RequestTime) + ` <span class="rel">(20 min ago)</span>`,
@@ -720,12 +721,12 @@ func TestPageDeadlines(t *testing.T) {
 	if st.ExecutionDeadline.IsZero() {
 		t.Fatal("approved without an execution deadline")
 	}
-	s.srv.appr.now = func() time.Time { return st.ExecutionDeadline.Add(-4*time.Minute - 30*time.Second) }
+	s.srv.appr.Now = func() time.Time { return st.ExecutionDeadline.Add(-4*time.Minute - 30*time.Second) }
 	page = htmlPage(t, p, id)
 	if got, want := between(t, page, "execution-deadline", "</dd>"), timeOf(st.ExecutionDeadline)+` <span class="rel">(in 4 min)</span>`; !strings.Contains(got, want) {
 		t.Errorf("approved: execution deadline %s, want %s", got, want)
 	}
-	s.srv.appr.now = func() time.Time { return st.ExecutionDeadline.Add(3 * time.Minute) }
+	s.srv.appr.Now = func() time.Time { return st.ExecutionDeadline.Add(3 * time.Minute) }
 	page = htmlPage(t, p, id)
 	if got, want := between(t, page, "execution-deadline", "</dd>"), timeOf(st.ExecutionDeadline)+` <span class="rel">(3 min ago)</span>`; !strings.Contains(got, want) ||
 		!strings.Contains(page, `id="state">expired<`) {

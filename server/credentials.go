@@ -100,6 +100,11 @@ func newCredentials(cfg *config.Config, prev *credentials) *credentials {
 
 func (lc *Credentials) load() *credentials { return lc.cur.Load() }
 
+// approver finds an approver by name among the approvers in force.
+func (lc *Credentials) approver(name string) (*approver.Approver, bool) {
+	return lc.load().approvers(name)
+}
+
 // Now is the time by which a previous token's expiry is judged: the
 // clock's of the credentials in force.
 func (lc *Credentials) Now() time.Time { return lc.load().now() }

@@ -185,7 +185,7 @@ func TestApproverReload(t *testing.T) {
 	if ch = s.srv.creds.Apply(withApprovers(changed...)); len(ch.ApproversChanged) != 0 || ch.SessionsEnded != 0 {
 		t.Errorf("bob's actions changed: %+v, want no session ended", ch)
 	}
-	if a, ok := s.srv.appr.find(bob); !ok || !slices.Equal(a.Actions, []string{"no_such_action"}) {
+	if a, ok := s.srv.appr.Find(bob); !ok || !slices.Equal(a.Actions, []string{"no_such_action"}) {
 		t.Errorf("the page finds bob as %+v, want the new actions", a)
 	}
 	if list(bob) != 200 {
@@ -217,7 +217,7 @@ func TestSignInDuringReload(t *testing.T) {
 	p := apitest.NewPageClient(t, s.url)
 	resp, body := p.Do("POST", "/approvals/sign-in", url.Values{"name": {"alice"}, "password": {apitest.TestPassword}})
 	expect(t, "a sign-in that a reload removed meanwhile", resp, body, http.StatusUnauthorized, "credentials")
-	if n := s.srv.appr.sessions.Len(); n != 0 {
+	if n := s.srv.appr.Sessions.Len(); n != 0 {
 		t.Errorf("%d sessions left", n)
 	}
 }

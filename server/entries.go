@@ -26,6 +26,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/server/approvals"
 )
 
 // appendRequest is the strict schema of POST /v1/entries
@@ -206,10 +207,10 @@ func (s *Server) readMediatorBody(w http.ResponseWriter, r *http.Request, mediat
 // the approval member after head's.
 func (s *Server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediator string, in intake, start time.Time, head func(ledger.Receipt) ([]byte, bool)) {
 	rc := http.NewResponseController(w)
-	var staged *stagedPreview
+	var staged *approvals.Staged
 	if s.appr != nil && in.preview != nil && in.rec.Decision == entry.NeedsApproval {
 		var err error
-		if staged, err = s.appr.previews.stage(r.Context(), encodeKept(in.preview)); err != nil {
+		if staged, err = s.appr.Previews.Stage(r.Context(), approvals.EncodeKept(in.preview)); err != nil {
 			s.log.ErrorContext(r.Context(), "storing a preview failed; nothing appended", "mediator", mediator, "error", err)
 			s.refuse(w, http.StatusServiceUnavailable, "unavailable", "the preview could not be stored; nothing was appended")
 			return
@@ -217,7 +218,7 @@ func (s *Server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 		// Whatever the append's fate, a staged preview not kept goes.
 		defer func() {
 			if staged != nil {
-				s.appr.previews.abandon(staged)
+				s.appr.Previews.Abandon(staged)
 			}
 		}()
 	}

@@ -76,8 +76,8 @@ func (s *Server) routes() http.Handler {
 		}
 	}
 	if s.appr != nil {
-		s.appr.creds = s.creds
-		s.creds.setSessions(s.appr.sessions)
+		s.appr.SetApprovers(s.creds.approver)
+		s.creds.setSessions(s.appr.Sessions)
 	}
 	if s.bodyTimeout <= 0 {
 		s.bodyTimeout = config.DefaultBodyTimeout

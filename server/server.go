@@ -28,6 +28,7 @@ import (
 
 	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/server/approvals"
 	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/witness"
@@ -48,7 +49,7 @@ type Options struct {
 	// Approvals is the approvals' state (NewApprovals); nil when the
 	// config has no approvals member: the approval endpoints answer
 	// approvals_off.
-	Approvals *Approvals
+	Approvals *approvals.State
 	// Witnesses gather cosignatures (package witness); nil without
 	// witnesses.
 	Witnesses *witness.Set
@@ -106,7 +107,7 @@ type Server struct {
 	creds *Credentials
 	cat   catalog.Catalog
 	pol   *policies.Archive
-	appr  *Approvals
+	appr  *approvals.State
 	wit   *witness.Set
 
 	tilesPrefix               string

@@ -24,6 +24,7 @@ import (
 	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/server/approvals"
 	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/badger"
@@ -165,7 +166,7 @@ func startServerOn(t testing.TB, change func(*config.Config), store ledger.Store
 	opts := optionsOf(cfg, l, logger)
 	opts.Catalog, opts.Metrics = cat, metrics.New()
 	if cfg.Approvals != nil {
-		if opts.Approvals, err = NewApprovals(cfg.Approvals, cfg.StoreDir, nil, nil); err != nil {
+		if opts.Approvals, err = approvals.New(cfg.Approvals, cfg.StoreDir, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

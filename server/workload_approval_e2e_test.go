@@ -132,7 +132,7 @@ func TestWorkloadApproval(t *testing.T) {
 				t.Errorf("the ledger does not know approval %s", id)
 				return
 			}
-			shown, err := s.srv.previewOf(ctx, st)
+			shown, err := s.srv.appr.Preview(ctx, s.l, st)
 			if err != nil {
 				t.Error(err)
 				return

@@ -14,22 +14,22 @@ import (
 
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/config"
-	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/approvals"
 	"github.com/decisionledger/ledger/storage/postgres"
 )
 
 // Instances on PostgreSQL keep the previews in the database.
-var _ server.ApprovalsDB = (*postgres.Store)(nil)
+var _ approvals.DB = (*postgres.Store)(nil)
 
 // newApprovals makes the approvals' state for cfg, whose Approvals is
 // set and checked: with pg nil (badger), its previews in
 // store_dir/previews and its sessions in memory; else both in pg, the
 // sequencer's store.
-func newApprovals(cfg *config.Config, pg *postgres.Store) (*server.Approvals, error) {
+func newApprovals(cfg *config.Config, pg *postgres.Store) (*approvals.State, error) {
 	if pg == nil {
-		return server.NewApprovals(cfg.Approvals, cfg.StoreDir, nil, nil)
+		return approvals.New(cfg.Approvals, cfg.StoreDir, nil, nil)
 	}
-	return server.NewApprovals(cfg.Approvals, cfg.StoreDir, pg, pgSessions{pg})
+	return approvals.New(cfg.Approvals, cfg.StoreDir, pg, pgSessions{pg})
 }
 
 // pgSessions is the approver.SessionStore of a PostgreSQL store: the

@@ -69,6 +69,7 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/approvals"
 	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/postgres"
@@ -541,7 +542,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 		}
 	}
 	t.pol = pol
-	var appr *server.Approvals
+	var appr *approvals.State
 	if cfg.Approvals != nil {
 		if appr, err = newApprovals(cfg, store); err != nil {
 			return fail(err)
@@ -566,7 +567,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 		t.done.Add(1)
 		go func() {
 			defer t.done.Done()
-			api.SweepPreviewsEvery(tctx, server.PreviewSweepInterval)
+			api.SweepPreviewsEvery(tctx, approvals.PreviewSweepInterval)
 		}()
 	}
 	if t.wit != nil {

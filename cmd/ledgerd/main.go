@@ -49,6 +49,7 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/approvals"
 	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/badger"
@@ -520,7 +521,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return failStart("%v", err)
 		}
 	}
-	var appr *server.Approvals
+	var appr *approvals.State
 	if cfg.Approvals != nil {
 		if appr, err = newApprovals(cfg, nil); err != nil {
 			l.Close()
@@ -611,7 +612,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	go func() {
 		defer close(sweeps)
 		if appr != nil {
-			api.SweepPreviewsEvery(ctx, server.PreviewSweepInterval)
+			api.SweepPreviewsEvery(ctx, approvals.PreviewSweepInterval)
 		}
 	}()
 	select {

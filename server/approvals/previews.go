@@ -1,12 +1,12 @@
 // Where ledgerd keeps approvals' previews (docs/approvals.md "Where
 // previews and sessions live"): with a badger store, in
-// store_dir/previews (diskPreviews); with PostgreSQL, in the database
+// store_dir/previews (DiskPreviews); with PostgreSQL, in the database
 // (dbPreviews), so that every instance, and the next sequencer after a
 // failover, has them. The approvers' sessions are kept by
 // approver.Sessions: in memory, or in the database through the
 // command's adapter.
 
-package server
+package approvals
 
 import (
 	"bytes"
@@ -24,31 +24,31 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 )
 
-// previewStore keeps the previews of open approvals, outside the log,
+// PreviewStore keeps the previews of open approvals, outside the log,
 // each under its approval's id. A preview arrives before its approval's
 // id is known (the id is the hash of the entry the append makes): it is
 // staged before the append, and committed under the id once the append
 // is durable, before the answer that announces its digest. Previews are
-// removed when their approval closes (remove) or expires (the sweep).
-type previewStore interface {
-	// stage takes a preview's record (encodeKept) before the append of
+// removed when their approval closes (Remove) or expires (the sweep).
+type PreviewStore interface {
+	// Stage takes a preview's record (EncodeKept) before the append of
 	// the request that carries it.
-	stage(ctx context.Context, doc []byte) (*stagedPreview, error)
-	// commit keeps the staged preview under the approval id, durably
+	Stage(ctx context.Context, doc []byte) (*Staged, error)
+	// Commit keeps the staged preview under the approval id, durably
 	// once it returns nil. If the approval has a preview already (an
 	// idempotent retry of its request), the first one stays: the
 	// approver may have seen it. The staged preview is spent either
 	// way.
-	commit(ctx context.Context, staged *stagedPreview, id commit.Digest) error
-	// abandon drops a staged preview that is not committed.
-	abandon(staged *stagedPreview)
-	// get returns the preview record of approval id (decodeKept reads
+	Commit(ctx context.Context, staged *Staged, id commit.Digest) error
+	// Abandon drops a staged preview that is not committed.
+	Abandon(staged *Staged)
+	// Get returns the preview record of approval id (DecodeKept reads
 	// it), and ok false if there is none (never sent, or removed).
-	get(ctx context.Context, id commit.Digest) (doc []byte, ok bool, err error)
-	// remove removes the preview of approval id, if any.
-	remove(ctx context.Context, id commit.Digest) error
-	// ids returns the ids of the approvals that have a preview.
-	ids(ctx context.Context) ([]commit.Digest, error)
+	Get(ctx context.Context, id commit.Digest) (doc []byte, ok bool, err error)
+	// Remove removes the preview of approval id, if any.
+	Remove(ctx context.Context, id commit.Digest) error
+	// IDs returns the ids of the approvals that have a preview.
+	IDs(ctx context.Context) ([]commit.Digest, error)
 }
 
 // A kept preview is what the preview store holds for an approval: the
@@ -65,8 +65,8 @@ type previewStore interface {
 // ledgerd) is the preview alone, its truncation not recorded.
 const keptPreviewPrefix = "ledger-preview v1 "
 
-// keptPreview is a kept preview, decoded.
-type keptPreview struct {
+// Kept is a kept preview, decoded.
+type Kept struct {
 	JSON []byte
 	// Recorded says Truncated and Pass are ledgerd's record; false for a
 	// preview an earlier ledgerd kept.
@@ -75,8 +75,8 @@ type keptPreview struct {
 	Pass      int  // preview.Preview.Pass
 }
 
-// encodeKept is the record the preview store keeps for p.
-func encodeKept(p *preview.Preview) []byte {
+// EncodeKept is the record the preview store keeps for p.
+func EncodeKept(p *preview.Preview) []byte {
 	t := 0
 	if p.Truncated {
 		t = 1
@@ -85,46 +85,46 @@ func encodeKept(p *preview.Preview) []byte {
 	return append(b, p.JSON...)
 }
 
-// errKeptPreview is a kept preview whose first line is not encodeKept's.
-var errKeptPreview = errors.New("previews: a kept preview's first line is malformed")
+// ErrKeptPreview is a kept preview whose first line is not EncodeKept's.
+var ErrKeptPreview = errors.New("previews: a kept preview's first line is malformed")
 
-// decodeKept decodes a record of the preview store.
-func decodeKept(b []byte) (keptPreview, error) {
+// DecodeKept decodes a record of the preview store.
+func DecodeKept(b []byte) (Kept, error) {
 	rest, ok := bytes.CutPrefix(b, []byte(keptPreviewPrefix))
 	if !ok {
-		return keptPreview{JSON: b}, nil // canonical JSON never starts so
+		return Kept{JSON: b}, nil // canonical JSON never starts so
 	}
 	line, doc, ok := bytes.Cut(rest, []byte("\n"))
 	if !ok {
-		return keptPreview{}, errKeptPreview
+		return Kept{}, ErrKeptPreview
 	}
 	for t := range 2 {
 		for pass := 1; pass <= preview.FallbackPass; pass++ {
 			if string(line) == fmt.Sprintf("truncated=%d pass=%d", t, pass) {
-				return keptPreview{JSON: doc, Recorded: true, Truncated: t == 1, Pass: pass}, nil
+				return Kept{JSON: doc, Recorded: true, Truncated: t == 1, Pass: pass}, nil
 			}
 		}
 	}
-	return keptPreview{}, errKeptPreview
+	return Kept{}, ErrKeptPreview
 }
 
-// stagedPreview is a preview between stage and commit: a temporary file
-// (diskPreviews) or the document itself (pgPreviews).
-type stagedPreview struct {
+// Staged is a preview between Stage and Commit: a temporary file
+// (DiskPreviews) or the document itself (dbPreviews).
+type Staged struct {
 	path string
 	doc  []byte
 }
 
-// previewDirName is the directory of store_dir that holds previews.
-const previewDirName = "previews"
+// PreviewDirName is the directory of store_dir that holds previews.
+const PreviewDirName = "previews"
 
-// diskPreviews is the previewStore of a badger store: one file per
+// DiskPreviews is the PreviewStore of a badger store: one file per
 // approval, <dir>/<hex of the approval id>.json, holding the preview's
-// record (encodeKept), mode 0600. stage writes a
-// temporary file, synced, before the append; commit renames it once the
+// record (EncodeKept), mode 0600. stage writes a
+// temporary file, synced, before the append; Commit renames it once the
 // append is durable; a crash between the two leaves a temporary file,
-// which openDiskPreviews removes.
-type diskPreviews struct {
+// which OpenDiskPreviews removes.
+type DiskPreviews struct {
 	dir string
 }
 
@@ -134,9 +134,9 @@ const (
 	previewTempPrefix = ".tmp-"
 )
 
-// openDiskPreviews opens (making it if needed, mode 0700) the preview
+// OpenDiskPreviews opens (making it if needed, mode 0700) the preview
 // directory dir, removing the temporary files a crash left.
-func openDiskPreviews(dir string) (*diskPreviews, error) {
+func OpenDiskPreviews(dir string) (*DiskPreviews, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("previews: %w", err)
 	}
@@ -149,14 +149,15 @@ func openDiskPreviews(dir string) (*diskPreviews, error) {
 			os.Remove(filepath.Join(dir, n.Name()))
 		}
 	}
-	return &diskPreviews{dir: dir}, nil
+	return &DiskPreviews{dir: dir}, nil
 }
 
-func (p *diskPreviews) path(id commit.Digest) string {
+// Path is the file of approval id's preview.
+func (p *DiskPreviews) Path(id commit.Digest) string {
 	return filepath.Join(p.dir, hex.EncodeToString(id[:])+previewSuffix)
 }
 
-func (p *diskPreviews) stage(_ context.Context, doc []byte) (_ *stagedPreview, err error) {
+func (p *DiskPreviews) Stage(_ context.Context, doc []byte) (_ *Staged, err error) {
 	f, err := os.CreateTemp(p.dir, previewTempPrefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("previews: %w", err)
@@ -176,11 +177,11 @@ func (p *diskPreviews) stage(_ context.Context, doc []byte) (_ *stagedPreview, e
 	if err = f.Sync(); err != nil {
 		return nil, fmt.Errorf("previews: %w", err)
 	}
-	return &stagedPreview{path: f.Name()}, f.Close()
+	return &Staged{path: f.Name()}, f.Close()
 }
 
-func (p *diskPreviews) commit(_ context.Context, staged *stagedPreview, id commit.Digest) error {
-	dst := p.path(id)
+func (p *DiskPreviews) Commit(_ context.Context, staged *Staged, id commit.Digest) error {
+	dst := p.Path(id)
 	if _, err := os.Lstat(dst); err == nil {
 		return os.Remove(staged.path)
 	}
@@ -191,10 +192,10 @@ func (p *diskPreviews) commit(_ context.Context, staged *stagedPreview, id commi
 	return nil
 }
 
-func (p *diskPreviews) abandon(staged *stagedPreview) { os.Remove(staged.path) }
+func (p *DiskPreviews) Abandon(staged *Staged) { os.Remove(staged.path) }
 
-func (p *diskPreviews) get(_ context.Context, id commit.Digest) ([]byte, bool, error) {
-	b, err := os.ReadFile(p.path(id))
+func (p *DiskPreviews) Get(_ context.Context, id commit.Digest) ([]byte, bool, error) {
+	b, err := os.ReadFile(p.Path(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -204,14 +205,14 @@ func (p *diskPreviews) get(_ context.Context, id commit.Digest) ([]byte, bool, e
 	return b, true, nil
 }
 
-func (p *diskPreviews) remove(_ context.Context, id commit.Digest) error {
-	if err := os.Remove(p.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (p *DiskPreviews) Remove(_ context.Context, id commit.Digest) error {
+	if err := os.Remove(p.Path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("previews: %w", err)
 	}
 	return nil
 }
 
-func (p *diskPreviews) ids(context.Context) ([]commit.Digest, error) {
+func (p *DiskPreviews) IDs(context.Context) ([]commit.Digest, error) {
 	names, err := os.ReadDir(p.dir)
 	if err != nil {
 		return nil, fmt.Errorf("previews: %w", err)
@@ -231,30 +232,30 @@ func (p *diskPreviews) ids(context.Context) ([]commit.Digest, error) {
 	return ids, nil
 }
 
-// dbPreviews is the previewStore of a PostgreSQL store: the table
+// dbPreviews is the PreviewStore of a PostgreSQL store: the table
 // approval_previews (docs/postgres.md), written through the sequencer's
 // store, so that its writes and deletions are fenced by its lease epoch.
-// stage keeps the document in memory; commit writes it, once the append
+// Stage keeps the document in memory; Commit writes it, once the append
 // is durable and before the answer: the row is durable before the answer
 // announces the preview's digest, and a commit that fails fails the
 // answer (a retry with the same Idempotency-Key writes it).
 type dbPreviews struct {
-	store ApprovalsDB
+	store DB
 }
 
-func (p dbPreviews) stage(_ context.Context, doc []byte) (*stagedPreview, error) {
-	return &stagedPreview{doc: doc}, nil
+func (p dbPreviews) Stage(_ context.Context, doc []byte) (*Staged, error) {
+	return &Staged{doc: doc}, nil
 }
 
-func (p dbPreviews) commit(ctx context.Context, staged *stagedPreview, id commit.Digest) error {
+func (p dbPreviews) Commit(ctx context.Context, staged *Staged, id commit.Digest) error {
 	_, err := p.store.PutPreview(ctx, id, staged.doc)
 	staged.doc = nil
 	return err
 }
 
-func (p dbPreviews) abandon(staged *stagedPreview) { staged.doc = nil }
+func (p dbPreviews) Abandon(staged *Staged) { staged.doc = nil }
 
-func (p dbPreviews) get(ctx context.Context, id commit.Digest) ([]byte, bool, error) {
+func (p dbPreviews) Get(ctx context.Context, id commit.Digest) ([]byte, bool, error) {
 	doc, err := p.store.Preview(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil, false, nil
@@ -265,11 +266,11 @@ func (p dbPreviews) get(ctx context.Context, id commit.Digest) ([]byte, bool, er
 	return doc, true, nil
 }
 
-func (p dbPreviews) remove(ctx context.Context, id commit.Digest) error {
+func (p dbPreviews) Remove(ctx context.Context, id commit.Digest) error {
 	return p.store.DeletePreview(ctx, id)
 }
 
-func (p dbPreviews) ids(ctx context.Context) ([]commit.Digest, error) {
+func (p dbPreviews) IDs(ctx context.Context) ([]commit.Digest, error) {
 	ids, err := p.store.PreviewIDs(ctx)
 	if err != nil {
 		return nil, err
@@ -280,3 +281,8 @@ func (p dbPreviews) ids(ctx context.Context) ([]commit.Digest, error) {
 	}
 	return out, nil
 }
+
+var (
+	_ PreviewStore = (*DiskPreviews)(nil)
+	_ PreviewStore = dbPreviews{}
+)
