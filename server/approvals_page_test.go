@@ -19,6 +19,7 @@ import (
 	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/server/approvals"
+	"github.com/decisionledger/ledger/server/approverpage"
 	"github.com/decisionledger/ledger/storage/memory"
 )
 
@@ -104,7 +105,7 @@ func expect(t *testing.T, what string, resp *http.Response, body []byte, status 
 // carries.
 func checkPageHeaders(t *testing.T, what string, resp *http.Response) {
 	t.Helper()
-	for _, h := range pageSecurityHeaders {
+	for _, h := range approverpage.SecurityHeaders {
 		if got := resp.Header.Get(h[0]); got != h[1] {
 			t.Errorf("%s: %s %q, want %q", what, h[0], got, h[1])
 		}
@@ -172,7 +173,7 @@ func TestPageJSON(t *testing.T) {
 	// The list: what alice may approve, not her own request.
 	var list struct {
 		Approver, CSRF string
-		Approvals      []pageStatus
+		Approvals      []approverpage.Status
 	}
 	resp, b = p.Do("GET", "/approvals/", nil)
 	expect(t, "the list", resp, b, http.StatusOK, "")
@@ -183,7 +184,7 @@ func TestPageJSON(t *testing.T) {
 	}
 
 	// One approval, with its preview.
-	var one pageStatus
+	var one approverpage.Status
 	resp, b = p.Do("GET", "/approvals/"+payment.String(), nil)
 	expect(t, "the approval", resp, b, http.StatusOK, "")
 	if err := json.Unmarshal(b, &one); err != nil || one.Action != "make_payment" || one.Principal != "agent:billing" ||
@@ -325,7 +326,7 @@ func TestPageDenyRemovesPreview(t *testing.T) {
 	}
 	resp, b = p.Do("GET", "/approvals/"+id.String(), nil)
 	expect(t, "the denied approval's page", resp, b, http.StatusOK, "")
-	var v pageStatus
+	var v approverpage.Status
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
@@ -731,33 +732,5 @@ func TestPageDeadlines(t *testing.T) {
 	if got, want := between(t, page, "execution-deadline", "</dd>"), timeOf(st.ExecutionDeadline)+` <span class="rel">(3 min ago)</span>`; !strings.Contains(got, want) ||
 		!strings.Contains(page, `id="state">expired<`) {
 		t.Errorf("past the execution deadline: %s, want %s, and the state expired", got, want)
-	}
-}
-
-func TestRelativeTime(t *testing.T) {
-	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{0, "now"},
-		{999 * time.Millisecond, "now"},
-		{-999 * time.Millisecond, "now"},
-		{time.Second, "in 1 s"},
-		{59*time.Second + 999*time.Millisecond, "in 59 s"},
-		{-45 * time.Second, "45 s ago"},
-		{time.Minute, "in 1 min"},
-		{4*time.Minute + 59*time.Second, "in 4 min"},
-		{-3*time.Minute - 10*time.Second, "3 min ago"},
-		{time.Hour, "in 1 h"},
-		{2*time.Hour + 5*time.Minute + 59*time.Second, "in 2 h 5 min"},
-		{-23*time.Hour - 59*time.Minute, "23 h 59 min ago"},
-		{24 * time.Hour, "in 1 d"},
-		{3*24*time.Hour + 4*time.Hour + 30*time.Minute, "in 3 d 4 h"},
-		{-400 * 24 * time.Hour, "400 d ago"},
-	} {
-		if got := relativeTime(now.Add(c.d), now); got != c.want {
-			t.Errorf("%v: %q, want %q", c.d, got, c.want)
-		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/apitest"
+	"github.com/decisionledger/ledger/server/approverpage"
 	"github.com/decisionledger/ledger/verify"
 )
 
@@ -164,7 +165,7 @@ func TestDeclaredBodyTooLarge(t *testing.T) {
 		}
 	}
 	// The approver's page's forms too, against their own bound.
-	for _, length := range []string{"10000000000", fmt.Sprint(maxPageForm + 1)} {
+	for _, length := range []string{"10000000000", fmt.Sprint(approverpage.MaxForm + 1)} {
 		c := dialRaw(t, s.url)
 		c.send(t, "POST /approvals/sign-in HTTP/1.1\r\nHost: example.com\r\nOrigin: http://example.com\r\nAccept: application/json\r\n"+
 			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: "+length+"\r\n\r\n")

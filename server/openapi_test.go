@@ -49,7 +49,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 }
 
 // The error codes in docs/openapi.json's Error schema are those the
-// handlers answer with (this package's, and a cluster's in cmd/ledgerd),
+// handlers answer with (this package's, the approver's page's, and a
+// cluster's in cmd/ledgerd),
 // and docs/api.md lists each.
 func TestOpenAPIErrorCodes(t *testing.T) {
 	d := apitest.LoadOpenAPI(t)
@@ -59,8 +60,9 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		documented = append(documented, c.(string))
 	}
 	files, _ := filepath.Glob("*.go")
+	page, _ := filepath.Glob(filepath.Join("approverpage", "*.go"))
 	cmd, _ := filepath.Glob(filepath.Join("..", "cmd", "ledgerd", "*.go"))
-	files = append(files, cmd...)
+	files = append(append(files, page...), cmd...)
 	used := map[string]bool{}
 	call := regexp.MustCompile(`(?:WriteError\(w|refuse\(w|pageRefuse\(w, r), [^,]+, "([a-z_]+)"`)
 	for _, f := range files {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/server/approverpage"
 	"github.com/decisionledger/ledger/server/metrics"
 )
 
@@ -24,7 +25,7 @@ type route struct {
 // on its own line in who may call it: mediatorAuth (a mediator's token),
 // readAuth (a reader's or a mediator's token, when the config protects
 // reads), open (anyone: health, readiness and metrics) or, for the
-// approver's page, approverAuth (approvals_page.go). docs/openapi.json
+// approver's page, its Guard (package approverpage). docs/openapi.json
 // describes exactly these routes (TestOpenAPIRoutes).
 func (s *Server) routeTable() []route {
 	tiles := strings.TrimSuffix(s.tilesPrefix, "/")
@@ -49,7 +50,14 @@ func (s *Server) routeTable() []route {
 		{"GET " + tiles + "/tile/{path...}", s.readAuth(s.tile)},
 	}
 	table = append(table, s.approvalRoutes()...)
-	return append(table, s.pageRoutes()...)
+	page := s.page
+	if page == nil { // a bare Server's table, for its patterns
+		page = approverpage.New(approverpage.Options{})
+	}
+	for _, rt := range page.Routes() {
+		table = append(table, route{rt.Pattern, rt.Handler})
+	}
+	return table
 }
 
 // RoutePatterns are the ServeMux patterns of every endpoint, in the

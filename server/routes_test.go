@@ -11,6 +11,7 @@ import (
 
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/apitest"
+	"github.com/decisionledger/ledger/server/approverpage"
 	"github.com/decisionledger/ledger/server/metrics"
 )
 
@@ -28,7 +29,7 @@ func TestRouteGuards(t *testing.T) {
 		}
 		seen[rt.pattern] = true
 		switch rt.handler.(type) {
-		case mediatorGuard, readGuard, approverGuard:
+		case mediatorGuard, readGuard, approverpage.Guard:
 			if openRoutes[rt.pattern] {
 				t.Errorf("%s: guarded, but it must stay open", rt.pattern)
 			}
@@ -63,7 +64,7 @@ func TestRoutesRefuseWithoutToken(t *testing.T) {
 		c.CatalogDir = apitest.CorpusDir
 	})
 	for _, rt := range (&Server{tilesPrefix: s.cfg.TilesPrefix, m: metrics.New()}).routeTable() {
-		if _, page := rt.handler.(approverGuard); page {
+		if _, page := rt.handler.(approverpage.Guard); page {
 			continue // the approver's page takes no token (TestPageRefusals)
 		}
 		method, path := concretePath(rt.pattern)

@@ -8,10 +8,14 @@
 //
 // One file per resource, each opening with the endpoints it serves and
 // the section of docs/api.md: entries.go, decide.go, outcomes.go,
-// approvals_mediator.go (the mediators' approval endpoints),
-// approvals_page.go (the approver's page), proofs.go, tiles.go,
-// checkpoints.go, actions.go, policies.go and health.go; routes.go is
-// the route table, auth.go the guards, errors.go the JSON error body.
+// approvals_mediator.go (the mediators' approval endpoints), proofs.go,
+// tiles.go, checkpoints.go, actions.go, policies.go and health.go;
+// routes.go is the route table, auth.go the guards, errors.go the JSON
+// error body, credentials.go and ratelimit.go the credentials in force,
+// conns.go the http.Server. Beside them, in their own packages: the
+// approver's page (approverpage), the approvals' state (approvals), the
+// policy set in force and its archive (policies) and the series
+// (metrics).
 //
 // An instance of a cluster (several ledgerd on one PostgreSQL database)
 // runs a Server per sequencing term, and a follower's Server, whose
@@ -29,6 +33,7 @@ import (
 	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/server/approvals"
+	"github.com/decisionledger/ledger/server/approverpage"
 	"github.com/decisionledger/ledger/server/metrics"
 	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/witness"
@@ -109,6 +114,7 @@ type Server struct {
 	pol   *policies.Archive
 	appr  *approvals.State
 	wit   *witness.Set
+	page  *approverpage.Page // the approver's page
 
 	tilesPrefix               string
 	maxBodyBytes              int64
@@ -150,6 +156,8 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.page = approverpage.New(approverpage.Options{Approvals: s.appr, Ledger: s.l, TLS: s.secure, Logger: s.log,
+		Damaged: s.storeDamaged, WriteError: WriteError, RefusedBodyGrace: refusedBodyGrace})
 	s.handler = s.routes()
 	return s, nil
 }

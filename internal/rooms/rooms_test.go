@@ -46,6 +46,12 @@ var rooms = map[string]room{
 	// ledgerd's HTTP API: the store comes through the ledger, never from
 	// storage/* (config's PostgreSQL URL parsing links pgx).
 	"server": {mayImport: []string{"ledger", "policy", "approval", "commit", "entry", "catalog", "config", "witness", "verify", "internal"}},
+	// Its parts, which never import the server: the approver's page, the
+	// approvals' state it reads, the policy set in force, the series.
+	"server/approverpage": {mayImport: []string{"approval", "commit", "entry", "ledger", "server/approvals"}},
+	"server/approvals":    {mayImport: []string{"approval", "commit", "entry", "ledger", "config"}},
+	"server/policies":     {mayImport: []string{"catalog", "commit", "entry", "ledger", "policy", "server/metrics"}},
+	"server/metrics":      {mayImport: []string{"witness"}, neverDepends: stores},
 
 	// Shared helpers of the commands and tests: never the ledger, a store
 	// or the daemon.
@@ -193,7 +199,8 @@ func TestArrowsPointOneWay(t *testing.T) {
 
 // TestRulesBite shows the check refusing what the design forbids: the
 // verifier importing the ledger, a store's driver under the client, a
-// package with no room, and any import of a command.
+// package with no room, any import of a command, the server importing a
+// store, and the approver's page reaching back into the server.
 func TestRulesBite(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -205,6 +212,8 @@ func TestRulesBite(t *testing.T) {
 		{"a package with no room", pkg{ImportPath: module + "/somewhere"}, "somewhere is in no room"},
 		{"storage imports the daemon", pkg{ImportPath: module + "/storage/badger", Imports: []string{module + "/cmd/ledgerd"}}, "storage/badger imports cmd/ledgerd"},
 		{"a command imports another", pkg{ImportPath: module + "/cmd/ledgerd", Imports: []string{module + "/cmd/ledgerctl"}}, "cmd/ledgerd imports cmd/ledgerctl"},
+		{"the server imports a store", pkg{ImportPath: module + "/server", Imports: []string{module + "/storage/postgres"}}, "server imports storage/postgres"},
+		{"the approver's page imports the server", pkg{ImportPath: module + "/server/approverpage", Imports: []string{module + "/server"}}, "server/approverpage imports server"},
 	} {
 		got := check([]pkg{c.p})
 		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {

@@ -1,10 +1,10 @@
-// The approver's page (docs/approvals.md "The approver's page", docs/api.md
-// "The approver's page"): people sign in with a name and password, see
+// Package approverpage is the approver's page (docs/approvals.md "The
+// approver's page", docs/api.md "The approver's page"): people sign in with a name and password, see
 // the pending approvals they may approve, read one with its preview, and
 // approve or deny it after a confirmation. The same endpoints answer JSON
 // to a request with Accept: application/json, for curl.
 //
-// Every request to the page passes approverGuard: the page must be on
+// Every request to the page passes its Guard: the page must be on
 // (approvals configured), a request with an Authorization header is
 // refused (a mediator token can never approve), every POST must come from
 // the page's own origin and, but for sign-in, carry the session's CSRF
@@ -12,7 +12,7 @@
 // Nothing here logs a password, a session token, a CSRF token or a
 // preview's content.
 
-package server
+package approverpage
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"mime"
 	"net/http"
 	"slices"
@@ -38,9 +39,73 @@ import (
 	"github.com/decisionledger/ledger/server/approvals"
 )
 
-// pageRoutes are the endpoints of the approver's page.
-func (s *Server) pageRoutes() []route {
-	return []route{
+// Ledger is what the page reads of the log, and appends to it (a
+// *ledger.Ledger).
+type Ledger interface {
+	PendingApprovals(now time.Time) []ledger.ApprovalStatus
+	ReadApproval(ctx context.Context, id commit.Digest) (ledger.ApprovalStatus, bool, error)
+	Entry(ctx context.Context, index uint64) ([]byte, error)
+	ApprovalConfig() (pending, execution time.Duration, ok bool)
+	Append(ctx context.Context, rec ledger.Record) (ledger.Receipt, error)
+}
+
+// Options are the page's dependencies.
+type Options struct {
+	// Approvals is the approvals' state: the sessions, the approvers in
+	// force, the trusted origins, the clock, the previews. Nil when the
+	// config has no approvals member: every route answers 404
+	// approvals_off.
+	Approvals *approvals.State
+	// Ledger is the log whose approvals the page shows and decides.
+	Ledger Ledger
+	// TLS says the page is served over TLS: the session cookie is then
+	// Secure.
+	TLS bool
+	// Logger is the log; nil: none.
+	Logger *slog.Logger
+	// Damaged reports whether err says the store is damaged, and counts
+	// and logs it as the API does (package server's storeDamaged).
+	Damaged func(ctx context.Context, err error) bool
+	// WriteError writes the API's JSON error body (server.WriteError).
+	WriteError func(w http.ResponseWriter, status int, code, format string, args ...any)
+	// RefusedBodyGrace is how long a form refused before it was read may
+	// still arrive before its connection is closed (the API's grace for
+	// refused bodies).
+	RefusedBodyGrace time.Duration
+}
+
+// Page is the approver's page.
+type Page struct {
+	appr             *approvals.State
+	l                Ledger
+	secure           bool
+	log              *slog.Logger
+	storeDamaged     func(ctx context.Context, err error) bool
+	writeError       func(w http.ResponseWriter, status int, code, format string, args ...any)
+	refusedBodyGrace time.Duration
+}
+
+// New makes the page of opts.
+func New(opts Options) *Page {
+	s := &Page{appr: opts.Approvals, l: opts.Ledger, secure: opts.TLS, log: opts.Logger,
+		storeDamaged: opts.Damaged, writeError: opts.WriteError, refusedBodyGrace: opts.RefusedBodyGrace}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// Route is one endpoint of the page: its ServeMux pattern and its
+// handler, in the page's Guard.
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
+// Routes are the endpoints of the approver's page, for the API's route
+// table.
+func (s *Page) Routes() []Route {
+	return []Route{
 		{"GET /approvals/{$}", s.approverAuth(false, s.pageHome)},
 		{"POST /approvals/sign-in", s.approverAuth(false, s.pageSignIn)},
 		{"POST /approvals/sign-out", s.approverAuth(true, s.pageSignOut)},
@@ -49,19 +114,19 @@ func (s *Server) pageRoutes() []route {
 	}
 }
 
-// pageSecurityHeaders are set on every answer of the page, errors too:
+// SecurityHeaders are set on every answer of the page, errors too:
 // no script, no external resource, forms only to the page itself, never
 // framed, never cached, never a Referer.
-var pageSecurityHeaders = [][2]string{
+var SecurityHeaders = [][2]string{
 	{"Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"},
 	{"X-Content-Type-Options", "nosniff"},
 	{"Cache-Control", "no-store"},
 	{"Referrer-Policy", "no-referrer"},
 }
 
-// maxPageForm bounds the body of a page's POST: a sign-in's password is
+// MaxForm bounds the body of a page's POST: a sign-in's password is
 // at most 1,024 bytes, a verdict's fields fewer.
-const maxPageForm = 16 << 10
+const MaxForm = 16 << 10
 
 // pageSession is the signed-in approver of a page request, or none.
 type pageSession struct {
@@ -72,9 +137,9 @@ type pageSession struct {
 // pageHandler is an endpoint of the page. ses is nil without a session.
 type pageHandler func(w http.ResponseWriter, r *http.Request, ses *pageSession)
 
-// approverGuard is approverAuth's handler: the page's guard.
-type approverGuard struct {
-	s       *Server
+// Guard is approverAuth's handler: the page's guard.
+type Guard struct {
+	s       *Page
 	session bool // the endpoint needs a session (and a POST, its CSRF token)
 	h       pageHandler
 }
@@ -82,13 +147,13 @@ type approverGuard struct {
 // approverAuth guards an endpoint of the approver's page. It
 // authenticates by the session cookie only (docs/approvals.md
 // §Approvers); session says the endpoint needs one.
-func (s *Server) approverAuth(session bool, h pageHandler) http.Handler {
-	return approverGuard{s: s, session: session, h: h}
+func (s *Page) approverAuth(session bool, h pageHandler) http.Handler {
+	return Guard{s: s, session: session, h: h}
 }
 
-func (g approverGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := g.s
-	for _, h := range pageSecurityHeaders {
+	for _, h := range SecurityHeaders {
 		w.Header().Set(h[0], h[1])
 	}
 	if s.appr == nil {
@@ -108,17 +173,17 @@ func (g approverGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"a POST must come from the page itself: send Sec-Fetch-Site: same-origin, or an Origin naming this host")
 			return
 		}
-		if r.ContentLength > maxPageForm {
+		if r.ContentLength > MaxForm {
 			// Declared too large: refused before any of it is read (it
 			// may never come), the connection closed with it unread.
-			http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedBodyGrace))
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.refusedBodyGrace))
 			w.Header().Set("Connection", "close")
-			s.pageRefuse(w, r, http.StatusRequestEntityTooLarge, "too_large", "the form exceeds %d bytes", maxPageForm)
+			s.pageRefuse(w, r, http.StatusRequestEntityTooLarge, "too_large", "the form exceeds %d bytes", MaxForm)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxPageForm)
+		r.Body = http.MaxBytesReader(w, r.Body, MaxForm)
 		if err := r.ParseForm(); err != nil {
-			s.pageRefuse(w, r, http.StatusBadRequest, "invalid_request", "the form could not be read (application/x-www-form-urlencoded, at most %d bytes)", maxPageForm)
+			s.pageRefuse(w, r, http.StatusBadRequest, "invalid_request", "the form could not be read (application/x-www-form-urlencoded, at most %d bytes)", MaxForm)
 			return
 		}
 	}
@@ -164,14 +229,14 @@ func wantsJSON(r *http.Request) bool {
 
 // pageRefuse answers a page request with an error: the usual JSON error
 // body, or an HTML page saying the same to a browser.
-func (s *Server) pageRefuse(w http.ResponseWriter, r *http.Request, status int, code, format string, args ...any) {
+func (s *Page) pageRefuse(w http.ResponseWriter, r *http.Request, status int, code, format string, args ...any) {
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		if w.Header().Get("Retry-After") == "" {
 			w.Header().Set("Retry-After", "1")
 		}
 	}
 	if wantsJSON(r) {
-		WriteError(w, status, code, format, args...)
+		s.writeError(w, status, code, format, args...)
 		return
 	}
 	s.renderPage(w, status, "error", pageView{Title: http.StatusText(status), Code: code, Message: fmt.Sprintf(format, args...)})
@@ -180,10 +245,10 @@ func (s *Server) pageRefuse(w http.ResponseWriter, r *http.Request, status int, 
 // The page's templates, embedded in the binary: one set, one template
 // per page, with inline CSS and no script.
 //
-//go:embed approvals_page.html
+//go:embed page.html
 var pageFiles embed.FS
 
-var pageTemplates = template.Must(template.New("").ParseFS(pageFiles, "approvals_page.html"))
+var pageTemplates = template.Must(template.New("").ParseFS(pageFiles, "page.html"))
 
 // pageView is what a page's template is given.
 type pageView struct {
@@ -350,11 +415,11 @@ func approxDuration(d time.Duration) string {
 }
 
 // renderPage writes the HTML page name with status.
-func (s *Server) renderPage(w http.ResponseWriter, status int, name string, v pageView) {
+func (s *Page) renderPage(w http.ResponseWriter, status int, name string, v pageView) {
 	var b bytes.Buffer
 	if err := pageTemplates.ExecuteTemplate(&b, name, v); err != nil {
 		s.log.Error("approver's page: a template failed", "template", name, "error", err)
-		WriteError(w, http.StatusInternalServerError, "internal", "the page could not be made")
+		s.writeError(w, http.StatusInternalServerError, "internal", "the page could not be made")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -380,23 +445,23 @@ func writePageJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// pageStatus is an approval as JSON: the members of GET
-// /v1/approvals/{id} (approvals.StatusView) and, for one approval, its
-// preview and the preview's digest.
-type pageStatus struct {
+// Status is an approval as the page's JSON answers show it: the members
+// of GET /v1/approvals/{id} (approvals.StatusView) and, for one approval,
+// its preview and the preview's digest.
+type Status struct {
 	approvals.StatusView
 	Preview       json.RawMessage `json:"preview,omitempty"`
 	PreviewDigest string          `json:"preview_digest,omitempty"`
 }
 
-func newPageStatus(st ledger.ApprovalStatus, now time.Time) pageStatus {
-	return pageStatus{StatusView: approvals.NewStatusView(st, now)}
+func newPageStatus(st ledger.ApprovalStatus, now time.Time) Status {
+	return Status{StatusView: approvals.NewStatusView(st, now)}
 }
 
 // pageHome is GET /approvals/: the sign-in form without a session; with
 // one, the pending approvals the approver may approve, the nearest
 // deadline first.
-func (s *Server) pageHome(w http.ResponseWriter, r *http.Request, ses *pageSession) {
+func (s *Page) pageHome(w http.ResponseWriter, r *http.Request, ses *pageSession) {
 	if ses == nil {
 		if wantsJSON(r) {
 			s.pageRefuse(w, r, http.StatusUnauthorized, "unauthenticated", "sign in first: POST /approvals/sign-in with name and password")
@@ -419,14 +484,14 @@ func (s *Server) pageHome(w http.ResponseWriter, r *http.Request, ses *pageSessi
 		return cmp.Compare(a.Request, b.Request)
 	})
 	if wantsJSON(r) {
-		list := make([]pageStatus, 0, len(mine))
+		list := make([]Status, 0, len(mine))
 		for _, st := range mine {
 			list = append(list, newPageStatus(st, now))
 		}
 		writePageJSON(w, http.StatusOK, struct {
-			Approver  string       `json:"approver"`
-			CSRF      string       `json:"csrf"`
-			Approvals []pageStatus `json:"approvals"`
+			Approver  string   `json:"approver"`
+			CSRF      string   `json:"csrf"`
+			Approvals []Status `json:"approvals"`
 		}{ses.name, ses.csrf, list})
 		return
 	}
@@ -438,7 +503,7 @@ func (s *Server) pageHome(w http.ResponseWriter, r *http.Request, ses *pageSessi
 }
 
 // pageSignIn is POST /approvals/sign-in: name and password.
-func (s *Server) pageSignIn(w http.ResponseWriter, r *http.Request, _ *pageSession) {
+func (s *Page) pageSignIn(w http.ResponseWriter, r *http.Request, _ *pageSession) {
 	name := r.PostForm.Get("name")
 	// checked is the approver as SignIn found them. A reload while the
 	// password is checked (argon2: a tenth of a second) that removes them
@@ -508,7 +573,7 @@ func logName(name string) string {
 }
 
 // pageSignOut is POST /approvals/sign-out: the session ends.
-func (s *Server) pageSignOut(w http.ResponseWriter, r *http.Request, ses *pageSession) {
+func (s *Page) pageSignOut(w http.ResponseWriter, r *http.Request, ses *pageSession) {
 	if err := s.appr.Sessions.End(r.Context(), ses.token); err != nil {
 		s.log.ErrorContext(r.Context(), "ending an approver's session failed", "approver", ses.name, "error", err)
 		w.Header().Set("Retry-After", "1")
@@ -528,7 +593,7 @@ func (s *Server) pageSignOut(w http.ResponseWriter, r *http.Request, ses *pageSe
 
 // pageLookup finds the approval the path names and checks that the
 // approver may approve it; otherwise it answers and returns false.
-func (s *Server) pageLookup(w http.ResponseWriter, r *http.Request, ses *pageSession) (ledger.ApprovalStatus, bool) {
+func (s *Page) pageLookup(w http.ResponseWriter, r *http.Request, ses *pageSession) (ledger.ApprovalStatus, bool) {
 	id, err := commit.ParseDigest(r.PathValue("id"))
 	if err != nil {
 		s.pageRefuse(w, r, http.StatusBadRequest, "invalid_request", "the approval id in the path is not sha256:<64 lower-case hex>")
@@ -567,7 +632,7 @@ func notPermitted(err error) string {
 
 // pageApproval is GET /approvals/{id}: one approval, its request's
 // decision and policies, and the preview with its digest.
-func (s *Server) pageApproval(w http.ResponseWriter, r *http.Request, ses *pageSession) {
+func (s *Page) pageApproval(w http.ResponseWriter, r *http.Request, ses *pageSession) {
 	st, ok := s.pageLookup(w, r, ses)
 	if !ok {
 		return
@@ -593,7 +658,7 @@ func (s *Server) pageApproval(w http.ResponseWriter, r *http.Request, ses *pageS
 }
 
 // pageApprovalView is what the approval's page and its confirmation show.
-func (s *Server) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *pageSession, st ledger.ApprovalStatus, now time.Time, shown approvals.Shown) (pageView, bool) {
+func (s *Page) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *pageSession, st ledger.ApprovalStatus, now time.Time, shown approvals.Shown) (pageView, bool) {
 	req, err := s.requestEntry(r.Context(), st)
 	var attrs []pageAttribute
 	if err == nil {
@@ -626,7 +691,7 @@ func (s *Server) pageApprovalView(w http.ResponseWriter, r *http.Request, ses *p
 }
 
 // requestEntry reads the entry of an approval's request.
-func (s *Server) requestEntry(ctx context.Context, st ledger.ApprovalStatus) (*entry.Entry, error) {
+func (s *Page) requestEntry(ctx context.Context, st ledger.ApprovalStatus) (*entry.Entry, error) {
 	raw, err := s.l.Entry(ctx, st.Request)
 	if err != nil {
 		return nil, err
@@ -637,7 +702,7 @@ func (s *Server) requestEntry(ctx context.Context, st ledger.ApprovalStatus) (*e
 // pageVerdict is POST /approvals/{id}/verdict: verdict, preview_digest,
 // csrf (checked by the guard) and confirm. Without confirm=yes it asks
 // for a confirmation; with it, it appends the approval entry.
-func (s *Server) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSession) {
+func (s *Page) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSession) {
 	st, ok := s.pageLookup(w, r, ses)
 	if !ok {
 		return
@@ -730,7 +795,7 @@ func (s *Server) pageVerdict(w http.ResponseWriter, r *http.Request, ses *pageSe
 
 // pageLifecycleRefusal answers a verdict the ledger refused by the
 // lifecycle's rules (docs/approvals.md §Lifecycle).
-func (s *Server) pageLifecycleRefusal(w http.ResponseWriter, r *http.Request, ae *ledger.ApprovalError) {
+func (s *Page) pageLifecycleRefusal(w http.ResponseWriter, r *http.Request, ae *ledger.ApprovalError) {
 	switch ae.Code {
 	case ledger.CodeNotFound:
 		s.pageRefuse(w, r, http.StatusNotFound, "approval_not_found", "no approval has this id")
