@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/approval/approver"
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // TestDaemonApprovalKill9 runs the real ledgerd: each round opens an
@@ -81,9 +82,9 @@ func TestDaemonApprovalKill9(t *testing.T) {
 	for round := range rounds {
 		d := running()
 		base := "http://" + d.addr
-		q := payRequest(250_000 + round)
-		status, body := post(base+"/v1/entries", "", q.appendBody("needs_approval", fmt.Sprintf(`{"payee":"billing@example.com","round":%d}`, round)))
-		var op opened
+		q := apitest.PayRequest(250_000 + round)
+		status, body := post(base+"/v1/entries", "", q.AppendBody("needs_approval", fmt.Sprintf(`{"payee":"billing@example.com","round":%d}`, round)))
+		var op apitest.Opened
 		if status != http.StatusCreated || json.Unmarshal(body, &op) != nil || op.Approval.ID == "" {
 			t.Fatalf("round %d: opening: %d %s", round, status, body)
 		}
@@ -103,7 +104,7 @@ func TestDaemonApprovalKill9(t *testing.T) {
 		for i := range answers {
 			wg.Go(func() {
 				<-start
-				s, b := post(consume, fmt.Sprintf("round-%d-mediator-%d", round, i), q.consumeBody())
+				s, b := post(consume, fmt.Sprintf("round-%d-mediator-%d", round, i), q.ConsumeBody())
 				answers[i] = answer{s, b}
 			})
 		}
@@ -130,10 +131,10 @@ func TestDaemonApprovalKill9(t *testing.T) {
 		d = running()
 		base = "http://" + d.addr
 		consume = base + "/v1/approvals/" + op.Approval.ID + "/consume"
-		if s, b := post(consume, "", q.consumeBody()); s != http.StatusConflict || errorCode(b) != "approval_consumed" {
+		if s, b := post(consume, "", q.ConsumeBody()); s != http.StatusConflict || errorCode(b) != "approval_consumed" {
 			t.Fatalf("round %d: a consumption after the restart: %d %s", round, s, b)
 		}
-		s, b := post(consume, fmt.Sprintf("round-%d-mediator-%d", round, winner), q.consumeBody())
+		s, b := post(consume, fmt.Sprintf("round-%d-mediator-%d", round, winner), q.ConsumeBody())
 		var again struct{ Index uint64 }
 		if s != http.StatusOK || json.Unmarshal(b, &again) != nil || again.Index != won.Index {
 			t.Fatalf("round %d: the winner's retry after the restart: %d %s (consumed at %d)", round, s, b, won.Index)
@@ -143,7 +144,7 @@ func TestDaemonApprovalKill9(t *testing.T) {
 			continue
 		}
 		var cp struct{ Size uint64 }
-		waitFor(t, "a checkpoint of every entry", func() bool {
+		apitest.WaitFor(t, "a checkpoint of every entry", func() bool {
 			resp, err := hc.Get(base + "/v1/checkpoint")
 			if err != nil {
 				return false

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // TestDaemonCatalogUnreviewed runs the real ledgerd with a catalog holding
@@ -55,7 +56,7 @@ func TestDaemonCatalogUnreviewed(t *testing.T) {
 
 	d = startDaemon(t, bin, dir)
 	url := "http://" + d.addr
-	if status, b := getBody(t, url+"/v1/actions/everything.get-sum"); status != http.StatusOK || string(b) != reviewed {
+	if status, b := apitest.GetBody(t, url+"/v1/actions/everything.get-sum"); status != http.StatusOK || string(b) != reviewed {
 		t.Fatalf("GET /v1/actions/everything.get-sum: %d %s", status, b)
 	}
 	decl, err := declare.Parse([]byte(reviewed))
@@ -66,7 +67,7 @@ func TestDaemonCatalogUnreviewed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendRequestBody("everything.get-sum", res, "")))
+	req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(apitest.AppendRequestBody("everything.get-sum", res, "")))
 	req.Header.Set("Authorization", "Bearer "+string(token))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -81,11 +82,11 @@ func TestDaemonCatalogUnreviewed(t *testing.T) {
 	// catalog again, so it is not served.
 	os.WriteFile(filepath.Join(catalogDir, "echo.json"), echoDraft, 0o600)
 	d.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, "the reload", func() bool {
-		_, b := getBody(t, url+"/metrics")
+	apitest.WaitFor(t, "the reload", func() bool {
+		_, b := apitest.GetBody(t, url+"/metrics")
 		return strings.Contains(string(b), `ledgerd_config_reloads_total{result="ok"} 1`+"\n")
 	})
-	if status, _ := getBody(t, url+"/v1/actions/everything.echo"); status != http.StatusNotFound {
+	if status, _ := apitest.GetBody(t, url+"/v1/actions/everything.echo"); status != http.StatusNotFound {
 		t.Errorf("the unreviewed draft after SIGHUP: %d, want 404", status)
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)

@@ -57,7 +57,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -69,7 +68,12 @@ import (
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/approvals"
+	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/postgres"
+	"github.com/decisionledger/ledger/witness"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -96,22 +100,24 @@ type node struct {
 	cat       catalog.Catalog
 	set       *policy.Set // loaded at start; a takeover loads policy_dir again
 	log       *slog.Logger
-	m         *metrics
+	m         *metrics.Series
 	instance  string
 	advertise string
 	ttl       time.Duration
 
 	// creds are the credentials in force, the follower's and every
 	// term's; reloader puts the config file's in force on SIGHUP.
-	creds    *liveCredentials
+	creds    *server.Credentials
 	reloader *configReloader
 
 	// handler serves every request now: the follower's or the term's.
 	handler atomic.Pointer[http.Handler]
-	// follower is the read-only view of the log and its routes.
+	// follower is the read-only view of the log and its routes: its
+	// archive of policy sets, and its witnesses (nil without).
 	followStore *postgres.Store
 	followL     *ledger.Ledger
-	followAPI   *server
+	followPol   *policies.Archive
+	followWit   *witness.Set
 	followH     http.Handler
 	// stopWitnesses ends the follower's cosignature loop, and
 	// witnessesDone is done once it has.
@@ -160,8 +166,12 @@ type leaseView struct {
 type term struct {
 	store *postgres.Store
 	l     *ledger.Ledger
-	api   *server
-	epoch uint64
+	pol   *policies.Archive
+	wit   *witness.Set // nil without witnesses
+	api   *server.Server
+	// handler is api's, which serves while the term sequences.
+	handler http.Handler
+	epoch   uint64
 	// renewed is when the last successful renewal (or the acquisition)
 	// began: by the database's clock the lease holds until lease_ttl
 	// after some later moment. The loop sets it; /readyz reads it.
@@ -192,11 +202,12 @@ func serveCluster(ctx context.Context, stop func(), cfg, start *config.Config, k
 	if set != nil {
 		// The follower's archive holds the set it would put in force,
 		// so that its exports carry the bundle.
-		if err := n.followAPI.pol.store(set); err != nil {
+		if err := n.followPol.Store(set); err != nil {
 			return failStart("%v", err)
 		}
 	}
-	srv, limited, err := newHTTPServerFor(cfg, log, n.m, n.followAPI.bodyDeadline(http.HandlerFunc(n.serveHTTP)), ln)
+	body, _ := cfg.BodyTimeoutDuration()
+	srv, limited, err := newHTTPServer(cfg, log, n.m, server.BodyDeadline(body, http.HandlerFunc(n.serveHTTP)), ln)
 	if err == nil && cfg.TLS != nil {
 		srv.TLSConfig, n.reloader.cert, err = serverTLS(cfg.TLS)
 	}
@@ -294,10 +305,11 @@ func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catal
 	if err != nil {
 		return nil, err
 	}
-	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: newMetrics(),
+	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: metrics.New(),
 		instance: cfg.Instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval)}
 	n.leaseCtx, n.leaseMoved = context.WithCancelCause(context.Background())
-	n.m.treeSize, n.m.checkpointTime, n.m.cluster = n.size, n.checkpointTime, n.collectMetrics
+	n.m.SetLog(n.size, n.checkpointTime)
+	n.m.MustRegister((*clusterSeries)(n))
 	if n.followStore, err = openPostgres(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -311,22 +323,31 @@ func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catal
 		n.followStore.Close()
 		return nil, err
 	}
-	n.creds = newLiveCredentials(cfg)
-	n.followAPI = &server{cfg: cfg, l: n.followL, log: log, m: n.m, cat: cat, cluster: n, creds: n.creds}
+	n.creds = server.NewCredentials(cfg)
+	n.followPol = policies.New("", cfg.StoreDir, nil, n.followL, log, n.m)
 	wctx, stop := context.WithCancel(context.Background())
 	n.stopWitnesses = stop
 	if len(cfg.Witnesses) > 0 {
 		// The cosignatures the sequencers kept in the database, verified
 		// and served by this instance while it follows.
-		if n.followAPI.wit, err = newFollowerWitnesses(ctx, cfg, n.followL, n.followStore, log); err != nil {
+		if n.followWit, err = newFollowerWitnesses(ctx, cfg, n.followL, n.followStore, log); err != nil {
 			n.followL.Close()
 			n.followStore.Close()
 			return nil, err
 		}
-		n.witnessesDone.Go(func() { n.followAPI.wit.Follow(wctx, func() bool { return n.term.Load() != nil }) })
-		n.m.witnesses = n.collectWitnessMetrics
+		n.witnessesDone.Go(func() { n.followWit.Follow(wctx, func() bool { return n.term.Load() != nil }) })
+		n.m.SetWitnesses(n.witnessSnapshot)
 	}
-	n.followH = n.followAPI.followerRoutes()
+	opts := serverOptions(cfg, log, n.m, n.creds)
+	opts.Ledger, opts.Catalog, opts.Policies, opts.Witnesses = n.followL, cat, n.followPol, n.followWit
+	opts.Cluster, opts.Ready, opts.Forward, opts.Local = true, n.ready, n.forward, followerLocal(cfg.TilesPrefix)
+	follower, err := server.New(opts)
+	if err != nil {
+		n.followL.Close()
+		n.followStore.Close()
+		return nil, err
+	}
+	n.followH = follower.Handler()
 	n.handler.Store(&n.followH)
 	n.observe(ctx)
 	return n, nil
@@ -338,14 +359,14 @@ func (n *node) stopFollowing() {
 	n.witnessesDone.Wait()
 }
 
-// collectWitnessMetrics sends the witnesses' series of the instance's
-// role now: the sequencer's submissions, or what the follower serves.
-func (n *node) collectWitnessMetrics(ch chan<- prometheus.Metric) {
+// witnessSnapshot is the witnesses' state of the instance's role now,
+// for the metrics: the sequencer's submissions, or what the follower
+// serves.
+func (n *node) witnessSnapshot() witness.Snapshot {
 	if t := n.term.Load(); t != nil {
-		collectWitnessSnapshot(ch, t.api.wit.Snapshot())
-		return
+		return t.wit.Snapshot()
 	}
-	collectWitnessSnapshot(ch, n.followAPI.wit.Snapshot())
+	return n.followWit.Snapshot()
 }
 
 // serveHTTP serves r with the handler of the instance's role now.
@@ -480,7 +501,7 @@ func (n *node) tryTakeOver(ctx context.Context) {
 	t.setRenewed(start)
 	n.takeovers.Add(1)
 	n.term.Store(t)
-	n.handler.Store(&t.api.handler)
+	n.handler.Store(&t.handler)
 	n.log.Info("became the sequencer", "instance", n.instance, "epoch", lease.Epoch, "advertise_url", n.advertise,
 		"size", t.l.Size())
 }
@@ -500,7 +521,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 	interval, _ := cfg.CheckpointIntervalDuration()
 	commitInterval, _ := cfg.MinCommitIntervalDuration()
 	l, err := ledger.Open(ctx, store, n.key, ledger.Options{
-		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: n.m.observeBatch,
+		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: n.m.ObserveBatch,
 		PreviousKeys: cfg.PreviousKeys,
 	})
 	if err != nil {
@@ -514,38 +535,49 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 		l.Close()
 		return nil, err
 	}
-	pol := newPolicies(cfg, n.cat, l, log, n.m)
+	pol := policies.New(cfg.PolicyDir, cfg.StoreDir, n.cat, l, log, n.m)
 	if set := n.policySet(ctx); set != nil {
-		if err := pol.start(ctx, set); err != nil {
+		if err := pol.Start(ctx, set); err != nil {
 			return fail(err)
 		}
 	}
-	api := &server{cfg: cfg, l: l, log: log, m: n.m, cat: n.cat, pol: pol, cluster: n, creds: n.creds}
+	t.pol = pol
+	var appr *approvals.State
 	if cfg.Approvals != nil {
-		if api.appr, err = newApprovalsState(cfg, store); err != nil {
+		if appr, err = newApprovals(cfg, store); err != nil {
 			return fail(err)
 		}
-		if err := api.appr.publishConfig(ctx, l, log); err != nil {
+		if err := appr.PublishConfig(ctx, l, log); err != nil {
 			return fail(err)
 		}
-		t.done.Add(1)
-		go func() {
-			defer t.done.Done()
-			api.sweepPreviewsEvery(tctx, previewSweepInterval)
-		}()
 	}
 	if len(cfg.Witnesses) > 0 {
-		if api.wit, err = newWitnesses(ctx, cfg, l, store, log); err != nil {
+		if t.wit, err = newWitnesses(ctx, cfg, l, store, log); err != nil {
 			return fail(err)
 		}
+	}
+	opts := serverOptions(cfg, log, n.m, n.creds)
+	opts.Ledger, opts.Catalog, opts.Policies, opts.Approvals, opts.Witnesses = l, n.cat, pol, appr, t.wit
+	opts.Cluster, opts.Ready = true, n.ready
+	api, err := server.New(opts)
+	if err != nil {
+		return fail(err)
+	}
+	if appr != nil {
 		t.done.Add(1)
 		go func() {
 			defer t.done.Done()
-			api.wit.Run(tctx)
+			api.SweepPreviewsEvery(tctx, approvals.PreviewSweepInterval)
 		}()
 	}
-	api.handler = api.routes()
-	t.api = api
+	if t.wit != nil {
+		t.done.Add(1)
+		go func() {
+			defer t.done.Done()
+			t.wit.Run(tctx)
+		}()
+	}
+	t.api, t.handler = api, api.Handler()
 	return t, nil
 }
 
@@ -649,79 +681,36 @@ func (n *node) reload(ctx context.Context) {
 		return // the config's reload was all
 	}
 	if t := n.term.Load(); t != nil {
-		t.api.pol.reload(ctx)
+		t.pol.Reload(ctx)
 		return
 	}
 	set, err := policy.Load(n.cfg.PolicyDir, n.cat.Declarations())
 	if err != nil {
-		n.m.policyReload(false)
+		n.m.PolicyReload(false)
 		n.log.ErrorContext(ctx, "policy reload refused", "error", err)
 		return
 	}
-	if err := n.followAPI.pol.store(set); err != nil {
-		n.m.policyReload(false)
+	if err := n.followPol.Store(set); err != nil {
+		n.m.PolicyReload(false)
 		n.log.ErrorContext(ctx, "policy reload: archiving failed", "error", err)
 		return
 	}
-	n.m.policyReload(true)
+	n.m.PolicyReload(true)
 	n.log.InfoContext(ctx, "policy reload: this instance follows; the set goes in force when it sequences",
 		"instance", n.instance, "policy_set", set.Digest().String())
 }
 
-// followerLocal reports whether a follower serves the route of pattern
-// itself: the log's reads, which its view answers from the database (with
-// witnesses, with the cosignatures the sequencers kept there, verified),
-// and health, readiness and metrics. Everything else is forwarded.
-func (s *server) followerLocal(pattern string) bool {
-	tiles := strings.TrimSuffix(s.cfg.TilesPrefix, "/")
-	switch pattern {
-	case "GET /v1/entries/{index}", "GET /v1/inclusion", "GET /v1/consistency",
+// followerLocal are the route patterns (server.RoutePatterns) a follower
+// serves itself: the log's reads, which its view answers from the
+// database (with witnesses, with the cosignatures the sequencers kept
+// there, verified), and health, readiness and metrics. Every other route
+// is forwarded (server.Options.Forward).
+func followerLocal(tilesPrefix string) []string {
+	tiles := strings.TrimSuffix(tilesPrefix, "/")
+	return []string{"GET /v1/entries/{index}", "GET /v1/inclusion", "GET /v1/consistency",
 		"GET /v1/actions", "GET /v1/actions/{action}",
 		"GET /v1/checkpoint", "GET /v1/checkpoints/{size}", "GET /v1/export", "GET /v1/proofs/{index}",
-		"GET /healthz", "GET /readyz", "GET /metrics", "GET " + tiles + "/checkpoint", "GET " + tiles + "/tile/{path...}":
-		return true
-	}
-	return false
-}
-
-// followerRoutes is the route table of a follower: followerLocal's routes
-// served from its view, every other forwarded.
-func (s *server) followerRoutes() http.Handler {
-	if s.creds == nil {
-		s.creds = newLiveCredentials(s.cfg)
-	}
-	s.pol = &policies{archive: filepath.Join(s.cfg.StoreDir, archiveDirName), log: s.log, m: s.m, l: s.l}
-	s.bodyTimeout, _ = s.cfg.BodyTimeoutDuration()
-	s.writeTimeout, _ = s.cfg.WriteTimeoutDuration()
-	mux := http.NewServeMux()
-	table := s.routeTable()
-	forward := http.HandlerFunc(s.cluster.forward)
-	for _, rt := range table {
-		switch h := rt.handler; {
-		case s.followerLocal(rt.pattern):
-			mux.Handle(rt.pattern, h)
-		default:
-			mux.Handle(rt.pattern, s.forwardGuarded(h, forward))
-		}
-	}
-	mux.Handle("/", newUnrouted(mux, table))
-	return mux
-}
-
-// forwardGuarded is forward behind the guard of the route whose handler
-// is h: a follower checks a mediator's or a reader's token itself, with
-// the credentials it has in force, before forwarding, so that a token
-// revoked by its reload is refused there whatever the sequencer's
-// credentials. The approver's page is forwarded as it is: its sessions
-// and approvers are the sequencer's.
-func (s *server) forwardGuarded(h http.Handler, forward http.HandlerFunc) http.Handler {
-	switch h.(type) {
-	case mediatorGuard:
-		return mediatorGuard{s: s, h: func(w http.ResponseWriter, r *http.Request, _ string) { forward(w, r) }, forwarding: true}
-	case readGuard:
-		return s.readAuth(forward)
-	}
-	return forward
+		"GET /healthz", "GET /readyz", "GET /metrics", "GET " + tiles + "/checkpoint", "GET " + tiles + "/tile/{path...}"}
 }
 
 // errLeaseMoved is the cause of a forward's abandon: the lease moved
@@ -786,7 +775,7 @@ func (n *node) newProxy() (*httputil.ReverseProxy, error) {
 			return nil
 		},
 		ErrorHandler: n.forwardFailed,
-		ErrorLog:     serverErrorLog(n.log),
+		ErrorLog:     server.ErrorLog(n.log),
 	}, nil
 }
 
@@ -806,7 +795,7 @@ func (n *node) forward(w http.ResponseWriter, r *http.Request) {
 	if by := r.Header.Get(forwardedByHeader); by != "" {
 		n.forwardFailures.Add(1)
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "no_sequencer", "this instance does not sequence the log now; a forwarded request is never forwarded again: retry")
+		server.WriteError(w, http.StatusServiceUnavailable, "no_sequencer", "this instance does not sequence the log now; a forwarded request is never forwarded again: retry")
 		return
 	}
 	n.mu.Lock()
@@ -816,10 +805,10 @@ func (n *node) forward(w http.ResponseWriter, r *http.Request) {
 		n.forwardFailures.Add(1)
 		if v.dbErr != nil {
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "the database is unreachable: no instance is known to sequence the log; retry")
+			server.WriteError(w, http.StatusServiceUnavailable, "unavailable", "the database is unreachable: no instance is known to sequence the log; retry")
 		} else {
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "no_sequencer", "no instance sequences the log now; retry")
+			server.WriteError(w, http.StatusServiceUnavailable, "no_sequencer", "no instance sequences the log now; retry")
 		}
 		return
 	}
@@ -827,7 +816,7 @@ func (n *node) forward(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		n.forwardFailures.Add(1)
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "no_sequencer", "the sequencer's address is not a URL; retry")
+		server.WriteError(w, http.StatusServiceUnavailable, "no_sequencer", "the sequencer's address is not a URL; retry")
 		return
 	}
 	n.forwarded.Add(1)
@@ -855,7 +844,7 @@ func (n *node) forwardFailed(w http.ResponseWriter, r *http.Request, err error) 
 	var op *net.OpError
 	if !moved && errors.As(err, &op) && op.Op == "dial" {
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "no_sequencer", "the sequencer could not be reached; retry")
+		server.WriteError(w, http.StatusServiceUnavailable, "no_sequencer", "the sequencer could not be reached; retry")
 		return
 	}
 	const retry = "the request may or may not have been carried out: retry it with the same Idempotency-Key (carried out at most once, it answers with the first receipt)"
@@ -864,13 +853,13 @@ func (n *node) forwardFailed(w http.ResponseWriter, r *http.Request, err error) 
 	switch {
 	case moved:
 		n.log.WarnContext(r.Context(), "forward abandoned: the lease moved before the sequencer answered", "instance", n.instance)
-		writeError(w, http.StatusServiceUnavailable, "outcome_unknown", "another instance took over before the sequencer answered; %s", retry)
+		server.WriteError(w, http.StatusServiceUnavailable, "outcome_unknown", "another instance took over before the sequencer answered; %s", retry)
 	case errors.As(err, &ne) && ne.Timeout():
 		n.log.WarnContext(r.Context(), "forward abandoned: the sequencer did not answer in time", "instance", n.instance, "timeout", n.forwardTimeout.String())
-		writeError(w, http.StatusServiceUnavailable, "outcome_unknown", "the sequencer did not answer within %v; %s", n.forwardTimeout, retry)
+		server.WriteError(w, http.StatusServiceUnavailable, "outcome_unknown", "the sequencer did not answer within %v; %s", n.forwardTimeout, retry)
 	default:
 		n.log.WarnContext(r.Context(), "forwarding to the sequencer failed", "instance", n.instance, "error", err)
-		writeError(w, http.StatusServiceUnavailable, "outcome_unknown", "the sequencer did not answer; %s", retry)
+		server.WriteError(w, http.StatusServiceUnavailable, "outcome_unknown", "the sequencer did not answer; %s", retry)
 	}
 }
 
@@ -951,6 +940,18 @@ var (
 	clusterDescs = []*prometheus.Desc{clusterRoleDesc, leaseEpochDesc, takeoversDesc, stepdownsDesc,
 		forwardedDesc, forwardingFailuresDesc}
 )
+
+// clusterSeries collects the cluster's series (collectMetrics) in the
+// metrics' registry.
+type clusterSeries node
+
+func (*clusterSeries) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range clusterDescs {
+		ch <- d
+	}
+}
+
+func (c *clusterSeries) Collect(ch chan<- prometheus.Metric) { (*node)(c).collectMetrics(ch) }
 
 // collectMetrics sends the cluster's series to ch.
 func (n *node) collectMetrics(ch chan<- prometheus.Metric) {

@@ -15,6 +15,7 @@ import (
 	"github.com/decisionledger/ledger/approval/preview"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/storage/postgres"
 )
@@ -89,7 +90,7 @@ func TestClusterApprovalFailover(t *testing.T) {
 	}
 	dbURL := pgtest.Shared(t).NewDatabase(t)
 	approvals := map[string]any{"approvers": []map[string]any{
-		{"name": "alice", "password_argon2id": testPasswordHash, "actions": []string{"*"}}}}
+		{"name": "alice", "password_argon2id": apitest.TestPasswordHash, "actions": []string{"*"}}}}
 	c := newCluster(t, dbURL, clusterSeed(t), map[string]any{"approvals": approvals}, map[string]any{"lease_ttl": "1s"}, "a", "b")
 	a, b := c.nodes[0], c.nodes[1]
 	c.start(a)
@@ -104,23 +105,23 @@ func TestClusterApprovalFailover(t *testing.T) {
 
 	browser := &approverBrowser{t: t, hc: &http.Client{Timeout: 30 * time.Second}}
 	defer browser.hc.CloseIdleConnections()
-	status, body := browser.do(a.url(), "POST", "/approvals/sign-in", url.Values{"name": {"alice"}, "password": {testPassword}})
+	status, body := browser.do(a.url(), "POST", "/approvals/sign-in", url.Values{"name": {"alice"}, "password": {apitest.TestPassword}})
 	var signedIn struct{ CSRF string }
 	if status != http.StatusOK || json.Unmarshal(body, &signedIn) != nil || signedIn.CSRF == "" {
 		t.Fatalf("sign-in on a: %d %s", status, body)
 	}
 	browser.csrf = signedIn.CSRF
 
-	open := func(q medRequest, key, doc string) opened {
+	open := func(q apitest.MedRequest, key, doc string) apitest.Opened {
 		t.Helper()
-		ans := c.postPatient(a, key, q.appendBody("needs_approval", doc))
+		ans := c.postPatient(a, key, q.AppendBody("needs_approval", doc))
 		if ans.status != http.StatusCreated {
 			t.Fatalf("opening %s on a: %d %s %v", key, ans.status, ans.code, ans.err)
 		}
-		var op opened
+		var op apitest.Opened
 		// postPatient keeps the receipt only; ask again for the approval
 		// member (a replay answers the same).
-		req, _ := http.NewRequest("POST", a.url()+"/v1/entries", strings.NewReader(q.appendBody("needs_approval", doc)))
+		req, _ := http.NewRequest("POST", a.url()+"/v1/entries", strings.NewReader(q.AppendBody("needs_approval", doc)))
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		req.Header.Set("Idempotency-Key", key)
 		resp, err := c.patient.Do(req)
@@ -140,7 +141,7 @@ func TestClusterApprovalFailover(t *testing.T) {
 		}
 		return op
 	}
-	pay, mail := payRequest(4200), medRequest{"agent-2", "send_email", `{"to":"carol@example.org"}`}
+	pay, mail := apitest.PayRequest(4200), apitest.MedRequest{Principal: "agent-2", Action: "send_email", Params: `{"to":"carol@example.org"}`}
 	payDoc, mailDoc := `{"amount":"42.00 EUR","payee":"billing@example.com","memo":"failover"}`, `{"to":"carol@example.org","subject":"Q3"}`
 	opPay, opMail := open(pay, "clapp-pay", payDoc), open(mail, "clapp-mail", mailDoc)
 	onA := browser.approval(a.url(), opPay.Approval.ID)
@@ -159,7 +160,7 @@ func TestClusterApprovalFailover(t *testing.T) {
 		t.Fatalf("b shows %s, not the rendered preview %s", onB.Preview, rendered.JSON)
 	}
 
-	verdict := func(op opened, v string) *entry.Entry {
+	verdict := func(op apitest.Opened, v string) *entry.Entry {
 		t.Helper()
 		status, body := browser.do(b.url(), "POST", "/approvals/"+op.Approval.ID+"/verdict", url.Values{
 			"verdict": {v}, "preview_digest": {op.Approval.PreviewDigest}, "csrf": {browser.csrf}, "confirm": {"yes"}})
@@ -173,7 +174,7 @@ func TestClusterApprovalFailover(t *testing.T) {
 		}
 		return e
 	}
-	hasPreview := func(op opened) bool {
+	hasPreview := func(op apitest.Opened) bool {
 		t.Helper()
 		id, err := commit.ParseDigest(op.Approval.ID)
 		if err != nil {
@@ -201,7 +202,7 @@ func TestClusterApprovalFailover(t *testing.T) {
 		t.Error("the denied approval's preview is still in approval_previews")
 	}
 
-	req, _ := http.NewRequest("POST", b.url()+"/v1/approvals/"+opPay.Approval.ID+"/consume", strings.NewReader(pay.consumeBody()))
+	req, _ := http.NewRequest("POST", b.url()+"/v1/approvals/"+opPay.Approval.ID+"/consume", strings.NewReader(pay.ConsumeBody()))
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Idempotency-Key", "clapp-consume")
 	resp, err := c.patient.Do(req)

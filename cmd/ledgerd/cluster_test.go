@@ -13,14 +13,17 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/server"
 	"github.com/decisionledger/ledger/storage/postgres"
 )
 
@@ -116,7 +119,7 @@ func (f *clusterFixture) post(t *testing.T, url string, i int, headers map[strin
 // tryPost is post returning the client's error; it may run in another
 // goroutine than the test's.
 func (f *clusterFixture) tryPost(url string, i int, headers map[string]string) (int, http.Header, string, error) {
-	req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
+	req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(apitest.AppendBody(i)))
 	req.Header.Set("Authorization", "Bearer "+f.token)
 	for k, v := range headers {
 		req.Header.Set(k, v)
@@ -152,7 +155,7 @@ func readyz(t *testing.T, url string) (int, readiness) {
 // code.
 func wantUnavailable(t *testing.T, what string, status int, h http.Header, body, code string) {
 	t.Helper()
-	var e map[string]apiError
+	var e map[string]apitest.APIError
 	json.Unmarshal([]byte(body), &e)
 	if status != http.StatusServiceUnavailable || h.Get("Retry-After") != "1" || e["error"].Code != code ||
 		h.Get("Content-Type") != "application/json" {
@@ -167,9 +170,9 @@ func wantUnavailable(t *testing.T, what string, status int, h http.Header, body,
 func TestClusterForwarding(t *testing.T) {
 	f := newClusterFixture(t)
 	a := startServing(t, "--config", f.config(t, "a", "1s"))
-	waitFor(t, "a to sequence", func() bool { code, _ := readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
+	apitest.WaitFor(t, "a to sequence", func() bool { code, _ := readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
 	b := startServing(t, "--config", f.config(t, "b", "1s"))
-	waitFor(t, "b to follow a", func() bool { code, _ := readyz(t, b.url+"/readyz"); return code == 200 })
+	apitest.WaitFor(t, "b to follow a", func() bool { code, _ := readyz(t, b.url+"/readyz"); return code == 200 })
 	code, rd := readyz(t, b.url+"/readyz")
 	if rd != (readiness{Ready: true, Role: roleFollower, Instance: "b", Sequencer: a.url, Epoch: rd.Epoch}) || rd.Epoch == 0 {
 		t.Errorf("b's /readyz %d %+v", code, rd)
@@ -199,7 +202,7 @@ func TestClusterForwarding(t *testing.T) {
 		t.Errorf("the same key at a: %d %s, want 200 replaying index %d", status, body2, receipt.Index)
 	}
 	// b serves the entry from the database once its view has it.
-	waitFor(t, "b to read the entry", func() bool {
+	apitest.WaitFor(t, "b to read the entry", func() bool {
 		resp, err := http.Get(fmt.Sprintf("%s/v1/entries/%d", b.url, receipt.Index))
 		if err != nil {
 			return false
@@ -235,7 +238,7 @@ func TestClusterForwarding(t *testing.T) {
 	if code := a.stop(); code != 0 {
 		t.Fatalf("a exited %d: %s", code, a.stderr)
 	}
-	waitFor(t, "b to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
+	apitest.WaitFor(t, "b to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
 	rec := logRecord(t, b.stderr, "became the sequencer")
 	if rec["instance"] != "b" || rec["epoch"].(float64) <= float64(rd.Epoch) {
 		t.Errorf("b's log: %v", rec)
@@ -282,22 +285,17 @@ func TestClusterNoSequencer(t *testing.T) {
 		t.Errorf("a read with no sequencer: %v %v", resp, err)
 	}
 	// The answers are as docs/openapi.json describes them.
-	mux := http.NewServeMux()
-	for _, rt := range (&server{cfg: &config.Config{}, m: newMetrics()}).routeTable() {
-		mux.Handle(rt.pattern, rt.handler)
-	}
-	a := &answerChecker{t: t, d: loadOpenAPI(t), mux: mux, seen: map[string]bool{}}
-	bs := &testServer{url: b.url, token: f.token}
-	a.do(bs, 503, "GET", "/readyz", "")
-	a.do(bs, 503, "POST", "/v1/entries", appendBody(1), "Authorization", "Bearer "+f.token)
-	a.do(bs, 503, "GET", "/v1/policies", "")
-	a.do(bs, 503, "GET", "/v1/approvals/"+strings.Repeat("0", 64), "", "Authorization", "Bearer "+f.token)
-	a.do(bs, 200, "GET", "/v1/checkpoint", "")
+	a := apitest.NewAnswerChecker(t, apitest.LoadOpenAPI(t), server.RoutePatterns(""))
+	a.Do(b.url, 503, "GET", "/readyz", "")
+	a.Do(b.url, 503, "POST", "/v1/entries", apitest.AppendBody(1), "Authorization", "Bearer "+f.token)
+	a.Do(b.url, 503, "GET", "/v1/policies", "")
+	a.Do(b.url, 503, "GET", "/v1/approvals/"+strings.Repeat("0", 64), "", "Authorization", "Bearer "+f.token)
+	a.Do(b.url, 200, "GET", "/v1/checkpoint", "")
 	if err := holder.ReleaseLease(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
-	a.do(bs, 200, "GET", "/readyz", "")
+	apitest.WaitFor(t, "b to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
+	a.Do(b.url, 200, "GET", "/readyz", "")
 	if status, _, body := f.post(t, b.url, 3, nil); status != http.StatusCreated {
 		t.Errorf("append at b, sequencing: %d %s", status, body)
 	}
@@ -328,7 +326,7 @@ func TestClusterUnreachableSequencer(t *testing.T) {
 	}()
 	defer func() { cancel(); <-renewed }()
 	b := startServing(t, "--config", f.config(t, "b", "600ms"))
-	waitFor(t, "b to see the holder", func() bool { code, _ := readyz(t, b.url+"/readyz"); return code == 200 })
+	apitest.WaitFor(t, "b to see the holder", func() bool { code, _ := readyz(t, b.url+"/readyz"); return code == 200 })
 	status, h, body := f.post(t, b.url, 1, nil)
 	wantUnavailable(t, "an append with an unreachable sequencer", status, h, body, "no_sequencer")
 }
@@ -466,7 +464,7 @@ func TestClusterForwardAbandoned(t *testing.T) {
 
 // testNode is an instance run by the test step by step: its loop does not
 // run, so that the test decides when it takes the lease and renews.
-func (f *clusterFixture) testNode(t *testing.T, name, ttl string) (*node, string, *lockedWriter) {
+func (f *clusterFixture) testNode(t *testing.T, name, ttl string) (*node, string, *apitest.LockedBuffer) {
 	t.Helper()
 	cfg, err := config.Load(f.config(t, name, ttl))
 	if err != nil {
@@ -481,7 +479,7 @@ func (f *clusterFixture) testNode(t *testing.T, name, ttl string) (*node, string
 		t.Fatal(err)
 	}
 	cfg.Listen = ln.Addr().String()
-	logs := &lockedWriter{}
+	logs := &apitest.LockedBuffer{}
 	n, err := newNode(t.Context(), cfg, key, nil, nil, ln, slog.New(slog.NewJSONHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -638,7 +636,7 @@ func TestClusterCheck(t *testing.T) {
 	f := newClusterFixture(t)
 	path := f.config(t, "a", "5s")
 	a := startServing(t, "--config", path)
-	waitFor(t, "a to sequence", func() bool { code, _ := readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
+	apitest.WaitFor(t, "a to sequence", func() bool { code, _ := readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
 	for i := range 3 {
 		if status, _, body := f.post(t, a.url, i, nil); status != http.StatusCreated {
 			t.Fatalf("append: %d %s", status, body)
@@ -680,7 +678,7 @@ func TestClusterCheck(t *testing.T) {
 		t.Fatalf("key rotate: exit %d, %s %s", code, stdout.String(), stderr.String())
 	}
 	b := startServing(t, "--config", path)
-	waitFor(t, "the rotated log to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
+	apitest.WaitFor(t, "the rotated log to sequence", func() bool { code, _ := readyz(t, b.url+"/readyz?role=sequencer"); return code == 200 })
 	if status, _, body := f.post(t, b.url, 4, nil); status != http.StatusCreated || !strings.Contains(body, `"index":3`) {
 		t.Errorf("append after the rotation: %d %s", status, body)
 	}
@@ -742,9 +740,9 @@ func TestFollowerRoutes(t *testing.T) {
 	// cosignatures, with those the database holds (TestClusterCosignatures).
 	for _, cfg := range []*config.Config{{}, {Witnesses: []config.WitnessConfig{{Name: "w"}}}} {
 		local := map[string]bool{}
-		for _, rt := range (&server{cfg: cfg, m: newMetrics()}).routeTable() {
-			if (&server{cfg: cfg}).followerLocal(rt.pattern) {
-				local[rt.pattern] = true
+		for _, p := range server.RoutePatterns(cfg.TilesPrefix) {
+			if slices.Contains(followerLocal(cfg.TilesPrefix), p) {
+				local[p] = true
 			}
 		}
 		want := []string{"GET /v1/checkpoint", "GET /v1/checkpoints/{size}", "GET /v1/entries/{index}", "GET /v1/export",
@@ -801,7 +799,7 @@ func TestSequencerRoleByLocalClock(t *testing.T) {
 			t.Errorf("/readyz%s with the lease expired by the local clock: %d %+v", q, w.Code, rd)
 		}
 	}
-	m := exposition(t, n.collectMetrics)
+	m := apitest.Exposition(t, n.collectMetrics)
 	for _, want := range []string{`ledgerd_cluster_role{instance="a",role="sequencer"} 0`, `ledgerd_cluster_role{instance="a",role="follower"} 1`, "ledgerd_lease_epoch 7"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("the metrics lack %q:\n%s", want, m)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/badger"
 )
@@ -70,7 +71,7 @@ func fillStore(t *testing.T, data string, from, n int) {
 	for range 64 { // enough to fill group commits
 		wg.Go(func() {
 			for i := range next {
-				if _, err := l.Append(t.Context(), mustRecord(t, appendBody(i))); err != nil {
+				if _, err := l.Append(t.Context(), apitest.Record(t, apitest.AppendBody(i))); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -166,7 +167,7 @@ func TestZeroedTileSlotIsDamage(t *testing.T) {
 	leaf := sha256.Sum256(append([]byte{0}, e...))
 	for _, path := range []string{"/v1/inclusion?index=5000", "/v1/inclusion?leaf_hash=" + hex.EncodeToString(leaf[:]), "/v1/proofs/5000", "/tile/0/019"} {
 		code, body := httpGet(t, url+path)
-		var answer struct{ Error apiError }
+		var answer struct{ Error apitest.APIError }
 		json.Unmarshal([]byte(body), &answer)
 		if code != 500 || answer.Error.Code != "internal" || !strings.Contains(answer.Error.Message, "the store is damaged") {
 			t.Errorf("GET %s with tile 0/19 zeroed: %d %s; want 500 internal, the store is damaged", path, code, body)

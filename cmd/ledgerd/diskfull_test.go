@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // rootTest skips a test that needs root (to mount a file system) when the
@@ -108,7 +110,7 @@ func TestDiskFull(t *testing.T) {
 	if statuses[http.StatusServiceUnavailable] == 0 || len(statuses) != 2 || len(acked) == 0 {
 		t.Fatalf("HTTP statuses %v, %d acknowledged; want 201s, then 503 once the reserve is reached", statuses, len(acked))
 	}
-	if code := getJSON(t, url+"/readyz", &struct{}{}); code != http.StatusServiceUnavailable {
+	if code := apitest.GetJSON(t, url+"/readyz", &struct{}{}); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz after the store refused = %d, want 503", code)
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
@@ -238,7 +240,7 @@ func TestDiskFilledByAnother(t *testing.T) {
 	url := "http://" + d.addr
 
 	stop := make(chan struct{})
-	load := startAppenders(url, string(token), 4, appendBody, stop)
+	load := startAppenders(url, string(token), 4, apitest.AppendBody, stop)
 	stopLoad := sync.OnceFunc(func() {
 		close(stop)
 		load.wg.Wait()

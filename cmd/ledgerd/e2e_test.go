@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -27,26 +27,7 @@ type daemon struct {
 	cmd    *exec.Cmd
 	addr   string
 	vkey   string
-	stderr *lockedBuffer
-}
-
-// lockedBuffer is a bytes.Buffer a child process writes to while a test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	stderr *apitest.LockedBuffer
 }
 
 func buildBinaries(t *testing.T) (ledgerd, ledgerVerify string) {
@@ -68,7 +49,7 @@ func startDaemon(t *testing.T, bin, dir string) *daemon {
 	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=160MiB")
 	stdout, _ := cmd.StdoutPipe()
-	d := &daemon{cmd: cmd, stderr: &lockedBuffer{}}
+	d := &daemon{cmd: cmd, stderr: &apitest.LockedBuffer{}}
 	cmd.Stderr = d.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -131,7 +112,7 @@ func TestDaemonKill9(t *testing.T) {
 			checkConsistentAfterRestart(t, url, d.vkey, checkpoints)
 		}
 		for index, want := range acked {
-			got := get(t, fmt.Sprintf("%s/v1/entries/%d", url, index))
+			got := apitest.Get(t, fmt.Sprintf("%s/v1/entries/%d", url, index))
 			if got != want {
 				t.Fatalf("cycle %d: acknowledged entry %d lost or changed", cycle, index)
 			}
@@ -150,7 +131,7 @@ func TestDaemonKill9(t *testing.T) {
 						return
 					default:
 					}
-					req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(cycle*100000+c*1000+i)))
+					req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(apitest.AppendBody(cycle*100000+c*1000+i)))
 					req.Header.Set("Authorization", "Bearer "+string(token))
 					resp, err := http.DefaultClient.Do(req)
 					if err != nil {
@@ -186,7 +167,7 @@ func TestDaemonKill9(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.Sleep(time.Duration(rng.IntN(900)) * time.Millisecond) // a random moment, not a wait for a condition
-		if cp := get(t, url+"/v1/checkpoint"); cp != "" {
+		if cp := apitest.Get(t, url+"/v1/checkpoint"); cp != "" {
 			checkpoints = append(checkpoints, []byte(cp))
 		}
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
@@ -208,8 +189,8 @@ func TestDaemonKill9(t *testing.T) {
 	}
 	v, _ := note.NewVerifier(vkey)
 	var latest log.Checkpoint
-	waitFor(t, "a checkpoint of every acknowledged entry", func() bool {
-		cp, _, _, err := log.ParseCheckpoint([]byte(get(t, url+"/v1/checkpoint")), strings.SplitN(vkey, "+", 2)[0], v)
+	apitest.WaitFor(t, "a checkpoint of every acknowledged entry", func() bool {
+		cp, _, _, err := log.ParseCheckpoint([]byte(apitest.Get(t, url+"/v1/checkpoint")), strings.SplitN(vkey, "+", 2)[0], v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +209,7 @@ func TestDaemonKill9(t *testing.T) {
 func checkServed(t *testing.T, url string, acked map[uint64]string) {
 	t.Helper()
 	for index, want := range acked {
-		if got := get(t, fmt.Sprintf("%s/v1/entries/%d", url, index)); got != want {
+		if got := apitest.Get(t, fmt.Sprintf("%s/v1/entries/%d", url, index)); got != want {
 			t.Fatalf("acknowledged entry %d lost or changed", index)
 		}
 	}
@@ -263,20 +244,6 @@ func exportAndVerify(t *testing.T, ledgerVerify, url, vkey string, end uint64) s
 	return strings.SplitN(string(out), "\n", 2)[0]
 }
 
-func get(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return ""
-	}
-	return string(b)
-}
-
 func checkConsistentAfterRestart(t *testing.T, url, vkey string, checkpoints [][]byte) {
 	t.Helper()
 	origin := strings.SplitN(vkey, "+", 2)[0]
@@ -284,7 +251,7 @@ func checkConsistentAfterRestart(t *testing.T, url, vkey string, checkpoints [][
 	if err != nil {
 		t.Fatal(err)
 	}
-	current, _, _, err := log.ParseCheckpoint([]byte(get(t, url+"/v1/checkpoint")), origin, v)
+	current, _, _, err := log.ParseCheckpoint([]byte(apitest.Get(t, url+"/v1/checkpoint")), origin, v)
 	if err != nil {
 		t.Fatalf("current checkpoint: %v", err)
 	}
@@ -293,8 +260,8 @@ func checkConsistentAfterRestart(t *testing.T, url, vkey string, checkpoints [][
 		if err != nil {
 			t.Fatal(err)
 		}
-		var p proofJSON
-		if code := getJSON(t, fmt.Sprintf("%s/v1/consistency?size1=%d&tree_size=%d", url, old.Size, current.Size), &p); code != 200 {
+		var p apitest.Proof
+		if code := apitest.GetJSON(t, fmt.Sprintf("%s/v1/consistency?size1=%d&tree_size=%d", url, old.Size, current.Size), &p); code != 200 {
 			t.Fatalf("consistency %d -> %d: HTTP %d", old.Size, current.Size, code)
 		}
 		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old.Size, current.Size, p.Hashes, old.Hash, current.Hash); err != nil {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/decisionledger/ledger/internal/pgtest"
 )
@@ -82,13 +81,4 @@ func startWrapped(t *testing.T, bin, dir string, vars map[string]string) *daemon
 		os.Unsetenv("LEDGERD_TEST_EXEC")
 	}()
 	return startDaemon(t, self, dir)
-}
-
-// processCPU returns the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

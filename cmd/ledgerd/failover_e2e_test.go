@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/storage/postgres"
 )
@@ -246,7 +247,7 @@ func TestClusterFencing(t *testing.T) {
 			return l.inflight[next.name].Load() == 0
 		})
 		c.waitFor(fmt.Sprintf("instance %s's checkpoint to cover the log", next.name), 30*time.Second, func() bool {
-			cp, err := c.key.Checkpoint([]byte(get(t, next.url()+"/v1/checkpoint")))
+			cp, err := c.key.Checkpoint([]byte(apitest.Get(t, next.url()+"/v1/checkpoint")))
 			return err == nil && cp.Size == size()
 		})
 		next.signal(t, syscall.SIGSTOP)

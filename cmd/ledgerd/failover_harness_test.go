@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -197,7 +198,7 @@ func stableAddr(t *testing.T) string {
 		}
 	}
 	if low <= 11000 {
-		return freeAddr(t)
+		return apitest.FreeAddr(t)
 	}
 	for range 200 {
 		addr := fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(low-10000))
@@ -809,7 +810,7 @@ func (c *testCluster) checkLog(l *appendLoad, cps *cpPoller, from *proc) finalLo
 			}
 			continue
 		}
-		var p proofJSON
+		var p apitest.Proof
 		resp, err := c.hc.Get(fmt.Sprintf("%s/v1/consistency?size1=%d&tree_size=%d", from.url(), o.size, size))
 		if err != nil {
 			t.Fatal(err)

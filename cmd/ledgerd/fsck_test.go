@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // fsckStore serves a new data directory, appends n entries over HTTP and
@@ -29,7 +31,7 @@ func fsckStore(t *testing.T, n int) string {
 func appendOverHTTP(t *testing.T, url, token string, n int) {
 	t.Helper()
 	for i := range n {
-		req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
+		req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(apitest.AppendBody(i)))
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -169,7 +171,7 @@ func TestFsckOnlineCommand(t *testing.T) {
 				return
 			default:
 			}
-			req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
+			req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(apitest.AppendBody(i)))
 			req.Header.Set("Authorization", "Bearer "+token)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -197,12 +199,12 @@ func TestFsckOnlineCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a second online fsck to be refused", func() bool {
+	apitest.WaitFor(t, "a second online fsck to be refused", func() bool {
 		code, _, stderr := runFsck(t, "--online", "--data", dir)
 		return code == 1 && strings.Contains(stderr, "an online fsck is running already: one at a time")
 	})
 	c.Close()
-	waitFor(t, "an online fsck after the first client left", func() bool {
+	apitest.WaitFor(t, "an online fsck after the first client left", func() bool {
 		code, _, _ := runFsck(t, "--online", "--data", dir)
 		return code == 0
 	})

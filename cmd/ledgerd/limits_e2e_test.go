@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 func buildLedgerd(t *testing.T) string {
@@ -95,7 +97,7 @@ func TestDaemonUnderIdleAndSlowClients(t *testing.T) {
 	}
 
 	// Phase 1: the flood, and health checks and appends meanwhile.
-	open := attack(t, d.addr, map[string]int{healthz: 2000, partialAppend(""): 300})
+	open := attack(t, d.addr, map[string]int{apitest.Healthz: 2000, apitest.PartialAppend(""): 300})
 	for i := range 5 {
 		for _, path := range []string{"/healthz", "/readyz"} {
 			resp, err := client.Get(url + path)
@@ -107,7 +109,7 @@ func TestDaemonUnderIdleAndSlowClients(t *testing.T) {
 				t.Fatalf("GET %s under attack: %s", path, resp.Status)
 			}
 		}
-		req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
+		req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(apitest.AppendBody(i)))
 		req.Header.Set("Authorization", "Bearer "+string(token))
 		resp, err := client.Do(req)
 		if err != nil {
@@ -124,7 +126,7 @@ func TestDaemonUnderIdleAndSlowClients(t *testing.T) {
 
 	// Phase 2: below the cap, only the deadlines close connections.
 	reclaimed := metric("ledgerd_connections_reclaimed_total")
-	open = attack(t, d.addr, map[string]int{healthz: 150, partialAppend("Bearer " + string(token)): 30})
+	open = attack(t, d.addr, map[string]int{apitest.Healthz: 150, apitest.PartialAppend("Bearer " + string(token)): 30})
 	if got := open(); got != nil {
 		t.Fatalf("still open 25 s after they were opened (idle_timeout 2s, body_timeout 3s): %v", got)
 	}
@@ -221,7 +223,7 @@ func TestStoreFilesOwnerOnly(t *testing.T) {
 	d := startWrapped(t, bin, dir, map[string]string{"LEDGERD_TEST_UMASK": "000"})
 	defer func() { d.cmd.Process.Kill(); d.cmd.Wait() }()
 	token, _ := os.ReadFile(filepath.Join(dir, "token"))
-	req, _ := http.NewRequest("POST", "http://"+d.addr+"/v1/entries", strings.NewReader(appendBody(1)))
+	req, _ := http.NewRequest("POST", "http://"+d.addr+"/v1/entries", strings.NewReader(apitest.AppendBody(1)))
 	req.Header.Set("Authorization", "Bearer "+string(token))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

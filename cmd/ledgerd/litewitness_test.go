@@ -1,32 +1,28 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"filippo.io/torchwood"
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
+	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/witness"
-	"golang.org/x/crypto/ssh"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -34,234 +30,80 @@ import (
 // from filippo.io/torchwood v0.6.1, whose key lives in an ssh-agent
 // (Debian's openssh-client). They find litewitness and witnessctl in
 // $LEDGER_LITEWITNESS and $LEDGER_WITNESSCTL, on $PATH or in
-// $(go env GOPATH)/bin; .ci/run installs them.
+// $(go env GOPATH)/bin (apitest.NeedTool); .ci/run installs them.
 
-const litewitnessInstall = "go install filippo.io/torchwood/cmd/litewitness@v0.6.1 filippo.io/torchwood/cmd/witnessctl@v0.6.1 (and apt-get install openssh-client for ssh-agent), or run bash .ci/run"
+// witnessedServer is a ledgerd served in-process: its data directory as
+// a first start makes it (initDataDir), its witnesses as serve sets them
+// up (newWitnesses), submitting every 20 ms with a short backoff, its
+// checkpoints signed when the test publishes them.
+type witnessedServer struct {
+	url, token string
+	l          *ledger.Ledger
+	key        *ledger.Key
+	cfg        *config.Config
+}
 
-// needTool finds a program the test needs, or skips the test (fails it
-// under LEDGER_CI=1, where .ci/run installed everything).
-func needTool(t testing.TB, env, name string) string {
+// startWitnessedServer starts a witnessedServer whose config change changes
+// (it lists the witnesses).
+func startWitnessedServer(t *testing.T, change func(*config.Config)) *witnessedServer {
 	t.Helper()
-	if p := findTool(env, name); p != "" {
-		return p
-	}
-	msg := fmt.Sprintf("%s not found (set %s, or put it on PATH): %s", name, env, litewitnessInstall)
-	if os.Getenv("LEDGER_CI") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// findTool returns the program named by $env, on PATH or in
-// $(go env GOPATH)/bin; "" if there is none.
-func findTool(env, name string) string {
-	if p := os.Getenv(env); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	if gopath, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", name)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// sshAgent is a dedicated ssh-agent holding the witnesses' keys.
-type sshAgent struct {
-	sock string
-	add  string // ssh-add
-}
-
-func startSSHAgent(t testing.TB) *sshAgent {
-	t.Helper()
-	agentBin := needTool(t, "LEDGER_SSH_AGENT", "ssh-agent")
-	add := needTool(t, "LEDGER_SSH_ADD", "ssh-add")
-	// A short path: unix socket paths are limited to about 100 bytes.
-	dir, err := os.MkdirTemp("", "lw")
+	path, token, err := initDataDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "agent.sock")
-	cmd := exec.Command(agentBin, "-D", "-a", sock)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitUntil(t, "ssh-agent's socket", func() bool { _, err := os.Stat(sock); return err == nil })
-	return &sshAgent{sock: sock, add: add}
-}
-
-// liteWitness is one litewitness process and its key.
-type liteWitness struct {
-	name, vkey string
-	// torchwood is torchwood's cosignature/v1 verifier for the key.
-	torchwood note.Verifier
-	db, addr  string
-	args      []string
-	bin       string
-	cmd       *exec.Cmd
-	logs      *lockedBuffer
-}
-
-// newLiteWitness makes a witness key, loads it into the agent, creates
-// the witness's database knowing the log (origin and verifier key) with
-// witnessctl, and starts litewitness.
-func newLiteWitness(t testing.TB, agent *sshAgent, name, origin, logVKey string) *liteWitness {
-	t.Helper()
-	bin := needTool(t, "LEDGER_LITEWITNESS", "litewitness")
-	ctl := needTool(t, "LEDGER_WITNESSCTL", "witnessctl")
-	dir := t.TempDir()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, err := ssh.MarshalPrivateKey(priv, name)
+	change(cfg)
+	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyFile := filepath.Join(dir, "witness.key")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	add := exec.Command(agent.add, keyFile)
-	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+agent.sock)
-	if out, err := add.CombinedOutput(); err != nil {
-		t.Fatalf("ssh-add: %v\n%s", err, out)
-	}
-	sshPub, err := ssh.NewPublicKey(priv.Public())
+	log := slog.New(slog.DiscardHandler)
+	store, err := badger.Open(t.Context(), cfg.StoreDir, badger.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The witness's cosignature/v1 verifier key, as litewitness logs it.
-	cosigner, err := torchwood.NewCosignatureSigner(name, priv)
+	t.Cleanup(func() { store.Close() })
+	l, err := ledger.Open(t.Context(), store, key, ledger.Options{CheckpointInterval: -1, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &liteWitness{name: name, vkey: cosigner.Verifier().String(), torchwood: cosigner.Verifier(), db: filepath.Join(dir, "witness.db"), bin: bin}
-	for _, args := range [][]string{
-		{"add-log", "-db", w.db, "-origin", origin},
-		{"add-key", "-db", w.db, "-origin", origin, "-key", logVKey},
-	} {
-		if out, err := exec.Command(ctl, args...).CombinedOutput(); err != nil {
-			t.Fatalf("witnessctl %s: %v\n%s", args[0], err, out)
-		}
-	}
-	w.addr = freeAddr(t)
-	w.args = []string{"-db", w.db, "-name", name, "-key", ssh.FingerprintSHA256(sshPub), "-ssh-agent", agent.sock, "-listen", w.addr}
-	w.start(t)
-	t.Cleanup(func() { w.stop(t) })
-	if !strings.Contains(w.logs.String(), w.vkey) {
-		t.Fatalf("litewitness's verifier key is not %s:\n%s", w.vkey, w.logs)
-	}
-	return w
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Cleanup(func() { l.Close() })
+	wopts, err := witnessOptions(cfg, l, storedCosignatures(cfg, l), log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func (w *liteWitness) url() string { return "http://" + w.addr }
-
-func (w *liteWitness) start(t testing.TB) {
-	t.Helper()
-	w.logs = &lockedBuffer{}
-	w.cmd = exec.Command(w.bin, w.args...)
-	w.cmd.Stdout, w.cmd.Stderr = w.logs, w.logs
-	if err := w.cmd.Start(); err != nil {
+	wopts.BackoffMin, wopts.BackoffMax, wopts.Interval = 20*time.Millisecond, 200*time.Millisecond, 20*time.Millisecond
+	wit, err := witness.New(t.Context(), wopts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "litewitness "+w.name+" to listen", func() bool {
-		c, err := net.Dial("tcp", w.addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-}
-
-func (w *liteWitness) stop(t testing.TB) {
-	if w.cmd == nil {
-		return
-	}
-	w.cmd.Process.Signal(syscall.SIGINT)
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { w.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		w.cmd.Process.Kill()
-		<-done
-	}
-	w.cmd = nil
-}
-
-func waitUntil(t testing.TB, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// cosignedCheckpoint fetches /v1/checkpoint and its Ledger-Cosignatures.
-func cosignedCheckpoint(t *testing.T, url string) ([]byte, int) {
-	t.Helper()
-	resp, err := http.Get(url + "/v1/checkpoint")
+	go func() {
+		defer close(done)
+		wit.Run(ctx)
+	}()
+	// Before the ledger closes (cleanups run last first).
+	t.Cleanup(func() { cancel(); <-done })
+	m := metrics.New()
+	opts := serverOptions(cfg, log, m, server.NewCredentials(cfg))
+	opts.Ledger, opts.Witnesses, opts.Policies = l, wit, policies.New(cfg.PolicyDir, cfg.StoreDir, nil, l, log, m)
+	api, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	n, err := strconv.Atoi(resp.Header.Get("Ledger-Cosignatures"))
-	if resp.StatusCode != 200 || err != nil {
-		t.Fatalf("GET /v1/checkpoint: %s, Ledger-Cosignatures %q", resp.Status, resp.Header.Get("Ledger-Cosignatures"))
-	}
-	return b, n
-}
-
-// waitCosignatures waits until the latest checkpoint, of size, is served
-// with n cosignatures, and returns it.
-func waitCosignatures(t *testing.T, s *testServer, size uint64, n int) []byte {
-	t.Helper()
-	var cp []byte
-	waitUntil(t, fmt.Sprintf("%d cosignatures on the checkpoint of size %d", n, size), func() bool {
-		var got int
-		cp, got = cosignedCheckpoint(t, s.url)
-		return got == n && bytes.Contains(cp, []byte(fmt.Sprintf("\n%d\n", size)))
-	})
-	return cp
-}
-
-func appendN(t *testing.T, s *testServer, from, n int) uint64 {
-	t.Helper()
-	for i := from; i < from+n; i++ {
-		if resp, b := s.post(t, s.token, appendBody(i)); resp.StatusCode != http.StatusCreated {
-			t.Fatalf("append %d: %s %s", i, resp.Status, b)
-		}
-	}
-	cp, err := s.l.Publish(t.Context())
+	hs := httptest.NewUnstartedServer(nil)
+	srv, limited, err := newHTTPServer(cfg, log, m, api.Handler(), hs.Listener)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, size := s.l.Checkpoint()
-	_ = cp
-	return size
+	hs.Config, hs.Listener = srv, limited
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return &witnessedServer{url: hs.URL, token: token, l: l, key: key, cfg: cfg}
 }
 
 // TestLitewitness: two litewitness instances, threshold 2. Cosigned
@@ -271,19 +113,19 @@ func appendN(t *testing.T, s *testServer, from, n int) uint64 {
 // the witness catches up when it returns; a forked history signed with
 // the same key is refused by both witnesses.
 func TestLitewitness(t *testing.T) {
-	agent := startSSHAgent(t)
-	var a, b *liteWitness
+	agent := apitest.StartSSHAgent(t)
+	var a, b *apitest.LiteWitness
 	var ledgerVerify string
-	s := startServerWith(t, func(c *config.Config) {
+	s := startWitnessedServer(t, func(c *config.Config) {
 		key, err := ledger.LoadKey(c.KeyFile, ledger.KeyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a = newLiteWitness(t, agent, "witness-a.example.com", key.Name(), key.VerifierKey())
-		b = newLiteWitness(t, agent, "witness-b.example.org", key.Name(), key.VerifierKey())
+		a = apitest.NewLiteWitness(t, agent, "witness-a.example.com", key.Name(), key.VerifierKey())
+		b = apitest.NewLiteWitness(t, agent, "witness-b.example.org", key.Name(), key.VerifierKey())
 		c.Witnesses = []config.WitnessConfig{
-			{Name: "a", URL: a.url(), Key: a.vkey},
-			{Name: "b", URL: b.url(), Key: b.vkey},
+			{Name: "a", URL: a.URL(), Key: a.VKey},
+			{Name: "b", URL: b.URL(), Key: b.VKey},
 		}
 		c.WitnessesNeeded = 2
 		if err := c.Check(); err != nil {
@@ -294,19 +136,19 @@ func TestLitewitness(t *testing.T) {
 	vkey := s.key.VerifierKey()
 	verifyProof := func(index uint64, needed int) (string, error) {
 		t.Helper()
-		proof := get(t, fmt.Sprintf("%s/v1/proofs/%d", s.url, index))
+		proof := apitest.Get(t, fmt.Sprintf("%s/v1/proofs/%d", s.url, index))
 		f := filepath.Join(t.TempDir(), "entry.tlog-proof")
 		if err := os.WriteFile(f, []byte(proof), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(ledgerVerify, "proof", "--key", vkey, "--witness", a.vkey, "--witness", b.vkey,
+		out, err := exec.Command(ledgerVerify, "proof", "--key", vkey, "--witness", a.VKey, "--witness", b.VKey,
 			"--witnesses-needed", strconv.Itoa(needed), f).CombinedOutput()
 		return string(out), err
 	}
 
 	// Both witnesses cosign.
-	size := appendN(t, s, 0, 10)
-	cp := waitCosignatures(t, s, size, 2)
+	size := apitest.AppendN(t, s.url, s.token, s.l, 0, 10)
+	cp := apitest.WaitCosignatures(t, s.url, size, 2)
 	if out, err := verifyProof(3, 2); err != nil {
 		t.Fatalf("ledger-verify with both cosignatures: %v\n%s", err, out)
 	}
@@ -318,24 +160,24 @@ func TestLitewitness(t *testing.T) {
 	}
 	// ... and, given torchwood's cosignature verifiers, verifies
 	// litewitness's cosignatures too.
-	if n, err := note.Open(cp, note.VerifierList(logv, a.torchwood, b.torchwood)); err != nil || len(n.Sigs) != 3 {
+	if n, err := note.Open(cp, note.VerifierList(logv, a.Torchwood, b.Torchwood)); err != nil || len(n.Sigs) != 3 {
 		t.Fatalf("x/mod/sumdb/note with torchwood's cosignature verifiers: %v", err)
 	}
 	// An export carries them too.
 	export := filepath.Join(t.TempDir(), "export.ledger")
-	os.WriteFile(export, []byte(get(t, fmt.Sprintf("%s/v1/export?start=0&end=%d", s.url, size))), 0o644)
-	if out, err := exec.Command(ledgerVerify, "export", "--key", vkey, "--witness", a.vkey, "--witness", b.vkey, export).CombinedOutput(); err != nil {
+	os.WriteFile(export, []byte(apitest.Get(t, fmt.Sprintf("%s/v1/export?start=0&end=%d", s.url, size))), 0o644)
+	if out, err := exec.Command(ledgerVerify, "export", "--key", vkey, "--witness", a.VKey, "--witness", b.VKey, export).CombinedOutput(); err != nil {
 		t.Fatalf("ledger-verify export: %v\n%s", err, out)
 	}
 
 	// b stops: appends go on, checkpoints carry a's cosignature only.
-	b.stop(t)
+	b.Stop(t)
 	start := time.Now()
-	size = appendN(t, s, 10, 10)
+	size = apitest.AppendN(t, s.url, s.token, s.l, 10, 10)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("10 appends took %v with a witness down", d)
 	}
-	waitCosignatures(t, s, size, 1)
+	apitest.WaitCosignatures(t, s.url, size, 1)
 	out, err := verifyProof(12, 2)
 	if err == nil || !strings.Contains(out, "1 valid witness cosignature(s), 2 needed; cosigned by witness-a.example.com+") ||
 		!strings.Contains(out, "no cosignature from witness-b.example.org+") {
@@ -344,7 +186,7 @@ func TestLitewitness(t *testing.T) {
 	if out, err := verifyProof(12, 1); err != nil {
 		t.Fatalf("ledger-verify with one cosignature of 1 needed: %v\n%s", err, out)
 	}
-	metrics := get(t, s.url+"/metrics")
+	metrics := apitest.Get(t, s.url+"/metrics")
 	for _, want := range []string{
 		`ledgerd_witness_lag_entries{witness="a"} 0`,
 		fmt.Sprintf(`ledgerd_witness_lag_entries{witness="b"} %d`, size-10),
@@ -359,8 +201,8 @@ func TestLitewitness(t *testing.T) {
 	}
 
 	// b returns and catches up, with a proof from size 10.
-	b.start(t)
-	waitCosignatures(t, s, size, 2)
+	b.Start(t)
+	apitest.WaitCosignatures(t, s.url, size, 2)
 	if out, err := verifyProof(12, 2); err != nil {
 		t.Fatalf("ledger-verify after b caught up: %v\n%s", err, out)
 	}
@@ -374,7 +216,7 @@ func TestLitewitness(t *testing.T) {
 	}
 	defer fork.Close()
 	for i := range 30 {
-		if _, err := fork.Append(t.Context(), mustRecord(t, appendBody(1000+i))); err != nil {
+		if _, err := fork.Append(t.Context(), apitest.Record(t, apitest.AppendBody(1000+i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -400,8 +242,8 @@ func TestLitewitness(t *testing.T) {
 		}
 	}
 	// And the real log still gets cosigned.
-	size = appendN(t, s, 20, 5)
-	waitCosignatures(t, s, size, 2)
+	size = apitest.AppendN(t, s.url, s.token, s.l, 20, 5)
+	apitest.WaitCosignatures(t, s.url, size, 2)
 }
 
 // submitKind is the kind of a witness.SubmitError, or "".

@@ -32,6 +32,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -47,7 +48,12 @@ import (
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
+	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/approvals"
+	"github.com/decisionledger/ledger/server/metrics"
+	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/badger"
+	"github.com/decisionledger/ledger/witness"
 )
 
 const usage = `Usage:
@@ -495,9 +501,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer store.Close()
-	m := newMetrics()
+	m := metrics.New()
 	l, err := ledger.Open(ctx, store.store, key, ledger.Options{
-		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: m.observeBatch,
+		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: m.ObserveBatch,
 		PreviousKeys: cfg.PreviousKeys,
 	})
 	if err != nil {
@@ -506,29 +512,28 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		damageHints(stderr, err, configPath)
 		return code
 	}
-	pol := newPolicies(cfg, cat, l, log, m)
+	pol := policies.New(cfg.PolicyDir, cfg.StoreDir, cat, l, log, m)
 	if set != nil {
 		// Archived and published (unless it was the latest publication)
 		// before the first decision.
-		if err := pol.start(ctx, set); err != nil {
+		if err := pol.Start(ctx, set); err != nil {
 			l.Close()
 			return failStart("%v", err)
 		}
 	}
-	var appr *approvalsState
+	var appr *approvals.State
 	if cfg.Approvals != nil {
-		if appr, err = newApprovalsState(cfg, nil); err != nil {
+		if appr, err = newApprovals(cfg, nil); err != nil {
 			l.Close()
 			return failStart("%v", err)
 		}
 		// The deadlines in force before the first approval is opened.
-		if err := appr.publishConfig(ctx, l, log); err != nil {
+		if err := appr.PublishConfig(ctx, l, log); err != nil {
 			l.Close()
 			return failStart("%v", err)
 		}
 	}
-	creds := newLiveCredentials(cfg)
-	api := &server{cfg: cfg, l: l, log: log, m: m, cat: cat, pol: pol, appr: appr, creds: creds}
+	creds := server.NewCredentials(cfg)
 	reloader := &configReloader{path: configPath, start: &start, creds: creds, log: log, m: m}
 	// ledgerd fsck --online asks this process to check the log
 	// (fsck_online.go); without the socket the rest works.
@@ -538,19 +543,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer stopFsck()
 	}
 	witnessed := make(chan struct{})
+	var wit *witness.Set
 	if len(cfg.Witnesses) > 0 {
-		if api.wit, err = newWitnesses(ctx, cfg, l, storedCosignatures(cfg, l), log); err != nil {
+		if wit, err = newWitnesses(ctx, cfg, l, storedCosignatures(cfg, l), log); err != nil {
 			l.Close()
 			return failStart("%v", err)
 		}
 		go func() {
 			defer close(witnessed)
-			api.wit.Run(ctx)
+			wit.Run(ctx)
 		}()
 	} else {
 		close(witnessed)
 	}
-	srv, limited, err := newHTTPServer(api, ln)
+	opts := serverOptions(cfg, log, m, creds)
+	opts.Ledger, opts.Catalog, opts.Policies, opts.Approvals, opts.Witnesses = l, cat, pol, appr, wit
+	api, err := server.New(opts)
+	var srv *http.Server
+	var limited net.Listener
+	if err == nil {
+		srv, limited, err = newHTTPServer(cfg, log, m, api.Handler(), ln)
+	}
 	if err == nil && cfg.TLS != nil {
 		srv.TLSConfig, reloader.cert, err = serverTLS(cfg.TLS)
 	}
@@ -575,7 +588,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "paste this line into a second terminal:\nexport VKEY=%s\n", shellQuote(key.VerifierKey()))
 	}
-	log.Info("ledgerd started", "config", cfg, "catalog", catalogValue(cfg.CatalogDir, cat), "policy_set", pol.currentDigest(),
+	log.Info("ledgerd started", "config", cfg, "catalog", catalogValue(cfg.CatalogDir, cat), "policy_set", pol.CurrentDigest(),
 		"version", buildinfo.Read().String(), "go_memory_limit", debug.SetMemoryLimit(-1))
 	errc := make(chan error, 1)
 	if cfg.TLS != nil {
@@ -589,7 +602,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reloads, stopHUP := onSIGHUP(ctx, func(ctx context.Context) {
 		reloader.reload(ctx)
 		if cfg.PolicyDir != "" {
-			pol.reload(ctx)
+			pol.Reload(ctx)
 		}
 	})
 	defer stopHUP()
@@ -599,7 +612,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	go func() {
 		defer close(sweeps)
 		if appr != nil {
-			api.sweepPreviewsEvery(ctx, previewSweepInterval)
+			api.SweepPreviewsEvery(ctx, approvals.PreviewSweepInterval)
 		}
 	}()
 	select {

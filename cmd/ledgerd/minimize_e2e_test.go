@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // TestMinimizationEndToEnd runs the real binaries: a workload computes
@@ -29,7 +31,7 @@ func TestMinimizationEndToEnd(t *testing.T) {
 	d := startDaemon(t, ledgerd, dir) // creates the data directory
 	d.cmd.Process.Kill()
 	d.cmd.Wait()
-	catalog, err := filepath.Abs(corpusDir)
+	catalog, err := filepath.Abs(apitest.CorpusDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestMinimizationEndToEnd(t *testing.T) {
 	// The export, once a checkpoint covers the entry.
 	var export string
 	for deadline := time.Now().Add(10 * time.Second); export == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		export = get(t, url+"/v1/export?start=0&end=1")
+		export = apitest.Get(t, url+"/v1/export?start=0&end=1")
 	}
 	if export == "" {
 		t.Fatal("no export of entry 0")
@@ -106,7 +108,7 @@ func TestMinimizationEndToEnd(t *testing.T) {
 		t.Errorf("ledger-verify params with another subject: %v\n%s", err, out)
 	}
 	// The declaration the server applied is public and byte-identical.
-	served := get(t, url+"/v1/actions/send_email")
+	served := apitest.Get(t, url+"/v1/actions/send_email")
 	if want, _ := os.ReadFile(decl); served != string(want) {
 		t.Errorf("GET /v1/actions/send_email differs from the declaration")
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -79,7 +80,7 @@ func TestMonitorScripts(t *testing.T) {
 type scriptServer struct {
 	stop func()
 	done chan int
-	out  *syncBuffer
+	out  *apitest.LockedBuffer
 }
 
 var (
@@ -92,7 +93,7 @@ func scriptServe(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: serve NAME DIR")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &scriptServer{stop: cancel, done: make(chan int, 1), out: &syncBuffer{}}
+	s := &scriptServer{stop: cancel, done: make(chan int, 1), out: &apitest.LockedBuffer{}}
 	go func() {
 		s.done <- run(ctx, []string{"serve", "--data", ts.MkAbs(args[1]), "--listen", "127.0.0.1:0"}, s.out, s.out)
 	}()
@@ -162,7 +163,7 @@ func scriptAppend(ts *testscript.TestScript, neg bool, args []string) {
 		if i == from+n-1 {
 			u += "?wait=checkpoint"
 		}
-		req, _ := http.NewRequest("POST", u, strings.NewReader(appendBody(i)))
+		req, _ := http.NewRequest("POST", u, strings.NewReader(apitest.AppendBody(i)))
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		ts.Check(err)

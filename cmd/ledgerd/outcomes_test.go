@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,161 +12,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/decisionledger/ledger/config"
-	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/internal/referencecalls"
-	"github.com/decisionledger/ledger/storage/memory"
 )
-
-// outcomePath is the path of the outcome of the allowed act of the
-// decision at index.
-func outcomePath(index uint64) string { return fmt.Sprintf("/v1/entries/%d/outcome", index) }
-
-// appendDecision appends q with decision as the "local" mediator and
-// returns its index.
-func (s *medServer) appendDecision(t testing.TB, q medRequest, decision string) uint64 {
-	t.Helper()
-	a := s.do(t, s.token, "POST", "/v1/entries", q.appendBody(decision, ""))
-	if a.status != http.StatusCreated {
-		t.Fatalf("append %s: %d %s", decision, a.status, a.body)
-	}
-	return receiptIndex(t, a)
-}
-
-// POST /v1/entries/{index}/outcome appends a version 5 outcome of an
-// allow decision by the same mediator, refuses every other with its code
-// (counted, naming no value), with approvals off too, and on PostgreSQL
-// (whose UNIQUE idempotency keys hold the final outcomes' keys).
-func TestDecisionOutcomeEndpoint(t *testing.T) {
-	for _, kind := range []string{"badger", "approvals-off", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			var s *medServer
-			switch kind {
-			case "postgres":
-				store, _ := pgTestStore(t)
-				s = startMedServerOn(t, nil, store)
-			case "approvals-off":
-				s = startMedServer(t, func(c *config.Config) { c.Approvals = nil })
-			default:
-				s = startMedServer(t, nil)
-			}
-			q := payRequest(1200)
-			allowed, denied := s.appendDecision(t, q, "allow"), s.appendDecision(t, q, "deny")
-			body := func(result string) string { return fmt.Sprintf(`{"result":%q}`, result) }
-
-			wantRefusal(t, "a deny decision's outcome", s.do(t, s.token, "POST", outcomePath(denied), body("succeeded")), 404, "decision_not_found", "")
-			wantRefusal(t, "past the size", s.do(t, s.token, "POST", outcomePath(s.l.Size()+5), body("unknown")), 404, "decision_not_found", "")
-			wantRefusal(t, "beyond 2^53-1", s.do(t, s.token, "POST", "/v1/entries/18446744073709551615/outcome", body("unknown")), 404, "decision_not_found", "")
-			wantRefusal(t, "another mediator", s.do(t, s.otherToken, "POST", outcomePath(allowed), body("succeeded")), 409, "outcome_mismatch", "mediator")
-			wantRefusal(t, "an index spelled 01", s.do(t, s.token, "POST", "/v1/entries/01/outcome", body("unknown")), 400, "invalid_request", "")
-			for what, b := range map[string]string{
-				"an unknown result":      body("done"),
-				"an unknown member":      `{"result":"unknown","consumption":1}`,
-				"no result":              `{"operation_id":"op-1"}`,
-				"an empty operation id":  `{"result":"unknown","operation_id":""}`,
-				"a numeric operation id": `{"result":"unknown","operation_id":7}`,
-				"not JSON":               `{"result":`,
-			} {
-				a := s.do(t, s.token, "POST", outcomePath(allowed), b)
-				if a.status != http.StatusBadRequest || a.errorCode() != "invalid_request" {
-					t.Errorf("%s: %d %s", what, a.status, a.body)
-				}
-			}
-			if a := s.do(t, "", "POST", outcomePath(allowed), body("unknown")); a.status != http.StatusUnauthorized {
-				t.Errorf("without a token: %d %s", a.status, a.body)
-			}
-			size := s.l.Size()
-
-			unknown := s.do(t, s.token, "POST", outcomePath(allowed), `{"result":"unknown","operation_id":"op-1"}`, "Idempotency-Key", "o-1")
-			if unknown.status != http.StatusCreated {
-				t.Fatalf("unknown: %d %s", unknown.status, unknown.body)
-			}
-			e, err := entry.Parse(mustEntryOf(t, unknown))
-			if err != nil || e.Version() != entry.Version5 || e.DecisionIndex != allowed || e.Mediator != "local" ||
-				e.Result != entry.Unknown || e.OperationID != "op-1" || e.Index != size {
-				t.Fatalf("the outcome entry: %+v %v", e, err)
-			}
-			succeeded := s.do(t, s.token, "POST", outcomePath(allowed), body("succeeded"), "Idempotency-Key", "o-2")
-			if succeeded.status != http.StatusCreated {
-				t.Fatalf("succeeded: %d %s", succeeded.status, succeeded.body)
-			}
-			for _, r := range []string{"failed", "succeeded", "unknown"} {
-				wantRefusal(t, r+" after succeeded", s.do(t, s.token, "POST", outcomePath(allowed), body(r)), 409, "outcome_final", "")
-			}
-			for key, a := range map[string]medAnswer{"o-1": unknown, "o-2": succeeded} {
-				b := body("succeeded")
-				if key == "o-1" {
-					b = `{"result":"unknown","operation_id":"op-1"}`
-				}
-				replay := s.do(t, s.token, "POST", outcomePath(allowed), b, "Idempotency-Key", key)
-				if replay.status != http.StatusOK || replay.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replay.body, a.body) {
-					t.Errorf("retry with %s: %d %s", key, replay.status, replay.body)
-				}
-			}
-			wantRefusal(t, "another final outcome under o-2", s.do(t, s.token, "POST", outcomePath(allowed), body("failed"), "Idempotency-Key", "o-2"), 409, "outcome_final", "")
-			if got := s.l.Size(); got != size+2 {
-				t.Errorf("size %d, want %d: a refusal appended", got, size+2)
-			}
-			m := get(t, s.url+"/metrics")
-			for _, want := range []string{`ledgerd_rejects_total{code="decision_not_found"} 3`, `ledgerd_rejects_total{code="outcome_mismatch"} 1`,
-				`ledgerd_rejects_total{code="outcome_final"} 4`} {
-				if !strings.Contains(m, want+"\n") {
-					t.Errorf("metrics lack %s", want)
-				}
-			}
-			if strings.Contains(s.logs.String(), "op-1") {
-				t.Error("a log line holds the operation id")
-			}
-		})
-	}
-}
-
-// openAPIDecisionOutcomeAnswers brings about, for TestOpenAPIAnswers,
-// every answer docs/openapi.json gives POST /v1/entries/{index}/outcome
-// (its 500 is excused in notExercised: appendAndAnswer's, as an append's).
-func openAPIDecisionOutcomeAnswers(t *testing.T, a *answerChecker) {
-	s := startMedServer(t, nil)
-	auth := []string{"Authorization", "Bearer " + s.token}
-	withKey := func(key string) []string { return append(append([]string{}, auth...), "Idempotency-Key", key) }
-	q := payRequest(1300)
-	allowed, denied := s.appendDecision(t, q, "allow"), s.appendDecision(t, q, "deny")
-	ok := `{"result":"succeeded","operation_id":"op-1"}`
-	a.do(s.testServer, 201, "POST", outcomePath(allowed), ok, withKey("o-1")...)
-	a.do(s.testServer, 200, "POST", outcomePath(allowed), ok, withKey("o-1")...)
-	a.do(s.testServer, 409, "POST", outcomePath(allowed), ok, auth...)
-	a.do(s.testServer, 409, "POST", outcomePath(allowed), ok, "Authorization", "Bearer "+s.otherToken)
-	a.do(s.testServer, 404, "POST", outcomePath(denied), ok, auth...)
-	a.do(s.testServer, 400, "POST", "/v1/entries/x/outcome", ok, auth...)
-	a.do(s.testServer, 400, "POST", outcomePath(allowed), `{}`, auth...)
-	a.do(s.testServer, 401, "POST", outcomePath(allowed), ok)
-	a.do(s.testServer, 413, "POST", outcomePath(allowed), ok+strings.Repeat(" ", 300<<10), auth...)
-
-	limited := startMedServer(t, func(c *config.Config) { c.Mediators[0].RatePerSecond, c.Mediators[0].Burst = 0.001, 1 })
-	limitedAuth := []string{"Authorization", "Bearer " + limited.token}
-	a.do(limited.testServer, 404, "POST", outcomePath(99), ok, limitedAuth...)
-	a.do(limited.testServer, 429, "POST", outcomePath(99), ok, limitedAuth...)
-
-	slow := startMedServer(t, func(c *config.Config) { c.BodyTimeout = "200ms" })
-	conn := dialRaw(t, slow.url)
-	conn.send(t, partialPost(outcomePath(0), "Bearer "+slow.token))
-	resp, body, err := conn.response(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusRequestTimeout {
-		t.Errorf("a partial body: %d %s, want 408", resp.StatusCode, body)
-	}
-	req, _ := http.NewRequest("POST", slow.url+outcomePath(0), nil)
-	a.check(req, resp, []byte(body))
-
-	store := memory.New()
-	broken := startMedServerOn(t, nil, store)
-	d := broken.appendDecision(t, q, "allow")
-	store.Close()
-	a.do(broken.testServer, 503, "POST", outcomePath(d), ok, "Authorization", "Bearer "+broken.token)
-}
 
 // TestDaemonAllowOutcome runs the real ledgerd and ledger-verify: two
 // ledger decisions to allow (POST /v1/decide with the repository's
@@ -197,8 +45,8 @@ func TestDaemonAllowOutcome(t *testing.T) {
 		t.Fatalf("reading the config: %v", err)
 	}
 	mediators := append(cfg["mediators"].([]any), map[string]any{"name": "other", "token_sha256": hex.EncodeToString(otherHash[:])})
-	corpus, _ := filepath.Abs(corpusDir)
-	policies, _ := filepath.Abs(referencePolicies)
+	corpus, _ := filepath.Abs(apitest.CorpusDir)
+	policies, _ := filepath.Abs(apitest.ReferencePolicies)
 	setConfig(t, dir, map[string]any{"mediators": mediators, "catalog_dir": corpus, "policy_dir": policies})
 
 	post := func(base, tok, path, key, body string) (int, []byte) {
@@ -243,7 +91,7 @@ func TestDaemonAllowOutcome(t *testing.T) {
 	// reference policies allow, and one of nothing, which they deny.
 	decide := func(amount int64, wantDecision string) uint64 {
 		t.Helper()
-		status, body := post(base, tok, "/v1/decide", "", decideBody(t, referencecalls.Call{Principal: "agent-1", Action: "make_payment",
+		status, body := post(base, tok, "/v1/decide", "", apitest.DecideBody(t, referencecalls.Call{Principal: "agent-1", Action: "make_payment",
 			Params: referencecalls.Pay(amount, "EUR", "payee-0001")}))
 		want("decide", status, body, http.StatusCreated, "")
 		var decided struct{ Decision string }
@@ -258,18 +106,18 @@ func TestDaemonAllowOutcome(t *testing.T) {
 	var body []byte
 
 	for _, dec := range []uint64{ledgerAllow, mediatorAllow} {
-		status, body = post(base, tok, outcomePath(dec), "", `{"result":"unknown"}`)
+		status, body = post(base, tok, apitest.OutcomePath(dec), "", `{"result":"unknown"}`)
 		want("unknown", status, body, http.StatusCreated, "")
-		status, body = post(base, tok, outcomePath(dec), fmt.Sprintf("final-%d", dec), `{"result":"succeeded","operation_id":"op-1"}`)
+		status, body = post(base, tok, apitest.OutcomePath(dec), fmt.Sprintf("final-%d", dec), `{"result":"succeeded","operation_id":"op-1"}`)
 		want("succeeded", status, body, http.StatusCreated, "")
-		status, body = post(base, tok, outcomePath(dec), "", `{"result":"failed"}`)
+		status, body = post(base, tok, apitest.OutcomePath(dec), "", `{"result":"failed"}`)
 		want("a second final outcome", status, body, http.StatusConflict, "outcome_final")
 	}
-	status, body = post(base, tok, outcomePath(denied), "", `{"result":"succeeded"}`)
+	status, body = post(base, tok, apitest.OutcomePath(denied), "", `{"result":"succeeded"}`)
 	want("a deny decision's outcome", status, body, http.StatusNotFound, "decision_not_found")
-	status, body = post(base, otherToken, outcomePath(ledgerAllow), "", `{"result":"unknown"}`)
+	status, body = post(base, otherToken, apitest.OutcomePath(ledgerAllow), "", `{"result":"unknown"}`)
 	want("another mediator's outcome", status, body, http.StatusConflict, "outcome_mismatch")
-	status, body = post(base, tok, outcomePath(1000), "", `{"result":"unknown"}`)
+	status, body = post(base, tok, apitest.OutcomePath(1000), "", `{"result":"unknown"}`)
 	want("an index past the size", status, body, http.StatusNotFound, "decision_not_found")
 
 	// After a restart the final outcomes are still known.
@@ -277,21 +125,21 @@ func TestDaemonAllowOutcome(t *testing.T) {
 	d.cmd.Wait()
 	d = startDaemon(t, ledgerd, dir)
 	base = "http://" + d.addr
-	status, body = post(base, tok, outcomePath(ledgerAllow), "", `{"result":"unknown"}`)
+	status, body = post(base, tok, apitest.OutcomePath(ledgerAllow), "", `{"result":"unknown"}`)
 	want("an outcome after the final one, after a restart", status, body, http.StatusConflict, "outcome_final")
-	status, body = post(base, tok, outcomePath(mediatorAllow), fmt.Sprintf("final-%d", mediatorAllow), `{"result":"succeeded","operation_id":"op-1"}`)
+	status, body = post(base, tok, apitest.OutcomePath(mediatorAllow), fmt.Sprintf("final-%d", mediatorAllow), `{"result":"succeeded","operation_id":"op-1"}`)
 	want("the final outcome's retry after a restart", status, body, http.StatusOK, "")
 
 	var size uint64
-	waitFor(t, "a checkpoint of every entry", func() bool {
-		lines := strings.Split(get(t, base+"/v1/checkpoint"), "\n")
+	apitest.WaitFor(t, "a checkpoint of every entry", func() bool {
+		lines := strings.Split(apitest.Get(t, base+"/v1/checkpoint"), "\n")
 		return len(lines) > 1 && json.Unmarshal([]byte(lines[1]), &size) == nil && size == last+1
 	})
 	if line := exportAndVerify(t, ledgerVerify, base, d.vkey, size); !strings.HasPrefix(line, "verified: ") {
 		t.Fatalf("ledger-verify export: %s", line)
 	}
 	export := filepath.Join(t.TempDir(), "all.ledger")
-	if err := os.WriteFile(export, []byte(get(t, fmt.Sprintf("%s/v1/export?start=0&end=%d", base, size))), 0o600); err != nil {
+	if err := os.WriteFile(export, []byte(apitest.Get(t, fmt.Sprintf("%s/v1/export?start=0&end=%d", base, size))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(ledgerVerify, "approvals", "--key", d.vkey, export).CombinedOutput()

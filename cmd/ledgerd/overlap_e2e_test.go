@@ -4,9 +4,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // TestDaemonTokenOverlap runs the real ledgerd and "ledgerd token rotate":
@@ -33,7 +36,7 @@ func TestDaemonTokenOverlap(t *testing.T) {
 		return runLedgerd(t, bin, "", append([]string{"token", "rotate", "local", "--data", data}, args...)...)
 	}
 	metrics := func() string {
-		_, b := getBody(t, url+"/metrics")
+		_, b := apitest.GetBody(t, url+"/metrics")
 		return string(b)
 	}
 	reloaded := func(n int) {
@@ -41,8 +44,8 @@ func TestDaemonTokenOverlap(t *testing.T) {
 		if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the reload", func() bool {
-			return strings.Contains(metrics(), `ledgerd_config_reloads_total{result="ok"} `+itoa(uint64(n))+"\n")
+		apitest.WaitFor(t, "the reload", func() bool {
+			return strings.Contains(metrics(), `ledgerd_config_reloads_total{result="ok"} `+strconv.FormatUint(uint64(n), 10)+"\n")
 		})
 	}
 
@@ -52,7 +55,7 @@ func TestDaemonTokenOverlap(t *testing.T) {
 	}
 	reloaded(1)
 	for i, tok := range []string{first, second, first} {
-		if code := appendWith(t, url, tok, i+1); code != http.StatusCreated {
+		if code := apitest.AppendWith(t, url, tok, i+1); code != http.StatusCreated {
 			t.Errorf("append %d during the overlap: %d, want 201", i+1, code)
 		}
 	}
@@ -70,14 +73,14 @@ func TestDaemonTokenOverlap(t *testing.T) {
 	}
 	reloaded(2)
 	for i, tok := range []string{first, second} {
-		if code := appendWith(t, url, tok, 10+i); code != http.StatusUnauthorized {
+		if code := apitest.AppendWith(t, url, tok, 10+i); code != http.StatusUnauthorized {
 			t.Errorf("token %d after a plain rotate: %d, want 401", i+1, code)
 		}
 	}
-	if code := appendWith(t, url, third, 12); code != http.StatusCreated {
+	if code := apitest.AppendWith(t, url, third, 12); code != http.StatusCreated {
 		t.Errorf("the newest token: %d, want 201", code)
 	}
-	if log := d.stderr.String(); strings.Contains(log, tokenHash(first)) || strings.Contains(log, tokenHash(second)) || strings.Contains(log, first) {
+	if log := d.stderr.String(); strings.Contains(log, apitest.TokenHash(first)) || strings.Contains(log, apitest.TokenHash(second)) || strings.Contains(log, first) {
 		t.Error("the log shows a token or a token's hash")
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // A forbid guarded by has on an attribute the declarations do not declare
@@ -37,8 +38,8 @@ when { context has subject && context.subject like "*LITERAL-subject-4471*" };
 	d := startDaemon(t, bin, dir)
 	d.cmd.Process.Kill()
 	d.cmd.Wait()
-	catalogDir, _ := filepath.Abs(corpusDir)
-	policyDir := copyPolicies(t)
+	catalogDir, _ := filepath.Abs(apitest.CorpusDir)
+	policyDir := apitest.CopyPolicies(t)
 	setConfig(t, dir, map[string]any{"catalog_dir": catalogDir, "policy_dir": policyDir})
 
 	// At start.
@@ -66,10 +67,10 @@ when { context has subject && context.subject like "*LITERAL-subject-4471*" };
 		Current  string   `json:"current"`
 		Archived []string `json:"archived"`
 	}
-	getJSON(t, url+"/v1/policies", &before)
+	apitest.GetJSON(t, url+"/v1/policies", &before)
 	os.WriteFile(filepath.Join(policyDir, "subject.cedar"), []byte(subject), 0o600)
 	d.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, "the refusal in the log", func() bool { return strings.Contains(d.stderr.String(), "policy reload refused") })
+	apitest.WaitFor(t, "the refusal in the log", func() bool { return strings.Contains(d.stderr.String(), "policy reload refused") })
 	line := logLine(d.stderr.String(), "policy reload refused")
 	if !strings.Contains(line, "subject.cedar:3:20") || !strings.Contains(line, "payload field") || strings.Contains(line, "LITERAL-subject") {
 		t.Errorf("the refusal does not name subject.cedar:3:20 as a payload field, or quotes the policy's literal: %s", line)
@@ -78,14 +79,14 @@ when { context has subject && context.subject like "*LITERAL-subject-4471*" };
 		Current  string   `json:"current"`
 		Archived []string `json:"archived"`
 	}
-	getJSON(t, url+"/v1/policies", &after)
+	apitest.GetJSON(t, url+"/v1/policies", &after)
 	if after.Current != before.Current || !slices.Equal(after.Archived, before.Archived) {
 		t.Errorf("after a refused reload: %+v, before %+v", after, before)
 	}
 	if pubs := daemonPublications(t, url); len(pubs) != 1 || len(pubs[before.Current]) != 1 {
 		t.Errorf("publications %v, want only the set in force", pubs)
 	}
-	if status, got, answer := decideOn(t, url, token, payment(t)); status != 201 || got.PolicySet != before.Current || got.Decision != entry.Allow {
+	if status, got, answer := apitest.DecideOn(t, url, token, apitest.Payment(t)); status != 201 || got.PolicySet != before.Current || got.Decision != entry.Allow {
 		t.Errorf("after a refused reload: %d %s, want allow with the set in force", status, answer)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/internal/referencecalls"
 	"github.com/decisionledger/ledger/policy"
 )
@@ -37,8 +38,8 @@ func TestDaemonPolicies(t *testing.T) {
 	d := startDaemon(t, bin, dir)
 	d.cmd.Process.Kill()
 	d.cmd.Wait()
-	catalogDir, _ := filepath.Abs(corpusDir)
-	policyDir := copyPolicies(t)
+	catalogDir, _ := filepath.Abs(apitest.CorpusDir)
+	policyDir := apitest.CopyPolicies(t)
 	setConfig(t, dir, map[string]any{"catalog_dir": catalogDir, "policy_dir": policyDir})
 	tokenBytes, err := os.ReadFile(filepath.Join(dir, "token"))
 	if err != nil {
@@ -53,20 +54,20 @@ func TestDaemonPolicies(t *testing.T) {
 			t.Errorf("ledgerd stopped: %v\n%s", err, d.stderr.String())
 		}
 	}
-	pay := payment(t)
-	mail := decideBody(t, referencecalls.Table()[10]) // allow, email.allow-internal
-	status, first, answer := decideOn(t, url, token, pay)
+	pay := apitest.Payment(t)
+	mail := apitest.DecideBody(t, referencecalls.Table()[10]) // allow, email.allow-internal
+	status, first, answer := apitest.DecideOn(t, url, token, pay)
 	if status != http.StatusCreated || first.Decision != entry.Allow {
 		t.Fatalf("decide: %d %s", status, answer)
 	}
 	setA := first.PolicySet
 
 	// A valid reload.
-	os.WriteFile(filepath.Join(policyDir, "freeze.cedar"), []byte(denyAllPayments), 0o600)
+	os.WriteFile(filepath.Join(policyDir, "freeze.cedar"), []byte(apitest.DenyAllPayments), 0o600)
 	d.cmd.Process.Signal(syscall.SIGHUP)
-	var second decided
-	waitFor(t, "the reloaded set to decide", func() bool {
-		_, second, _ = decideOn(t, url, token, pay)
+	var second apitest.Decided
+	apitest.WaitFor(t, "the reloaded set to decide", func() bool {
+		_, second, _ = apitest.DecideOn(t, url, token, pay)
 		return second.PolicySet != setA
 	})
 	setB := second.PolicySet
@@ -78,7 +79,7 @@ func TestDaemonPolicies(t *testing.T) {
 		t.Errorf("set B published at %v, want between entries %d and %d", at, first.Index, second.Index)
 	}
 	for _, set := range []string{setA, setB} {
-		status, b := getBody(t, url+"/v1/policies/"+set)
+		status, b := apitest.GetBody(t, url+"/v1/policies/"+set)
 		if status != 200 || policy.DigestOfBundle(b).String() != set {
 			t.Errorf("GET /v1/policies/%s: %d", set, status)
 		}
@@ -87,11 +88,11 @@ func TestDaemonPolicies(t *testing.T) {
 	// An invalid reload: a policy cut short: the parser fails at the end, line 4, column 1.
 	os.WriteFile(filepath.Join(policyDir, "broken.cedar"), []byte("// broken\n\npermit (principal, action, resource) when {\n"), 0o600)
 	d.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, "the refusal in the log", func() bool { return strings.Contains(d.stderr.String(), "policy reload refused") })
+	apitest.WaitFor(t, "the refusal in the log", func() bool { return strings.Contains(d.stderr.String(), "policy reload refused") })
 	if line := logLine(d.stderr.String(), "policy reload refused"); !strings.Contains(line, "broken.cedar:4:1") {
 		t.Errorf("the refusal does not name broken.cedar:4:1: %s", line)
 	}
-	if _, still, _ := decideOn(t, url, token, pay); still.PolicySet != setB || still.Decision != entry.Deny {
+	if _, still, _ := apitest.DecideOn(t, url, token, pay); still.PolicySet != setB || still.Decision != entry.Deny {
 		t.Errorf("after a refused reload: %+v, want set B", still)
 	}
 	os.Remove(filepath.Join(policyDir, "broken.cedar"))
@@ -138,7 +139,7 @@ func TestDaemonPolicies(t *testing.T) {
 		if i%2 == 0 {
 			os.Remove(filepath.Join(policyDir, "freeze.cedar"))
 		} else {
-			os.WriteFile(filepath.Join(policyDir, "freeze.cedar"), []byte(denyAllPayments), 0o600)
+			os.WriteFile(filepath.Join(policyDir, "freeze.cedar"), []byte(apitest.DenyAllPayments), 0o600)
 		}
 		d.cmd.Process.Signal(syscall.SIGHUP)
 	}
@@ -161,7 +162,7 @@ func TestDaemonPolicies(t *testing.T) {
 		Current  string   `json:"current"`
 		Archived []string `json:"archived"`
 	}
-	getJSON(t, url+"/v1/policies", &before)
+	apitest.GetJSON(t, url+"/v1/policies", &before)
 	stop()
 	d = startDaemon(t, bin, dir)
 	url = "http://" + d.addr
@@ -169,7 +170,7 @@ func TestDaemonPolicies(t *testing.T) {
 		Current  string   `json:"current"`
 		Archived []string `json:"archived"`
 	}
-	getJSON(t, url+"/v1/policies", &after)
+	apitest.GetJSON(t, url+"/v1/policies", &after)
 	if after.Current != before.Current || !slices.Equal(after.Archived, before.Archived) || !slices.Contains(after.Archived, setA) || !slices.Contains(after.Archived, setB) {
 		t.Errorf("after a restart: %+v, before %+v", after, before)
 	}
@@ -177,7 +178,7 @@ func TestDaemonPolicies(t *testing.T) {
 		t.Errorf("the restart published again:\n%s", logLine(d.stderr.String(), "policy set"))
 	}
 	for _, set := range after.Archived {
-		if status, b := getBody(t, url+"/v1/policies/"+set); status != 200 || policy.DigestOfBundle(b).String() != set {
+		if status, b := apitest.GetBody(t, url+"/v1/policies/"+set); status != 200 || policy.DigestOfBundle(b).String() != set {
 			t.Errorf("after a restart, GET /v1/policies/%s: %d", set, status)
 		}
 	}
@@ -221,7 +222,7 @@ func readAll(t *testing.T, url string) []*entry.Entry {
 	t.Helper()
 	var list []*entry.Entry
 	for i := uint64(0); ; i++ {
-		status, b := getBody(t, fmt.Sprintf("%s/v1/entries/%d", url, i))
+		status, b := apitest.GetBody(t, fmt.Sprintf("%s/v1/entries/%d", url, i))
 		if status == http.StatusNotFound {
 			return list
 		}
@@ -242,7 +243,7 @@ func checkDaemonLog(t *testing.T, url string) {
 		switch e.Kind {
 		case entry.KindPolicySet:
 			if !published[e.PolicySet.String()] {
-				status, b := getBody(t, url+"/v1/policies/"+e.PolicySet.String())
+				status, b := apitest.GetBody(t, url+"/v1/policies/"+e.PolicySet.String())
 				if status != 200 || policy.DigestOfBundle(b) != e.PolicySet {
 					t.Errorf("published set %s: GET %d", e.PolicySet, status)
 				}

@@ -1,9 +1,9 @@
 // The config's reload on SIGHUP (docs/config.md "Reload"): the
-// credentials — mediators' tokens and rates, readers' tokens, approvers,
-// the TLS certificate — change without a restart, so that a leaked token
-// or a departed approver is refused at once. Everything else the config
-// sets is read at start only; a reload names the fields that changed and
-// need a restart.
+// credentials — mediators' tokens and rates, readers' tokens, approvers
+// (server.Credentials), the TLS certificate — change without a restart,
+// so that a leaked token or a departed approver is refused at once.
+// Everything else the config sets is read at start only; a reload names
+// the fields that changed and need a restart.
 
 package main
 
@@ -14,121 +14,12 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/server"
+	"github.com/decisionledger/ledger/server/metrics"
 )
-
-// credentials are the credentials in force: a snapshot that no one
-// changes, replaced whole by a reload, so that a request judged with one
-// sees all of its parts from one config.
-type credentials struct {
-	// cfg holds the config they come from; only its mediators,
-	// reader_tokens_sha256 and approvals.approvers are read.
-	cfg *config.Config
-	// limiter bounds each mediator's rate.
-	limiter *limiter
-	// approvers finds an approver by name; it finds none when the config
-	// has no approvals member.
-	approvers func(name string) (*approver.Approver, bool)
-	// tokens are the mediators' token hashes, current and previous.
-	tokens config.MediatorTokens
-	// now is the clock a previous token's expiry is judged by:
-	// time.Now, or a test's.
-	now func() time.Time
-}
-
-// authenticate returns the mediator whose token this is now, and whether
-// it is the mediator's previous token (valid until its expiry).
-func (c *credentials) authenticate(token string) (mediator string, previous, ok bool) {
-	mediator, previous = c.tokens.Authenticate(token, c.now())
-	return mediator, previous, mediator != ""
-}
-
-// mayRead reports whether a request with this bearer token may use the
-// read endpoints: always when reads are public; otherwise with a reader's
-// or a mediator's token (a previous one until its expiry), each compared
-// in constant time.
-func (c *credentials) mayRead(token string) bool {
-	if !c.readsProtected() {
-		return true
-	}
-	reader := c.cfg.IsReader(token)
-	_, _, mediator := c.authenticate(token)
-	return reader || mediator
-}
-
-func (c *credentials) readsProtected() bool { return len(c.cfg.ReaderTokensSHA256) > 0 }
-
-// liveCredentials are the credentials in force, shared by every part of
-// the process that checks one (a cluster's follower and its terms alike).
-type liveCredentials struct {
-	cur atomic.Pointer[credentials]
-	// mu makes reloads one at a time, and guards sessions.
-	mu sync.Mutex
-	// sessions are the approvers' sessions of the approvals state in
-	// use (the term's, in a cluster), whose owners a reload may sign out.
-	sessions *approver.Sessions
-}
-
-// newLiveCredentials puts cfg's credentials in force; cfg has been
-// checked (ByName cannot fail then).
-func newLiveCredentials(cfg *config.Config) *liveCredentials {
-	lc := new(liveCredentials)
-	lc.cur.Store(newCredentials(cfg, nil))
-	return lc
-}
-
-// newCredentials makes cfg's credentials. A mediator whose rate and
-// burst are prev's keeps its bucket's level: a reload gives no burst.
-func newCredentials(cfg *config.Config, prev *credentials) *credentials {
-	c := &credentials{cfg: cfg, limiter: newLimiter(cfg), tokens: cfg.MediatorTokens(), now: time.Now}
-	if prev != nil {
-		c.now = prev.now
-	}
-	if prev != nil {
-		c.limiter.keepLevels(prev.limiter)
-	}
-	var list []approver.Approver
-	if cfg.Approvals != nil {
-		list = cfg.Approvals.Approvers
-	}
-	find, err := approver.ByName(list)
-	if err != nil { // the config was checked: never
-		find = func(string) (*approver.Approver, bool) { return nil, false }
-	}
-	c.approvers = find
-	return c
-}
-
-func (lc *liveCredentials) load() *credentials { return lc.cur.Load() }
-
-// setSessions names the sessions a reload ends the approvers' of.
-func (lc *liveCredentials) setSessions(s *approver.Sessions) {
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	lc.sessions = s
-}
-
-// apply puts next's credentials in force, then ends the sessions of the
-// approvers that next removes or whose password it changes. Requests
-// judged before the swap may finish with the old credentials.
-func (lc *liveCredentials) apply(next *config.Config) config.CredentialChanges {
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	prev := lc.cur.Load()
-	ch := config.DiffCredentials(prev.cfg, next)
-	lc.cur.Store(newCredentials(next, prev))
-	if lc.sessions != nil {
-		for _, name := range slices.Concat(ch.ApproversRemoved, ch.ApproversChanged) {
-			ch.SessionsEnded += lc.sessions.EndApprover(name)
-		}
-	}
-	return ch
-}
 
 // reloadHint is what the commands that change credentials (ledgerd token,
 // ledgerd approver) print: how a running ledgerd takes the change.
@@ -140,10 +31,10 @@ const reloadHint = "ledgerd: a running ledgerd takes the change on SIGHUP: syste
 type configReloader struct {
 	path  string
 	start *config.Config // the file's config at start, before --listen
-	creds *liveCredentials
+	creds *server.Credentials
 	cert  *serverCert // nil without TLS
 	log   *slog.Logger
-	m     *metrics
+	m     *metrics.Series
 }
 
 // reload reads and checks the config file as a start does. A config that
@@ -155,16 +46,16 @@ func (r *configReloader) reload(ctx context.Context) {
 	next, err := config.Load(r.path)
 	if err != nil {
 		r.log.ErrorContext(ctx, "config reload refused; the credentials in force stay", "error", err)
-		r.m.configReload(false)
+		r.m.ConfigReload(false)
 		return
 	}
 	// Counted last, once everything is logged: a count seen on /metrics
 	// means the reload and its log lines are done.
-	defer r.m.configReload(true)
-	ch := r.creds.apply(next)
+	defer r.m.ConfigReload(true)
+	ch := r.creds.Apply(next)
 	r.log.InfoContext(ctx, "config reloaded: credentials in force", "config", r.path, "changes", ch,
 		"mediators", len(next.Mediators), "approvers", approverCount(next))
-	if n, expiries := config.PreviousTokens(next, r.creds.load().now()); n > 0 {
+	if n, expiries := config.PreviousTokens(next, r.creds.Now()); n > 0 {
 		r.log.InfoContext(ctx, "config reload: previous mediator tokens in force until their expiry", "count", n, "expires", expiries)
 	}
 	if r.cert != nil && next.TLS != nil {
@@ -190,18 +81,6 @@ func approverCount(c *config.Config) int {
 		return 0
 	}
 	return len(c.Approvals.Approvers)
-}
-
-// keepLevels gives each mediator of l whose rate and burst are the same
-// in prev prev's bucket, level and all: the credentials in force before
-// and after a reload then draw on one bucket. Called before l is in
-// force.
-func (l *limiter) keepLevels(prev *limiter) {
-	for name, b := range l.buckets {
-		if p := prev.buckets[name]; p != nil && p.Limit() == b.Limit() && p.Burst() == b.Burst() {
-			l.buckets[name] = p
-		}
-	}
 }
 
 // serverCert is the server's TLS certificate in force, which new

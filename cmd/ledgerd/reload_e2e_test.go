@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // TestDaemonReload runs the real ledgerd and the real token and approver
@@ -52,16 +53,16 @@ func TestDaemonReload(t *testing.T) {
 		}
 	}
 	metric := func(line string) bool {
-		_, b := getBody(t, url+"/metrics")
+		_, b := apitest.GetBody(t, url+"/metrics")
 		return strings.Contains(string(b), line+"\n")
 	}
 	reloaded := func(n int) {
 		t.Helper()
-		waitFor(t, "the reload", func() bool {
-			return metric(`ledgerd_config_reloads_total{result="ok"} ` + itoa(uint64(n)))
+		apitest.WaitFor(t, "the reload", func() bool {
+			return metric(`ledgerd_config_reloads_total{result="ok"} ` + strconv.FormatUint(uint64(n), 10))
 		})
 	}
-	if code := appendWith(t, url, local, 1); code != http.StatusCreated {
+	if code := apitest.AppendWith(t, url, local, 1); code != http.StatusCreated {
 		t.Fatalf("append with the first token: %d", code)
 	}
 
@@ -70,12 +71,12 @@ func TestDaemonReload(t *testing.T) {
 	if !strings.Contains(stderr, "SIGHUP") {
 		t.Errorf("token add does not say how to reload:\n%s", stderr)
 	}
-	if code := appendWith(t, url, second, 2); code != http.StatusUnauthorized {
+	if code := apitest.AppendWith(t, url, second, 2); code != http.StatusUnauthorized {
 		t.Errorf("the new mediator before SIGHUP: %d, want 401", code)
 	}
 	hup()
 	reloaded(1)
-	if code := appendWith(t, url, second, 3); code != http.StatusCreated {
+	if code := apitest.AppendWith(t, url, second, 3); code != http.StatusCreated {
 		t.Errorf("the new mediator after SIGHUP: %d, want 201", code)
 	}
 	if line := waitLogLine(t, d, "config reloaded"); !strings.Contains(line, `"mediators_added":"second"`) {
@@ -84,29 +85,27 @@ func TestDaemonReload(t *testing.T) {
 
 	// A token rotated.
 	rotated, _ := command("", "token", "rotate", "local")
-	if code := appendWith(t, url, local, 4); code != http.StatusCreated {
+	if code := apitest.AppendWith(t, url, local, 4); code != http.StatusCreated {
 		t.Errorf("the old token before SIGHUP: %d, want 201", code)
 	}
 	hup()
 	reloaded(2)
-	if code := appendWith(t, url, local, 5); code != http.StatusUnauthorized {
+	if code := apitest.AppendWith(t, url, local, 5); code != http.StatusUnauthorized {
 		t.Errorf("the rotated token after SIGHUP: %d, want 401", code)
 	}
-	if code := appendWith(t, url, rotated, 6); code != http.StatusCreated {
+	if code := apitest.AppendWith(t, url, rotated, 6); code != http.StatusCreated {
 		t.Errorf("the new token after SIGHUP: %d, want 201", code)
 	}
 
 	// An approver removed: their session ends; the other's stays.
-	page := func(name, password string) *pageClient {
-		jar, _ := cookiejar.New(nil)
-		p := &pageClient{t: t, url: url, header: http.Header{"Accept": {"application/json"}, "Origin": {url}},
-			c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-		p.signIn(name, password)
+	page := func(name, password string) *apitest.PageClient {
+		p := apitest.NewPageClient(t, url)
+		p.SignIn(name, password)
 		return p
 	}
 	alice, bob := page("alice", alicePassword), page("bob", bobPassword)
-	list := func(p *pageClient) int {
-		resp, _ := p.do("GET", "/approvals/", nil)
+	list := func(p *apitest.PageClient) int {
+		resp, _ := p.Do("GET", "/approvals/", nil)
 		return resp.StatusCode
 	}
 	if list(alice) != 200 || list(bob) != 200 {
@@ -143,7 +142,7 @@ func TestDaemonReload(t *testing.T) {
 	json.Unmarshal(good, &cfg)
 	const secret = "0123456789abcdefSECRET"
 	cfg["mediators"] = []any{
-		map[string]any{"name": "local", "token_sha256": tokenHash("reload-other-example")},
+		map[string]any{"name": "local", "token_sha256": apitest.TokenHash("reload-other-example")},
 		map[string]any{"name": "broken", "token_sha256": secret},
 	}
 	bad, _ := json.Marshal(cfg)
@@ -151,15 +150,15 @@ func TestDaemonReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	hup()
-	waitFor(t, "the refusal", func() bool { return metric(`ledgerd_config_reloads_total{result="failed"} 1`) })
+	apitest.WaitFor(t, "the refusal", func() bool { return metric(`ledgerd_config_reloads_total{result="failed"} 1`) })
 	line := waitLogLine(t, d, "config reload refused")
 	if !strings.Contains(line, "mediators[1] (broken): token_sha256 is not 64 lower-case hex digits") || strings.Contains(line, secret) {
 		t.Errorf("the refusal's log line: %s, want the field named and not its value", line)
 	}
-	if code := appendWith(t, url, rotated, 7); code != http.StatusCreated {
+	if code := apitest.AppendWith(t, url, rotated, 7); code != http.StatusCreated {
 		t.Errorf("the token in force after a refused reload: %d, want 201", code)
 	}
-	if code := appendWith(t, url, second, 8); code != http.StatusCreated {
+	if code := apitest.AppendWith(t, url, second, 8); code != http.StatusCreated {
 		t.Errorf("the other mediator after a refused reload: %d, want 201", code)
 	}
 
@@ -177,13 +176,13 @@ func TestDaemonReload(t *testing.T) {
 	if !strings.Contains(warning, `"fields":"listen"`) {
 		t.Errorf("the warning: %q, want it to name listen alone", warning)
 	}
-	if code := appendWith(t, url, rotated, 9); code != http.StatusCreated {
+	if code := apitest.AppendWith(t, url, rotated, 9); code != http.StatusCreated {
 		t.Errorf("append at the address in force: %d", code)
 	}
-	if code := appendWith(t, url, second, 10); code != http.StatusUnauthorized {
+	if code := apitest.AppendWith(t, url, second, 10); code != http.StatusUnauthorized {
 		t.Errorf("the removed mediator: %d, want 401", code)
 	}
-	if log := d.stderr.String(); strings.Contains(log, tokenHash(rotated)) || strings.Contains(log, rotated) || strings.Contains(log, alicePassword) {
+	if log := d.stderr.String(); strings.Contains(log, apitest.TokenHash(rotated)) || strings.Contains(log, rotated) || strings.Contains(log, alicePassword) {
 		t.Error("the log shows a token, a token's hash or a password")
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
@@ -198,7 +197,7 @@ func TestDaemonReload(t *testing.T) {
 func waitLogLine(t *testing.T, d *daemon, s string) string {
 	t.Helper()
 	var line string
-	waitFor(t, "a log line with "+strconv.Quote(s), func() bool {
+	apitest.WaitFor(t, "a log line with "+strconv.Quote(s), func() bool {
 		line = logLine(d.stderr.String(), s)
 		return line != ""
 	})

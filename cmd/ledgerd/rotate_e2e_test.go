@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // TestKeyRotateTrustLines runs the real binaries: "ledgerd key rotate"
@@ -43,7 +45,7 @@ func TestKeyRotateTrustLines(t *testing.T) {
 	d = startDaemon(t, ledgerd, dir)
 	url := "http://" + d.addr
 	appendMany(t, url, string(token), 10, 5)
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(get(t, url+"/v1/checkpoint"), "\n15\n"); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(apitest.Get(t, url+"/v1/checkpoint"), "\n15\n"); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no checkpoint of size 15")
 		}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // TestDaemonKeyRotationDrill is the rotation drill of docs/operations.md
@@ -99,7 +101,7 @@ func TestDaemonKeyRotationDrill(t *testing.T) {
 	url := "http://" + d.addr
 	export := filepath.Join(dir, "all.ledger")
 	download(t, url+"/v1/export?start=0&end=2000", export)
-	entry := func(i int) string { return get(t, fmt.Sprintf("%s/v1/entries/%d", url, i)) }
+	entry := func(i int) string { return apitest.Get(t, fmt.Sprintf("%s/v1/entries/%d", url, i)) }
 	idA, idB := keyIDOf(vkeyA), keyIDOf(vkeyB)
 	if !strings.Contains(entry(999), `"key_id":"`+idA+`"`) || !strings.Contains(entry(1000), `"key_id":"`+idB+`"`) {
 		t.Errorf("entries 999 and 1000 carry the wrong keys:\n%s\n%s", entry(999), entry(1000))
@@ -168,7 +170,7 @@ func appendMany(t *testing.T, url, token string, base, n int) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(base+i)))
+				req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(apitest.AppendBody(base+i)))
 				req.Header.Set("Authorization", "Bearer "+token)
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {

@@ -20,26 +20,9 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/catalog"
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/storage/badger"
 )
-
-// lockedWriter collects output written from several goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // logRecord returns the first JSON log line whose msg is msg in log,
 // waiting up to 10 s for it: what the test observes of a change (a
@@ -64,7 +47,7 @@ func logRecord(t *testing.T, log fmt.Stringer, msg string) map[string]any {
 // serving is a "ledgerd serve" run in this process.
 type serving struct {
 	stdout []string // up to the last line it prints when it serves
-	stderr *lockedWriter
+	stderr *apitest.LockedBuffer
 	url    string
 	stop   func() int // stops it and returns its exit status
 }
@@ -75,7 +58,7 @@ func startServing(t *testing.T, args ...string) *serving {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	r, w := io.Pipe()
-	s := &serving{stderr: &lockedWriter{}}
+	s := &serving{stderr: &apitest.LockedBuffer{}}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, append([]string{"serve"}, args...), w, s.stderr)
@@ -119,18 +102,6 @@ func (s *serving) line(prefix string) (string, bool) {
 	return "", false
 }
 
-func appendWith(t *testing.T, url, token string, i int) int {
-	t.Helper()
-	req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendBody(i)))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 // A first start that cannot listen issues no token, and the next start
 // shows one that works: the failed start must not use up the only copy.
 func TestFirstStartBusyPort(t *testing.T) {
@@ -159,7 +130,7 @@ func TestFirstStartBusyPort(t *testing.T) {
 	if !ok {
 		t.Fatalf("the second start printed no token: %q", s.stdout)
 	}
-	if code := appendWith(t, s.url, token, 0); code != http.StatusCreated {
+	if code := apitest.AppendWith(t, s.url, token, 0); code != http.StatusCreated {
 		t.Errorf("append with the token the second start printed: HTTP %d", code)
 	}
 }
@@ -186,7 +157,7 @@ func TestFirstStartOutput(t *testing.T) {
 		}
 	}
 	for i := range 3 {
-		if code := appendWith(t, s.url, token, i); code != http.StatusCreated {
+		if code := apitest.AppendWith(t, s.url, token, i); code != http.StatusCreated {
 			t.Fatalf("append %d: HTTP %d", i, code)
 		}
 	}
@@ -289,7 +260,7 @@ func TestFirstCommandMemoryLimit(t *testing.T) {
 			cmd.Env = append(cmd.Env, tc.env)
 		}
 		stdout, _ := cmd.StdoutPipe()
-		var stderr lockedWriter
+		var stderr apitest.LockedBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

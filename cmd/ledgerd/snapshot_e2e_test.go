@@ -16,6 +16,7 @@ import (
 
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/internal/pgtest"
 	"github.com/decisionledger/ledger/ledger"
 )
@@ -109,8 +110,8 @@ func TestDaemonApprovalSnapshot(t *testing.T) {
 	var before uint64 // the entries before the first approval: the approval config
 	openApproval := func(base string, n int) {
 		t.Helper()
-		var op opened
-		if err := json.Unmarshal(post(base, payRequest(300_000+n).appendBody("needs_approval", "")), &op); err != nil || op.Approval.ID == "" {
+		var op apitest.Opened
+		if err := json.Unmarshal(post(base, apitest.PayRequest(300_000+n).AppendBody("needs_approval", "")), &op); err != nil || op.Approval.ID == "" {
 			t.Fatalf("opening approval %d: %v", n, err)
 		}
 		if ids = append(ids, op.Approval.ID); len(ids) == 1 {
@@ -144,7 +145,7 @@ func TestDaemonApprovalSnapshot(t *testing.T) {
 		t.Helper()
 		var all []string
 		for _, id := range ids {
-			all = append(all, get(t, base+"/v1/approvals/"+id))
+			all = append(all, apitest.Get(t, base+"/v1/approvals/"+id))
 		}
 		return strings.Join(all, "\n")
 	}
@@ -159,7 +160,7 @@ func TestDaemonApprovalSnapshot(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < first-3; i += 8 {
-				post(base, appendBody(i))
+				post(base, apitest.AppendBody(i))
 			}
 		})
 	}
@@ -170,14 +171,14 @@ func TestDaemonApprovalSnapshot(t *testing.T) {
 	// log is written in the background.
 	d = startDaemon(t, ledgerd, dir)
 	want(rebuilt(d), first, 0, 3)
-	waitFor(t, "the approval snapshot file", func() bool {
+	apitest.WaitFor(t, "the approval snapshot file", func() bool {
 		_, err := os.Stat(snapshotFile)
 		return err == nil
 	})
 	base = "http://" + d.addr
 	openApproval(base, 3)
 	for i := range 9 {
-		post(base, appendBody(first+i))
+		post(base, apitest.AppendBody(first+i))
 	}
 	stop(d, os.Kill)
 

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/decisionledger/ledger/internal/apitest"
 )
 
 // TestWorkloadDecide runs examples/workload --decide against the real
@@ -26,8 +28,8 @@ func TestWorkloadDecide(t *testing.T) {
 	d := startDaemon(t, bin, dir)
 	d.cmd.Process.Kill()
 	d.cmd.Wait()
-	catalog, _ := filepath.Abs(corpusDir)
-	policies, _ := filepath.Abs(referencePolicies)
+	catalog, _ := filepath.Abs(apitest.CorpusDir)
+	policies, _ := filepath.Abs(apitest.ReferencePolicies)
 	setConfig(t, dir, map[string]any{"catalog_dir": catalog, "policy_dir": policies})
 	d = startDaemon(t, bin, dir)
 	defer func() { d.cmd.Process.Kill(); d.cmd.Wait() }()

@@ -212,7 +212,8 @@ func TestArrowsPointOneWay(t *testing.T) {
 
 // TestRulesBite shows the check refusing what the design forbids: the
 // verifier importing the ledger, a store's driver under the client, a
-// package with no room, and any import of a command.
+// package with no room, any import of a command, the server importing a
+// store, and the approver's page reaching back into the server.
 func TestRulesBite(t *testing.T) {
 	rooms := readRooms(t)
 	for _, c := range []struct {
@@ -225,6 +226,8 @@ func TestRulesBite(t *testing.T) {
 		{"a package with no room", pkg{ImportPath: module + "/somewhere"}, "somewhere is in no room"},
 		{"storage imports the daemon", pkg{ImportPath: module + "/storage/badger", Imports: []string{module + "/cmd/ledgerd"}}, "storage/badger imports cmd/ledgerd"},
 		{"a command imports another", pkg{ImportPath: module + "/cmd/ledgerd", Imports: []string{module + "/cmd/ledgerctl"}}, "cmd/ledgerd imports cmd/ledgerctl"},
+		{"the server imports a store", pkg{ImportPath: module + "/server", Imports: []string{module + "/storage/postgres"}}, "server imports storage/postgres"},
+		{"the approver's page imports the server", pkg{ImportPath: module + "/server/approverpage", Imports: []string{module + "/server"}}, "server/approverpage imports server"},
 	} {
 		got := check(rooms, []pkg{c.p})
 		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
