@@ -11,6 +11,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/atomicfile"
 	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
@@ -254,7 +255,7 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if *writeCheckpoint != "" {
-		if err := writeFileAtomic(*writeCheckpoint, report.Signed, 0o644); err != nil {
+		if err := atomicfile.Write(*writeCheckpoint, report.Signed, atomicfile.Options{Mode: 0o644}); err != nil {
 			errorf(stderr, "export: verified, but --write-checkpoint: %v", err)
 			return exitUsage
 		}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -131,50 +130,4 @@ func (f *fetcher) get(ctx context.Context, path string, limit int64) ([]byte, er
 		return nil, &fetchError{url: u, status: resp.StatusCode, err: fmt.Errorf("answer longer than %d bytes", limit)}
 	}
 	return b, nil
-}
-
-// writeFileAtomic replaces name with data: a temporary file in the same
-// directory, written, synced, renamed over name, then the directory
-// synced. A crash leaves the old file or the new one, never a mix.
-func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
-	dir, base := filepath.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, nothing to remove
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		return err
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/atomicfile"
 	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
@@ -283,7 +284,7 @@ func saveState(name string, signed []byte, last *commit.Digest, lastKeyID string
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(name, append(b, '\n'), 0o644)
+	return atomicfile.Write(name, append(b, '\n'), atomicfile.Options{Mode: 0o644})
 }
 
 // monitorRun is one run's options.
@@ -547,7 +548,7 @@ func (m *monitorRun) fork(stderr io.Writer, old *loaded, signed []byte, cp *log.
 	}
 	errorf(stderr, "monitor: FORK: the log's checkpoint of tree size %d is signed by the trusted key but not consistent with the checkpoint of tree size %d the state holds: %s", cp.Size, old.cp.Size, why)
 	for _, w := range evidence {
-		if err := writeFileAtomic(w.name, w.b, 0o644); err != nil {
+		if err := atomicfile.Write(w.name, w.b, atomicfile.Options{Mode: 0o644}); err != nil {
 			errorf(stderr, "monitor: writing the evidence %s: %v", termtext.Quote(w.name), err)
 		}
 	}
@@ -606,10 +607,10 @@ func (a *archiveWriter) commit(signed []byte, size uint64) error {
 		return err
 	}
 	a.tmp = nil
-	if err := syncDir(a.dir); err != nil {
+	if err := atomicfile.SyncDir(a.dir); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(a.dir, fmt.Sprintf("checkpoint-%d", size)), signed, 0o644)
+	return atomicfile.Write(filepath.Join(a.dir, fmt.Sprintf("checkpoint-%d", size)), signed, atomicfile.Options{Mode: 0o644})
 }
 
 // abort removes the temporary file of a run that did not commit.

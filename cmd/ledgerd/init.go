@@ -11,9 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/internal/atomicfile"
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -153,71 +153,9 @@ func newToken() (token, sha256Hex string) {
 	return token, hex.EncodeToString(sum[:])
 }
 
-// writeConfig writes a config file atomically, mode 0600: a temporary
-// file in the same directory, synced, then renamed over path (replace)
-// or linked to it, which fails if path exists (!replace); then the
-// directory is synced. A crash leaves the old file or the new one, never
-// part of one.
+// writeConfig writes a config file atomically, mode 0600
+// (internal/atomicfile): replacing path (replace) or failing if it exists
+// (!replace).
 func writeConfig(path string, data []byte, replace bool) error {
-	return writeConfigWith(path, data, replace, nil)
-}
-
-// writeConfigWith is writeConfig, calling before, if not nil, with the
-// temporary file's path once it is written and synced: an error from it
-// stops the write.
-func writeConfigWith(path string, data []byte, replace bool, before func(tmp string) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil || !replace {
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if before != nil {
-		if err := before(tmp); err != nil {
-			return err
-		}
-	}
-	if replace {
-		err = os.Rename(tmp, path)
-	} else {
-		err = os.Link(tmp, path)
-	}
-	if err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a directory's entries durable. Windows cannot sync a
-// directory; there it does nothing.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(path, data, atomicfile.Options{Exclusive: !replace})
 }

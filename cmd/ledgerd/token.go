@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/internal/atomicfile"
 )
 
 // token is "ledgerd token add NAME" and "ledgerd token rotate NAME".
@@ -102,7 +103,7 @@ func replaceConfig(path string, old, text []byte) error {
 	if err != nil {
 		return err
 	}
-	return writeConfigWith(path, text, true, func(tmp string) error {
+	return atomicfile.Write(path, text, atomicfile.Options{BeforeRename: func(tmp string) error {
 		if err := keepOwner(tmp, st); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -110,5 +111,5 @@ func replaceConfig(path string, old, text []byte) error {
 			return fmt.Errorf("%s changed while ledgerd token ran: nothing was written; run it again", path)
 		}
 		return nil
-	})
+	}})
 }

@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/atomicfile"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/server/metrics"
@@ -173,7 +173,7 @@ func (p *Archive) Store(set *policy.Set) error {
 	if b, err := os.ReadFile(path); err == nil && policy.DigestOfBundle(b) == set.Digest() {
 		return nil
 	}
-	if err := writeFile(path, set.Bundle()); err != nil {
+	if err := atomicfile.Write(path, set.Bundle(), atomicfile.Options{}); err != nil {
 		return fmt.Errorf("archiving the policy set: %w", err)
 	}
 	return nil
@@ -186,7 +186,7 @@ func (p *Archive) makeArchive() error {
 		return nil
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(p.archive))
+		err = atomicfile.SyncDir(filepath.Dir(p.archive))
 	}
 	if err != nil {
 		return fmt.Errorf("creating the policy archive: %w", err)
@@ -262,7 +262,7 @@ func (p *Archive) publish(ctx context.Context, set *policy.Set) (uint64, error) 
 
 func (p *Archive) writePublished(pub publication) error {
 	b, _ := json.Marshal(pub)
-	if err := writeFile(filepath.Join(p.archive, PublishedName), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(p.archive, PublishedName), append(b, '\n'), atomicfile.Options{}); err != nil {
 		return fmt.Errorf("recording the policy publication: %w", err)
 	}
 	return nil
@@ -308,55 +308,4 @@ func (p *Archive) Bundle(digest commit.Digest) ([]byte, error) {
 		return nil, fmt.Errorf("the archived bundle of %s does not hash to its digest", digest)
 	}
 	return b, nil
-}
-
-// writeFile writes an archive's file atomically, mode 0600: a temporary
-// file in the same directory, synced, then renamed over path; then the
-// directory is synced. A crash leaves the old file or the new one, never
-// part of one.
-func writeFile(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a directory's entries durable. Windows cannot sync a
-// directory; there it does nothing.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
