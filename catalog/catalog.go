@@ -56,7 +56,6 @@ package catalog
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -314,42 +313,10 @@ func (a *Action) declares(name string) bool {
 // position says where the member name of the object at path in body is:
 // its index, from 0, in the order sent.
 func position(body []byte, path []string, name string) string {
-	if i := memberPosition(body, path, name); i >= 0 {
+	if i := commit.MemberPosition(body, path, name); i >= 0 {
 		return fmt.Sprintf("at index %d", i)
 	}
 	return "at an index"
-}
-
-// memberPosition returns the position (from 0, in the order sent) of the
-// member named name in the object at path (member names from the top) in
-// body, a JSON object in the strict domain, or -1. (commit's objects keep
-// their members in canonical order, which is not the client's.)
-func memberPosition(body []byte, path []string, name string) int {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return -1
-	}
-	for i := 0; dec.More(); i++ {
-		t, err := dec.Token()
-		if err != nil {
-			return -1
-		}
-		switch {
-		case len(path) == 0 && t == name:
-			return i
-		case len(path) > 0 && t == path[0]:
-			var inner json.RawMessage
-			if err := dec.Decode(&inner); err != nil {
-				return -1
-			}
-			return memberPosition(inner, path[1:], name)
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return -1
-		}
-	}
-	return -1
 }
 
 // fieldContext names a declared field and its tier, and a derived

@@ -7,7 +7,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -455,38 +454,7 @@ func domainProblem(err error, fields []string) string {
 
 // memberIndex returns the position (from 0) in body, a JSON object in the
 // strict domain, of its top-level member named name, or -1.
-func memberIndex(body []byte, name string) int { return memberPosition(body, nil, name) }
-
-// memberPosition returns the position (from 0, in the order sent) of the
-// member named name in the object at path (member names from the top) in
-// body, a JSON object in the strict domain, or -1.
-func memberPosition(body []byte, path []string, name string) int {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return -1
-	}
-	for i := 0; dec.More(); i++ {
-		t, err := dec.Token()
-		if err != nil {
-			return -1
-		}
-		switch {
-		case len(path) == 0 && t == name:
-			return i
-		case len(path) > 0 && t == path[0]:
-			var inner json.RawMessage
-			if err := dec.Decode(&inner); err != nil {
-				return -1
-			}
-			return memberPosition(inner, path[1:], name)
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return -1
-		}
-	}
-	return -1
-}
+func memberIndex(body []byte, name string) int { return commit.MemberPosition(body, nil, name) }
 
 func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	index, ok := parseIndex(w, r.PathValue("index"), "the index")
