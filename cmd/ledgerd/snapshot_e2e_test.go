@@ -118,14 +118,14 @@ func TestDaemonApprovalSnapshot(t *testing.T) {
 			before = op.Index
 		}
 	}
-	stop := func(d *daemon, sig os.Signal) {
+	stop := func(d *process, sig os.Signal) {
 		t.Helper()
 		d.cmd.Process.Signal(sig)
 		d.cmd.Wait()
 		hc.CloseIdleConnections()
 	}
 	// rebuilt is the start's "ledger approval state rebuilt" record.
-	rebuilt := func(d *daemon) map[string]any {
+	rebuilt := func(d *process) map[string]any {
 		t.Helper()
 		return logRecord(t, d.stderr, "ledger approval state rebuilt")
 	}
