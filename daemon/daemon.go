@@ -137,11 +137,14 @@ type Daemon struct {
 
 	// reloadMu makes reloads one at a time, and Shutdown wait for the
 	// one running; stopped is set at Shutdown.
-	reloadMu sync.Mutex
-	stopped  bool
-	reload   func(context.Context) error
+	reloadMu   sync.Mutex
+	stopped    bool
+	configPath string
+	reload     func(context.Context) error
 	// stop is the rest of Shutdown, once serving has stopped.
 	stop func(ctx context.Context) error
+	// node is the cluster's instance, nil for a single ledgerd.
+	node *node
 }
 
 // Start starts ledgerd as opts says and returns once it serves on
@@ -169,27 +172,31 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		fileCfg = cfg
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d := &Daemon{cfg: cfg, log: log, key: files.Key, tls: cfg.TLS != nil, ctx: runCtx, cancel: cancel, done: make(chan struct{})}
+	d := &Daemon{cfg: cfg, log: log, key: files.Key, tls: cfg.TLS != nil, ctx: runCtx, cancel: cancel, done: make(chan struct{}),
+		configPath: opts.ConfigPath}
 	reloader := &configReloader{path: opts.ConfigPath, start: fileCfg, log: log}
-	if err := d.startSingle(ctx, files, reloader, opts.Listener); err != nil {
+	start := d.startSingle
+	if cfg.Store != "" {
+		start = d.startCluster
+	}
+	if err := start(ctx, files, reloader, opts.Listener); err != nil {
 		cancel()
 		return nil, err
 	}
 	return d, nil
 }
 
-// startSingle starts a single ledgerd, on a badger store or alone on a
-// PostgreSQL database's log.
+// startSingle starts a single ledgerd, on its badger store.
 func (d *Daemon) startSingle(ctx context.Context, files *Files, reloader *configReloader, ln net.Listener) (err error) {
 	cfg, log, key, cat, set := d.cfg, d.log, files.Key, files.Catalog, files.Policies
 	interval, _ := cfg.CheckpointIntervalDuration()
 	commitInterval, _ := cfg.MinCommitIntervalDuration()
-	store, err := openStore(ctx, cfg, log)
+	store, err := OpenStore(ctx, cfg, log)
 	if err != nil {
 		return &OpenError{Err: err}
 	}
 	m := metrics.New()
-	l, err := ledger.Open(ctx, store.store, key, ledger.Options{
+	l, err := ledger.Open(ctx, store.Store, key, ledger.Options{
 		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: m.ObserveBatch,
 		PreviousKeys: cfg.PreviousKeys,
 	})
@@ -336,6 +343,24 @@ func (d *Daemon) Origin() string { return d.key.Name() }
 // its checkpoints and receipts.
 func (d *Daemon) VerifierKey() string { return d.key.VerifierKey() }
 
+// Instance is the instance's name among those on one PostgreSQL
+// database (cluster.instance), "" for a single ledgerd.
+func (d *Daemon) Instance() string {
+	if d.node == nil {
+		return ""
+	}
+	return d.node.instance
+}
+
+// AdvertiseURL is the URL the other instances on the database reach this
+// one at, "" for a single ledgerd.
+func (d *Daemon) AdvertiseURL() string {
+	if d.node == nil {
+		return ""
+	}
+	return d.node.advertise
+}
+
 // Done is closed when the daemon stopped serving by itself (its listener
 // failed, which is logged); the caller then calls Shutdown.
 func (d *Daemon) Done() <-chan struct{} { return d.done }
@@ -351,14 +376,18 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	if d.stopped {
 		return nil
 	}
+	if d.configPath == "" {
+		return errors.New("daemon: Options.ConfigPath is empty: no config file to reload")
+	}
 	return d.reload(ctx)
 }
 
 // Shutdown stops the daemon: the background work ends (a reload running
 // first), the requests in flight finish within ctx (their entries become
 // durable and are acknowledged), then the ledger closes, signing a final
-// checkpoint, and the store. Its error says what did not close; it is
-// logged already.
+// checkpoint, and the store; an instance on PostgreSQL then releases
+// its lease, so that another takes over at once. Its error says what did
+// not close; it is logged already.
 func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.reloadMu.Lock()
 	if d.stopped {
@@ -369,6 +398,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.reloadMu.Unlock()
 	d.cancel()
 	d.loops.Wait()
+	if d.node != nil {
+		d.node.stopping.Store(true) // it takes no lease any more
+	}
 	d.srv.Shutdown(ctx)
 	return d.stop(ctx)
 }

@@ -1,3 +1,5 @@
+// The online fsck's socket (FsckSocket): its protocol and its server.
+
 package daemon
 
 import (
@@ -17,6 +19,9 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 )
 
+// FsckSocket, in store_dir, is where the daemon on a badger store takes
+// requests for an online fsck.
+//
 // An online fsck checks the log while ledgerd appends: the tree of the
 // latest signed checkpoint, below which the store never changes, with
 // ledger.Fsck (Online). A badger store's directory lock keeps every other
@@ -28,33 +33,41 @@ import (
 // authority, which no HTTP credential gives (a mediator token must not
 // start a check of the whole log). One check runs at a time.
 //
-// The protocol is JSON lines: the client sends one fsckRequest; ledgerd
-// answers with fsckMessages, progress ones and then one with Done set, and
-// closes the connection. A client that goes away stops the check.
+// The protocol is JSON lines: the client sends one FsckRequest; the
+// daemon answers with FsckMessages, progress ones and then one with Done
+// set, and closes the connection. A client that goes away stops the
+// check.
 //
 // On PostgreSQL any process can read the store while the sequencer
 // appends (the database isolates them), so "ledgerd fsck --online" opens
 // the store itself, takes no lease and checks the tree of the latest
 // checkpoint as it finds it.
-const fsckSocket = "fsck.sock"
+const FsckSocket = "fsck.sock"
 
-type fsckRequest struct {
+// FsckRequest asks for a check: with every entry's signature verified
+// too, reporting at most MaxDamage problems (ledger.FsckOptions).
+type FsckRequest struct {
 	Signatures bool `json:"signatures"`
 	MaxDamage  int  `json:"max_damage"`
 }
 
-type fsckMessage struct {
-	Progress *fsckProgressMessage `json:"progress,omitempty"`
-	Done     *fsckDone            `json:"done,omitempty"`
+// FsckMessage is one line of the daemon's answer: exactly one of
+// Progress and Done is set, and Done only on the last line.
+type FsckMessage struct {
+	Progress *FsckProgressMessage `json:"progress,omitempty"`
+	Done     *FsckDone            `json:"done,omitempty"`
 }
 
-type fsckProgressMessage struct {
+// FsckProgressMessage is ledger.FsckProgress on the wire.
+type FsckProgressMessage struct {
 	Checked   uint64 `json:"checked"`
 	Total     uint64 `json:"total"`
 	ElapsedNS int64  `json:"elapsed_ns"`
 }
 
-type fsckDone struct {
+// FsckDone is the check's ledger.FsckReport on the wire, each damage as
+// its message.
+type FsckDone struct {
 	StoreSize      uint64   `json:"store_size"`
 	Checked        uint64   `json:"checked"`
 	CheckpointSize uint64   `json:"checkpoint_size"`
@@ -74,7 +87,7 @@ const fsckProgressEvery = 200 * time.Millisecond
 // each client, one at a time, until stop is called (which ends a check
 // running, and waits for it).
 func serveFsck(ctx context.Context, dir string, l *ledger.Ledger, log *slog.Logger) (stop func(), err error) {
-	path := filepath.Join(dir, fsckSocket)
+	path := filepath.Join(dir, FsckSocket)
 	// A socket left by a ledgerd that crashed: the store's lock, which
 	// this process holds, says none other serves it.
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -103,7 +116,7 @@ func serveFsck(ctx context.Context, dir string, l *ledger.Ledger, log *slog.Logg
 			// The lock is taken here, in the order clients connect.
 			if !running.TryLock() {
 				c.SetWriteDeadline(time.Now().Add(time.Second))
-				json.NewEncoder(c).Encode(fsckMessage{Done: &fsckDone{Error: "an online fsck is running already: one at a time"}})
+				json.NewEncoder(c).Encode(FsckMessage{Done: &FsckDone{Error: "an online fsck is running already: one at a time"}})
 				c.Close()
 				continue
 			}
@@ -115,7 +128,7 @@ func serveFsck(ctx context.Context, dir string, l *ledger.Ledger, log *slog.Logg
 				// Free for the next check before the client hears this
 				// one is done.
 				running.Unlock()
-				json.NewEncoder(c).Encode(fsckMessage{Done: done})
+				json.NewEncoder(c).Encode(FsckMessage{Done: done})
 			}()
 		}
 	}()
@@ -128,17 +141,17 @@ func serveFsck(ctx context.Context, dir string, l *ledger.Ledger, log *slog.Logg
 
 // onlineFsck runs one online fsck for the client c, and returns its
 // result, to send.
-func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Logger) *fsckDone {
+func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Logger) *FsckDone {
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(io.LimitReader(c, 4096))
 	line, err := br.ReadBytes('\n')
-	var req fsckRequest
+	var req FsckRequest
 	if err == nil {
 		err = json.Unmarshal(line, &req)
 	}
 	enc := json.NewEncoder(c)
 	if err != nil {
-		return &fsckDone{Error: fmt.Sprintf("a bad request: %v", err)}
+		return &FsckDone{Error: fmt.Sprintf("a bad request: %v", err)}
 	}
 	c.SetReadDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(ctx)
@@ -156,9 +169,9 @@ func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Log
 				return
 			}
 			last = time.Now()
-			enc.Encode(fsckMessage{Progress: &fsckProgressMessage{Checked: p.Checked, Total: p.Total, ElapsedNS: int64(p.Elapsed)}})
+			enc.Encode(FsckMessage{Progress: &FsckProgressMessage{Checked: p.Checked, Total: p.Total, ElapsedNS: int64(p.Elapsed)}})
 		}})
-	done := &fsckDone{StoreSize: rep.StoreSize, Checked: rep.Checked, CheckpointSize: rep.CheckpointSize, Tiles: rep.Tiles,
+	done := &FsckDone{StoreSize: rep.StoreSize, Checked: rep.Checked, CheckpointSize: rep.CheckpointSize, Tiles: rep.Tiles,
 		Signatures: rep.Signatures, ElapsedNS: int64(rep.Elapsed), More: rep.More, Damage: []string{}}
 	for _, d := range rep.Damage {
 		done.Damage = append(done.Damage, d.Error())

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/daemon"
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -57,27 +58,27 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 		return fail(stderr, "%v", err)
 	}
 	if *online {
-		return fsckOnline(ctx, name, cfg, key, fsckRequest{Signatures: *signatures, MaxDamage: *maxDamage}, stdout, stderr)
+		return fsckOnline(ctx, name, cfg, key, daemon.FsckRequest{Signatures: *signatures, MaxDamage: *maxDamage}, stdout, stderr)
 	}
 	start := time.Now()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, err := openStore(ctx, cfg, log)
+	store, err := daemon.OpenStore(ctx, cfg, log)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
 	defer store.Close()
-	release, err := store.exclusive(ctx, cfg, "ledgerd-"+name)
+	release, err := store.Exclusive(ctx, cfg, "ledgerd-"+name)
 	if err != nil {
 		return fail(stderr, "%s: %v", name, err)
 	}
 	var repairs []string
 	var storeDamage error
-	if store.badger != nil {
-		repairs = store.badger.Repairs()
-		fmt.Fprintf(stderr, "ledgerd: %s: checking the frames, the index and badger's tables of %s\n", name, store.where)
+	if store.Badger != nil {
+		repairs = store.Badger.Repairs()
+		fmt.Fprintf(stderr, "ledgerd: %s: checking the frames, the index and badger's tables of %s\n", name, store.Where)
 		bp := newProgress(stderr, name+": the store's records")
 		started := time.Now()
-		err := store.badger.CheckProgress(ctx, func(done, total uint64) {
+		err := store.Badger.CheckProgress(ctx, func(done, total uint64) {
 			bp.update(ledger.FsckProgress{Checked: done, Total: total, Elapsed: time.Since(started)})
 		})
 		bp.done()
@@ -92,7 +93,7 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 		}
 	}
 	p := newProgress(stderr, name+": the ledger's checks")
-	rep, err := ledger.Fsck(ctx, store.store, key, ledger.FsckOptions{
+	rep, err := ledger.Fsck(ctx, store.Store, key, ledger.FsckOptions{
 		PreviousKeys: cfg.PreviousKeys, Signatures: *signatures, MaxDamage: *maxDamage, Progress: p.update,
 	})
 	p.done()
@@ -102,7 +103,7 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	if cerr := store.Close(); cerr != nil && err == nil {
 		return fail(stderr, "%v", cerr)
 	}
-	return fsckSummary(stdout, stderr, name, store.where, repairs, rep, err, storeDamage, time.Since(start), false)
+	return fsckSummary(stdout, stderr, name, store.Where, repairs, rep, err, storeDamage, time.Since(start), false)
 }
 
 // fsckSummary prints what fsck found, and returns the exit status:

@@ -1,3 +1,8 @@
+// "ledgerd fsck --online": the client of the fsck socket of the ledgerd
+// serving a badger store (package daemon serves it and defines its
+// protocol), or, on PostgreSQL, a check by this process beside the
+// instances, without the lease, up to the latest checkpoint.
+
 package main
 
 import (
@@ -5,196 +10,38 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/daemon"
 	"github.com/decisionledger/ledger/ledger"
-	"github.com/decisionledger/ledger/storage/postgres"
 )
-
-// An online fsck checks the log while ledgerd appends: the tree of the
-// latest signed checkpoint, below which the store never changes, with
-// ledger.Fsck (Online). A badger store's directory lock keeps every other
-// process out, so the check runs inside the ledgerd that holds it, on one
-// reading worker (ledgerd's appends keep the other core), and
-// "ledgerd fsck --online" asks for it over a unix socket in the store's
-// directory, fsck.sock, mode 0600 in a directory of mode 0700: whoever
-// can reach it can read the store's files anyway, the operator's
-// authority, which no HTTP credential gives (a mediator token must not
-// start a check of the whole log). One check runs at a time.
-//
-// The protocol is JSON lines: the client sends one fsckRequest; ledgerd
-// answers with fsckMessages, progress ones and then one with Done set, and
-// closes the connection. A client that goes away stops the check.
-//
-// On PostgreSQL any process can read the store while the sequencer
-// appends (the database isolates them), so "ledgerd fsck --online" opens
-// the store itself, takes no lease and checks the tree of the latest
-// checkpoint as it finds it.
-const fsckSocket = "fsck.sock"
-
-type fsckRequest struct {
-	Signatures bool `json:"signatures"`
-	MaxDamage  int  `json:"max_damage"`
-}
-
-type fsckMessage struct {
-	Progress *fsckProgressMessage `json:"progress,omitempty"`
-	Done     *fsckDone            `json:"done,omitempty"`
-}
-
-type fsckProgressMessage struct {
-	Checked   uint64 `json:"checked"`
-	Total     uint64 `json:"total"`
-	ElapsedNS int64  `json:"elapsed_ns"`
-}
-
-type fsckDone struct {
-	StoreSize      uint64   `json:"store_size"`
-	Checked        uint64   `json:"checked"`
-	CheckpointSize uint64   `json:"checkpoint_size"`
-	Tiles          int      `json:"tiles"`
-	Signatures     bool     `json:"signatures"`
-	ElapsedNS      int64    `json:"elapsed_ns"`
-	Damage         []string `json:"damage"`
-	More           int      `json:"more"`
-	// Error is why the check did not finish, if it did not.
-	Error string `json:"error,omitempty"`
-}
-
-// fsckProgressEvery is how often ledgerd sends a progress message.
-const fsckProgressEvery = 200 * time.Millisecond
-
-// serveFsck listens on dir's fsck.sock and runs an online fsck of l for
-// each client, one at a time, until stop is called (which ends a check
-// running, and waits for it).
-func serveFsck(ctx context.Context, dir string, l *ledger.Ledger, log *slog.Logger) (stop func(), err error) {
-	path := filepath.Join(dir, fsckSocket)
-	// A socket left by a ledgerd that crashed: the store's lock, which
-	// this process holds, says none other serves it.
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("removing the old fsck socket: %w", err)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return nil, fmt.Errorf("the fsck socket: %w", err)
-	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("the fsck socket: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var running sync.Mutex
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			// The lock is taken here, in the order clients connect.
-			if !running.TryLock() {
-				c.SetWriteDeadline(time.Now().Add(time.Second))
-				json.NewEncoder(c).Encode(fsckMessage{Done: &fsckDone{Error: "an online fsck is running already: one at a time"}})
-				c.Close()
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				done := onlineFsck(ctx, c, l, log)
-				// Free for the next check before the client hears this
-				// one is done.
-				running.Unlock()
-				json.NewEncoder(c).Encode(fsckMessage{Done: done})
-			}()
-		}
-	}()
-	return func() {
-		cancel()
-		ln.Close()
-		wg.Wait()
-	}, nil
-}
-
-// onlineFsck runs one online fsck for the client c, and returns its
-// result, to send.
-func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Logger) *fsckDone {
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(io.LimitReader(c, 4096))
-	line, err := br.ReadBytes('\n')
-	var req fsckRequest
-	if err == nil {
-		err = json.Unmarshal(line, &req)
-	}
-	enc := json.NewEncoder(c)
-	if err != nil {
-		return &fsckDone{Error: fmt.Sprintf("a bad request: %v", err)}
-	}
-	c.SetReadDeadline(time.Time{})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		// The client sends nothing more: a read returns when it goes.
-		io.Copy(io.Discard, c)
-		cancel()
-	}()
-	log.Info("online fsck started", "signatures", req.Signatures)
-	var last time.Time
-	rep, err := l.Fsck(ctx, ledger.FsckOptions{Workers: 1, Signatures: req.Signatures, MaxDamage: req.MaxDamage,
-		Progress: func(p ledger.FsckProgress) {
-			if time.Since(last) < fsckProgressEvery && p.Checked < p.Total {
-				return
-			}
-			last = time.Now()
-			enc.Encode(fsckMessage{Progress: &fsckProgressMessage{Checked: p.Checked, Total: p.Total, ElapsedNS: int64(p.Elapsed)}})
-		}})
-	done := &fsckDone{StoreSize: rep.StoreSize, Checked: rep.Checked, CheckpointSize: rep.CheckpointSize, Tiles: rep.Tiles,
-		Signatures: rep.Signatures, ElapsedNS: int64(rep.Elapsed), More: rep.More, Damage: []string{}}
-	for _, d := range rep.Damage {
-		done.Damage = append(done.Damage, d.Error())
-	}
-	if err != nil && len(rep.Damage) == 0 {
-		done.Error = err.Error()
-	}
-	log.Info("online fsck finished", "checked", rep.Checked, "checkpoint_size", rep.CheckpointSize,
-		"damage", len(rep.Damage)+rep.More, "duration", rep.Elapsed, "error", done.Error)
-	return done
-}
 
 // fsckOnline is "ledgerd fsck --online": the check made by the ledgerd
 // serving a badger store, or, on PostgreSQL, by this process beside the
 // instances.
-func fsckOnline(ctx context.Context, name string, cfg *config.Config, key *ledger.Key, req fsckRequest, stdout, stderr io.Writer) int {
+func fsckOnline(ctx context.Context, name string, cfg *config.Config, key *ledger.Key, req daemon.FsckRequest, stdout, stderr io.Writer) int {
 	start := time.Now()
 	p := newProgress(stderr, name)
 	if cfg.Store != "" {
-		store, err := openPostgres(ctx, cfg)
+		store, err := daemon.OpenStore(ctx, cfg, nil)
 		if err != nil {
 			return fail(stderr, "%v", err)
 		}
 		defer store.Close()
-		st, err := store.State(ctx)
+		st, err := store.Store.State(ctx)
 		if err != nil {
 			return fail(stderr, "%v", err)
 		}
-		rep, err := ledger.Fsck(ctx, store, key, ledger.FsckOptions{PreviousKeys: cfg.PreviousKeys, Online: true, Size: st.CheckpointSize,
+		rep, err := ledger.Fsck(ctx, store.Store, key, ledger.FsckOptions{PreviousKeys: cfg.PreviousKeys, Online: true, Size: st.CheckpointSize,
 			Signatures: req.Signatures, MaxDamage: req.MaxDamage, Progress: p.update})
 		p.done()
-		return fsckSummary(stdout, stderr, name, postgres.RedactURL(cfg.Store), nil, rep, err, nil, time.Since(start), true)
+		return fsckSummary(stdout, stderr, name, store.Where, nil, rep, err, nil, time.Since(start), true)
 	}
-	path := filepath.Join(cfg.StoreDir, fsckSocket)
+	path := filepath.Join(cfg.StoreDir, daemon.FsckSocket)
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
@@ -212,7 +59,7 @@ func fsckOnline(ctx context.Context, name string, cfg *config.Config, key *ledge
 	}
 	dec := json.NewDecoder(bufio.NewReader(c))
 	for {
-		var m fsckMessage
+		var m daemon.FsckMessage
 		if err := dec.Decode(&m); err != nil {
 			p.done()
 			if ctx.Err() != nil {

@@ -41,12 +41,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/daemon"
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/badger"
+	"github.com/decisionledger/ledger/storage/postgres"
 )
 
 const usage = `Usage:
@@ -469,9 +469,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	if cfg.Store != "" {
-		return serveCluster(ctx, stop, cfg, &start, files.Key, files.Catalog, files.Policies, ln, log, configPath, stdout, failStart)
-	}
 	d, err := daemon.Start(ctx, daemon.Options{Config: cfg, ConfigPath: configPath, FileConfig: &start, Files: files, Listener: ln, Logger: log})
 	if err != nil {
 		code := failStart("%v", err)
@@ -490,7 +487,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "using %s (mediator tokens are stored there as hashes only; \"ledgerd token rotate NAME\" makes a new one)\n", configPath)
 	}
 	fmt.Fprintf(stdout, "ledgerd: serving %s on %s\nverifier key: %s\n", key.Name(), d.URL(), key.VerifierKey())
-	fmt.Fprintf(stdout, "try: curl %s/v1/checkpoint\n", d.URL())
+	if d.Instance() != "" {
+		fmt.Fprintf(stdout, "ledgerd: instance %s of the instances on %s, reached by them at %s\n", d.Instance(), postgres.RedactURL(cfg.Store), d.AdvertiseURL())
+	} else {
+		fmt.Fprintf(stdout, "try: curl %s/v1/checkpoint\n", d.URL())
+	}
 	if firstToken != "" {
 		fmt.Fprintf(stdout, "paste these lines into a second terminal:\nexport TOKEN=%s\nexport VKEY=%s\n", shellQuote(firstToken), shellQuote(key.VerifierKey()))
 	} else {
@@ -512,23 +513,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := d.Shutdown(shutdown); err != nil {
+		if d.Instance() != "" {
+			return 1 // the term's close failed, which the log says
+		}
 		return fail(stderr, "%v", err)
 	}
 	return 0
-}
-
-// catalogValue is the catalog in use, for the start's log line: its
-// directory and action names, or none.
-func catalogValue(dir string, cat catalog.Catalog) slog.Value {
-	if cat == nil {
-		return slog.StringValue("none: any action, version 1 entries")
-	}
-	names := make([]string, 0, len(cat))
-	for name := range cat {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return slog.GroupValue(slog.String("dir", dir), slog.Any("actions", names))
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./+=:@%,-]+$`)
