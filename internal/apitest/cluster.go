@@ -30,7 +30,7 @@ const (
 // does: a new key for LocalOrigin (ledger.key, mode 0600), an empty
 // store (store), and ConfigName naming them and the mediator
 // LocalMediator with a new token, which it returns with the config's
-// path. The config listens on 127.0.0.1:8080, ledgerd's default.
+// path. The config listens on a free port of 127.0.0.1.
 func DataDir(t testing.TB, dir string) (configPath, token string) {
 	t.Helper()
 	skey, _, err := ledger.GenerateKey(LocalOrigin)
@@ -44,7 +44,7 @@ func DataDir(t testing.TB, dir string) (configPath, token string) {
 		t.Fatal(err)
 	}
 	token = tokenHex()
-	c := map[string]any{"listen": "127.0.0.1:8080", "key_file": "ledger.key", "store_dir": "store",
+	c := map[string]any{"listen": "127.0.0.1:0", "key_file": "ledger.key", "store_dir": "store",
 		"mediators": []map[string]any{{"name": LocalMediator, "token_sha256": TokenHash(token)}}}
 	b, _ := json.MarshalIndent(c, "", "  ")
 	configPath = filepath.Join(dir, ConfigName)
