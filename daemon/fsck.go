@@ -1,4 +1,5 @@
-// The online fsck's socket (FsckSocket): its protocol and its server.
+// The online fsck's socket (FsckSocket): its protocol, its server and
+// its client (FsckOnline).
 
 package daemon
 
@@ -20,7 +21,7 @@ import (
 )
 
 // FsckSocket, in store_dir, is where the daemon on a badger store takes
-// requests for an online fsck.
+// requests for an online fsck (FsckOnline is the client).
 //
 // An online fsck checks the log while ledgerd appends: the tree of the
 // latest signed checkpoint, below which the store never changes, with
@@ -33,7 +34,7 @@ import (
 // authority, which no HTTP credential gives (a mediator token must not
 // start a check of the whole log). One check runs at a time.
 //
-// The protocol is JSON lines: the client sends one FsckRequest; the
+// The protocol is JSON lines: the client sends one fsckRequest; the
 // daemon answers with FsckMessages, progress ones and then one with Done
 // set, and closes the connection. A client that goes away stops the
 // check.
@@ -44,30 +45,30 @@ import (
 // checkpoint as it finds it.
 const FsckSocket = "fsck.sock"
 
-// FsckRequest asks for a check: with every entry's signature verified
+// fsckRequest asks for a check: with every entry's signature verified
 // too, reporting at most MaxDamage problems (ledger.FsckOptions).
-type FsckRequest struct {
+type fsckRequest struct {
 	Signatures bool `json:"signatures"`
 	MaxDamage  int  `json:"max_damage"`
 }
 
-// FsckMessage is one line of the daemon's answer: exactly one of
+// fsckMessage is one line of the daemon's answer: exactly one of
 // Progress and Done is set, and Done only on the last line.
-type FsckMessage struct {
-	Progress *FsckProgressMessage `json:"progress,omitempty"`
-	Done     *FsckDone            `json:"done,omitempty"`
+type fsckMessage struct {
+	Progress *fsckProgressMessage `json:"progress,omitempty"`
+	Done     *fsckDone            `json:"done,omitempty"`
 }
 
-// FsckProgressMessage is ledger.FsckProgress on the wire.
-type FsckProgressMessage struct {
+// fsckProgressMessage is ledger.FsckProgress on the wire.
+type fsckProgressMessage struct {
 	Checked   uint64 `json:"checked"`
 	Total     uint64 `json:"total"`
 	ElapsedNS int64  `json:"elapsed_ns"`
 }
 
-// FsckDone is the check's ledger.FsckReport on the wire, each damage as
+// fsckDone is the check's ledger.FsckReport on the wire, each damage as
 // its message.
-type FsckDone struct {
+type fsckDone struct {
 	StoreSize      uint64   `json:"store_size"`
 	Checked        uint64   `json:"checked"`
 	CheckpointSize uint64   `json:"checkpoint_size"`
@@ -116,7 +117,7 @@ func serveFsck(ctx context.Context, dir string, l *ledger.Ledger, log *slog.Logg
 			// The lock is taken here, in the order clients connect.
 			if !running.TryLock() {
 				c.SetWriteDeadline(time.Now().Add(time.Second))
-				json.NewEncoder(c).Encode(FsckMessage{Done: &FsckDone{Error: "an online fsck is running already: one at a time"}})
+				json.NewEncoder(c).Encode(fsckMessage{Done: &fsckDone{Error: "an online fsck is running already: one at a time"}})
 				c.Close()
 				continue
 			}
@@ -128,7 +129,7 @@ func serveFsck(ctx context.Context, dir string, l *ledger.Ledger, log *slog.Logg
 				// Free for the next check before the client hears this
 				// one is done.
 				running.Unlock()
-				json.NewEncoder(c).Encode(FsckMessage{Done: done})
+				json.NewEncoder(c).Encode(fsckMessage{Done: done})
 			}()
 		}
 	}()
@@ -141,17 +142,17 @@ func serveFsck(ctx context.Context, dir string, l *ledger.Ledger, log *slog.Logg
 
 // onlineFsck runs one online fsck for the client c, and returns its
 // result, to send.
-func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Logger) *FsckDone {
+func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Logger) *fsckDone {
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(io.LimitReader(c, 4096))
 	line, err := br.ReadBytes('\n')
-	var req FsckRequest
+	var req fsckRequest
 	if err == nil {
 		err = json.Unmarshal(line, &req)
 	}
 	enc := json.NewEncoder(c)
 	if err != nil {
-		return &FsckDone{Error: fmt.Sprintf("a bad request: %v", err)}
+		return &fsckDone{Error: fmt.Sprintf("a bad request: %v", err)}
 	}
 	c.SetReadDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(ctx)
@@ -169,9 +170,9 @@ func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Log
 				return
 			}
 			last = time.Now()
-			enc.Encode(FsckMessage{Progress: &FsckProgressMessage{Checked: p.Checked, Total: p.Total, ElapsedNS: int64(p.Elapsed)}})
+			enc.Encode(fsckMessage{Progress: &fsckProgressMessage{Checked: p.Checked, Total: p.Total, ElapsedNS: int64(p.Elapsed)}})
 		}})
-	done := &FsckDone{StoreSize: rep.StoreSize, Checked: rep.Checked, CheckpointSize: rep.CheckpointSize, Tiles: rep.Tiles,
+	done := &fsckDone{StoreSize: rep.StoreSize, Checked: rep.Checked, CheckpointSize: rep.CheckpointSize, Tiles: rep.Tiles,
 		Signatures: rep.Signatures, ElapsedNS: int64(rep.Elapsed), More: rep.More, Damage: []string{}}
 	for _, d := range rep.Damage {
 		done.Damage = append(done.Damage, d.Error())
@@ -182,4 +183,68 @@ func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Log
 	log.Info("online fsck finished", "checked", rep.Checked, "checkpoint_size", rep.CheckpointSize,
 		"damage", len(rep.Damage)+rep.More, "duration", rep.Elapsed, "error", done.Error)
 	return done
+}
+
+// NotServedError is FsckOnline's error when no daemon serves the store
+// directory Dir: none runs there, or its socket did not open.
+type NotServedError struct {
+	Dir string
+	Err error // the connection's
+}
+
+func (e *NotServedError) Error() string {
+	return fmt.Sprintf("no ledgerd serves %s (%v)", e.Dir, e.Err)
+}
+func (e *NotServedError) Unwrap() error { return e.Err }
+
+// FsckOnline asks the daemon serving the badger store in storeDir for an
+// online fsck, with opts' Signatures and MaxDamage, calls opts.Progress
+// (if set) with each progress the daemon reports, and returns the
+// check's report, whose Err is the damage found. Its error is a
+// *NotServedError when no daemon serves storeDir, the daemon's reason
+// when the check did not finish, or what ended its answer (ctx's end
+// among them).
+func FsckOnline(ctx context.Context, storeDir string, opts ledger.FsckOptions) (*ledger.FsckReport, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", filepath.Join(storeDir, FsckSocket))
+	if err != nil {
+		return nil, &NotServedError{Dir: storeDir, Err: err}
+	}
+	defer c.Close()
+	go func() {
+		<-ctx.Done()
+		c.Close()
+	}()
+	if err := json.NewEncoder(c).Encode(fsckRequest{Signatures: opts.Signatures, MaxDamage: opts.MaxDamage}); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bufio.NewReader(c))
+	for {
+		var m fsckMessage
+		if err := dec.Decode(&m); err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return nil, fmt.Errorf("the answer of the ledgerd serving %s ended: %w", storeDir, err)
+		}
+		if m.Progress != nil {
+			if opts.Progress != nil {
+				opts.Progress(ledger.FsckProgress{Checked: m.Progress.Checked, Total: m.Progress.Total, Elapsed: time.Duration(m.Progress.ElapsedNS)})
+			}
+			continue
+		}
+		if m.Done == nil {
+			continue
+		}
+		done := m.Done
+		if done.Error != "" && len(done.Damage) == 0 {
+			return nil, errors.New(done.Error)
+		}
+		rep := &ledger.FsckReport{StoreSize: done.StoreSize, Checked: done.Checked, CheckpointSize: done.CheckpointSize, Tiles: done.Tiles,
+			Signatures: done.Signatures, Elapsed: time.Duration(done.ElapsedNS), More: done.More}
+		for _, s := range done.Damage {
+			rep.Damage = append(rep.Damage, errors.New(s))
+		}
+		return rep, nil
+	}
 }
