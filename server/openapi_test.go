@@ -50,7 +50,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 
 // The error codes in docs/openapi.json's Error schema are those the
 // handlers answer with (this package's, the approver's page's, and a
-// cluster's in cmd/ledgerd),
+// cluster's in package daemon),
 // and docs/api.md lists each.
 func TestOpenAPIErrorCodes(t *testing.T) {
 	d := apitest.LoadOpenAPI(t)
