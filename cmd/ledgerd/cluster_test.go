@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/internal/apitest"
+	"github.com/decisionledger/ledger/storage/postgres"
 )
 
 // ledgerd check on PostgreSQL takes the lease: refused while an instance
@@ -19,6 +20,11 @@ func TestClusterCheck(t *testing.T) {
 	f := apitest.NewClusterFixture(t)
 	path := f.Config(t, "a", "5s")
 	a := startServing(t, "--config", path)
+	// serve names the instance, the database (its password redacted)
+	// and the URL the others reach it at.
+	if line, _ := a.line("ledgerd: instance "); line != "a of the instances on "+postgres.RedactURL(f.DB)+", reached by them at "+a.url {
+		t.Errorf("serve's instance line: %q in %q", line, a.stdout)
+	}
 	apitest.WaitFor(t, "a to sequence", func() bool { code, _ := apitest.Readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
 	for i := range 3 {
 		if status, _, body := f.Post(t, a.url, i, nil); status != http.StatusCreated {
