@@ -136,7 +136,7 @@ func startMedServerOn(t testing.TB, change func(*config.Config), store ledger.St
 	}
 	if cfg.Approvals != nil {
 		// On PostgreSQL the previews are kept there, as a cluster's
-		// sequencer keeps them (its sessions too, through cmd/ledgerd's
+		// sequencer keeps them (its sessions too, through package daemon's
 		// adapter: here they are in memory).
 		var db approvals.DB
 		if pg, ok := store.(*postgres.Store); ok {

@@ -14,7 +14,7 @@ import (
 )
 
 // TestMetricsFamilies: /metrics of a running ledgerd (a cluster's:
-// cmd/ledgerd's TestClusterMetricsFamilies) writes the families of testdata/metrics.txt (the hand-written
+// daemon's TestClusterMetricsFamilies) writes the families of testdata/metrics.txt (the hand-written
 // exposition's, before the Prometheus client library wrote them): each
 // with its type, HELP text, label names and buckets, and the series
 // always written; nothing else. docs/api.md's GET /metrics row names the

@@ -50,8 +50,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 
 // The error codes in docs/openapi.json's Error schema are those the
 // handlers answer with (this package's, the approver's page's, and a
-// cluster's in cmd/ledgerd),
-// and docs/api.md lists each.
+// cluster's in package daemon), and docs/api.md lists each.
 func TestOpenAPIErrorCodes(t *testing.T) {
 	d := apitest.LoadOpenAPI(t)
 	errSchema, _ := d.Lookup("/components/schemas/Error/properties/error/properties/code")
@@ -61,8 +60,8 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	}
 	files, _ := filepath.Glob("*.go")
 	page, _ := filepath.Glob(filepath.Join("approverpage", "*.go"))
-	cmd, _ := filepath.Glob(filepath.Join("..", "cmd", "ledgerd", "*.go"))
-	files = append(append(files, page...), cmd...)
+	daemon, _ := filepath.Glob(filepath.Join("..", "daemon", "*.go"))
+	files = append(append(files, page...), daemon...)
 	used := map[string]bool{}
 	call := regexp.MustCompile(`(?:WriteError\(w|refuse\(w|pageRefuse\(w, r), [^,]+, "([a-z_]+)"`)
 	for _, f := range files {

@@ -3,8 +3,8 @@
 // action catalog, the policy set in force and its archive, the
 // approvals' state, the witnesses, the credentials in force, the
 // request limits, a logger and the metrics — and Handler serves it. It
-// reads no config file: the command (cmd/ledgerd) turns the config into
-// Options, and reloads the credentials and the policy set on SIGHUP.
+// reads no config file: package daemon turns the config into Options,
+// and reloads the credentials and the policy set (on ledgerd's SIGHUP).
 //
 // One file per resource, each opening with the endpoints it serves and
 // the section of docs/api.md: entries.go, decide.go, outcomes.go,

@@ -51,11 +51,11 @@ func TestDaemonApprovalKill9(t *testing.T) {
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer hc.CloseIdleConnections()
-	running := func() *daemon {
+	running := func() *process {
 		t.Helper()
 		return startDaemon(t, ledgerd, dir)
 	}
-	kill := func(d *daemon) {
+	kill := func(d *process) {
 		t.Helper()
 		d.cmd.Process.Kill()
 		d.cmd.Wait()

@@ -22,8 +22,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// daemon is a running ledgerd binary.
-type daemon struct {
+// process is a running ledgerd binary.
+type process struct {
 	cmd    *exec.Cmd
 	addr   string
 	vkey   string
@@ -44,12 +44,12 @@ func buildBinaries(t *testing.T) (ledgerd, ledgerVerify string) {
 
 // startDaemon runs ledgerd on a free loopback port with the default data
 // directory in dir, and returns once it serves.
-func startDaemon(t *testing.T, bin, dir string) *daemon {
+func startDaemon(t *testing.T, bin, dir string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=160MiB")
 	stdout, _ := cmd.StdoutPipe()
-	d := &daemon{cmd: cmd, stderr: &apitest.LockedBuffer{}}
+	d := &process{cmd: cmd, stderr: &apitest.LockedBuffer{}}
 	cmd.Stderr = d.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

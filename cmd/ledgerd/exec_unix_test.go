@@ -64,7 +64,7 @@ func execWrapped(bin string) error {
 
 // startWrapped starts the ledgerd binary bin as startDaemon does, through
 // the wrapper, with the environment's LEDGERD_TEST_ settings vars.
-func startWrapped(t *testing.T, bin, dir string, vars map[string]string) *daemon {
+func startWrapped(t *testing.T, bin, dir string, vars map[string]string) *process {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/daemon"
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -57,27 +58,27 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 		return fail(stderr, "%v", err)
 	}
 	if *online {
-		return fsckOnline(ctx, name, cfg, key, fsckRequest{Signatures: *signatures, MaxDamage: *maxDamage}, stdout, stderr)
+		return fsckOnline(ctx, name, cfg, key, ledger.FsckOptions{Signatures: *signatures, MaxDamage: *maxDamage}, stdout, stderr)
 	}
 	start := time.Now()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, err := openStore(ctx, cfg, log)
+	store, err := daemon.OpenStore(ctx, cfg, log)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
 	defer store.Close()
-	release, err := store.exclusive(ctx, cfg, "ledgerd-"+name)
+	release, err := store.Exclusive(ctx, cfg, "ledgerd-"+name)
 	if err != nil {
 		return fail(stderr, "%s: %v", name, err)
 	}
 	var repairs []string
 	var storeDamage error
-	if store.badger != nil {
-		repairs = store.badger.Repairs()
-		fmt.Fprintf(stderr, "ledgerd: %s: checking the frames, the index and badger's tables of %s\n", name, store.where)
+	if store.Badger != nil {
+		repairs = store.Badger.Repairs()
+		fmt.Fprintf(stderr, "ledgerd: %s: checking the frames, the index and badger's tables of %s\n", name, store.Where)
 		bp := newProgress(stderr, name+": the store's records")
 		started := time.Now()
-		err := store.badger.CheckProgress(ctx, func(done, total uint64) {
+		err := store.Badger.CheckProgress(ctx, func(done, total uint64) {
 			bp.update(ledger.FsckProgress{Checked: done, Total: total, Elapsed: time.Since(started)})
 		})
 		bp.done()
@@ -92,7 +93,7 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 		}
 	}
 	p := newProgress(stderr, name+": the ledger's checks")
-	rep, err := ledger.Fsck(ctx, store.store, key, ledger.FsckOptions{
+	rep, err := ledger.Fsck(ctx, store.Store, key, ledger.FsckOptions{
 		PreviousKeys: cfg.PreviousKeys, Signatures: *signatures, MaxDamage: *maxDamage, Progress: p.update,
 	})
 	p.done()
@@ -102,7 +103,41 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	if cerr := store.Close(); cerr != nil && err == nil {
 		return fail(stderr, "%v", cerr)
 	}
-	return fsckSummary(stdout, stderr, name, store.where, repairs, rep, err, storeDamage, time.Since(start), false)
+	return fsckSummary(stdout, stderr, name, store.Where, repairs, rep, err, storeDamage, time.Since(start), false)
+}
+
+// fsckOnline is "ledgerd fsck --online": the check made by the ledgerd
+// serving a badger store (daemon.FsckOnline asks it), or, on PostgreSQL,
+// by this process beside the instances, without the lease, up to the
+// latest checkpoint.
+func fsckOnline(ctx context.Context, name string, cfg *config.Config, key *ledger.Key, req ledger.FsckOptions, stdout, stderr io.Writer) int {
+	start := time.Now()
+	p := newProgress(stderr, name)
+	if cfg.Store != "" {
+		store, err := daemon.OpenStore(ctx, cfg, nil)
+		if err != nil {
+			return fail(stderr, "%v", err)
+		}
+		defer store.Close()
+		st, err := store.Store.State(ctx)
+		if err != nil {
+			return fail(stderr, "%v", err)
+		}
+		rep, err := ledger.Fsck(ctx, store.Store, key, ledger.FsckOptions{PreviousKeys: cfg.PreviousKeys, Online: true, Size: st.CheckpointSize,
+			Signatures: req.Signatures, MaxDamage: req.MaxDamage, Progress: p.update})
+		p.done()
+		return fsckSummary(stdout, stderr, name, store.Where, nil, rep, err, nil, time.Since(start), true)
+	}
+	rep, err := daemon.FsckOnline(ctx, cfg.StoreDir, ledger.FsckOptions{Signatures: req.Signatures, MaxDamage: req.MaxDamage, Progress: p.update})
+	p.done()
+	if err != nil {
+		code := fail(stderr, "%s --online: %v", name, err)
+		if errors.As(err, new(*daemon.NotServedError)) {
+			hint(stderr, "with ledgerd stopped, run ledgerd %s without --online", name)
+		}
+		return code
+	}
+	return fsckSummary(stdout, stderr, name, cfg.StoreDir, nil, rep, rep.Err(), nil, time.Since(start), true)
 }
 
 // fsckSummary prints what fsck found, and returns the exit status:

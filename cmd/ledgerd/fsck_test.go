@@ -152,7 +152,8 @@ func TestFsckCommand(t *testing.T) {
 // without a ledgerd it says so.
 func TestFsckOnlineCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	if code, _, stderr := runFsck(t, "--online", "--data", fsckStore(t, 1)); code != 1 || !strings.Contains(stderr, "no ledgerd serves") {
+	if code, _, stderr := runFsck(t, "--online", "--data", fsckStore(t, 1)); code != 1 || !strings.Contains(stderr, "ledgerd: error: fsck --online: no ledgerd serves ") ||
+		!strings.Contains(stderr, "\nledgerd: hint: with ledgerd stopped, run ledgerd fsck without --online\n") {
 		t.Fatalf("fsck --online without ledgerd: exit %d, %q", code, stderr)
 	}
 	url, token, _ := runServe(t, dir)

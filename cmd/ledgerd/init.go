@@ -128,21 +128,6 @@ func createDataDir(n newDataDir) (createdDataDir, error) {
 	return createdDataDir{token: token, vkey: vkey}, nil
 }
 
-// initDataDir creates a data directory in dir as a first start does:
-// origin localOrigin, mediator localMediator, whose token it returns. If
-// dir already has a config it returns that config and no token.
-func initDataDir(dir string) (configPath, token string, err error) {
-	configPath = filepath.Join(dir, configName)
-	if _, err := os.Stat(configPath); err == nil {
-		return configPath, "", nil
-	}
-	res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: config.DefaultListen, reuseKey: true})
-	if err != nil {
-		return "", "", err
-	}
-	return configPath, res.token, nil
-}
-
 // newToken returns a new random bearer token (32 bytes, in hex) and the
 // lower-case hex of its SHA-256, which is all a config stores.
 func newToken() (token, sha256Hex string) {

@@ -32,28 +32,21 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/daemon"
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/ledger"
-	"github.com/decisionledger/ledger/policy"
-	"github.com/decisionledger/ledger/server"
-	"github.com/decisionledger/ledger/server/approvals"
-	"github.com/decisionledger/ledger/server/metrics"
-	"github.com/decisionledger/ledger/server/policies"
 	"github.com/decisionledger/ledger/storage/badger"
-	"github.com/decisionledger/ledger/witness"
+	"github.com/decisionledger/ledger/storage/postgres"
 )
 
 const usage = `Usage:
@@ -458,24 +451,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	interval, _ := cfg.CheckpointIntervalDuration()
-	commitInterval, _ := cfg.MinCommitIntervalDuration()
-	key, err := ledger.LoadKey(cfg.KeyFile, ledger.KeyOptions{Name: cfg.KeyName})
+	files, err := daemon.LoadFiles(cfg)
 	if err != nil {
 		return failStart("%v", err)
-	}
-	var cat catalog.Catalog
-	if cfg.CatalogDir != "" {
-		if cat, err = catalog.Load(cfg.CatalogDir); err != nil {
-			return failStart("%v", err)
-		}
-	}
-	var set *policy.Set
-	if cfg.PolicyDir != "" {
-		// A set that does not load stops the start, naming file:line:col.
-		if set, err = policy.Load(cfg.PolicyDir, cat.Declarations()); err != nil {
-			return failStart("policy_dir %s: %v", cfg.PolicyDir, err)
-		}
 	}
 	// Listen before opening the store, which may take minutes to check a
 	// large one: a busy port fails at once.
@@ -491,172 +469,56 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	if cfg.Store != "" {
-		return serveCluster(ctx, stop, cfg, &start, key, cat, set, ln, log, configPath, stdout, failStart)
-	}
-	store, err := openStore(ctx, cfg, log)
+	d, err := daemon.Start(ctx, daemon.Options{Config: cfg, ConfigPath: configPath, FileConfig: &start, Files: files, Listener: ln, Logger: log})
 	if err != nil {
 		code := failStart("%v", err)
-		damageHints(stderr, err, configPath)
+		if oe := (*daemon.OpenError)(nil); errors.As(err, &oe) {
+			if oe.Ledger {
+				rotationHints(stderr, err)
+			}
+			damageHints(stderr, err, configPath)
+		}
 		return code
 	}
-	defer store.Close()
-	m := metrics.New()
-	l, err := ledger.Open(ctx, store.store, key, ledger.Options{
-		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: m.ObserveBatch,
-		PreviousKeys: cfg.PreviousKeys,
-	})
-	if err != nil {
-		code := failStart("%v", err)
-		rotationHints(stderr, err)
-		damageHints(stderr, err, configPath)
-		return code
-	}
-	pol := policies.New(cfg.PolicyDir, cfg.StoreDir, cat, l, log, m)
-	if set != nil {
-		// Archived and published (unless it was the latest publication)
-		// before the first decision.
-		if err := pol.Start(ctx, set); err != nil {
-			l.Close()
-			return failStart("%v", err)
-		}
-	}
-	var appr *approvals.State
-	if cfg.Approvals != nil {
-		if appr, err = newApprovals(cfg, nil); err != nil {
-			l.Close()
-			return failStart("%v", err)
-		}
-		// The deadlines in force before the first approval is opened.
-		if err := appr.PublishConfig(ctx, l, log); err != nil {
-			l.Close()
-			return failStart("%v", err)
-		}
-	}
-	creds := server.NewCredentials(cfg)
-	reloader := &configReloader{path: configPath, start: &start, creds: creds, log: log, m: m}
-	// ledgerd fsck --online asks this process to check the log
-	// (fsck_online.go); without the socket the rest works.
-	if stopFsck, err := serveFsck(ctx, cfg.StoreDir, l, log); err != nil {
-		log.Warn("online fsck unavailable", "error", err)
-	} else {
-		defer stopFsck()
-	}
-	witnessed := make(chan struct{})
-	var wit *witness.Set
-	if len(cfg.Witnesses) > 0 {
-		if wit, err = newWitnesses(ctx, cfg, l, storedCosignatures(cfg, l), log); err != nil {
-			l.Close()
-			return failStart("%v", err)
-		}
-		go func() {
-			defer close(witnessed)
-			wit.Run(ctx)
-		}()
-	} else {
-		close(witnessed)
-	}
-	opts := serverOptions(cfg, log, m, creds)
-	opts.Ledger, opts.Catalog, opts.Policies, opts.Approvals, opts.Witnesses = l, cat, pol, appr, wit
-	api, err := server.New(opts)
-	var srv *http.Server
-	var limited net.Listener
-	if err == nil {
-		srv, limited, err = newHTTPServer(cfg, log, m, api.Handler(), ln)
-	}
-	if err == nil && cfg.TLS != nil {
-		srv.TLSConfig, reloader.cert, err = serverTLS(cfg.TLS)
-	}
-	if err != nil {
-		l.Close()
-		return failStart("%v", err)
-	}
-	ln = limited
-	scheme := "http"
-	if cfg.TLS != nil {
-		scheme = "https"
-	}
+	key := files.Key
 	if firstToken != "" {
 		fmt.Fprintf(stdout, "created %s with a new key and store\nmediator %q token (shown once, stored only as a hash): %s\n", df.data, localMediator, firstToken)
 	} else {
 		fmt.Fprintf(stdout, "using %s (mediator tokens are stored there as hashes only; \"ledgerd token rotate NAME\" makes a new one)\n", configPath)
 	}
-	fmt.Fprintf(stdout, "ledgerd: serving %s on %s://%s\nverifier key: %s\n", key.Name(), scheme, ln.Addr(), key.VerifierKey())
-	fmt.Fprintf(stdout, "try: curl %s://%s/v1/checkpoint\n", scheme, ln.Addr())
+	fmt.Fprintf(stdout, "ledgerd: serving %s on %s\nverifier key: %s\n", key.Name(), d.URL(), key.VerifierKey())
+	if d.Instance() != "" {
+		fmt.Fprintf(stdout, "ledgerd: instance %s of the instances on %s, reached by them at %s\n", d.Instance(), postgres.RedactURL(cfg.Store), d.AdvertiseURL())
+	} else {
+		fmt.Fprintf(stdout, "try: curl %s/v1/checkpoint\n", d.URL())
+	}
 	if firstToken != "" {
 		fmt.Fprintf(stdout, "paste these lines into a second terminal:\nexport TOKEN=%s\nexport VKEY=%s\n", shellQuote(firstToken), shellQuote(key.VerifierKey()))
 	} else {
 		fmt.Fprintf(stdout, "paste this line into a second terminal:\nexport VKEY=%s\n", shellQuote(key.VerifierKey()))
 	}
-	log.Info("ledgerd started", "config", cfg, "catalog", catalogValue(cfg.CatalogDir, cat), "policy_set", pol.CurrentDigest(),
-		"version", buildinfo.Read().String(), "go_memory_limit", debug.SetMemoryLimit(-1))
-	errc := make(chan error, 1)
-	if cfg.TLS != nil {
-		go func() { errc <- srv.ServeTLS(ln, "", "") }()
-	} else {
-		go func() { errc <- srv.Serve(ln) }()
-	}
 	// SIGHUP reloads the config's credentials, then the policy set, one
-	// reload at a time. A refused config or set is logged by reload; the
-	// credentials and the set in force stay.
-	reloads, stopHUP := onSIGHUP(ctx, func(ctx context.Context) {
-		reloader.reload(ctx)
-		if cfg.PolicyDir != "" {
-			pol.Reload(ctx)
-		}
-	})
+	// reload at a time. A refused config or set is logged by the daemon;
+	// the credentials and the set in force stay.
+	reloads, stopHUP := onSIGHUP(ctx, func(ctx context.Context) { d.Reload(ctx) })
 	defer stopHUP()
-	// The previews of closed and expired approvals are removed at start
-	// and every minute.
-	sweeps := make(chan struct{})
-	go func() {
-		defer close(sweeps)
-		if appr != nil {
-			api.SweepPreviewsEvery(ctx, approvals.PreviewSweepInterval)
-		}
-	}()
 	select {
 	case <-ctx.Done():
-	case err := <-errc:
-		log.Error("serving stopped", "error", err)
+	case <-d.Done():
 		stop()
 	}
 	<-reloads
-	<-sweeps
-	<-witnessed
 	// Finish requests in flight (their entries become durable and are
 	// acknowledged), then stop the ledger, which signs a final checkpoint.
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv.Shutdown(shutdown)
-	if err := l.Close(); err != nil {
-		log.Error("ledgerd stopped", "error", err, "size", l.Size())
-		store.Close() // logs a full disk itself
-		return fail(stderr, "closing the ledger: %v", err)
+	if err := d.Shutdown(shutdown); err != nil {
+		if d.Instance() != "" {
+			return 1 // the term's close failed, which the log says
+		}
+		return fail(stderr, "%v", err)
 	}
-	// On a full disk the badger store closes without writing its index,
-	// which the next start recovers from the frame log, and says so.
-	if err := store.Close(); err != nil {
-		log.Error("ledgerd stopped", "error", err, "size", l.Size())
-		return fail(stderr, "closing the store: %v", err)
-	}
-	_, checkpointSize := l.Checkpoint()
-	log.Info("ledgerd stopped", "size", l.Size(), "checkpoint_size", checkpointSize)
 	return 0
-}
-
-// catalogValue is the catalog in use, for the start's log line: its
-// directory and action names, or none.
-func catalogValue(dir string, cat catalog.Catalog) slog.Value {
-	if cat == nil {
-		return slog.StringValue("none: any action, version 1 entries")
-	}
-	names := make([]string, 0, len(cat))
-	for name := range cat {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return slog.GroupValue(slog.String("dir", dir), slog.Any("actions", names))
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./+=:@%,-]+$`)

@@ -194,7 +194,7 @@ func TestDaemonReload(t *testing.T) {
 // waitLogLine returns the first line of d's log that contains s, waiting
 // for it: the log reaches the test through a pipe, after the metric that
 // says the reload is done.
-func waitLogLine(t *testing.T, d *daemon, s string) string {
+func waitLogLine(t *testing.T, d *process, s string) string {
 	t.Helper()
 	var line string
 	apitest.WaitFor(t, "a log line with "+strconv.Quote(s), func() bool {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/config"
+	"github.com/decisionledger/ledger/daemon"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
@@ -72,23 +73,23 @@ func keyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 0
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, err := openStore(ctx, cfg, log)
+	store, err := daemon.OpenStore(ctx, cfg, log)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
 	defer store.Close()
-	release, err := store.exclusive(ctx, cfg, "ledgerd-key-rotate")
+	release, err := store.Exclusive(ctx, cfg, "ledgerd-key-rotate")
 	if err != nil {
 		return fail(stderr, "key rotate: %v", err)
 	}
-	signed, err := ledger.Rotate(ctx, store.store, old, newKey, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys})
+	signed, err := ledger.Rotate(ctx, store.Store, old, newKey, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys})
 	if err != nil {
 		release()
 		code := fail(stderr, "key rotate: %v", err)
 		rotationHints(stderr, err)
 		return code
 	}
-	st, err := store.store.State(ctx)
+	st, err := store.Store.State(ctx)
 	if err != nil {
 		release()
 		return fail(stderr, "%v", err)

@@ -197,7 +197,7 @@ func appendMany(t *testing.T, url, token string, base, n int) {
 }
 
 // stopDaemon stops ledgerd as an operator does (SIGTERM) and waits.
-func stopDaemon(t *testing.T, d *daemon) {
+func stopDaemon(t *testing.T, d *process) {
 	t.Helper()
 	d.cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)

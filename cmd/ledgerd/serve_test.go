@@ -24,24 +24,11 @@ import (
 	"github.com/decisionledger/ledger/storage/badger"
 )
 
-// logRecord returns the first JSON log line whose msg is msg in log,
-// waiting up to 10 s for it: what the test observes of a change (a
-// metric, /readyz) may precede the line that logs it.
+// logRecord is apitest.LogRecord: the first JSON log line whose msg is
+// msg, waiting for it.
 func logRecord(t *testing.T, log fmt.Stringer, msg string) map[string]any {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		text := log.String()
-		for line := range strings.Lines(text) {
-			var rec map[string]any
-			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
-				return rec
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line %q in:\n%s", msg, text)
-			return nil
-		}
-	}
+	return apitest.LogRecord(t, log, msg)
 }
 
 // serving is a "ledgerd serve" run in this process.

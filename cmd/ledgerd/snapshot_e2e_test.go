@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,49 +13,8 @@ import (
 	"testing"
 
 	"github.com/decisionledger/ledger/approval/approver"
-	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/apitest"
-	"github.com/decisionledger/ledger/internal/pgtest"
-	"github.com/decisionledger/ledger/ledger"
 )
-
-// TestOpenedStoreInterfaces: the store ledgerd hands to package ledger is
-// the engine's own value, with every optional interface the engine
-// implements, on both kinds of store. A wrapper that embedded
-// ledger.Store once hid ledger.SnapshotStore, and every start read the
-// whole log.
-func TestOpenedStoreInterfaces(t *testing.T) {
-	ctx := context.Background()
-	check := func(t *testing.T, o *openedStore) {
-		t.Helper()
-		if _, ok := o.store.(ledger.SnapshotStore); !ok {
-			t.Errorf("the %T ledgerd opened is not a ledger.SnapshotStore", o.store)
-		}
-	}
-	t.Run("badger", func(t *testing.T) {
-		o, err := openStore(ctx, &config.Config{StoreDir: t.TempDir()}, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
-		if o.store != ledger.Store(o.badger) {
-			t.Errorf("the store is a %T, not the badger store itself", o.store)
-		}
-		check(t, o)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		url := pgtest.Shared(t).NewDatabase(t)
-		o, err := openStore(ctx, &config.Config{Store: url}, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
-		if o.store != ledger.Store(o.pg) {
-			t.Errorf("the store is a %T, not the PostgreSQL store itself", o.store)
-		}
-		check(t, o)
-	})
-}
 
 // TestDaemonApprovalSnapshot runs the real ledgerd over a log of 5,000
 // entries with open approvals in it. A start after a SIGKILL reads every
@@ -118,14 +75,14 @@ func TestDaemonApprovalSnapshot(t *testing.T) {
 			before = op.Index
 		}
 	}
-	stop := func(d *daemon, sig os.Signal) {
+	stop := func(d *process, sig os.Signal) {
 		t.Helper()
 		d.cmd.Process.Signal(sig)
 		d.cmd.Wait()
 		hc.CloseIdleConnections()
 	}
 	// rebuilt is the start's "ledger approval state rebuilt" record.
-	rebuilt := func(d *daemon) map[string]any {
+	rebuilt := func(d *process) map[string]any {
 		t.Helper()
 		return logRecord(t, d.stderr, "ledger approval state rebuilt")
 	}

@@ -12,6 +12,11 @@ import (
 	"github.com/decisionledger/ledger/internal/atomicfile"
 )
 
+// reloadHint is what the commands that change credentials (ledgerd token,
+// ledgerd approver) print: how a running ledgerd takes the change.
+const reloadHint = "ledgerd: a running ledgerd takes the change on SIGHUP: systemctl reload ledgerd, or kill -HUP <its pid>; " +
+	"with several instances, signal each one, as each reads its own config file\n"
+
 // token is "ledgerd token add NAME" and "ledgerd token rotate NAME".
 func token(args []string, stdout, stderr io.Writer) int {
 	op, code, ok := subcommand(args, "token", []string{"add", "rotate"}, stdout, stderr)

@@ -26,6 +26,21 @@ const handWrittenConfig = `{
 }
 `
 
+// initDataDir creates a data directory in dir as a first start does:
+// origin localOrigin, mediator localMediator, whose token it returns. If
+// dir already has a config it returns that config and no token.
+func initDataDir(dir string) (configPath, token string, err error) {
+	configPath = filepath.Join(dir, configName)
+	if _, err := os.Stat(configPath); err == nil {
+		return configPath, "", nil
+	}
+	res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: config.DefaultListen, reuseKey: true})
+	if err != nil {
+		return "", "", err
+	}
+	return configPath, res.token, nil
+}
+
 // tokenCommand runs "ledgerd token ARGS" and returns the token it printed.
 func tokenCommand(t *testing.T, args ...string) string {
 	t.Helper()

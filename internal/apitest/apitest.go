@@ -1,9 +1,10 @@
 // Package apitest holds the helpers that the tests of ledgerd's HTTP API
-// (package server) and of the daemon (cmd/ledgerd) share: clients of the
-// API's endpoints and their answers, the request bodies of the
-// repository's examples, a checker of answers against docs/openapi.json,
-// a reader of the metrics page, test certificates and a PostgreSQL store.
-// It is for tests only.
+// (package server), of the daemon (package daemon) and of the command
+// (cmd/ledgerd) share: clients of the API's endpoints and their answers,
+// the request bodies of the repository's examples, a checker of answers
+// against docs/openapi.json, a reader of the metrics page, test
+// certificates, a PostgreSQL store, a data directory and a cluster's
+// fixture. It is for tests only.
 package apitest
 
 import (
@@ -11,10 +12,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,4 +153,24 @@ type Proof struct {
 	Size1    *uint64  `json:"size1,omitempty"`
 	TreeSize uint64   `json:"tree_size"`
 	Hashes   [][]byte `json:"hashes"`
+}
+
+// LogRecord returns the first JSON log line whose msg is msg in log,
+// waiting up to 10 s for it: what the test observes of a change (a
+// metric, /readyz) may precede the line that logs it.
+func LogRecord(t testing.TB, log fmt.Stringer, msg string) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		text := log.String()
+		for line := range strings.Lines(text) {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
+				return rec
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line %q in:\n%s", msg, text)
+			return nil
+		}
+	}
 }

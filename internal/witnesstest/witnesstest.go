@@ -3,7 +3,7 @@
 // signature, the old size, the consistency proof) and cosigns with
 // torchwood's cosignature/v1 signer. It runs everywhere, and can
 // misbehave; the tests of real witnesses run litewitness
-// (cmd/ledgerd/litewitness_test.go).
+// (daemon/litewitness_test.go).
 package witnesstest
 
 import (

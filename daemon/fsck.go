@@ -1,4 +1,7 @@
-package main
+// The online fsck's socket (FsckSocket): its protocol, its server and
+// its client (FsckOnline).
+
+package daemon
 
 import (
 	"bufio"
@@ -14,11 +17,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/ledger"
-	"github.com/decisionledger/ledger/storage/postgres"
 )
 
+// FsckSocket, in store_dir, is where the daemon on a badger store takes
+// requests for an online fsck (FsckOnline is the client).
+//
 // An online fsck checks the log while ledgerd appends: the tree of the
 // latest signed checkpoint, below which the store never changes, with
 // ledger.Fsck (Online). A badger store's directory lock keeps every other
@@ -30,32 +34,40 @@ import (
 // authority, which no HTTP credential gives (a mediator token must not
 // start a check of the whole log). One check runs at a time.
 //
-// The protocol is JSON lines: the client sends one fsckRequest; ledgerd
-// answers with fsckMessages, progress ones and then one with Done set, and
-// closes the connection. A client that goes away stops the check.
+// The protocol is JSON lines: the client sends one fsckRequest; the
+// daemon answers with FsckMessages, progress ones and then one with Done
+// set, and closes the connection. A client that goes away stops the
+// check.
 //
 // On PostgreSQL any process can read the store while the sequencer
 // appends (the database isolates them), so "ledgerd fsck --online" opens
 // the store itself, takes no lease and checks the tree of the latest
 // checkpoint as it finds it.
-const fsckSocket = "fsck.sock"
+const FsckSocket = "fsck.sock"
 
+// fsckRequest asks for a check: with every entry's signature verified
+// too, reporting at most MaxDamage problems (ledger.FsckOptions).
 type fsckRequest struct {
 	Signatures bool `json:"signatures"`
 	MaxDamage  int  `json:"max_damage"`
 }
 
+// fsckMessage is one line of the daemon's answer: exactly one of
+// Progress and Done is set, and Done only on the last line.
 type fsckMessage struct {
 	Progress *fsckProgressMessage `json:"progress,omitempty"`
 	Done     *fsckDone            `json:"done,omitempty"`
 }
 
+// fsckProgressMessage is ledger.FsckProgress on the wire.
 type fsckProgressMessage struct {
 	Checked   uint64 `json:"checked"`
 	Total     uint64 `json:"total"`
 	ElapsedNS int64  `json:"elapsed_ns"`
 }
 
+// fsckDone is the check's ledger.FsckReport on the wire, each damage as
+// its message.
 type fsckDone struct {
 	StoreSize      uint64   `json:"store_size"`
 	Checked        uint64   `json:"checked"`
@@ -76,7 +88,7 @@ const fsckProgressEvery = 200 * time.Millisecond
 // each client, one at a time, until stop is called (which ends a check
 // running, and waits for it).
 func serveFsck(ctx context.Context, dir string, l *ledger.Ledger, log *slog.Logger) (stop func(), err error) {
-	path := filepath.Join(dir, fsckSocket)
+	path := filepath.Join(dir, FsckSocket)
 	// A socket left by a ledgerd that crashed: the store's lock, which
 	// this process holds, says none other serves it.
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -173,70 +185,66 @@ func onlineFsck(ctx context.Context, c net.Conn, l *ledger.Ledger, log *slog.Log
 	return done
 }
 
-// fsckOnline is "ledgerd fsck --online": the check made by the ledgerd
-// serving a badger store, or, on PostgreSQL, by this process beside the
-// instances.
-func fsckOnline(ctx context.Context, name string, cfg *config.Config, key *ledger.Key, req fsckRequest, stdout, stderr io.Writer) int {
-	start := time.Now()
-	p := newProgress(stderr, name)
-	if cfg.Store != "" {
-		store, err := openPostgres(ctx, cfg)
-		if err != nil {
-			return fail(stderr, "%v", err)
-		}
-		defer store.Close()
-		st, err := store.State(ctx)
-		if err != nil {
-			return fail(stderr, "%v", err)
-		}
-		rep, err := ledger.Fsck(ctx, store, key, ledger.FsckOptions{PreviousKeys: cfg.PreviousKeys, Online: true, Size: st.CheckpointSize,
-			Signatures: req.Signatures, MaxDamage: req.MaxDamage, Progress: p.update})
-		p.done()
-		return fsckSummary(stdout, stderr, name, postgres.RedactURL(cfg.Store), nil, rep, err, nil, time.Since(start), true)
-	}
-	path := filepath.Join(cfg.StoreDir, fsckSocket)
+// NotServedError is FsckOnline's error when no daemon serves the store
+// directory Dir: none runs there, or its socket did not open.
+type NotServedError struct {
+	Dir string
+	Err error // the connection's
+}
+
+func (e *NotServedError) Error() string {
+	return fmt.Sprintf("no ledgerd serves %s (%v)", e.Dir, e.Err)
+}
+func (e *NotServedError) Unwrap() error { return e.Err }
+
+// FsckOnline asks the daemon serving the badger store in storeDir for an
+// online fsck, with opts' Signatures and MaxDamage, calls opts.Progress
+// (if set) with each progress the daemon reports, and returns the
+// check's report, whose Err is the damage found. Its error is a
+// *NotServedError when no daemon serves storeDir, the daemon's reason
+// when the check did not finish, or what ended its answer (ctx's end
+// among them).
+func FsckOnline(ctx context.Context, storeDir string, opts ledger.FsckOptions) (*ledger.FsckReport, error) {
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
+	c, err := d.DialContext(ctx, "unix", filepath.Join(storeDir, FsckSocket))
 	if err != nil {
-		code := fail(stderr, "%s --online: no ledgerd serves %s (%v)", name, cfg.StoreDir, err)
-		hint(stderr, "with ledgerd stopped, run ledgerd %s without --online", name)
-		return code
+		return nil, &NotServedError{Dir: storeDir, Err: err}
 	}
 	defer c.Close()
 	go func() {
 		<-ctx.Done()
 		c.Close()
 	}()
-	if err := json.NewEncoder(c).Encode(req); err != nil {
-		return fail(stderr, "%s --online: %v", name, err)
+	if err := json.NewEncoder(c).Encode(fsckRequest{Signatures: opts.Signatures, MaxDamage: opts.MaxDamage}); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bufio.NewReader(c))
 	for {
 		var m fsckMessage
 		if err := dec.Decode(&m); err != nil {
-			p.done()
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			return fail(stderr, "%s --online: the answer of the ledgerd serving %s ended: %v", name, cfg.StoreDir, err)
+			return nil, fmt.Errorf("the answer of the ledgerd serving %s ended: %w", storeDir, err)
 		}
 		if m.Progress != nil {
-			p.update(ledger.FsckProgress{Checked: m.Progress.Checked, Total: m.Progress.Total, Elapsed: time.Duration(m.Progress.ElapsedNS)})
+			if opts.Progress != nil {
+				opts.Progress(ledger.FsckProgress{Checked: m.Progress.Checked, Total: m.Progress.Total, Elapsed: time.Duration(m.Progress.ElapsedNS)})
+			}
 			continue
 		}
 		if m.Done == nil {
 			continue
 		}
-		p.done()
 		done := m.Done
 		if done.Error != "" && len(done.Damage) == 0 {
-			return fail(stderr, "%s --online: %s", name, done.Error)
+			return nil, errors.New(done.Error)
 		}
 		rep := &ledger.FsckReport{StoreSize: done.StoreSize, Checked: done.Checked, CheckpointSize: done.CheckpointSize, Tiles: done.Tiles,
 			Signatures: done.Signatures, Elapsed: time.Duration(done.ElapsedNS), More: done.More}
 		for _, s := range done.Damage {
 			rep.Damage = append(rep.Damage, errors.New(s))
 		}
-		return fsckSummary(stdout, stderr, name, cfg.StoreDir, nil, rep, rep.Err(), nil, time.Since(start), true)
+		return rep, nil
 	}
 }

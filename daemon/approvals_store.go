@@ -5,7 +5,7 @@
 // failover, has them: the previews through package server's
 // ApprovalsDB, the sessions through pgSessions.
 
-package main
+package daemon
 
 import (
 	"context"

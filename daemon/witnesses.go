@@ -3,7 +3,7 @@
 // they return; here the config becomes its options (package server
 // writes its snapshot's series on the metrics page).
 
-package main
+package daemon
 
 import (
 	"context"

@@ -2,7 +2,7 @@
 // http.Server that serves it (a single ledgerd's, and a cluster's
 // instance's, cluster.go).
 
-package main
+package daemon
 
 import (
 	"log/slog"

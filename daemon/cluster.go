@@ -43,7 +43,8 @@
 // it went to (frozen, cut off) no longer sequences. A request that arrives
 // forwarded at an instance that does not sequence is answered 503 and
 // never forwarded again.
-package main
+
+package daemon
 
 import (
 	"context"
@@ -51,7 +52,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -184,110 +184,98 @@ func (t *term) setRenewed(at time.Time) { t.renewed.Store(&at) }
 
 func (t *term) lastRenewed() time.Time { return *t.renewed.Load() }
 
-// serveCluster serves as one instance among several on cfg.Store's
-// database, from the listener ln, until ctx ends. It fails the start
-// only when the database cannot be reached or read at all, or the log
-// does not open with the config's keys: once it serves, it rides out the
-// database's outages.
-func serveCluster(ctx context.Context, stop func(), cfg, start *config.Config, key *ledger.Key, cat catalog.Catalog, set *policy.Set, ln net.Listener,
-	log *slog.Logger, configPath string, stdout io.Writer, failStart func(string, ...any) int) int {
+// startCluster starts one instance among several on cfg.Store's
+// database, serving on ln. It fails the start only when the database
+// cannot be reached or read at all, or the log does not open with the
+// config's keys: once it serves, it rides out the database's outages.
+func (d *Daemon) startCluster(ctx context.Context, files *Files, reloader *configReloader, ln net.Listener) (err error) {
+	cfg, log, key, cat, set := d.cfg, d.log, files.Key, files.Catalog, files.Policies
 	n, err := newNode(ctx, cfg, key, cat, set, ln, log)
 	if err != nil {
-		return failStart("%v", err)
+		return err
 	}
-	n.reloader = &configReloader{path: configPath, start: start, creds: n.creds, log: log, m: n.m}
-	defer n.followStore.Close()
-	defer n.followL.Close()
-	defer n.stopFollowing()
+	reloader.creds, reloader.m = n.creds, n.m
+	n.reloader = reloader
+	closeFollower := func() {
+		n.stopFollowing()
+		n.followL.Close()
+		n.followStore.Close()
+	}
+	defer func() {
+		if err != nil {
+			closeFollower()
+		}
+	}()
 	if set != nil {
 		// The follower's archive holds the set it would put in force,
 		// so that its exports carry the bundle.
 		if err := n.followPol.Store(set); err != nil {
-			return failStart("%v", err)
+			return err
 		}
 	}
 	body, _ := cfg.BodyTimeoutDuration()
 	srv, limited, err := newHTTPServer(cfg, log, n.m, server.BodyDeadline(body, http.HandlerFunc(n.serveHTTP)), ln)
-	if err == nil && cfg.TLS != nil {
-		srv.TLSConfig, n.reloader.cert, err = serverTLS(cfg.TLS)
-	}
 	if err != nil {
-		return failStart("%v", err)
+		return err
 	}
-	ln = limited
-	fmt.Fprintf(stdout, "using %s (mediator tokens are stored there as hashes only; \"ledgerd token rotate NAME\" makes a new one)\n", configPath)
-	scheme := "http"
 	if cfg.TLS != nil {
-		scheme = "https"
+		if srv.TLSConfig, n.reloader.cert, err = serverTLS(cfg.TLS); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(stdout, "ledgerd: serving %s on %s://%s\nverifier key: %s\n", key.Name(), scheme, ln.Addr(), key.VerifierKey())
-	fmt.Fprintf(stdout, "ledgerd: instance %s of the instances on %s, reached by them at %s\n", n.instance, postgres.RedactURL(cfg.Store), n.advertise)
-	fmt.Fprintf(stdout, "paste this line into a second terminal:\nexport VKEY=%s\n", shellQuote(key.VerifierKey()))
+	d.srv, d.ln, d.addr, d.node = srv, limited, limited.Addr(), n
 	log.Info("ledgerd started", "config", cfg, "catalog", catalogValue(cfg.CatalogDir, cat), "instance", n.instance,
 		"advertise_url", n.advertise, "lease_ttl", n.ttl.String(), "size", n.followL.Size(),
 		"version", buildinfo.Read().String(), "go_memory_limit", debug.SetMemoryLimit(-1))
-	errc := make(chan error, 1)
-	if cfg.TLS != nil {
-		go func() { errc <- srv.ServeTLS(ln, "", "") }()
-	} else {
-		go func() { errc <- srv.Serve(ln) }()
-	}
-	// The loop outlives the signal: a sequencer renews its lease while
-	// the requests in flight finish.
+	d.serve()
+	// The loop outlives the background work: a sequencer renews its
+	// lease while the requests in flight finish.
 	loopCtx, stopLoop := context.WithCancel(context.Background())
-	defer stopLoop()
 	loopDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
 		n.run(loopCtx)
 	}()
-	reloads, stopHUP := onSIGHUP(ctx, n.reload)
-	defer stopHUP()
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		log.Error("serving stopped", "error", err)
-		stop()
-	}
-	<-reloads
-	// Stop taking requests and finish those in flight (their entries
-	// become durable and are acknowledged, or are refused), then close
-	// the term: the ledger signs a final checkpoint, and the lease is
-	// released so that another instance takes over at once.
-	n.stopping.Store(true)
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv.Shutdown(shutdown)
-	stopLoop()
-	<-loopDone
-	code := 0
-	if t := n.term.Load(); t != nil {
-		if err := n.endTerm(shutdown, t, true); err != nil {
-			log.Error("ledgerd stopped", "error", err, "size", t.l.Size())
-			code = 1
+	d.reload = n.reload
+	d.stop = func(shutdown context.Context) error {
+		// No request is taken any more, and those in flight have
+		// finished (their entries durable and acknowledged, or
+		// refused): the term is closed, the ledger signing a final
+		// checkpoint, and the lease released so that another instance
+		// takes over at once.
+		defer closeFollower()
+		stopLoop()
+		<-loopDone
+		var err error
+		if t := n.term.Load(); t != nil {
+			if err = n.endTerm(shutdown, t, true); err != nil {
+				log.Error("ledgerd stopped", "error", err, "size", t.l.Size())
+				err = fmt.Errorf("closing the ledger: %w", err)
+			} else {
+				_, cpSize := t.l.Checkpoint()
+				log.Info("ledgerd stopped", "instance", n.instance, "role", roleSequencer, "size", t.l.Size(), "checkpoint_size", cpSize)
+			}
 		} else {
-			_, cpSize := t.l.Checkpoint()
-			log.Info("ledgerd stopped", "instance", n.instance, "role", roleSequencer, "size", t.l.Size(), "checkpoint_size", cpSize)
+			log.Info("ledgerd stopped", "instance", n.instance, "role", roleFollower, "size", n.followL.Size())
 		}
-	} else {
-		log.Info("ledgerd stopped", "instance", n.instance, "role", roleFollower, "size", n.followL.Size())
+		if n.candidate != nil {
+			n.candidate.Close()
+		}
+		// A former term's close may wait on a database that does not
+		// answer: it gets what is left of the shutdown's time.
+		closed := make(chan struct{})
+		go func() {
+			n.closing.Wait()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-shutdown.Done():
+			log.Warn("a former term's ledger did not close in time (a commit waits for the database); exiting", "instance", n.instance)
+		}
+		return err
 	}
-	if n.candidate != nil {
-		n.candidate.Close()
-	}
-	// A former term's close may wait on a database that does not answer:
-	// it gets what is left of the shutdown's time.
-	closed := make(chan struct{})
-	go func() {
-		n.closing.Wait()
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-shutdown.Done():
-		log.Warn("a former term's ledger did not close in time (a commit waits for the database); exiting", "instance", n.instance)
-	}
-	return code
+	return nil
 }
 
 // newNode opens the follower's store and view, and makes the instance's
@@ -668,36 +656,37 @@ func (n *node) endTerm(ctx context.Context, t *term, release bool) error {
 	return err
 }
 
-// reload is SIGHUP: every instance puts its config file's credentials in
-// force (reload.go), for itself and for the terms it sequences later.
-// Then the sequencer reloads, archives and publishes policy_dir; a
-// follower only checks it (a set that does not load is logged), and puts
-// it in force when it takes over.
-func (n *node) reload(ctx context.Context) {
+// reload is Daemon.Reload (ledgerd's SIGHUP): every instance puts its
+// config file's credentials in force (reload.go), for itself and for the
+// terms it sequences later. Then the sequencer reloads, archives and
+// publishes policy_dir; a follower only checks it (a set that does not
+// load is logged), and puts it in force when it takes over.
+func (n *node) reload(ctx context.Context) error {
+	var err error
 	if n.reloader != nil {
-		n.reloader.reload(ctx)
+		err = n.reloader.reload(ctx)
 	}
 	if n.cfg.PolicyDir == "" {
-		return // the config's reload was all
+		return err // the config's reload was all
 	}
 	if t := n.term.Load(); t != nil {
-		t.pol.Reload(ctx)
-		return
+		return errors.Join(err, t.pol.Reload(ctx))
 	}
-	set, err := policy.Load(n.cfg.PolicyDir, n.cat.Declarations())
-	if err != nil {
+	set, perr := policy.Load(n.cfg.PolicyDir, n.cat.Declarations())
+	if perr != nil {
 		n.m.PolicyReload(false)
-		n.log.ErrorContext(ctx, "policy reload refused", "error", err)
-		return
+		n.log.ErrorContext(ctx, "policy reload refused", "error", perr)
+		return errors.Join(err, perr)
 	}
-	if err := n.followPol.Store(set); err != nil {
+	if perr := n.followPol.Store(set); perr != nil {
 		n.m.PolicyReload(false)
-		n.log.ErrorContext(ctx, "policy reload: archiving failed", "error", err)
-		return
+		n.log.ErrorContext(ctx, "policy reload: archiving failed", "error", perr)
+		return errors.Join(err, perr)
 	}
 	n.m.PolicyReload(true)
 	n.log.InfoContext(ctx, "policy reload: this instance follows; the set goes in force when it sequences",
 		"instance", n.instance, "policy_set", set.Digest().String())
+	return err
 }
 
 // followerLocal are the route patterns (server.RoutePatterns) a follower

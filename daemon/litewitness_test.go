@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -26,16 +26,16 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// The litewitness tests run ledgerd against real witnesses: litewitness
+// The litewitness tests run the daemon against real witnesses: litewitness
 // from filippo.io/torchwood v0.6.1, whose key lives in an ssh-agent
 // (Debian's openssh-client). They find litewitness and witnessctl in
 // $LEDGER_LITEWITNESS and $LEDGER_WITNESSCTL, on $PATH or in
 // $(go env GOPATH)/bin (apitest.NeedTool); .ci/run installs them.
 
 // witnessedServer is a ledgerd served in-process: its data directory as
-// a first start makes it (initDataDir), its witnesses as serve sets them
-// up (newWitnesses), submitting every 20 ms with a short backoff, its
-// checkpoints signed when the test publishes them.
+// a first start makes it (apitest.DataDir), its witnesses as Start sets
+// them up (newWitnesses), submitting every 20 ms with a short backoff,
+// its checkpoints signed when the test publishes them.
 type witnessedServer struct {
 	url, token string
 	l          *ledger.Ledger
@@ -47,10 +47,7 @@ type witnessedServer struct {
 // (it lists the witnesses).
 func startWitnessedServer(t *testing.T, change func(*config.Config)) *witnessedServer {
 	t.Helper()
-	path, token, err := initDataDir(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, token := apitest.DataDir(t, t.TempDir())
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +255,7 @@ func submitKind(err error) string {
 func buildLedgerVerify(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ledger-verify")
-	if out, err := exec.Command("go", "build", "-o", bin, "../ledger-verify").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/ledger-verify").CombinedOutput(); err != nil {
 		t.Fatalf("go build ledger-verify: %v\n%s", err, out)
 	}
 	return bin

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 // text, label names and buckets, and the series always written; nothing
 // else.
 func TestClusterMetricsFamilies(t *testing.T) {
-	f, err := os.Open("../../server/testdata/metrics.txt")
+	f, err := os.Open("../server/testdata/metrics.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,9 +21,9 @@ func TestClusterMetricsFamilies(t *testing.T) {
 	want := apitest.ParseExposition(t, "server/testdata/metrics.txt", f)
 
 	t.Run("cluster", func(t *testing.T) {
-		f := newClusterFixture(t)
-		a := startServing(t, "--config", f.config(t, "a", "1s"))
-		apitest.WaitFor(t, "a to sequence", func() bool { code, _ := readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
+		f := apitest.NewClusterFixture(t)
+		a := startInstance(t, f.Config(t, "a", "1s"))
+		apitest.WaitFor(t, "a to sequence", func() bool { code, _ := apitest.Readyz(t, a.url+"/readyz?role=sequencer"); return code == 200 })
 		apitest.CheckFamilies(t, want, apitest.Scrape(t, a.url), append(apitest.ClusterFamilies, "ledgerd_tree_size", "ledgerd_checkpoint_age_seconds", "ledgerd_connections_open"))
 	})
 }

@@ -1,11 +1,11 @@
-// The config's reload on SIGHUP (docs/config.md "Reload"): the
+// The config's reload (Daemon.Reload, ledgerd's SIGHUP; docs/config.md "Reload"): the
 // credentials — mediators' tokens and rates, readers' tokens, approvers
 // (server.Credentials), the TLS certificate — change without a restart,
 // so that a leaked token or a departed approver is refused at once.
 // Everything else the config sets is read at start only; a reload names
 // the fields that changed and need a restart.
 
-package main
+package daemon
 
 import (
 	"context"
@@ -21,12 +21,7 @@ import (
 	"github.com/decisionledger/ledger/server/metrics"
 )
 
-// reloadHint is what the commands that change credentials (ledgerd token,
-// ledgerd approver) print: how a running ledgerd takes the change.
-const reloadHint = "ledgerd: a running ledgerd takes the change on SIGHUP: systemctl reload ledgerd, or kill -HUP <its pid>; " +
-	"with several instances, signal each one, as each reads its own config file\n"
-
-// configReloader re-reads the config file on SIGHUP and puts its
+// configReloader re-reads the config file at each reload and puts its
 // credentials in force.
 type configReloader struct {
 	path  string
@@ -39,15 +34,15 @@ type configReloader struct {
 
 // reload reads and checks the config file as a start does. A config that
 // does not load changes nothing: it is logged (the check's message, which
-// names the field and never a secret) and counted as failed. Otherwise
-// its credentials are put in force, and the members that need a restart
-// are named in a warning.
-func (r *configReloader) reload(ctx context.Context) {
+// names the field and never a secret), counted as failed and returned.
+// Otherwise its credentials are put in force, and the members that need
+// a restart are named in a warning.
+func (r *configReloader) reload(ctx context.Context) error {
 	next, err := config.Load(r.path)
 	if err != nil {
 		r.log.ErrorContext(ctx, "config reload refused; the credentials in force stay", "error", err)
 		r.m.ConfigReload(false)
-		return
+		return err
 	}
 	// Counted last, once everything is logged: a count seen on /metrics
 	// means the reload and its log lines are done.
@@ -74,6 +69,7 @@ func (r *configReloader) reload(ctx context.Context) {
 	if names := config.RestartFields(r.start, next); len(names) > 0 {
 		r.log.WarnContext(ctx, "config reload: these members changed and take effect only at a restart", "fields", strings.Join(names, ","))
 	}
+	return nil
 }
 
 func approverCount(c *config.Config) int {
