@@ -468,6 +468,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer ln.Close()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP is caught from before the start, so that one sent as soon as
+	// the serving line is printed (or earlier) is a reload once the daemon
+	// runs, never the signal's default: the end of the process.
+	hup, stopHUP := catchSIGHUP()
+	defer stopHUP()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	d, err := daemon.Start(ctx, daemon.Options{Config: cfg, ConfigPath: configPath, FileConfig: &start, Files: files, Listener: ln, Logger: log})
 	if err != nil {
@@ -500,8 +505,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// SIGHUP reloads the config's credentials, then the policy set, one
 	// reload at a time. A refused config or set is logged by the daemon;
 	// the credentials and the set in force stay.
-	reloads, stopHUP := onSIGHUP(ctx, func(ctx context.Context) { d.Reload(ctx) })
-	defer stopHUP()
+	reloads := onSIGHUP(ctx, hup, func(ctx context.Context) { d.Reload(ctx) })
 	select {
 	case <-ctx.Done():
 	case <-d.Done():
@@ -550,13 +554,19 @@ func subcommand(args []string, cmd string, ops []string, stdout, stderr io.Write
 	return op, 0, true
 }
 
-// onSIGHUP calls reload for each SIGHUP, one at a time, until ctx ends;
-// done is closed once it stopped. SIGHUP stays caught until stop is
-// called (at the caller's return), so that one arriving during shutdown
-// does not end the process.
-func onSIGHUP(ctx context.Context, reload func(context.Context)) (done <-chan struct{}, stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// catchSIGHUP catches SIGHUP from now on, into hup (one held while none
+// is being handled), until stop is called (at the caller's return), so
+// that one arriving during the start or the shutdown does not end the
+// process.
+func catchSIGHUP() (hup <-chan os.Signal, stop func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP)
+	return c, func() { signal.Stop(c) }
+}
+
+// onSIGHUP calls reload for each SIGHUP caught in hup, one at a time,
+// until ctx ends; done is closed once it stopped.
+func onSIGHUP(ctx context.Context, hup <-chan os.Signal, reload func(context.Context)) (done <-chan struct{}) {
 	c := make(chan struct{})
 	go func() {
 		defer close(c)
@@ -569,5 +579,5 @@ func onSIGHUP(ctx context.Context, reload func(context.Context)) (done <-chan st
 			}
 		}
 	}()
-	return c, func() { signal.Stop(hup) }
+	return c
 }
