@@ -250,9 +250,12 @@ func (l *ledger) serve(t testing.TB) {
 	}
 }
 
-// export fetches the whole log as an export file.
+// export fetches the whole log as an export file, once a checkpoint
+// covers every entry sequenced so far: a verdict given on the page is
+// acknowledged when it is sequenced, before a checkpoint commits to it.
 func (l *ledger) export(t testing.TB) string {
 	t.Helper()
+	sequenced := uint64(len(l.entries(t)))
 	var size uint64
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -266,8 +269,11 @@ func (l *ledger) export(t testing.TB) string {
 		if len(lines) > 1 {
 			fmt.Sscan(lines[1], &size)
 		}
-		if size > 0 || time.Now().After(deadline) {
+		if size > 0 && size >= sequenced {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint covers the %d entries sequenced after 30 s (latest covers %d)", sequenced, size)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
