@@ -29,6 +29,7 @@ import (
 // the winner's retry with its Idempotency-Key gets the same entry. At the
 // end, ledger-verify approvals finds every lifecycle in the export sound.
 func TestDaemonApprovalKill9(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd")
 	}

@@ -22,6 +22,7 @@ import (
 // on SIGHUP (the catalog is read at start only), and the next start
 // refuses it: exit 1, naming the file and the member.
 func TestDaemonCatalogUnreviewed(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd")
 	}

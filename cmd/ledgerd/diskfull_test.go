@@ -54,6 +54,7 @@ func smallFileSystem(t *testing.T, size int64) string {
 // files kill a process that writes into them on a full disk), and serves
 // every acknowledged entry again at the next start.
 func TestDiskFull(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
@@ -226,6 +227,7 @@ func fillFileSystem(t *testing.T, path string) int64 {
 // disk); once the file is removed, the next start serves every
 // acknowledged entry.
 func TestDiskFilledByAnother(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}

@@ -32,22 +32,22 @@ type process struct {
 
 func buildBinaries(t *testing.T) (ledgerd, ledgerVerify string) {
 	t.Helper()
-	dir := t.TempDir()
-	ledgerd, ledgerVerify = filepath.Join(dir, "ledgerd"), filepath.Join(dir, "ledger-verify")
-	for bin, pkg := range map[string]string{ledgerd: ".", ledgerVerify: "../ledger-verify"} {
-		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	return ledgerd, ledgerVerify
+	return built(t, "."), built(t, "../ledger-verify")
 }
 
 // startDaemon runs ledgerd on a free loopback port with the default data
 // directory in dir, and returns once it serves.
 func startDaemon(t *testing.T, bin, dir string) *process {
 	t.Helper()
+	return startDaemonEnv(t, bin, dir, nil)
+}
+
+// startDaemonEnv is startDaemon with env (KEY=value) added to the
+// process's environment (never this one's: tests run in parallel).
+func startDaemonEnv(t *testing.T, bin, dir string, env []string) *process {
+	t.Helper()
 	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "GOMEMLIMIT=160MiB")
+	cmd.Env = append(append(os.Environ(), "GOMEMLIMIT=160MiB"), env...)
 	stdout, _ := cmd.StdoutPipe()
 	d := &process{cmd: cmd, stderr: &apitest.LockedBuffer{}}
 	cmd.Stderr = d.stderr
@@ -91,6 +91,7 @@ func startDaemon(t *testing.T, bin, dir string) *process {
 // served before must be consistent with the one after, and at the end an
 // export of all entries (over 1,000) verifies with ledger-verify.
 func TestDaemonKill9(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}

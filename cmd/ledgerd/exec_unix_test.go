@@ -70,15 +70,9 @@ func startWrapped(t *testing.T, bin, dir string, vars map[string]string) *proces
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("LEDGERD_TEST_EXEC", bin)
+	env := []string{"LEDGERD_TEST_EXEC=" + bin}
 	for k, v := range vars {
-		t.Setenv(k, v)
+		env = append(env, k+"="+v)
 	}
-	defer func() {
-		for k := range vars {
-			os.Unsetenv(k)
-		}
-		os.Unsetenv("LEDGERD_TEST_EXEC")
-	}()
-	return startDaemon(t, self, dir)
+	return startDaemonEnv(t, self, dir, env)
 }

@@ -38,38 +38,8 @@ import (
 // acknowledgement, a poller that keeps every signed checkpoint any
 // instance serves, and the final check of the log against both.
 
-var clusterBuild struct {
-	once     sync.Once
-	dir, bin string
-	err      error
-}
-
-// clusterLedgerd builds ledgerd once per test binary run; TestMain
-// removes it after the tests.
-func clusterLedgerd(t *testing.T) string {
-	t.Helper()
-	clusterBuild.once.Do(func() {
-		if clusterBuild.dir, clusterBuild.err = os.MkdirTemp("", "ledgerd-cluster-"); clusterBuild.err != nil {
-			return
-		}
-		clusterBuild.bin = filepath.Join(clusterBuild.dir, "ledgerd")
-		if out, err := exec.Command("go", "build", "-o", clusterBuild.bin, ".").CombinedOutput(); err != nil {
-			clusterBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if clusterBuild.err != nil {
-		t.Fatal(clusterBuild.err)
-	}
-	return clusterBuild.bin
-}
-
-func init() {
-	afterTests = append(afterTests, func() {
-		if clusterBuild.dir != "" {
-			os.RemoveAll(clusterBuild.dir)
-		}
-	})
-}
+// clusterLedgerd is the ledgerd binary the cluster tests run.
+func clusterLedgerd(t *testing.T) string { return built(t, ".") }
 
 // testCluster is ledgerd instances sharing one signing key, one mediator
 // token and one PostgreSQL database.

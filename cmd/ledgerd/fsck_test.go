@@ -187,7 +187,12 @@ func TestFsckOnlineCommand(t *testing.T) {
 			n++
 		}
 	}()
-	time.Sleep(1500 * time.Millisecond) // a checkpoint of some entries
+	// A checkpoint of some entries.
+	for deadline := time.Now().Add(30 * time.Second); !regexp.MustCompile(`\n[1-9]\d*\n`).MatchString(apitest.Get(t, url+"/v1/checkpoint")); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint of an appended entry after 30 s")
+		}
+	}
 	for round := range 3 {
 		code, stdout, stderr := runFsck(t, "--online", "--data", dir, "--signatures")
 		if code != 0 || !regexp.MustCompile(`^ledgerd: fsck: \S+ held \d+ entries, checked online up to the signed checkpoint for [1-9]\d*; no damage found \(\d+ entries and \d+ tiles checked with every entry's signature in`).MatchString(stdout) {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -21,11 +20,7 @@ import (
 
 func buildLedgerd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ledgerd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return built(t, ".")
 }
 
 // setConfig changes fields of the config file of the data directory that
@@ -57,6 +52,7 @@ func setConfig(t *testing.T, dir string, fields map[string]any) {
 // connections and 30 authenticated appends whose bodies never end are
 // closed by idle_timeout and body_timeout alone.
 func TestDaemonUnderIdleAndSlowClients(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd, and opens 2,300 connections")
 	}
@@ -215,6 +211,7 @@ func grepLines(text string, prefixes ...string) string {
 // it, and finds no file or directory of its data directory open to group
 // or others.
 func TestStoreFilesOwnerOnly(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd")
 	}

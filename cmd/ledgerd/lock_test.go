@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -66,6 +67,7 @@ func fileSums(t *testing.T, dir string) map[string]string {
 // boundaries, stops, and every entry it acknowledged is served and
 // verifies offline.
 func TestSecondDaemonRefused(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs the binaries, and writes about 200 MiB")
 	}
@@ -87,8 +89,20 @@ func TestSecondDaemonRefused(t *testing.T) {
 			t.Fatal("the first ledgerd wrote no spare segment")
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // its last sync
+	// Its last write: the files stop changing (a checkpoint may follow
+	// the spare segment).
 	before := fileSums(t, store)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		time.Sleep(100 * time.Millisecond)
+		now := fileSums(t, store)
+		if maps.Equal(now, before) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first ledgerd's files still change after 30 s")
+		}
+		before = now
+	}
 
 	second := exec.Command(ledgerd, "serve", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0")
 	var stderr bytes.Buffer

@@ -19,14 +19,12 @@ import (
 // from an export, offline, that the entry committed to exactly the raw
 // parameters and was minimized under the declaration.
 func TestMinimizationEndToEnd(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
 	ledgerd, verifier := buildBinaries(t)
-	workload := filepath.Join(t.TempDir(), "workload")
-	if out, err := exec.Command("go", "build", "-o", workload, "../../examples/workload").CombinedOutput(); err != nil {
-		t.Fatalf("go build workload: %v\n%s", err, out)
-	}
+	workload := built(t, "../../examples/workload")
 	dir := t.TempDir()
 	d := startDaemon(t, ledgerd, dir) // creates the data directory
 	d.cmd.Process.Kill()

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,10 +32,7 @@ import (
 //	verifier STATUS ARGS... run ledger-verify ARGS, expecting exit status STATUS
 //	flip-proof FILE         flip a bit of the first hash of a consistency proof file
 func TestMonitorScripts(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "ledger-verify")
-	if out, err := exec.Command("go", "build", "-o", bin, "../ledger-verify").CombinedOutput(); err != nil {
-		t.Fatalf("building ledger-verify: %v\n%s", err, out)
-	}
+	bin := built(t, "../ledger-verify")
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/monitor",
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -25,6 +25,7 @@ import (
 // sound by ledger-verify approvals and its decisions replayed by
 // ledger-verify decisions.
 func TestDaemonAllowOutcome(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd")
 	}

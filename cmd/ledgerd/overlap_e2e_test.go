@@ -18,6 +18,7 @@ import (
 // naming the previous token's expiry (never a hash); after a plain
 // rotate and SIGHUP only the newest token appends.
 func TestDaemonTokenOverlap(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd")
 	}

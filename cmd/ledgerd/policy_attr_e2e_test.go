@@ -22,6 +22,7 @@ import (
 // how a new set is published): refused, logged, nothing published, the
 // set in force still decides.
 func TestDaemonRefusesUndeclaredAttribute(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd")
 	}

@@ -30,6 +30,7 @@ import (
 // its set is the last published; an invalid set refuses to start (exit 1,
 // file:line:col).
 func TestDaemonPolicies(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd")
 	}
@@ -134,8 +135,18 @@ func TestDaemonPolicies(t *testing.T) {
 			}
 		}()
 	}
+	// Each reload comes once the clients have done some requests since the
+	// last, and the clients go on past the last one.
+	served := func(n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); done.Load()+failed.Load() < n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the clients did %d requests in 30 s, want %d", done.Load()+failed.Load(), n)
+			}
+		}
+	}
 	for i := range 6 {
-		time.Sleep(150 * time.Millisecond)
+		served(done.Load() + failed.Load() + 20)
 		if i%2 == 0 {
 			os.Remove(filepath.Join(policyDir, "freeze.cedar"))
 		} else {
@@ -143,7 +154,7 @@ func TestDaemonPolicies(t *testing.T) {
 		}
 		d.cmd.Process.Signal(syscall.SIGHUP)
 	}
-	time.Sleep(300 * time.Millisecond)
+	served(max(100, done.Load()+failed.Load()+40))
 	close(quit)
 	wg.Wait()
 	if failed.Load() != 0 || done.Load() < 100 {

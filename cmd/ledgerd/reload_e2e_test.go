@@ -23,6 +23,7 @@ import (
 // the problem and no secret); a changed listen address is named in a
 // warning, and is not applied.
 func TestDaemonReload(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd")
 	}

@@ -20,6 +20,7 @@ import (
 // log's latest checkpoint, names the new key as the one that signs now,
 // not as the old one.
 func TestKeyRotateTrustLines(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}

@@ -25,6 +25,7 @@ import (
 // list the previous key, not that the store is corrupt; a new key with
 // another name is refused; a key with a changed byte is refused.
 func TestDaemonKeyRotationDrill(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}

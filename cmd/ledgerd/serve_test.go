@@ -207,16 +207,14 @@ func TestUsageMemoryLimit(t *testing.T) {
 // limit is in force instead; with GOMEMLIMIT=off the store warns, as it
 // should.
 func TestFirstCommandMemoryLimit(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds ledgerd")
 	}
 	if runtime.GOOS == "windows" {
 		t.Skip("stops ledgerd with an interrupt, which Windows cannot send")
 	}
-	bin := filepath.Join(t.TempDir(), "ledgerd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := built(t, ".")
 	// --help names the default and how to override it.
 	help, err := exec.Command(bin, "--help").Output()
 	if err != nil {

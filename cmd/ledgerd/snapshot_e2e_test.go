@@ -26,6 +26,7 @@ import (
 // approval as GET /v1/approvals/{id} answers it, the counts logged) is
 // the one the snapshot gave.
 func TestDaemonApprovalSnapshot(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd")
 	}

@@ -16,14 +16,12 @@ import (
 // decision and the determining policy ids. Its append mode still works
 // against the same ledger.
 func TestWorkloadDecide(t *testing.T) {
+	t.Parallel() // a process of its own on its own directory and port
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
 	bin := buildLedgerd(t)
-	workload := filepath.Join(t.TempDir(), "workload")
-	if out, err := exec.Command("go", "build", "-o", workload, "../../examples/workload").CombinedOutput(); err != nil {
-		t.Fatalf("go build workload: %v\n%s", err, out)
-	}
+	workload := built(t, "../../examples/workload")
 	dir := t.TempDir()
 	d := startDaemon(t, bin, dir)
 	d.cmd.Process.Kill()
