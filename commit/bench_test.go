@@ -41,3 +41,21 @@ func BenchmarkJCSTransform(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHide is the version 2 (hiding) commitment of the same 1 KiB
+// parameters, openings drawn from crypto/rand: issue 27's target is ≤ 1.5×
+// BenchmarkDigest's time, compared in one sitting.
+func BenchmarkHide(b *testing.B) {
+	data, err := os.ReadFile("../testdata/commit/params-1k.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	src := RandomOpenings()
+	for b.Loop() {
+		if _, _, err := Hide(data, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -82,12 +82,15 @@ func (d Digest) Equal(o Digest) bool {
 type Commitment struct {
 	Digest Digest
 	Size   int
+	// Hiding marks a version 2 commitment (Hide): Digest is over the
+	// field-commitment map, and Size is that map's canonical length.
+	Hiding bool
 }
 
-// Equal reports whether c and o commit to the same canonical bytes. The
-// digests are compared in constant time.
+// Equal reports whether c and o are the same commitment. The digests are
+// compared in constant time.
 func (c Commitment) Equal(o Commitment) bool {
-	return c.Digest.Equal(o.Digest) && c.Size == o.Size
+	return c.Digest.Equal(o.Digest) && c.Size == o.Size && c.Hiding == o.Hiding
 }
 
 // commitNode computes the commitment to a checked parameter object. The

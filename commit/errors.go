@@ -133,3 +133,68 @@ func pointer(path []location) string {
 	}
 	return b.String()
 }
+
+// DisclosureKind classifies why a disclosure does not open a commitment.
+// Its string is stable and never contains input.
+type DisclosureKind string
+
+func (k DisclosureKind) Error() string { return string(k) }
+
+// The kinds of disclosure refusal (docs/commitment.md §7.4).
+const (
+	// ErrDisclosureMalformed: the disclosure file is not in the form
+	// docs/commitment.md §7.4 gives.
+	ErrDisclosureMalformed DisclosureKind = "malformed"
+	// ErrNotHiding: the commitment is a version 1 digest, which has no
+	// openings; check it with the raw parameters instead.
+	ErrNotHiding DisclosureKind = "not_hiding"
+	// ErrCommitmentMismatch: the field commitments do not hash to the
+	// commitment: the disclosure is of other parameters (another entry's,
+	// or a field's commitment replaced).
+	ErrCommitmentMismatch DisclosureKind = "commitment_mismatch"
+	// ErrFieldMismatch: a disclosed value and its opening do not give the
+	// field's commitment: the value or the opening was changed, or both
+	// were taken from another call.
+	ErrFieldMismatch DisclosureKind = "field_mismatch"
+	// ErrFieldNotOpened: a field the operation needs is not disclosed (or
+	// not committed at all).
+	ErrFieldNotOpened DisclosureKind = "field_not_opened"
+)
+
+// DisclosureError reports a disclosure that does not open a commitment.
+// Field names the field at fault, if one is; Pointer the place in a
+// disclosure file. It never carries a value or an opening.
+type DisclosureError struct {
+	Kind    DisclosureKind
+	Field   string
+	Pointer string
+	Problem string
+	Err     error
+}
+
+func (e *DisclosureError) Error() string {
+	var b strings.Builder
+	b.WriteString("commit: disclosure: ")
+	b.WriteString(string(e.Kind))
+	if e.Field != "" {
+		fmt.Fprintf(&b, " in field %q", e.Field)
+	}
+	if e.Pointer != "" || e.Kind == ErrDisclosureMalformed {
+		fmt.Fprintf(&b, " at %q", e.Pointer)
+	}
+	if e.Problem != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Problem)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, " (%v)", e.Err)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrFieldMismatch) and the like work.
+func (e *DisclosureError) Is(target error) bool { return target == e.Kind }
+
+// Unwrap returns the underlying cause, a *DomainError for a value outside
+// the domain.
+func (e *DisclosureError) Unwrap() error { return e.Err }
