@@ -52,7 +52,7 @@ func runParams(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	result, err := verify.ParamsIn(commit.Domain{AllowNonInteger: a.allowNonInteger}, e, candidate)
 	if r.json {
-		out := map[string]any{"result": result, "index": index, "params_digest": e.Params.Digest}
+		out := map[string]any{"result": result, "index": index, "params_digest": e.Params.DigestText()}
 		var de *commit.DomainError
 		if errors.As(err, &de) {
 			out["refusal"] = refusalJSON(de)
@@ -63,7 +63,7 @@ func runParams(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		case verify.Match:
 			termtext.PrintLine(stdout, "match: entry %d committed to exactly these parameters", index)
 		case verify.Mismatch:
-			termtext.PrintLine(stdout, "mismatch: entry %d committed to other parameters (%s, %d bytes)", index, e.Params.Digest, e.Params.Size)
+			termtext.PrintLine(stdout, "mismatch: entry %d committed to other parameters (%s, %d bytes)", index, e.Params.DigestText(), e.Params.Size)
 		case verify.Refused:
 			termtext.PrintLine(stdout, "refused: the candidate is outside the strict input domain: %v", err)
 		}

@@ -458,7 +458,7 @@ func parseDecision(raw []byte) (client.Decision, error) {
 		}
 	}
 	d.Decision = entry.Decision(decision)
-	if d.Params.Digest, err = commit.ParseDigest(params); err != nil {
+	if d.Params.Digest, d.Params.Hiding, err = commit.ParseParamsDigest(params); err != nil {
 		return d, fmt.Errorf("params_digest: %w", err)
 	}
 	if d.Tiers, err = commit.ParseDigest(tiers); err != nil {
@@ -549,7 +549,7 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 		policies[i] = termtext.Quote(p)
 	}
 	termtext.PrintLine(stdout, "  policies    %s", strings.Join(policies, " "))
-	termtext.PrintLine(stdout, "  params      %s (%d bytes)", e.Params.Digest, e.Params.Size)
+	termtext.PrintLine(stdout, "  params      %s (%d bytes)", e.Params.DigestText(), e.Params.Size)
 	termtext.PrintLine(stdout, "  tiers       %s", e.Tiers)
 	if e.Version() >= entry.Version2 {
 		termtext.PrintLine(stdout, "  definition  %s", e.Definition)

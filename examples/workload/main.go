@@ -134,7 +134,7 @@ func run() (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("workload: params_digest %s (%d bytes)\n", res.Params.Digest, res.Params.Size)
+	fmt.Printf("workload: params_digest %s (%d bytes)\n", res.Params.DigestText(), res.Params.Size)
 	fmt.Printf("workload: tiers_digest  %s\n", res.Tiers)
 	fmt.Printf("workload: attributes    %s\n", res.Attributes)
 
