@@ -174,6 +174,10 @@ const (
 	CodeFloorExceeded = "floor_exceeded"
 	// CodeDraftRefused: DraftFromInputSchema refused its input.
 	CodeDraftRefused = "draft_refused"
+	// CodeOpeningMissing: the openings given (an earlier call's
+	// disclosure) have none for a field of these parameters: they are not
+	// the parameters committed to before.
+	CodeOpeningMissing = "opening_missing"
 	// CodeInternal: a failure that valid input cannot cause.
 	CodeInternal = "internal"
 )

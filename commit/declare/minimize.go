@@ -24,6 +24,11 @@ type Options struct {
 	// Floor, if set, caps the tiers a declaration may give; Minimize
 	// refuses a declaration that goes past it. Optional; default none.
 	Floor Floor
+	// Openings, if set, make the commitment the hiding one (version 2,
+	// docs/commitment.md §7) under openings from this source, usually
+	// commit.RandomOpenings(); Result.Disclosure then opens it. Optional;
+	// default version 1.
+	Openings commit.OpeningSource
 }
 
 // Result is what a workload sends for one call: the commitment to its full
@@ -33,6 +38,10 @@ type Result struct {
 	Params     commit.Commitment
 	Attributes []byte
 	Tiers      commit.Digest
+	// Disclosure opens a hiding commitment (Options.Openings): every
+	// field's value and opening, for the workload's disclosure store and
+	// never for the ledger. Nil for version 1.
+	Disclosure *commit.Disclosure
 }
 
 // Minimize computes, from a call's raw parameters (a JSON object), the
@@ -50,11 +59,22 @@ func (d *Declaration) Minimize(raw []byte, opts Options) (Result, error) {
 	if err := opts.Floor.Check(d); err != nil {
 		return Result{}, err
 	}
-	params, err := opts.Domain.Params(raw)
+	var params commit.Commitment
+	var disclosure *commit.Disclosure
+	var err error
+	if opts.Openings != nil {
+		params, disclosure, err = opts.Domain.Hide(raw, opts.Openings)
+	} else {
+		params, err = opts.Domain.Params(raw)
+	}
 	if err != nil {
 		var de *commit.DomainError
 		if errors.As(err, &de) {
 			return Result{}, &Error{Action: d.Action, Pointer: d.safePointer(de.Pointer), Code: CodeDomainPrefix + string(de.Kind), Problem: "parameters outside the strict domain: " + string(de.Kind)}
+		}
+		var oe *commit.DisclosureError
+		if errors.As(err, &oe) { // a disclosure as the source lacks a field the call has
+			return Result{}, &Error{Action: d.Action, Pointer: d.safePointer("/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(oe.Field)), Code: CodeOpeningMissing, Problem: "no opening for a field of the parameters", Err: err}
 		}
 		return Result{}, &Error{Action: d.Action, Code: CodeInternal, Problem: "parameters outside the strict domain"}
 	}
@@ -101,7 +121,7 @@ func (d *Declaration) Minimize(raw []byte, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, &Error{Action: d.Action, Code: CodeInternal, Problem: "tier table", Err: err}
 	}
-	return Result{Params: params, Attributes: attributes, Tiers: tiers}, nil
+	return Result{Params: params, Attributes: attributes, Tiers: tiers, Disclosure: disclosure}, nil
 }
 
 // safePointer shortens a pointer into the parameters to what the
