@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"filippo.io/torchwood"
 	"github.com/decisionledger/ledger/config"
@@ -104,15 +105,27 @@ func TestWitnessMetricsPage(t *testing.T) {
 	// count it: wait until the page agrees with the served checkpoint,
 	// then hold it to every line.
 	var m string
-	apitest.WaitUntil(t, "the witnesses' series of the served checkpoint", func() bool {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		m = apitest.Get(t, s.url+"/metrics")
+		var missing []string
 		for _, want := range wants {
 			if !strings.Contains(m, "\n"+want+"\n") {
-				return false
+				missing = append(missing, want)
 			}
 		}
-		return true
-	})
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			var series []string
+			for _, line := range strings.Split(m, "\n") {
+				if strings.HasPrefix(line, "ledgerd_witness") || strings.HasPrefix(line, "ledgerd_checkpoint") {
+					series = append(series, line)
+				}
+			}
+			t.Fatalf("after a minute the page lacks %q; its witness series:\n%s", missing, strings.Join(series, "\n"))
+		}
+	}
 	if strings.Contains(m, `ledgerd_witness_last_success_timestamp_seconds{witness="w0"} 0`+"\n") {
 		t.Errorf("no success time for w0:\n%s", m)
 	}
