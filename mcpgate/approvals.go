@@ -23,17 +23,31 @@ import (
 
 // approvals holds what the gateway keeps of the approvals its calls
 // opened: the key that authenticates request states, the states used,
-// and, per principal, tool and parameters, the approval a repeated call
-// can consume. All of it is memory only: after a restart a repeated call
-// opens a new approval, and a state from before is refused.
+// per principal, tool and parameters the approval a repeated call can
+// consume, and, with the hiding commitment, the disclosure of the call
+// that opened each approval, whose openings its retry is committed with
+// so as to present the same commitment (docs/commitment.md §7.3). All of
+// it is memory only: after a restart a repeated call opens a new
+// approval, and a state from before is refused (made under another key,
+// or, under a state_key_file, for openings the gateway no longer holds).
 type approvals struct {
 	key      []byte
+	termsKey []byte // keys pendingKey's fingerprint of the parameters
 	wait     time.Duration
 	pageBase string
 
-	mu      sync.Mutex
-	used    map[string]time.Time // request-state nonces spent, until their deadline
-	pending map[string]pendingApproval
+	mu       sync.Mutex
+	used     map[string]time.Time // request-state nonces spent, until their deadline
+	pending  map[string]pendingApproval
+	openings map[commit.Digest]heldOpenings // by approval, until it is settled
+}
+
+// heldOpenings is the disclosure of the call that opened an approval,
+// kept until the approval is consumed, denied or expired, and no longer
+// than the pending approvals are (remember).
+type heldOpenings struct {
+	x     *commit.Disclosure
+	until time.Time
 }
 
 type pendingApproval struct {
@@ -59,8 +73,9 @@ type consumedApproval struct {
 }
 
 func newApprovals(cfg *Config) (*approvals, error) {
-	a := &approvals{used: map[string]time.Time{}, pending: map[string]pendingApproval{}, pageBase: cfg.pageBase(),
-		wait: 120 * time.Second}
+	a := &approvals{used: map[string]time.Time{}, pending: map[string]pendingApproval{}, openings: map[commit.Digest]heldOpenings{},
+		pageBase: cfg.pageBase(), wait: 120 * time.Second, termsKey: make([]byte, 32)}
+	rand.Read(a.termsKey)
 	if cfg.Approvals == nil {
 		return a, nil
 	}
@@ -85,10 +100,29 @@ func newApprovals(cfg *Config) (*approvals, error) {
 	return a, nil
 }
 
+// termsDomain separates pendingKey's fingerprint from any other use of
+// its key.
+const termsDomain = "ledger-mcp/v1/pending-terms\n"
+
 // pendingKey names a call's terms: a repeated call with the same terms
-// may consume the approval the first one opened.
-func pendingKey(c *call) string {
-	return c.principal + "\x00" + c.tool + "\x00" + c.min.Params.DigestText() + fmt.Sprintf("\x00%d", c.min.Params.Size)
+// may consume the approval the first one opened. The parameters are
+// named by their version 1 digest; under the hiding commitment, whose
+// digest differs from call to call, by an HMAC of their canonical form
+// under a key of this process, which never leaves it.
+func (a *approvals) pendingKey(c *call) string {
+	if c.terms != "" {
+		return c.terms
+	}
+	params := c.min.Params.DigestText() + fmt.Sprintf("\x00%d", c.min.Params.Size)
+	if x := c.min.Disclosure; x != nil {
+		canonical, _ := x.Params() // every field disclosed: the call's own
+		m := hmac.New(sha256.New, a.termsKey)
+		m.Write([]byte(termsDomain))
+		m.Write(canonical)
+		params = "hiding:" + hex.EncodeToString(m.Sum(nil))
+	}
+	c.terms = c.principal + "\x00" + c.tool + "\x00" + params
+	return c.terms
 }
 
 // pageURL is where a person decides the approval.
@@ -137,8 +171,11 @@ type errState string
 
 func (e errState) Error() string { return string(e) }
 
-// open checks a state against the call retried and spends it.
-func (a *approvals) open(state string, c *call, now time.Time) (commit.Digest, error) {
+// open checks a state against the call retried and spends it. A state
+// for a hiding commitment needs the call committed again as the one that
+// opened the approval: reopen does it, given the approval, before the
+// commitments are compared.
+func (a *approvals) open(state string, c *call, now time.Time, reopen func(id commit.Digest) error) (commit.Digest, error) {
 	enc := base64.RawURLEncoding
 	p, m, ok := strings.Cut(state, ".")
 	payload, err1 := enc.DecodeString(p)
@@ -155,8 +192,6 @@ func (a *approvals) open(state string, c *call, now time.Time) (commit.Digest, e
 		return commit.Digest{}, errState("the request state was made for another principal")
 	case s.Tool != c.tool:
 		return commit.Digest{}, errState("the request state was made for another tool")
-	case s.Digest != c.min.Params.DigestText() || s.Size != int64(c.min.Params.Size):
-		return commit.Digest{}, errState("the arguments differ from those the approval was requested for")
 	case now.UnixMilli() >= s.Deadline:
 		return commit.Digest{}, errState("the request state has expired")
 	}
@@ -164,6 +199,31 @@ func (a *approvals) open(state string, c *call, now time.Time) (commit.Digest, e
 	if err != nil {
 		return commit.Digest{}, errState("the request state is not one this gateway made")
 	}
+	if a.spent(s.Nonce, now) {
+		return commit.Digest{}, errState("the request state was used already")
+	}
+	if _, hiding, err := commit.ParseParamsDigest(s.Digest); err != nil {
+		return commit.Digest{}, errState("the request state is not one this gateway made")
+	} else if hiding {
+		if err := reopen(id); err != nil {
+			return commit.Digest{}, err
+		}
+	}
+	if s.Digest != c.min.Params.DigestText() || s.Size != int64(c.min.Params.Size) {
+		return commit.Digest{}, errState("the arguments differ from those the approval was requested for")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, spent := a.used[s.Nonce]; spent { // by a retry racing this one
+		return commit.Digest{}, errState("the request state was used already")
+	}
+	a.used[s.Nonce] = time.UnixMilli(s.Deadline)
+	return id, nil
+}
+
+// spent says whether a state's nonce was used, forgetting those past
+// their deadline.
+func (a *approvals) spent(nonce string, now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for n, d := range a.used {
@@ -171,14 +231,16 @@ func (a *approvals) open(state string, c *call, now time.Time) (commit.Digest, e
 			delete(a.used, n)
 		}
 	}
-	if _, spent := a.used[s.Nonce]; spent {
-		return commit.Digest{}, errState("the request state was used already")
-	}
-	a.used[s.Nonce] = time.UnixMilli(s.Deadline)
-	return id, nil
+	_, spent := a.used[nonce]
+	return spent
 }
 
+// remember records the approval id c opened, and the disclosure of c
+// if it has one, until a day after the pending deadline (an approved
+// approval may be consumed until its execution deadline, which the
+// gateway is not told).
 func (a *approvals) remember(c *call, id commit.Digest, deadline time.Time) {
+	key := a.pendingKey(c)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := time.Now()
@@ -187,35 +249,65 @@ func (a *approvals) remember(c *call, id commit.Digest, deadline time.Time) {
 			delete(a.pending, k)
 		}
 	}
-	a.pending[pendingKey(c)] = pendingApproval{id: id, deadline: deadline}
+	for k, h := range a.openings {
+		if now.After(h.until) {
+			delete(a.openings, k)
+		}
+	}
+	a.pending[key] = pendingApproval{id: id, deadline: deadline}
+	if c.min.Disclosure != nil {
+		a.openings[id] = heldOpenings{x: c.min.Disclosure, until: deadline.Add(24 * time.Hour)}
+	}
 }
 
-func (a *approvals) lookup(c *call) (pendingApproval, bool) {
+// lookup returns the approval an earlier call with c's terms opened, and
+// the disclosure of that call (nil for version 1, or once the approval
+// is consumed).
+func (a *approvals) lookup(c *call) (pendingApproval, *commit.Disclosure, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	p, ok := a.pending[pendingKey(c)]
+	if len(a.pending) == 0 {
+		return pendingApproval{}, nil, false
+	}
+	key := a.pendingKey(c)
+	p, ok := a.pending[key]
 	if ok && !p.consumed.IsZero() && time.Since(p.consumed) >= consumedWindow {
-		delete(a.pending, pendingKey(c))
-		return pendingApproval{}, false
+		delete(a.pending, key)
+		return pendingApproval{}, nil, false
 	}
-	return p, ok
+	return p, a.openings[p.id].x, ok
 }
 
-// markConsumed records that a call consumed id.
+// held returns the disclosure of the call that opened approval id, nil if
+// the gateway holds none (it restarted since, or the approval was
+// consumed, denied or expired).
+func (a *approvals) held(id commit.Digest) *commit.Disclosure {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.openings[id].x
+}
+
+// markConsumed records that a call consumed id; its openings are dropped,
+// since nothing can consume it again.
 func (a *approvals) markConsumed(c *call, id commit.Digest, consumption uint64) {
+	key := a.pendingKey(c)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p, ok := a.pending[pendingKey(c)]; ok && p.id == id {
+	delete(a.openings, id)
+	if p, ok := a.pending[key]; ok && p.id == id {
 		p.consumed, p.consumption = time.Now(), consumption
-		a.pending[pendingKey(c)] = p
+		a.pending[key] = p
 	}
 }
 
+// forget drops approval id, denied or expired, and its openings.
 func (a *approvals) forget(c *call, id commit.Digest) {
+	key := a.pendingKey(c)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p, ok := a.pending[pendingKey(c)]; ok && p.id == id {
-		delete(a.pending, pendingKey(c))
+	delete(a.openings, id)
+	if p, ok := a.pending[key]; ok && p.id == id {
+		delete(a.pending, key)
 	}
 }
 
@@ -278,7 +370,7 @@ func (g *Gateway) awaitApproval(ctx context.Context, c *call, req *mcp.CallToolR
 // answer is read as nothing more than "the agent is back" — only a
 // verdict on the page approves.
 func (g *Gateway) resume(ctx context.Context, c *call, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	id, err := g.approvals.open(req.Params.RequestState, c, time.Now())
+	id, err := g.approvals.open(req.Params.RequestState, c, time.Now(), func(id commit.Digest) error { return g.reopen(c, id) })
 	if err != nil {
 		g.metrics.add(g.metrics.refused, "request_state")
 		g.log.Warn("call refused: request state", "tool", c.tool, "principal", c.principal, "problem", err.Error())
@@ -292,6 +384,27 @@ func (g *Gateway) resume(ctx context.Context, c *call, req *mcp.CallToolRequest)
 			c.tool, elicitAction(r.Action), id, g.approvals.pageURL(id))
 	}
 	return g.waitAndConsume(ctx, c, id)
+}
+
+// errOpeningsLost is the refusal of a retry whose approval was opened by
+// a call whose openings the gateway no longer holds.
+func errOpeningsLost(id commit.Digest) errState {
+	return errState(fmt.Sprintf("the gateway no longer holds the openings of the call approval %s was requested for (it restarted since, or the approval was consumed, denied or expired), so this call cannot be committed to as that one was, and cannot consume it; call again without the request state to ask for a new approval", id))
+}
+
+// reopen commits c again with the openings of the call that opened
+// approval id, so that the same arguments present the same hiding
+// commitment; other arguments get another commitment (or none: a field
+// the first call did not have), which the state check then refuses.
+func (g *Gateway) reopen(c *call, id commit.Digest) error {
+	x := g.approvals.held(id)
+	if x == nil {
+		return errOpeningsLost(id)
+	}
+	if err := g.recommit(c, x); err != nil {
+		return errState("the arguments differ from those the approval was requested for")
+	}
+	return nil
 }
 
 // elicitAction names a client's elicitation answer for a refusal.
@@ -308,7 +421,7 @@ func elicitAction(a string) string {
 // retryPending consumes the approval an earlier call with the same terms
 // opened, if there is one; nil when the call needs a decision of its own.
 func (g *Gateway) retryPending(ctx context.Context, c *call, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	p, ok := g.approvals.lookup(c)
+	p, x, ok := g.approvals.lookup(c)
 	if !ok {
 		return nil
 	}
@@ -317,6 +430,16 @@ func (g *Gateway) retryPending(ctx context.Context, c *call, req *mcp.CallToolRe
 		g.metrics.add(g.metrics.refused, "approval_consumed")
 		return refusal("%s: refused, not forwarded: approval %s for these arguments was consumed (entry %d) moments ago by another call; the act was carried out once. Call again later to ask for a new approval.",
 			c.tool, id, p.consumption)
+	}
+	if c.min.Params.Hiding {
+		// Committed again as the call that opened the approval was: the
+		// same arguments (their terms are), so the same commitment.
+		// Without its openings (never while it is pending) the call asks
+		// anew.
+		if x == nil || g.recommit(c, x) != nil {
+			g.approvals.forget(c, id)
+			return nil
+		}
 	}
 	st, err := g.ledger.Approval(ctx, id)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -24,6 +25,34 @@ type call struct {
 	principal string
 	args      []byte // as received
 	min       declare.Result
+	terms     string // pendingKey's, once computed
+}
+
+// minimizeOptions are the options every call is minimized with. With the
+// hiding commitment, src gives the openings: nil for fresh random ones,
+// the disclosure of an earlier call to commit again as it was.
+func (g *Gateway) minimizeOptions(src commit.OpeningSource) declare.Options {
+	opts := declare.Options{Allowlists: g.allowlists, Domain: commit.Domain{AllowNonInteger: g.cfg.AllowNonInteger}}
+	if g.cfg.Hiding() {
+		if src == nil {
+			src = commit.RandomOpenings()
+		}
+		opts.Openings = src
+	}
+	return opts
+}
+
+// recommit commits c again under the openings of the disclosure x of an
+// earlier call: the commitment is that call's if and only if the
+// arguments are the same. An error means they are not (a field the
+// earlier call did not have).
+func (g *Gateway) recommit(c *call, x *commit.Disclosure) error {
+	min, err := c.gt.decl.Minimize(c.args, g.minimizeOptions(x))
+	if err != nil {
+		return err
+	}
+	c.min = min
+	return nil
 }
 
 func rawJSON(b []byte) json.RawMessage { return b }
@@ -66,7 +95,7 @@ func (g *Gateway) handle(ctx context.Context, name string, req *mcp.CallToolRequ
 		return refusal("%s: refused, not forwarded: no principal for this session", name)
 	}
 	c := &call{tool: name, gt: gt, principal: principal, args: rawArguments(req.Params)}
-	min, err := gt.decl.Minimize(c.args, declare.Options{Allowlists: g.allowlists, Domain: commit.Domain{AllowNonInteger: g.cfg.AllowNonInteger}})
+	min, err := gt.decl.Minimize(c.args, g.minimizeOptions(nil))
 	if err != nil {
 		g.metrics.add(g.metrics.refused, "arguments")
 		g.log.Warn("call refused: arguments", "tool", name, "principal", principal, "err", err)
@@ -92,10 +121,26 @@ func (g *Gateway) decide(ctx context.Context, c *call, req *mcp.CallToolRequest)
 			r.Preview = p
 		}
 	}
+	// The disclosure is on disk before the ledger can record the
+	// commitment it opens.
+	stored := g.disclosures != nil && c.min.Disclosure != nil
+	if stored {
+		if err := g.disclosures.write(c.min.Disclosure); err != nil {
+			g.metrics.add(g.metrics.refused, "disclosure")
+			g.log.Error("call refused: its disclosure could not be stored; the ledger was not asked", "tool", c.tool, "principal", c.principal, "err", err)
+			return refusal("%s: refused, not forwarded: the gateway could not store the call's disclosure; the ledger was not asked", c.tool)
+		}
+	}
 	dctx, cancel := context.WithTimeout(ctx, g.callTimeout)
 	d, err := g.ledger.Decide(dctx, r)
 	cancel()
 	if err != nil {
+		if stored && refusedOutright(err) {
+			// Nothing was appended: no entry names the commitment.
+			if rerr := g.disclosures.remove(c.min.Params); rerr != nil {
+				g.log.Warn("the disclosure of a call the ledger refused could not be removed", "tool", c.tool, "params_digest", c.min.Params.DigestText(), "err", rerr)
+			}
+		}
 		g.metrics.add(g.metrics.refused, "ledger")
 		g.log.Warn("call refused: the ledger did not decide", "tool", c.tool, "principal", c.principal, "err", ledgerErr(err))
 		return refusal("%s: refused, not forwarded: the ledger did not decide (%s)", c.tool, ledgerErr(err))
@@ -213,6 +258,17 @@ func policyList(ids []string) string {
 		return "none"
 	}
 	return strings.Join(ids, ", ")
+}
+
+// refusedOutright says whether the ledger answered err as a refusal of
+// the request itself (a 4xx but 408 and 429), after which nothing of it
+// is appended, whichever attempt it answered: an earlier attempt lost in
+// the network that had appended would have made this one a replay. A
+// timeout, a network error or a 5xx leaves it unknown.
+func refusedOutright(err error) bool {
+	var ce *client.Error
+	return errors.As(err, &ce) && ce.Status >= 400 && ce.Status < 500 &&
+		ce.Status != http.StatusRequestTimeout && ce.Status != http.StatusTooManyRequests
 }
 
 // ledgerErr describes a ledger failure by its code, never its body.

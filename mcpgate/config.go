@@ -50,6 +50,24 @@ type Config struct {
 	// --allow-non-integer). Optional; default false: a call with one is
 	// refused, as the strict domain refuses them by default.
 	AllowNonInteger bool `json:"allow_non_integer"`
+	// Commitment is the parameter commitment each call is recorded under
+	// (docs/commitment.md): "hiding", version 2, a per-field HMAC-SHA256
+	// under openings drawn at random per call, which only the call's
+	// disclosure (Disclosures) can open; or "v1", version 1, the SHA-256
+	// of the canonical arguments, which anyone holding a guess of the
+	// arguments can confirm against the log: a dictionary attack on
+	// exactly the fields the declarations keep out of it (§7.1).
+	// Optional; default "hiding".
+	Commitment string `json:"commitment"`
+	// Disclosures is where each call's disclosure (its values and
+	// openings, docs/commitment.md §7.4) is kept: a directory, mode 0700
+	// (made if absent), holding one file per call, named by the digest's
+	// hex (<64 hex>.json), mode 0600, written and synced before the ledger
+	// is asked; or "none", which keeps no disclosure, so that no call's
+	// parameters can ever be checked against the log (write "./none" for
+	// a directory of that name). Required with the hiding commitment;
+	// refused with "v1", which has no disclosures.
+	Disclosures string `json:"disclosures"`
 	// CallTimeout bounds each forwarded call, a Go duration. Optional;
 	// default "60s". A call that runs out is recorded "unknown".
 	CallTimeout string `json:"call_timeout"`
@@ -260,6 +278,14 @@ func (c *Config) check() error {
 			seen[a.TokenSHA256] = true
 		}
 	}
+	switch {
+	case c.Commitment != "" && c.Commitment != "hiding" && c.Commitment != "v1":
+		return errors.New(`commitment: not "hiding" or "v1"`)
+	case c.Hiding() && c.Disclosures == "":
+		return errors.New(`disclosures: missing: the hiding commitment (the default) needs a directory for each call's disclosure, or "none" to keep none, so that no call's parameters can be checked later (docs/mcp.md §6)`)
+	case !c.Hiding() && c.Disclosures != "":
+		return errors.New(`disclosures: only with the hiding commitment; "commitment": "v1" has no disclosures`)
+	}
 	if _, err := c.callTimeout(); err != nil {
 		return err
 	}
@@ -313,6 +339,19 @@ func (c *Config) refreshInterval() (time.Duration, error) {
 
 func (a *ApprovalsConfig) wait() (time.Duration, error) {
 	return duration("approvals.wait", a.Wait, 120*time.Second)
+}
+
+// Hiding reports whether calls are committed to with the hiding
+// commitment (version 2), the default.
+func (c *Config) Hiding() bool { return c.Commitment != "v1" }
+
+// DisclosureDir is the directory disclosures are written to, resolved
+// against the config's directory; "" when none are kept (or with v1).
+func (c *Config) DisclosureDir() string {
+	if c.Disclosures == "none" {
+		return ""
+	}
+	return c.Path(c.Disclosures)
 }
 
 // pageBase is where approvers open an approval.

@@ -15,8 +15,13 @@
 //     start, on their list_changed notifications, before every tools/list
 //     an agent sends, and every refresh_interval.
 //   - Every tools/call: the arguments as received are checked against the
-//     strict JSON domain and committed to (the parameter digest), then
-//     minimized by the tool's declaration, then decided by ledgerd (POST
+//     strict JSON domain and committed to (the parameter digest: by
+//     default the hiding commitment, version 2 of docs/commitment.md,
+//     under openings drawn at random per call, whose disclosure is
+//     written to the disclosures directory, synced, before ledgerd is
+//     asked, and removed if ledgerd refuses the request; Config.Commitment
+//     "v1" for version 1), then minimized by the tool's declaration, then
+//     decided by ledgerd (POST
 //     /v1/decide with the gateway's mediator token), its answer verified
 //     against the log's key and its definition digest checked against the
 //     gateway's own declaration. allow: forwarded with the same bytes, and
@@ -36,15 +41,20 @@
 //     bounded wait for the verdict and then a tool error naming the
 //     approval and its page. A retry (with the state, or the same
 //     arguments again) recomputes the digest from the arguments it
-//     carries, consumes the approval at the ledger, which admits one
-//     consumption of the request's exact terms, forwards, and records the
-//     outcome. A client's "accept" is never approval: only a verdict an
-//     approver gave on the page is.
+//     carries — with the hiding commitment, under the openings of the
+//     call that opened the approval, which the gateway keeps in memory
+//     until the approval is settled — consumes the approval at the
+//     ledger, which admits one consumption of the request's exact terms,
+//     forwards, and records the outcome. A retry whose openings the
+//     gateway lost (a restart) cannot consume and is told to ask again.
+//     A client's "accept" is never approval: only a verdict an approver
+//     gave on the page is.
 //   - No argument or result value reaches a log line, a metric label, an
 //     error or a ledger byte, except fields a declaration tiers policy (and
-//     projections of derived ones).
+//     projections of derived ones); no opening reaches any of them nor an
+//     MCP answer: openings are only in the disclosure files.
 //
-// The package imports commit, client, approval/preview and the MCP Go SDK,
-// never the ledger, a store or ledgerd's server (internal/rooms holds it
-// to this).
+// The package imports commit, client, approval/preview, internal/atomicfile
+// and the MCP Go SDK, never the ledger, a store or ledgerd's server
+// (internal/rooms holds it to this).
 package mcpgate

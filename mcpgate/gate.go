@@ -42,6 +42,7 @@ type Gateway struct {
 	server      *mcp.Server
 	upstreams   map[string]*upstream
 	approvals   *approvals
+	disclosures *disclosureStore // nil: none kept (or version 1)
 	metrics     *Metrics
 	fwd         forwarding
 	outcomes    *outcomes
@@ -158,6 +159,11 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 	}
 	if g.approvals, err = newApprovals(cfg); err != nil {
 		return nil, err
+	}
+	if dir := cfg.DisclosureDir(); cfg.Hiding() && dir != "" {
+		if g.disclosures, err = openDisclosureStore(dir); err != nil {
+			return nil, err
+		}
 	}
 	for name, sc := range cfg.Servers {
 		g.upstreams[name] = &upstream{name: name, cfg: sc, gw: g, http: keepAliveTransport()}

@@ -18,6 +18,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/mcpgate"
 )
 
 // The gateway in front of a server of the test's own, through the
@@ -193,7 +197,9 @@ func TestGatewayUpstreamError(t *testing.T) {
 
 // Non-integer numbers are refused unless allow_non_integer admits them;
 // then an auditor checks the call's parameters with ledger-verify params
-// --allow-non-integer.
+// --allow-non-integer (under "commitment": "v1", whose digest that
+// command recomputes), or, under the hiding commitment, reads the call's
+// disclosure in the domain that admits them (and only in that one).
 func TestGatewayNonInteger(t *testing.T) {
 	t.Parallel()
 	n := startNotes(t)
@@ -202,12 +208,11 @@ func TestGatewayNonInteger(t *testing.T) {
 	args := map[string]any{"path": "/allowed/ratio.txt", "content": "c", "ratio": 0.7}
 	for _, allow := range []bool{false, true} {
 		cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, nil)
-		var m map[string]any
-		b, _ := os.ReadFile(cfg)
-		json.Unmarshal(b, &m)
-		m["allow_non_integer"] = allow
-		b, _ = json.Marshal(m)
-		os.WriteFile(cfg, b, 0o600)
+		editConfig(t, cfg, func(m map[string]any) {
+			m["allow_non_integer"] = allow
+			m["commitment"] = "v1"
+			delete(m, "disclosures")
+		})
 		g := startGateway(t, cfg, token)
 		text, isErr := callText(t, g.agent(t, nil), "notes.write_note", args)
 		if isErr == allow {
@@ -237,5 +242,31 @@ func TestGatewayNonInteger(t *testing.T) {
 	}
 	if out, err := run(); err == nil || !strings.HasPrefix(out, "refused:") {
 		t.Fatalf("params without --allow-non-integer: %v\n%s", err, out)
+	}
+
+	// The hiding commitment: the disclosure holds 0.7, admitted only by
+	// the domain that admits non-integers.
+	cfg, token := writeGatewayConfig(t, l, catalog, map[string]any{"notes": map[string]any{"url": n.url}}, nil)
+	editConfig(t, cfg, func(m map[string]any) { m["allow_non_integer"] = true })
+	g := startGateway(t, cfg, token)
+	if text, isErr := callText(t, g.agent(t, nil), "notes.write_note", args); isErr {
+		t.Fatalf("hiding, allow_non_integer: %s", text)
+	}
+	g.stop(t)
+	entries := exportedEntries(t, l, l.export(t))
+	last := entries[len(entries)-1]
+	for _, e := range entries {
+		if e.Kind == entry.KindDecision {
+			last = e
+		}
+	}
+	x := readDisclosure(t, disclosureDir(cfg), last.Params, commit.Domain{AllowNonInteger: true})
+	if v, _ := x.Value("ratio"); string(v) != "0.7" {
+		t.Fatalf("the disclosed ratio is %s", v)
+	}
+	b, _ = os.ReadFile(filepath.Join(disclosureDir(cfg), mcpgate.DisclosureFile(last.Params)))
+	var de *commit.DomainError
+	if _, err := commit.ParseDisclosure(b, commit.Domain{}); !errors.As(err, &de) || de.Kind != commit.ErrNonInteger {
+		t.Fatalf("the disclosure read in the integers-only domain: %v", err)
 	}
 }

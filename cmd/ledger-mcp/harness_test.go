@@ -387,7 +387,10 @@ type gateway struct {
 }
 
 // writeGatewayConfig writes a config for the gateway in front of servers
-// (name → server member), with one agent whose token it returns.
+// (name → server member), with one agent whose token it returns. Calls
+// are committed to with the hiding commitment, the default, and their
+// disclosures kept in the directory "disclosures" beside the config
+// (disclosureDir).
 func writeGatewayConfig(t testing.TB, l *ledger, catalog string, servers map[string]any, approvals map[string]any) (path, agentToken string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -401,6 +404,7 @@ func writeGatewayConfig(t testing.TB, l *ledger, catalog string, servers map[str
 		"stdio":            map[string]any{"principal": "agent:desktop"},
 		"http":             map[string]any{"agents": []any{map[string]any{"principal": "agent:notes-bot", "token_sha256": hex.EncodeToString(sum[:])}}},
 		"call_timeout":     "20s",
+		"disclosures":      "disclosures",
 	}
 	if approvals != nil {
 		cfg["approvals"] = approvals
@@ -411,6 +415,30 @@ func writeGatewayConfig(t testing.TB, l *ledger, catalog string, servers map[str
 		t.Fatal(err)
 	}
 	return path, agentToken
+}
+
+// editConfig rewrites the gateway config at path with edit.
+func editConfig(t testing.TB, path string, edit func(cfg map[string]any)) {
+	t.Helper()
+	var cfg map[string]any
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &cfg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(cfg)
+	b, _ = json.MarshalIndent(cfg, "", "  ")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// disclosureDir is the directory of disclosures writeGatewayConfig's
+// config names.
+func disclosureDir(config string) string {
+	return filepath.Join(filepath.Dir(config), "disclosures")
 }
 
 func startGateway(t testing.TB, config, agentToken string) *gateway {

@@ -2,18 +2,24 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"pgregory.net/rapid"
+
+	"github.com/decisionledger/ledger/commit"
 )
 
 // recorder is a reverse proxy in front of ledgerd that keeps every
@@ -53,6 +59,12 @@ func (r *recorder) start(t *testing.T, target string) string {
 //
 // With approvals.preview "attributes" no preview is sent, and the requests
 // to ledgerd hold no secret at all.
+//
+// The openings of the calls' hiding commitments, read from the
+// disclosure files, appear nowhere of the above either, nor in an answer
+// the agent was given (in hex, base64 or base64url); the guard checks
+// that it read openings, and that the files hold the secrets (where they
+// belong).
 func TestGatewayLeakGuard(t *testing.T) {
 	t.Parallel()
 	for _, preview := range []string{"arguments", "attributes"} {
@@ -74,7 +86,7 @@ func testLeakGuard(t *testing.T, preview string) {
 	g := startGateway(t, cfg, token)
 	agent := g.agent(t, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 
-	var secrets []string
+	var secrets, answers []string
 	calls := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		secret := rapid.StringOfN(rapid.RuneFrom([]rune("ABCDEFGHIJKLMNOPQRSTUVWXYZ")), 10, 10, -1).Draw(rt, "secret")
@@ -89,7 +101,8 @@ func testLeakGuard(t *testing.T, preview string) {
 		default:
 			tool, args = "notes.move_note", map[string]any{"source": dir + "/" + name, "destination": "/allowed/" + strings.ToLower(secret) + ".txt"}
 		}
-		callText(t, agent, tool, args)
+		text, _ := callText(t, agent, tool, args)
+		answers = append(answers, text)
 		calls++
 	})
 	if calls < 50 {
@@ -142,6 +155,43 @@ func testLeakGuard(t *testing.T, preview string) {
 	leaks("the log's entries", entries.String())
 	leaks("the gateway's metrics", string(metrics))
 	leaks("the requests to ledgerd", requests.String())
+
+	// No opening anywhere but in its disclosure file.
+	files, _ := filepath.Glob(filepath.Join(disclosureDir(cfg), "*.json"))
+	var openings []string
+	inFiles := 0
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, s := range secrets {
+			if strings.Contains(string(b), s) {
+				inFiles++
+				break
+			}
+		}
+		x, err := commit.ParseDisclosure(b, commit.Domain{})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, name := range x.Fields() {
+			o, err := x.Opening(name)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", f, name, err)
+			}
+			openings = append(openings, hex.EncodeToString(o[:]), base64.StdEncoding.EncodeToString(o[:]), base64.RawURLEncoding.EncodeToString(o[:]))
+		}
+	}
+	if len(openings) == 0 || inFiles == 0 {
+		t.Fatalf("%d disclosure files, %d openings, secrets in %d: the opening guard is looking at nothing", len(files), len(openings)/3, inFiles)
+	}
+	everywhere := strings.Join([]string{g.stderr.String(), l.stderr.String(), l.stdout.String(), entries.String(), string(metrics),
+		requests.String(), previews.String(), strings.Join(answers, "\n")}, "\n")
+	forms := []string{"hex", "base64", "base64url"}
+	for i, o := range openings {
+		if strings.Contains(everywhere, o) {
+			t.Errorf("opening %d, in %s, is outside its disclosure file", i/3, forms[i%3])
+		}
+	}
+	t.Logf("%d disclosure files, %d openings looked for", len(files), len(openings)/3)
 	if preview == "attributes" {
 		if previews.Len() != 0 {
 			t.Fatalf("previews sent: %.200s", previews.String())
