@@ -401,9 +401,11 @@ func (g *Gateway) reopen(c *call, id commit.Digest) error {
 	if x == nil {
 		return errOpeningsLost(id)
 	}
-	if err := g.recommit(c, x); err != nil {
+	min, err := g.recommit(c, x)
+	if err != nil {
 		return errState("the arguments differ from those the approval was requested for")
 	}
+	c.min = min
 	return nil
 }
 
@@ -431,12 +433,21 @@ func (g *Gateway) retryPending(ctx context.Context, c *call, req *mcp.CallToolRe
 		return refusal("%s: refused, not forwarded: approval %s for these arguments was consumed (entry %d) moments ago by another call; the act was carried out once. Call again later to ask for a new approval.",
 			c.tool, id, p.consumption)
 	}
+	// Committed again as the call that opened the approval was: the
+	// same arguments (their terms are), so the same commitment. Only a
+	// call that goes on to consume presents it; one that asks anew
+	// keeps its own fresh openings, so that its request is not linkable
+	// to the earlier one (and its disclosure file is its own). Without
+	// the openings (never while the approval is pending) the call asks
+	// anew.
+	again := c.min
 	if c.min.Params.Hiding {
-		// Committed again as the call that opened the approval was: the
-		// same arguments (their terms are), so the same commitment.
-		// Without its openings (never while it is pending) the call asks
-		// anew.
-		if x == nil || g.recommit(c, x) != nil {
+		var err error
+		if x == nil {
+			g.approvals.forget(c, id)
+			return nil
+		}
+		if again, err = g.recommit(c, x); err != nil {
 			g.approvals.forget(c, id)
 			return nil
 		}
@@ -453,6 +464,7 @@ func (g *Gateway) retryPending(ctx context.Context, c *call, req *mcp.CallToolRe
 	}
 	switch st.State {
 	case client.StatePending, client.StateApproved:
+		c.min = again
 		return g.waitAndConsume(ctx, c, id)
 	case client.StateConsumed:
 		// Consumed by a call with these terms an instant ago (or by

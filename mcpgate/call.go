@@ -42,17 +42,14 @@ func (g *Gateway) minimizeOptions(src commit.OpeningSource) declare.Options {
 	return opts
 }
 
-// recommit commits c again under the openings of the disclosure x of an
-// earlier call: the commitment is that call's if and only if the
+// recommit minimizes c again under the openings of the disclosure x of
+// an earlier call: the commitment is that call's if and only if the
 // arguments are the same. An error means they are not (a field the
-// earlier call did not have).
-func (g *Gateway) recommit(c *call, x *commit.Disclosure) error {
-	min, err := c.gt.decl.Minimize(c.args, g.minimizeOptions(x))
-	if err != nil {
-		return err
-	}
-	c.min = min
-	return nil
+// earlier call did not have). The result is only for presenting that
+// commitment to the approval it opened: a call that asks the ledger
+// anew keeps its own fresh openings.
+func (g *Gateway) recommit(c *call, x *commit.Disclosure) (declare.Result, error) {
+	return c.gt.decl.Minimize(c.args, g.minimizeOptions(x))
 }
 
 func rawJSON(b []byte) json.RawMessage { return b }

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/mcpgate"
@@ -57,6 +58,12 @@ import (
 //
 // With LEDGER_MCP_CPUPROFILE=FILE set, the gateway writes its CPU profile
 // to FILE when it stops (the last parent run's).
+//
+// The gateway commits with its default, the hiding commitment, writing
+// each call's disclosure (synced) to a directory beside its config;
+// LEDGER_MCP_BENCH_COMMITMENT=v1 makes it commit with version 1 instead,
+// and ledgerd-decide minimizes the same way (docs/performance.md "Hiding
+// commitment through the gateway" alternates the two).
 func BenchmarkGatewayCall(b *testing.B) {
 	if testing.Short() {
 		b.Skip("starts ledgerd and the gateway")
@@ -68,6 +75,14 @@ func BenchmarkGatewayCall(b *testing.B) {
 	catalog, policies := echoCatalog(b, toolPins(b, up.URL))
 	l := startLedgerWith(b, catalog, policies, nil)
 	cfg, token := writeGatewayConfig(b, l, catalog, map[string]any{"bench": map[string]any{"url": up.URL}}, nil)
+	v1 := benchV1(b)
+	if v1 {
+		editConfig(b, cfg, func(m map[string]any) {
+			m["commitment"] = "v1"
+			delete(m, "disclosures")
+		})
+	}
+	b.Logf("commitment: v1 %v", v1)
 	g := startGateway(b, cfg, token)
 	b.Cleanup(func() { g.stop(b); l.stop(b) })
 	b.Logf("upstream %s, ledgerd %s (pid %d), gateway %s (pid %d)", up.URL, l.url, l.cmd.Process.Pid, g.url, g.cmd.Process.Pid)
@@ -93,6 +108,19 @@ func BenchmarkGatewayCall(b *testing.B) {
 		b.Run("proto="+version+"/gateway-parallel", func(b *testing.B) {
 			measureParallel(b, agent, "bench.echo", g, l)
 		})
+	}
+}
+
+// benchV1 says whether LEDGER_MCP_BENCH_COMMITMENT asks for version 1.
+func benchV1(b testing.TB) bool {
+	switch v := os.Getenv("LEDGER_MCP_BENCH_COMMITMENT"); v {
+	case "", "hiding":
+		return false
+	case "v1":
+		return true
+	default:
+		b.Fatalf("LEDGER_MCP_BENCH_COMMITMENT=%q: want hiding or v1", v)
+		return false
 	}
 }
 
@@ -220,12 +248,16 @@ func measureDecide(b *testing.B, l *ledger, catalog string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var opts declare.Options
+	if !benchV1(b) {
+		opts.Openings = commit.RandomOpenings()
+	}
 	lat := make([]time.Duration, 0, b.N)
 	cpu0, appends0 := procCPU(b, l.cmd.Process.Pid), l.appends(b)
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		min, err := decl.Minimize(args, declare.Options{})
+		min, err := decl.Minimize(args, opts)
 		if err != nil {
 			b.Fatal(err)
 		}

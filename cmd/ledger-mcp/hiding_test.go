@@ -89,8 +89,9 @@ func canonicalOf(t *testing.T, args any) string {
 // appends nothing and leaves no file. A move that needs approval is
 // approved on the page and retried with the same arguments: the
 // consumption presents the request's own v2 commitment, and the retry
-// writes no file (the request's opens both entries). The export verifies
-// with ledger-verify export and approvals.
+// writes no file (the request's opens both entries). A move denied on the
+// page and asked again is a new request, under fresh openings. The export
+// verifies with ledger-verify export and approvals.
 func TestGatewayHidingCommitment(t *testing.T) {
 	t.Parallel()
 	n := startNotes(t)
@@ -149,6 +150,22 @@ func TestGatewayHidingCommitment(t *testing.T) {
 	if n.count("move_note") != 1 {
 		t.Fatalf("%d moves, want 1", n.count("move_note"))
 	}
+	// A move denied on the page: the same arguments again ask anew, under
+	// fresh openings (a new request, a new disclosure file).
+	back := map[string]any{"source": "/allowed/final.txt", "destination": "/allowed/report.txt"}
+	text, isErr = callText(t, agent, "notes.move_note", back)
+	if !isErr || !strings.Contains(text, "still pending") {
+		t.Fatalf("another move: %q", text)
+	}
+	deniedID := approvalID(t, text)
+	l.approve(t, deniedID, "deny")
+	text, isErr = callText(t, agent, "notes.move_note", back)
+	if !isErr || !strings.Contains(text, "still pending") || strings.Contains(text, deniedID) {
+		t.Fatalf("the denied move again: %q, want a new approval", text)
+	}
+	if n.count("move_note") != 1 {
+		t.Fatalf("%d moves, want 1", n.count("move_note"))
+	}
 
 	waitFor(t, "the outcomes", func() bool {
 		outcomes := 0
@@ -176,7 +193,7 @@ func TestGatewayHidingCommitment(t *testing.T) {
 			consumption = e
 		}
 	}
-	if len(writes) != 2 || len(denies) != 1 || len(requests) != 1 || consumption == nil {
+	if len(writes) != 2 || len(denies) != 1 || len(requests) != 3 || consumption == nil {
 		t.Fatalf("%d allowed, %d denied, %d needing approval, consumption %v", len(writes), len(denies), len(requests), consumption != nil)
 	}
 	for _, e := range append(append(writes, denies...), requests...) {
@@ -201,8 +218,14 @@ func TestGatewayHidingCommitment(t *testing.T) {
 	if err := x.Check(consumption.Params); err != nil {
 		t.Fatalf("the request's disclosure against the consumption: %v", err)
 	}
-	if files() != 4 {
-		t.Fatalf("%d disclosure files, want 4: one per decision recorded", files())
+	if requests[1].Params.Equal(requests[2].Params) {
+		t.Fatal("the denied move and its repetition have the same commitment")
+	}
+	for _, e := range requests[1:] {
+		readDisclosure(t, disclosures, e.Params, commit.Domain{})
+	}
+	if files() != 6 {
+		t.Fatalf("%d disclosure files, want 6: one per decision recorded", files())
 	}
 	if _, err := os.Stat(filepath.Join(disclosures, mcpgate.DisclosureFile(requests[0].Params))); err != nil {
 		t.Fatal(err)
