@@ -3,7 +3,6 @@ subset of make_payment's fields, refusals naming the field, a disclosure
 as an opening source, derived openings, the file's strict reader, and
 redaction of every printed form."""
 
-import base64
 import hashlib
 import hmac
 import io
@@ -21,8 +20,7 @@ from decisionledger import canonical
 from decisionledger.canonical import Domain, canonicalize
 from decisionledger.digest import Commitment, MalformedDigestError, params_digest
 from decisionledger.errors import DomainError
-from decisionledger.hiding import (Disclosure, DisclosureError, Opening, OpeningError, derived_openings,
-                                   hkdf_sha256, hide, random_openings)
+from decisionledger.hiding import Disclosure, DisclosureError, OpeningError, derived_openings, hkdf_sha256, hide
 
 with open(os.path.join(_paths.TESTDATA, "calls", "make_payment.json"), "rb") as _f:
     PAYMENT = _f.read()

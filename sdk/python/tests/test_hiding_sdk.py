@@ -15,7 +15,7 @@ from decisionledger.canonical import serialize
 from decisionledger.client import Denied, LedgerClient
 from decisionledger.declare import Declaration, DeclarationError
 from decisionledger.digest import Commitment, MalformedDigestError, params_digest
-from decisionledger.hiding import Disclosure, DisclosureError, derived_openings
+from decisionledger.hiding import DisclosureError, derived_openings
 from decisionledger.receipt import ReceiptError, VerifierKey, ed25519_available, parse_entry
 
 
