@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .canonical import Domain, canonicalize, canonicalize_value, object_members_raw, parse
 from .declare import Declaration, Minimized
-from .digest import digests_equal, parse_digest, MalformedDigestError
+from .digest import digests_equal, parse_digest, parse_params_digest, MalformedDigestError
 from .errors import DomainError, LedgerError
 from .preview import render
 from .receipt import (ReceiptError, VerificationUnavailable, VerifierKey, ed25519_available, entry_hash,
@@ -365,7 +365,13 @@ class LedgerClient:
     def consume(self, approval_id: str, *, action: str, principal: str, params_digest: str, params_size: int,
                 idempotency_key: str | None = None) -> Receipt:
         """POST /v1/approvals/{id}/consume with the request's terms; the
-        receipt is a verified consumption of this approval with them."""
+        receipt is a verified consumption of this approval with them.
+        params_digest is the commitment of the call approved, of either
+        version ("sha256:" or "v2:sha256:"; a retried version 2 call
+        commits again with the first call's Disclosure as its openings).
+        A malformed one raises MalformedDigestError before anything is
+        sent."""
+        parse_params_digest(params_digest)
         body, replayed = self._post(f"/v1/approvals/{approval_id}/consume",
                                     {"action": action, "principal": principal, "params_digest": params_digest,
                                      "params_size": params_size}, idempotency_key)
@@ -411,10 +417,10 @@ class LedgerClient:
 
     def mediate(self, principal: str, declaration: Declaration | DeclarationSource, raw: bytes, *,
                 action: str = "", allowlists: Mapping[str, Any] | None = None, preview: Any = None,
-                approval_timeout: float = 0.0) -> "Mediation":
+                approval_timeout: float = 0.0, hiding: bool = False, openings: Any = None) -> "Mediation":
         """One mediated call as a context manager; see Mediation."""
         return Mediation(self, principal, declaration, raw, action=action, allowlists=allowlists, preview=preview,
-                         approval_timeout=approval_timeout)
+                         approval_timeout=approval_timeout, hiding=hiding, openings=openings)
 
     # ------------------------------------------------------------ reads
 
@@ -547,11 +553,16 @@ class Mediation:
     `declaration` is the action's Declaration, or a DeclarationSource
     (catalog.py) with action= naming the action: entering then takes the
     source's declaration, and a refusal of it as stale drops it from the
-    source and raises StaleDeclarationError (nothing is retried)."""
+    source and raises StaleDeclarationError (nothing is retried).
+
+    hiding=True commits with version 2 (Declaration.minimize's hiding and
+    openings): the request and the consumption carry the "v2:sha256:"
+    commitment, and call.minimized.disclosure, which opens it, is the
+    caller's to keep (Disclosure.write) before leaving the block."""
 
     def __init__(self, client: "LedgerClient", principal: str, declaration: Declaration | DeclarationSource,
                  raw: bytes, *, action: str = "", allowlists: Mapping[str, Any] | None = None, preview: Any = None,
-                 approval_timeout: float = 0.0):
+                 approval_timeout: float = 0.0, hiding: bool = False, openings: Any = None):
         if isinstance(declaration, Declaration):
             if action and action != declaration.action:
                 raise ValueError("action: not the declaration's action")
@@ -563,6 +574,7 @@ class Mediation:
             self.declaration: Declaration | None = None  # the source's, on entering
         self.client, self.principal = client, principal
         self.raw, self.allowlists, self.preview, self.approval_timeout = raw, allowlists, preview, approval_timeout
+        self.hiding, self.openings = hiding, openings
         self.minimized: Minimized | None = None
         self.decided: Decided | None = None
         self.consumption: Receipt | None = None
@@ -574,7 +586,8 @@ class Mediation:
         if self.source is not None:
             self.declaration = self.source.get(self.action)
         decl = self.declaration
-        m = self.minimized = decl.minimize(self.raw, allowlists=self.allowlists)
+        m = self.minimized = decl.minimize(self.raw, allowlists=self.allowlists, hiding=self.hiding,
+                                           openings=self.openings)
         try:
             d = self.decided = c.decide(self.principal, decl, m, preview=self.preview)
         except LedgerHTTPError as e:
