@@ -122,7 +122,7 @@ func runParams(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				termtext.PrintLine(stdout, "refused: the candidate is outside the strict input domain: %v", err)
 			}
 		case verify.Unverifiable:
-			termtext.PrintLine(stdout, "unverifiable: entry %d carries a hiding commitment, and %s: its parameters can no longer be checked (this is not a mismatch)", index, why)
+			termtext.PrintLine(stdout, "unverifiable: entry %d carries a hiding commitment, and %s: its parameters cannot be checked without their openings (this is not a mismatch)", index, why)
 		}
 	}
 	if result != verify.Match {
