@@ -1,8 +1,9 @@
 """Version 2 through the rest of the SDK: minimization with hiding=True,
 entries whose params_digest is "v2:sha256:", and the client sending and
 checking the commitment the minimization produced. The client runs
-against an in-process signer standing in for ledgerd (ledgerd reads
-version 1 digests only until its side lands), with a test key."""
+against an in-process signer standing in for ledgerd, with a test key, so
+that answers can be tampered with; test_ledgerd_hiding.py runs the same
+flows against a real ledgerd."""
 
 import hashlib
 import json
