@@ -10,10 +10,13 @@ import json
 import os
 import shutil
 import tempfile
+import threading
+import time
 import unittest
 
 from _ledgerd import Ledgerd, binary_or_skip
-from decisionledger.client import LedgerClient, LedgerHTTPError
+from decisionledger.canonical import canonicalize_value
+from decisionledger.client import Denied, LedgerClient, LedgerHTTPError, mediated
 from decisionledger.digest import Commitment
 from decisionledger.hiding import Disclosure, DisclosureError
 from decisionledger.receipt import ed25519_available
@@ -130,6 +133,89 @@ class HidingAgainstLedgerd(unittest.TestCase):
         first.check(_commitment(self.client.entry(c.index)))
         self.client.outcome(opened.id, c.index, "succeeded", "op-hiding-2")
         self.assertEqual(self.client.approval(opened.id).state, "consumed")
+
+    def _entries_with(self, digest):
+        # Every entry the log holds whose params_digest is digest, read
+        # one index at a time until the log has no more.
+        found, i = [], 0
+        while True:
+            try:
+                e = self.client.entry(i)
+            except LedgerHTTPError as err:
+                self.assertEqual(err.status, 404)
+                return found
+            if e.get("params_digest") == digest:
+                found.append(e)
+            i += 1
+
+    def test_mediated_decorator_hands_over_each_disclosure(self):
+        kept, calls = [], []
+
+        @mediated("make_payment", client=self.client, principal=PRINCIPAL, allowlists=PAYEES, hiding=True,
+                  on_disclosure=kept.append, approval_timeout=60)
+        def make_payment(amount_minor, currency, payee, memo=""):
+            calls.append(amount_minor)
+            return "paid"
+
+        self.assertEqual(make_payment(1500, "EUR", "acct-100", memo="decorated, hidden"), "paid")
+        self.assertEqual(len(kept), 1)
+        self.assertEqual(kept[0].params(), canonicalize_value(
+            {"amount_minor": 1500, "currency": "EUR", "memo": "decorated, hidden", "payee": "acct-100"}))
+        [e] = self._entries_with(kept[0].commitment.digest)
+        self.assertTrue(e["params_digest"].startswith("v2:sha256:"))
+        self.assertEqual(e["kind"], "decision")
+        kept[0].check(_commitment(e))
+
+        # A denied call's disclosure was handed over before the decision.
+        with self.assertRaises(Denied) as cm:
+            make_payment(1500, "EUR", "acct-999", memo="decorated, denied")
+        self.assertEqual(len(kept), 2)
+        kept[1].check(_commitment(cm.exception.decided.receipt.entry))
+
+        # Through an approval: the consumption carries the request's commitment.
+        approver = threading.Thread(target=self._approve_when_kept, args=(kept, 3))
+        approver.start()
+        try:
+            self.assertEqual(make_payment(1250000, "EUR", "acct-100", memo="decorated, approved"), "paid")
+        finally:
+            approver.join(timeout=60)
+        self.assertEqual(len(kept), 3)
+        entries = self._entries_with(kept[2].commitment.digest)
+        self.assertEqual([e["kind"] for e in entries], ["decision", "consumption"])
+        for e in entries:
+            kept[2].check(_commitment(e))
+        self.assertEqual(calls, [1500, 1250000])
+
+    def test_mediated_decorator_records_nothing_when_the_disclosure_is_not_kept(self):
+        given, calls = [], []
+
+        def full_disk(x):
+            given.append(x)
+            raise OSError("no space left on the disclosure volume")
+
+        @mediated("make_payment", client=self.client, principal=PRINCIPAL, allowlists=PAYEES, hiding=True,
+                  on_disclosure=full_disk)
+        def make_payment(amount_minor, currency, payee, memo=""):
+            calls.append(amount_minor)
+
+        with self.assertRaises(OSError):
+            make_payment(1500, "EUR", "acct-100", memo="decorated, not kept")
+        self.assertEqual((len(given), calls), (1, []))
+        self.assertEqual(self._entries_with(given[0].commitment.digest), [])
+
+    def _approve_when_kept(self, kept, n):
+        # Once the decorator has handed over its n-th disclosure, find the
+        # pending approval on that commitment on the approver's page and
+        # approve it.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if len(kept) >= n:
+                digest = kept[n - 1].commitment.digest
+                for approval_id in self.ledgerd.pending():
+                    if self.client.approval(approval_id).params_digest == digest:
+                        self.ledgerd.approve(approval_id)
+                        return
+            time.sleep(0.2)
 
 
 if __name__ == "__main__":
