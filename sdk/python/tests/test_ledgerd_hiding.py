@@ -58,7 +58,8 @@ class HidingAgainstLedgerd(unittest.TestCase):
                          (m.params.digest, m.params.size))
         # The entry as the log serves it, read strictly and verified by the SDK.
         e = self.client.entry(d.receipt.index)
-        self.assertEqual((e["kind"], e["params_digest"], e["params_size"]), ("decision", m.params.digest, m.params.size))
+        self.assertEqual((e["kind"], e["params_digest"], e["params_size"]),
+                         ("decision", m.params.digest, m.params.size))
         m.disclosure.check(_commitment(e))
         m.disclosure.only(["amount_minor"]).check(_commitment(e))
         # The file a workload keeps opens it too, after a round trip.
