@@ -1,8 +1,9 @@
 """Version 2 through the rest of the SDK: minimization with hiding=True,
 entries whose params_digest is "v2:sha256:", and the client sending and
 checking the commitment the minimization produced. The client runs
-against an in-process signer standing in for ledgerd (ledgerd reads
-version 1 digests only until its side lands), with a test key."""
+against an in-process signer standing in for ledgerd, with a test key, so
+that answers can be tampered with; test_ledgerd_hiding.py runs the same
+flows against a real ledgerd."""
 
 import hashlib
 import json
@@ -12,7 +13,7 @@ import unittest
 import _corpus
 import _paths
 from decisionledger.canonical import serialize
-from decisionledger.client import Denied, LedgerClient
+from decisionledger.client import Denied, LedgerClient, mediated
 from decisionledger.declare import Declaration, DeclarationError
 from decisionledger.digest import Commitment, MalformedDigestError, params_digest
 from decisionledger.hiding import DisclosureError, derived_openings
@@ -247,6 +248,35 @@ class ClientSendsTheCommitment(unittest.TestCase):
         e = cm.exception.decided.receipt.entry
         med.minimized.disclosure.check(Commitment.parse(e["params_digest"], e["params_size"]))
         self.assertNotIn("payee-0001", json.dumps(sent))
+
+    def test_mediate_hands_over_the_disclosure_before_sending(self):
+        s = _Signer(decision="deny")
+        given = []
+
+        def refuse(x):
+            given.append(x)
+            raise OSError("the disclosure could not be kept")
+
+        med = self.client(s).mediate("agent:accounts-7", DECL, PAYMENT, allowlists=PAYEES, hiding=True,
+                                     on_disclosure=refuse)
+        with self.assertRaises(OSError):
+            med.__enter__()
+        self.assertEqual((len(given), s.sent), (1, []))
+        self.assertIs(given[0], med.minimized.disclosure)
+
+
+class DisclosureCallbackArguments(unittest.TestCase):
+    def test_mediated_needs_on_disclosure_with_hiding(self):
+        c = LedgerClient("http://127.0.0.1:9", "token-not-used",
+                         "ledger.example.com/log+cf212548+AZH4G75SSYwtzGM4N1oZem1E5CKzRLXWu82UBy0tGPhx")
+        with self.assertRaises(TypeError) as cm:
+            mediated("make_payment", client=c, principal="agent:accounts-7", hiding=True)
+        self.assertIn("on_disclosure", str(cm.exception))
+        with self.assertRaises(ValueError):
+            mediated("make_payment", client=c, principal="agent:accounts-7", on_disclosure=print)
+        with self.assertRaises(ValueError):
+            c.mediate("agent:accounts-7", DECL, PAYMENT, on_disclosure=print)
+        mediated("make_payment", client=c, principal="agent:accounts-7", hiding=True, on_disclosure=print)
 
 
 if __name__ == "__main__":
