@@ -54,6 +54,7 @@ export {
   type FloorMap,
   type MinimizeOptions,
   type MinimizeResult,
+  type HidingMinimizeResult,
   isFieldName,
   isActionName,
   isActionPart,

@@ -268,3 +268,52 @@ test("parameter digests of either version: spelled exactly, compared as whole st
   assert.equal(paramsDigestEqual("sha256:" + h, "sha256:" + h), true);
   assert.equal(paramsDigest("{}").hiding, false);
 });
+
+interface MinimizeCase {
+  name: string;
+  declaration: unknown;
+  params_base64: string;
+  allowlists?: Record<string, string[]>;
+  expect: { attributes_base64?: string; tiers_digest?: string; refusal?: { code: string; pointer: string } };
+}
+
+test("minimize with commitment version 2: every minimize.json case gives version 1's attributes or refusal, and a disclosure opening its commitment", () => {
+  const cases = corpus<MinimizeCase>("minimize");
+  let committed = 0;
+  let refused = 0;
+  for (const c of cases) {
+    const raw = b64(c.params_base64);
+    const opts = c.allowlists === undefined ? {} : { allowlists: c.allowlists };
+    if (c.expect.refusal !== undefined) {
+      assert.throws(
+        () => Declaration.parse(JSON.stringify(c.declaration)).minimize(raw, { ...opts, commitmentVersion: 2 }),
+        (e: unknown) => e instanceof DeclarationError && e.code === c.expect.refusal!.code && e.pointer === c.expect.refusal!.pointer,
+        c.name,
+      );
+      refused++;
+      continue;
+    }
+    const r = Declaration.parse(JSON.stringify(c.declaration)).minimize(raw, { ...opts, commitmentVersion: 2 });
+    assert.equal(r.attributes.toString("base64"), c.expect.attributes_base64, c.name);
+    assert.equal(r.tiersDigest, c.expect.tiers_digest, c.name);
+    assert.match(r.params.digest, /^v2:sha256:[0-9a-f]{64}$/, c.name);
+    r.disclosure.check(r.params);
+    assert.deepEqual(r.disclosure.params(), canonicalize(raw), c.name);
+    committed++;
+  }
+  assert.ok(committed > 0 && refused > 0 && committed + refused === cases.length, `${committed} committed, ${refused} refused`);
+
+  const d = Declaration.parse(repoFile("testdata/declarations/make_payment.json"));
+  const allowlists = { payees: ["payee-0001"] };
+  const v1 = d.minimize(payment, { allowlists });
+  assert.equal(v1.params.hiding, false, "version 1 stays the default");
+  assert.ok(!("disclosure" in v1));
+  const v2 = d.minimize(payment, { allowlists, commitmentVersion: 2 });
+  assert.deepEqual(v2.attributes, v1.attributes);
+  // The retried call, re-committed with the first call's disclosure.
+  const retried = d.minimize(payment, { allowlists, commitmentVersion: 2, openings: v2.disclosure });
+  assert.equal(retried.params.digest, v2.params.digest);
+  const derived = d.minimize(payment, { allowlists, commitmentVersion: 2, openings: derivedOpenings(Buffer.alloc(32, 1), "call-1") });
+  assert.equal(derived.params.digest, hide(payment, derivedOpenings(Buffer.alloc(32, 1), "call-1")).commitment.digest);
+  assert.throws(() => d.minimize(payment, { allowlists, openings: v2.disclosure }), (e: unknown) => e instanceof LedgerError && e.code === "bad_options");
+});
