@@ -137,7 +137,7 @@ func (c *Client) ConsumeIdempotent(ctx context.Context, idempotencyKey string, i
 		return nil, err
 	}
 	body, err := json.Marshal(map[string]any{
-		"action": t.Action, "principal": t.Principal, "params_digest": t.Params.Digest, "params_size": t.Params.Size,
+		"action": t.Action, "principal": t.Principal, "params_digest": t.Params.DigestText(), "params_size": t.Params.Size,
 	})
 	if err != nil {
 		return nil, err
@@ -319,7 +319,7 @@ func (c *Client) Approval(ctx context.Context, id commit.Digest) (*ApprovalState
 		Mediator          string        `json:"mediator"`
 		Principal         string        `json:"principal"`
 		Action            string        `json:"action"`
-		ParamsDigest      commit.Digest `json:"params_digest"`
+		ParamsDigest      string        `json:"params_digest"`
 		ParamsSize        int           `json:"params_size"`
 		State             State         `json:"state"`
 		PendingDeadline   time.Time     `json:"pending_deadline"`
@@ -337,6 +337,10 @@ func (c *Client) Approval(ctx context.Context, id commit.Digest) (*ApprovalState
 	if a.ID != id {
 		return nil, fmt.Errorf("%w: asked for approval %s, got %s", ErrUnverified, id, a.ID)
 	}
+	digest, hiding, err := commit.ParseParamsDigest(a.ParamsDigest)
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed approval: params_digest: %w", ErrUnverified, err)
+	}
 	switch a.State {
 	case StatePending, StateApproved, StateDenied, StateExpired, StateConsumed:
 	default:
@@ -345,7 +349,7 @@ func (c *Client) Approval(ctx context.Context, id commit.Digest) (*ApprovalState
 	return &ApprovalState{
 		ID: a.ID, Request: a.Request, RequestTime: a.RequestTime,
 		Mediator: a.Mediator, Principal: a.Principal, Action: a.Action,
-		Params: commit.Commitment{Digest: a.ParamsDigest, Size: a.ParamsSize},
+		Params: commit.Commitment{Digest: digest, Size: a.ParamsSize, Hiding: hiding},
 		State:  a.State, PendingDeadline: a.PendingDeadline,
 		Verdict: a.Verdict, VerdictIndex: a.VerdictIndex, Approver: a.Approver,
 		ExecutionDeadline: a.ExecutionDeadline, Consumption: a.Consumption,

@@ -255,7 +255,7 @@ func (c *Client) AppendIdempotent(ctx context.Context, idempotencyKey string, d 
 	}
 	req := map[string]any{
 		"principal": d.Principal, "action": d.Action, "decision": d.Decision,
-		"policies": nonNil(d.Policies), "params_digest": d.Params.Digest, "params_size": d.Params.Size,
+		"policies": nonNil(d.Policies), "params_digest": d.Params.DigestText(), "params_size": d.Params.Size,
 		"tiers_digest": d.Tiers, "attributes": d.Attributes,
 	}
 	if shown != nil {
@@ -395,7 +395,7 @@ func (c *Client) DecideIdempotent(ctx context.Context, idempotencyKey string, d 
 		return nil, err
 	}
 	req := map[string]any{
-		"principal": d.Principal, "action": d.Action, "params_digest": d.Params.Digest, "params_size": d.Params.Size,
+		"principal": d.Principal, "action": d.Action, "params_digest": d.Params.DigestText(), "params_size": d.Params.Size,
 		"tiers_digest": d.Tiers, "attributes": d.Attributes,
 	}
 	if shown != nil {

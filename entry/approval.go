@@ -231,7 +231,9 @@ func (e *Entry) appendMembers(b []byte, names []string, version int, withSignatu
 		case "origin":
 			str(e.Origin)
 		case "params_digest":
-			digest(e.Params.Digest)
+			b = append(b, '"')
+			b = e.Params.AppendDigestText(b)
+			b = append(b, '"')
 		case "params_size":
 			b = strconv.AppendInt(b, int64(e.Params.Size), 10)
 		case "pending_ttl_ms":
@@ -307,7 +309,7 @@ func (d *decoder) decodeV4(e *Entry) {
 		e.Principal = d.string("principal")
 	}
 	if has("params_digest") {
-		e.Params.Digest = d.digest("params_digest")
+		e.Params.Digest, e.Params.Hiding = d.paramsDigest("params_digest")
 		e.Params.Size = int(d.uint("params_size"))
 	}
 	for _, ttl := range []struct {

@@ -185,7 +185,7 @@ func parseStrict(b []byte) (*Entry, error) {
 				d.fail("definition_digest", "all zeros: a version 2 or 3 entry names a definition")
 			}
 		}
-		e.Params.Digest = d.digest("params_digest")
+		e.Params.Digest, e.Params.Hiding = d.paramsDigest("params_digest")
 		e.Params.Size = int(d.uint("params_size"))
 		if raw := members["attributes"]; len(raw) > 0 && raw[0] == '{' {
 			e.Attributes = bytes.Clone(raw)
@@ -259,6 +259,20 @@ func (d *decoder) digest(field string) commit.Digest {
 		d.fail(field, "not a digest (sha256:<64 lower-case hex digits>)")
 	}
 	return v
+}
+
+// paramsDigest reads a parameter digest of either commitment version
+// (docs/commitment.md §6).
+func (d *decoder) paramsDigest(field string) (commit.Digest, bool) {
+	s := d.string(field)
+	if d.err != nil {
+		return commit.Digest{}, false
+	}
+	v, hiding, err := commit.ParseParamsDigest(s)
+	if err != nil {
+		d.fail(field, "not a parameter digest (sha256:<64 lower-case hex digits>, or v2:sha256:<64 lower-case hex digits>)")
+	}
+	return v, hiding
 }
 
 func (d *decoder) time(field string) time.Time {

@@ -441,8 +441,9 @@ func (e *Entry) appendJSON(b []byte, withSignature bool, at *chainAt) ([]byte, e
 	b = append(b, `,"origin":`...)
 	str("origin", e.Origin, true)
 	if decision {
-		digest("params_digest", e.Params.Digest)
-		b = append(b, `,"params_size":`...)
+		b = append(b, `,"params_digest":"`...)
+		b = e.Params.AppendDigestText(b)
+		b = append(b, `","params_size":`...)
 		b = strconv.AppendInt(b, int64(e.Params.Size), 10)
 		ids("policies", e.Policies)
 		if e.Kind == KindDecision {

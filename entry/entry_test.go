@@ -98,6 +98,28 @@ func sampleEntry(t testing.TB) (*Entry, ed25519.PrivateKey) {
 
 func TestRoundTrip(t *testing.T) {
 	e, priv := sampleEntry(t)
+	testRoundTrip(t, e, priv)
+	// A version 2 (hiding) commitment says so in its digest's spelling,
+	// and both parsers keep it.
+	c, _, err := commit.Hide([]byte(`{"to":"a@example.com","subject":"hello"}`), commit.RandomOpenings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Params = c
+	if _, err := e.Sign(e.KeyID, func(m []byte) []byte { return ed25519.Sign(priv, m) }); err != nil {
+		t.Fatal(err)
+	}
+	b := testRoundTrip(t, e, priv)
+	if !bytes.Contains(b, []byte(`"params_digest":"v2:sha256:`)) {
+		t.Errorf("a hiding commitment encoded as %s", b)
+	}
+	if fast, _ := parseFast(b, nil); fast == nil || !fast.Params.Equal(c) {
+		t.Errorf("parseFast: %+v, want params %+v", fast, c)
+	}
+}
+
+func testRoundTrip(t *testing.T, e *Entry, priv ed25519.PrivateKey) []byte {
+	t.Helper()
 	b, err := e.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +135,7 @@ func TestRoundTrip(t *testing.T) {
 	if !bytes.Equal(b, b2) {
 		t.Errorf("round trip changed bytes")
 	}
+	return b
 }
 
 // Every byte of the signed message is covered: changing any field breaks
@@ -132,6 +155,7 @@ func TestSignatureCoversEveryField(t *testing.T) {
 		"no-policy":  func(e *Entry) { e.Policies = nil },
 		"params":     func(e *Entry) { e.Params.Digest[5] ^= 1 },
 		"size":       func(e *Entry) { e.Params.Size++ },
+		"hiding":     func(e *Entry) { e.Params.Hiding = !e.Params.Hiding },
 		"tiers":      func(e *Entry) { e.Tiers[31] ^= 1 },
 		"attributes": func(e *Entry) { e.Attributes = []byte(`{"recipient_domain":"example.org"}`) },
 		"prev":       func(e *Entry) { e.Prev[0] ^= 1 },

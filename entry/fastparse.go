@@ -146,6 +146,10 @@ func parseFast(b, buf []byte) (*Entry, []byte) {
 		case "origin":
 			e.Origin, ok = fastString(v)
 		case "params_digest":
+			if len(v) > 4 && string(v[:4]) == `"v2:` {
+				e.Params.Hiding = true
+				v = append([]byte{'"'}, v[4:]...)
+			}
 			e.Params.Digest, ok = fastDigest(v)
 		case "params_size":
 			var size uint64

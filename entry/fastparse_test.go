@@ -45,6 +45,9 @@ func validEncodings(t testing.TB) [][]byte {
 	quoted := *e
 	quoted.Principal = `agent "q" \ 2`
 	add(&quoted, priv)
+	hiding := *e
+	hiding.Params.Hiding = true
+	add(&hiding, priv)
 	add(ledgerDecision(t))
 	d, priv := ledgerDecision(t)
 	d.Decision, d.Policies, d.PolicyErrors = Deny, []string{"p1", "p2"}, []string{"p2"}

@@ -527,7 +527,7 @@ func (s *approvals) check(e *entry.Entry, rebuild bool) (func(hash commit.Digest
 			return nil, refuse(CodeMismatch, codeTermPrincipal)
 		case e.Mediator != a.mediator.Value():
 			return nil, refuse(CodeMismatch, codeTermMediator)
-		case e.Params.Digest != a.params.Digest:
+		case e.Params.Digest != a.params.Digest || e.Params.Hiding != a.params.Hiding:
 			return nil, refuse(CodeDigestMismatch, codeTermParamsDigest)
 		case e.Params.Size != a.params.Size:
 			return nil, refuse(CodeDigestMismatch, codeTermParamsSize)

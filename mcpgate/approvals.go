@@ -88,7 +88,7 @@ func newApprovals(cfg *Config) (*approvals, error) {
 // pendingKey names a call's terms: a repeated call with the same terms
 // may consume the approval the first one opened.
 func pendingKey(c *call) string {
-	return c.principal + "\x00" + c.tool + "\x00" + c.min.Params.Digest.String() + fmt.Sprintf("\x00%d", c.min.Params.Size)
+	return c.principal + "\x00" + c.tool + "\x00" + c.min.Params.DigestText() + fmt.Sprintf("\x00%d", c.min.Params.Size)
 }
 
 // pageURL is where a person decides the approval.
@@ -125,7 +125,7 @@ func (a *approvals) seal(c *call, id commit.Digest, deadline time.Time) string {
 	nonce := make([]byte, 16)
 	rand.Read(nonce)
 	payload, _ := json.Marshal(requestState{Version: 1, Principal: c.principal, Tool: c.tool,
-		Digest: c.min.Params.Digest.String(), Size: int64(c.min.Params.Size), Approval: id.String(),
+		Digest: c.min.Params.DigestText(), Size: int64(c.min.Params.Size), Approval: id.String(),
 		Deadline: deadline.UnixMilli(), Nonce: hex.EncodeToString(nonce)})
 	enc := base64.RawURLEncoding
 	return enc.EncodeToString(payload) + "." + enc.EncodeToString(a.mac(payload))
@@ -155,7 +155,7 @@ func (a *approvals) open(state string, c *call, now time.Time) (commit.Digest, e
 		return commit.Digest{}, errState("the request state was made for another principal")
 	case s.Tool != c.tool:
 		return commit.Digest{}, errState("the request state was made for another tool")
-	case s.Digest != c.min.Params.Digest.String() || s.Size != int64(c.min.Params.Size):
+	case s.Digest != c.min.Params.DigestText() || s.Size != int64(c.min.Params.Size):
 		return commit.Digest{}, errState("the arguments differ from those the approval was requested for")
 	case now.UnixMilli() >= s.Deadline:
 		return commit.Digest{}, errState("the request state has expired")

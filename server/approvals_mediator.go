@@ -277,7 +277,7 @@ func (s *Server) consumeApproval(w http.ResponseWriter, r *http.Request, mediato
 	}
 	rec.Action, rec.Principal = action, principal
 	var err error
-	if rec.Params.Digest, err = commit.ParseDigest(digest); err != nil {
+	if rec.Params.Digest, rec.Params.Hiding, err = commit.ParseParamsDigest(digest); err != nil {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
 		return
 	}

@@ -1033,3 +1033,39 @@ func checkedBody(t *testing.T, a *apitest.AnswerChecker, s *testServer, want int
 	a.Check(req, resp, b)
 	return b
 }
+
+// An approval opened on a hiding (version 2) commitment binds to it: the
+// consumption must present the same commitment, which a mediator gets by
+// committing again with the first call's openings. Fresh openings, the
+// version 1 digest of the same parameters, or the same hex spelled as
+// version 1 are each refused as a digest mismatch; the receipts and the
+// status carry the v2: spelling.
+func TestConsumeHidingCommitment(t *testing.T) {
+	s := startMedServer(t, nil)
+	params := `{"amount_minor":250000,"payee":"billing@example.com"}`
+	_, first, err := commit.Hide([]byte(params), commit.RandomOpenings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := apitest.MedRequest{Principal: "agent-1", Action: "make_payment", Params: params, Openings: first}
+	s.clock.set(medT0.Add(time.Second))
+	id := s.open(t, q, "")
+	s.verdict(t, id, entry.Approve)
+	c := q.Commitment()
+	if v := s.status(t, id); v.ParamsDigest != c.DigestText() || !strings.HasPrefix(v.ParamsDigest, "v2:sha256:") || v.ParamsSize != c.Size {
+		t.Fatalf("the status of a hiding approval: %+v, want %s", v, c.DigestText())
+	}
+	fresh := apitest.MedRequest{Principal: q.Principal, Action: q.Action, Params: params, Openings: commit.RandomOpenings()}
+	bare := apitest.MedRequest{Principal: q.Principal, Action: q.Action, Params: params}
+	for _, tc := range []struct{ what, body string }{
+		{"the same parameters under fresh openings", fresh.ConsumeBody()},
+		{"the version 1 digest of the same parameters", bare.ConsumeBody()},
+		{"the same hex spelled as version 1", strings.Replace(q.ConsumeBody(), `"v2:sha256:`, `"sha256:`, 1)},
+	} {
+		wantRefusal(t, tc.what, s.consume(t, s.token, id, tc.body), 409, "approval_digest_mismatch", "params_digest")
+	}
+	a := s.consume(t, s.token, id, q.ConsumeBody())
+	if a.status != http.StatusCreated || !bytes.Contains(a.body, []byte(`"params_digest":"`+c.DigestText()+`"`)) {
+		t.Fatalf("consume with the first call's openings: %d %s", a.status, a.body)
+	}
+}

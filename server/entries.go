@@ -108,7 +108,7 @@ func (s *Server) readRecord(w http.ResponseWriter, r *http.Request, mediator str
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	}
 	var err error
-	if rec.Params.Digest, err = commit.ParseDigest(req.ParamsDigest); err != nil {
+	if rec.Params.Digest, rec.Params.Hiding, err = commit.ParseParamsDigest(req.ParamsDigest); err != nil {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
 		return intake{}, false
 	}

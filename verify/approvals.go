@@ -577,7 +577,7 @@ func (a *auditor) consumption(e *entry.Entry) {
 			member    string
 			different bool
 		}{
-			{RuleDigestMismatch, "params_digest", e.Params.Digest != st.params.Digest},
+			{RuleDigestMismatch, "params_digest", e.Params.Digest != st.params.Digest || e.Params.Hiding != st.params.Hiding},
 			{RuleDigestMismatch, "params_size", e.Params.Size != st.params.Size},
 			{RuleMismatch, "action", e.Action != st.action},
 			{RuleMismatch, "principal", e.Principal != st.principal},

@@ -72,7 +72,7 @@ func runProof(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return reportFailures(stdout, stderr, err, *jsonOut)
 	}
 	out := map[string]any{"result": "verified", "index": e.Index, "origin": cp.Origin, "tree_size": cp.Size,
-		"action": e.Action, "decision": e.Decision, "params_digest": e.Params.Digest}
+		"action": e.Action, "decision": e.Decision, "params_digest": e.Params.DigestText()}
 	status := exitOK
 	var paramsLine string
 	if candidate != nil {

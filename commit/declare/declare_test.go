@@ -1,7 +1,9 @@
 package declare
 
 import (
+	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -234,5 +236,46 @@ func TestRefusedAtFirstFieldInOrder(t *testing.T) {
 		if !errors.As(err, &de) || de.Pointer != "/fields/b/tier" {
 			t.Fatalf("refused at %v, want /fields/b/tier", err)
 		}
+	}
+}
+
+// With openings, Minimize commits with the hiding commitment and returns
+// the disclosure that opens it; the attributes and tiers digest are those
+// of version 1, and a retry committed with the disclosure gets the same
+// commitment.
+func TestMinimizeHiding(t *testing.T) {
+	file, err := os.ReadFile("../../testdata/declarations/make_payment.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../testdata/calls/make_payment.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := d.Minimize(raw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := d.Minimize(raw, Options{Openings: commit.RandomOpenings()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v2.Params.Hiding || v2.Disclosure == nil || v2.Disclosure.Check(v2.Params) != nil || v1.Disclosure != nil {
+		t.Fatalf("version 2: %+v", v2)
+	}
+	if !bytes.Equal(v1.Attributes, v2.Attributes) || v1.Tiers != v2.Tiers {
+		t.Errorf("attributes or tiers differ between versions")
+	}
+	again, err := d.Minimize(raw, Options{Openings: v2.Disclosure})
+	if err != nil || !again.Params.Equal(v2.Params) {
+		t.Errorf("committed again with the disclosure: %v %+v", err, again.Params)
+	}
+	var e *Error
+	if _, err := d.Minimize([]byte(`{"payee":"p","amount_minor":1,"currency":"EUR","memo":"m","extra":1}`), Options{Openings: v2.Disclosure}); !errors.As(err, &e) || e.Code != CodeOpeningMissing {
+		t.Errorf("a field the disclosure lacks: %v", err)
 	}
 }

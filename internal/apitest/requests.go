@@ -56,7 +56,7 @@ func Record(t testing.TB, body string) ledger.Record {
 		n, _ := v.Integer()
 		rec.Params.Size = int(n)
 	}
-	rec.Params.Digest, _ = commit.ParseDigest(text("params_digest"))
+	rec.Params.Digest, rec.Params.Hiding, _ = commit.ParseParamsDigest(text("params_digest"))
 	rec.Tiers, _ = commit.ParseDigest(text("tiers_digest"))
 	return rec
 }
@@ -141,7 +141,7 @@ func AppendRequestBody(action string, res declare.Result, attributes string) str
 	}
 	return fmt.Sprintf(`{"principal":"agent-1","action":%q,"decision":"allow","policies":["p.one"],`+
 		`"params_digest":"%s","params_size":%d,"tiers_digest":"%s","attributes":%s}`,
-		action, res.Params.Digest, res.Params.Size, res.Tiers, attributes)
+		action, res.Params.DigestText(), res.Params.Size, res.Tiers, attributes)
 }
 
 // CopyPolicies copies the reference policy set into a new directory, for
@@ -191,7 +191,7 @@ func DecideBody(t testing.TB, c referencecalls.Call) string {
 // minimized in res.
 func DecideRequestBody(principal, action string, res declare.Result) string {
 	return fmt.Sprintf(`{"principal":%q,"action":%q,"params_digest":"%s","params_size":%d,"tiers_digest":"%s","attributes":%s}`,
-		principal, action, res.Params.Digest, res.Params.Size, res.Tiers, res.Attributes)
+		principal, action, res.Params.DigestText(), res.Params.Size, res.Tiers, res.Attributes)
 }
 
 // Payment is the reference call of a small payment to a known payee:
@@ -242,10 +242,21 @@ func DecideOn(t testing.TB, url, token, body string, headers ...string) (int, De
 type MedRequest struct {
 	Principal, Action string
 	Params            string
+	// Openings, if set, make the commitment a hiding one (version 2)
+	// under these openings; a *commit.Disclosure of an earlier call
+	// commits again as that call did.
+	Openings commit.OpeningSource
 }
 
 // Commitment is q's parameter commitment.
 func (q MedRequest) Commitment() commit.Commitment {
+	if q.Openings != nil {
+		c, _, err := commit.Hide([]byte(q.Params), q.Openings)
+		if err != nil {
+			panic(err)
+		}
+		return c
+	}
 	c, err := commit.Params([]byte(q.Params))
 	if err != nil {
 		panic(err)
@@ -255,7 +266,7 @@ func (q MedRequest) Commitment() commit.Commitment {
 
 // PayRequest is a payment of amount to an example.com payee by agent-1.
 func PayRequest(amount int) MedRequest {
-	return MedRequest{"agent-1", "make_payment", fmt.Sprintf(`{"amount_minor":%d,"payee":"billing@example.com"}`, amount)}
+	return MedRequest{Principal: "agent-1", Action: "make_payment", Params: fmt.Sprintf(`{"amount_minor":%d,"payee":"billing@example.com"}`, amount)}
 }
 
 // AppendBody is q's append with decision and, if not empty, preview.
@@ -263,7 +274,7 @@ func (q MedRequest) AppendBody(decision, preview string) string {
 	c := q.Commitment()
 	tiers := commit.Digest(sha256.Sum256([]byte("tiers")))
 	b := fmt.Sprintf(`{"principal":%q,"action":%q,"decision":%q,"policies":["payments.approval"],"params_digest":"%s","params_size":%d,"tiers_digest":"%s","attributes":{"amount_minor":1}`,
-		q.Principal, q.Action, decision, c.Digest, c.Size, tiers)
+		q.Principal, q.Action, decision, c.DigestText(), c.Size, tiers)
 	if preview != "" {
 		b += `,"preview":` + preview
 	}
@@ -273,7 +284,7 @@ func (q MedRequest) AppendBody(decision, preview string) string {
 // ConsumeBody is the consume request of q's terms.
 func (q MedRequest) ConsumeBody() string {
 	c := q.Commitment()
-	return fmt.Sprintf(`{"action":%q,"principal":%q,"params_digest":"%s","params_size":%d}`, q.Action, q.Principal, c.Digest, c.Size)
+	return fmt.Sprintf(`{"action":%q,"principal":%q,"params_digest":"%s","params_size":%d}`, q.Action, q.Principal, c.DigestText(), c.Size)
 }
 
 // Opened is the answer of a needs_approval append or decide.

@@ -383,4 +383,3 @@ func TestHidingCorpusReader(t *testing.T) {
 	}
 	t.Logf("%d hiding cases", len(cases))
 }
-

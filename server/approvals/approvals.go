@@ -184,7 +184,7 @@ func DefaultPreview(e *entry.Entry) (preview.Preview, error) {
 	}{
 		Note:   "The mediator sent no preview: these are the terms the ledger recorded for the request.",
 		Action: e.Action, Principal: e.Principal, Mediator: e.Mediator, Attributes: attrs,
-		ParamsDigest: e.Params.Digest.String(), ParamsSize: e.Params.Size, Policies: nonNil(e.Policies),
+		ParamsDigest: e.Params.DigestText(), ParamsSize: e.Params.Size, Policies: nonNil(e.Policies),
 	})
 	if err != nil {
 		return preview.Preview{}, err
@@ -287,7 +287,7 @@ func NewStatusView(st ledger.ApprovalStatus, now time.Time) StatusView {
 	v := StatusView{
 		ID: st.ID.String(), Request: st.Request, RequestTime: FormatTime(st.RequestTime),
 		Mediator: st.Mediator, Principal: st.Principal, Action: st.Action,
-		ParamsDigest: st.Params.Digest.String(), ParamsSize: st.Params.Size,
+		ParamsDigest: st.Params.DigestText(), ParamsSize: st.Params.Size,
 		State: StateAt(st, now), PendingDeadline: FormatTime(st.PendingDeadline),
 	}
 	if st.Verdict != "" {
