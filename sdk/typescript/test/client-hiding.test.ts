@@ -1,7 +1,8 @@
 // The client and the entry decoder with version 2 (hiding) parameter
-// digests. ledgerd does not record them yet, so these run against the
-// fake ledger of fakeledger.ts (entries signed with its own key, verified
-// by the client as a real ledgerd's).
+// digests, against the fake ledger of fakeledger.ts (entries signed with
+// its own key, verified by the client as a real ledgerd's), which can
+// also send receipts a real ledgerd would not: a digest re-spelled,
+// another size. test/ledgerd-hiding.test.ts runs a real ledgerd.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Declaration, EntryError, LedgerClient, parseEntry, VerificationError, type JsonInput } from "../src/index.js";

@@ -1,8 +1,9 @@
-// A stand-in for ledgerd behind the client's fetch option, for what a real
-// ledgerd does not do yet: it records version 2 (v2:sha256:) parameter
-// digests. It signs the entries it answers with a fresh Ed25519 key, in
-// the encoding of docs/entry.md, so the client verifies them as it does a
-// real ledgerd's; it checks nothing of a request beyond reading it.
+// A stand-in for ledgerd behind the client's fetch option, which records
+// whatever parameter digest it is sent (either version) and can be told to
+// record something else (mutate). It signs the entries it answers with a
+// fresh Ed25519 key, in the encoding of docs/entry.md, so the client
+// verifies them as it does a real ledgerd's; it checks nothing of a
+// request beyond reading it.
 import { createHash, generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { canonicalizeValue, parse, type JsonInput, type JsonObject } from "../src/index.js";
 
