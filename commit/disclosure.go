@@ -212,29 +212,13 @@ func ParseDisclosure(data []byte, d Domain) (*Disclosure, error) {
 	malformed := func(ptr, problem string) error {
 		return &DisclosureError{Kind: ErrDisclosureMalformed, Pointer: ptr, Problem: problem}
 	}
-	var (
-		format       *node
-		fields       *node
-		digestText   *node
-		size         *node
-		wantMembers  = []string{"disclosure", "fields", "params_digest", "params_size"}
-		fieldMembers = []string{"commitment", "opening", "value"}
-	)
-	for i := range root.members {
-		m := &root.members[i]
-		switch string(m.name) {
-		case "disclosure":
-			format = &m.value
-		case "fields":
-			fields = &m.value
-		case "params_digest":
-			digestText = &m.value
-		case "params_size":
-			size = &m.value
-		default:
-			return nil, malformed("", fmt.Sprintf("unknown member (want %q)", wantMembers))
-		}
+	wantMembers := []string{"disclosure", "fields", "params_digest", "params_size"}
+	fieldMembers := []string{"commitment", "opening", "value"}
+	top, ok := membersNamed(&root, wantMembers)
+	if !ok {
+		return nil, malformed("", fmt.Sprintf("unknown member (want %q)", wantMembers))
 	}
+	format, fields, digestText, size := top[0], top[1], top[2], top[3]
 	switch {
 	case format == nil || fields == nil || digestText == nil || size == nil:
 		return nil, malformed("", fmt.Sprintf("missing a member (want %q)", wantMembers))
@@ -256,20 +240,11 @@ func ParseDisclosure(data []byte, d Domain) (*Disclosure, error) {
 		}
 		f := &x.fields[i]
 		f.name = m.name
-		var commitment, opening, value *node
-		for j := range m.value.members {
-			fm := &m.value.members[j]
-			switch string(fm.name) {
-			case "commitment":
-				commitment = &fm.value
-			case "opening":
-				opening = &fm.value
-			case "value":
-				value = &fm.value
-			default:
-				return nil, malformed(ptr, fmt.Sprintf("unknown member (want %q)", fieldMembers))
-			}
+		fm, ok := membersNamed(&m.value, fieldMembers)
+		if !ok {
+			return nil, malformed(ptr, fmt.Sprintf("unknown member (want %q)", fieldMembers))
 		}
+		commitment, opening, value := fm[0], fm[1], fm[2]
 		if commitment == nil {
 			return nil, malformed(ptr, `no "commitment"`)
 		}
@@ -295,6 +270,21 @@ func ParseDisclosure(data []byte, d Domain) (*Disclosure, error) {
 		return nil, &DisclosureError{Kind: ErrDisclosureMalformed, Pointer: "/params_digest", Problem: "the field commitments do not hash to the file's own params_digest and params_size"}
 	}
 	return x, nil
+}
+
+// membersNamed returns the values of obj's members called names, in that
+// order (nil for an absent one), and false if obj has a member of another
+// name.
+func membersNamed(obj *node, names []string) ([]*node, bool) {
+	out := make([]*node, len(names))
+	for i := range obj.members {
+		j := slices.Index(names, string(obj.members[i].name))
+		if j < 0 {
+			return nil, false
+		}
+		out[j] = &obj.members[i].value
+	}
+	return out, true
 }
 
 func decodeHex32(n *node, out *[sha256.Size]byte) bool {

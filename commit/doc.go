@@ -47,8 +47,25 @@
 //
 //	sha256:e19d67a48f4991a8c6d703eadcc9b39f8cc56e0e1fb9bbdd667daf2ad2f2d0a8
 //
+// # Hiding commitment (version 2)
+//
+// Hide commits to each top-level field under its own secret 32-byte
+// opening, so that the log reveals nothing a dictionary could test:
+//
+//	c_f    = HMAC-SHA256(opening_f, "ledger/v2/field\n" || JCS(name_f) || JCS(value_f))
+//	digest = SHA-256("ledger/v2/params\n" || JCS({name_f: hex(c_f), ...}))
+//	size   = len(JCS({name_f: hex(c_f), ...}))
+//
+// written "v2:sha256:<hex>" (Commitment.DigestText; ParseParamsDigest reads
+// either version). The openings and values form a Disclosure, which the
+// workload keeps (never the ledger), opens any subset of fields (Only,
+// Check), and whose deletion is erasure. Openings come from crypto/rand
+// (RandomOpenings), from a secret and a call key (DerivedOpenings), or
+// from an earlier call's Disclosure (an approved call, retried).
+//
 // # Changes
 //
-// The format is version 1. Any change to the domain, the canonical form or
-// the hash takes a new domain separator ("ledger/v2/params\n").
+// Version 1 is unchanged. Version 2 adds the hiding commitment under its
+// own separators ("ledger/v2/params\n", "ledger/v2/field\n"); the strict
+// domain and the canonical form are those of version 1.
 package commit

@@ -189,29 +189,34 @@ const (
 // commit returns c_f for the field name (raw, as decoded) with canonical
 // value.
 func (fc *fieldCommitter) commit(opening Opening, name, value []byte) [sha256.Size]byte {
-	b := fc.buf[:0]
-	for i := range hmacBlock {
-		k := byte(0)
-		if i < OpeningSize {
-			k = opening[i]
-		}
-		b = append(b, k^ipad)
+	// The key is exactly 32 bytes, so each pad block is the key XOR the
+	// pad byte, then 32 pad bytes (the key's zero padding XOR the pad).
+	var pad [hmacBlock]byte
+	for i := range OpeningSize {
+		pad[i] = opening[i] ^ ipad
 	}
+	copy(pad[OpeningSize:], ipadTail[:])
+	b := append(fc.buf[:0], pad[:]...)
 	b = append(b, FieldDomainSeparator...)
 	b = appendString(b, name)
 	b = append(b, value...)
 	inner := sha256.Sum256(b)
-	b = b[:0]
-	for i := range hmacBlock {
-		k := byte(0)
-		if i < OpeningSize {
-			k = opening[i]
-		}
-		b = append(b, k^opad)
+	for i := range OpeningSize {
+		pad[i] = opening[i] ^ opad
 	}
-	b = append(b, inner[:]...)
+	copy(pad[OpeningSize:], opadTail[:])
+	b = append(append(b[:0], pad[:]...), inner[:]...)
 	fc.buf = b
 	return sha256.Sum256(b)
+}
+
+var ipadTail, opadTail = padTail(ipad), padTail(opad)
+
+func padTail(p byte) (t [hmacBlock - OpeningSize]byte) {
+	for i := range t {
+		t[i] = p
+	}
+	return t
 }
 
 // ParseParamsDigest parses the text form of a parameter digest of either

@@ -15,8 +15,9 @@
 //	key_id        string   "<key name>+<8 hex digits>", the note key's name and hash
 //	mediator      string   the mediator, from its credential
 //	origin        string   the log's origin (its checkpoints' first line)
-//	params_digest string   "sha256:<hex>", the parameter commitment (package commit)
-//	params_size   integer  length of the canonical parameters
+//	params_digest string   "sha256:<hex>", the parameter commitment (package commit);
+//	                       "v2:sha256:<hex>" for a hiding one (commit.Hide)
+//	params_size   integer  length of the bytes the digest covers
 //	policies      array    determining policy ids, sorted in byte order, no repeats
 //	prev          string   "sha256:<hex>", the previous entry's hash; zeros at index 0
 //	principal     string   on whose behalf the agent acted

@@ -82,7 +82,9 @@ func TestConfigWitnesses(t *testing.T) {
 }
 
 // TestWitnessMetricsPage: /metrics carries the witnesses' series of a
-// running server: one witness cosigns, the other is unreachable.
+// running server: one witness cosigns, the other is unreachable. (The
+// unreachable one may have cosigned the empty tree before it closed, so
+// its last success time is not held to zero.)
 func TestWitnessMetricsPage(t *testing.T) {
 	s, ws := witnessServer(t, 2)
 	ws[1].Close()
@@ -99,7 +101,6 @@ func TestWitnessMetricsPage(t *testing.T) {
 		`ledgerd_witness_lag_entries{witness="w0"} 0`,
 		fmt.Sprintf(`ledgerd_witness_lag_entries{witness="w1"} %d`, size),
 		`ledgerd_witness_failures_total{kind="unreachable",witness="w0"} 0`,
-		`ledgerd_witness_last_success_timestamp_seconds{witness="w1"} 0`,
 	}
 	// A scrape may fall between a witness's answer and the series that
 	// count it: wait until the page agrees with the served checkpoint,

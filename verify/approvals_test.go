@@ -250,6 +250,11 @@ func TestApprovalsLyingLedger(t *testing.T) {
 			c.verdict(id, r, "alice", entry.Approve)
 			c.consume(id, r, func(e *entry.Entry) { e.Params.Digest[31] ^= 1 })
 		}, []string{"3:approval_digest_mismatch(params_digest):request=1,verdict=2"}},
+		{"commitment version re-spelled", func(c *lifecycle) {
+			r, id := c.request()
+			c.verdict(id, r, "alice", entry.Approve)
+			c.consume(id, r, func(e *entry.Entry) { e.Params.Hiding = !e.Params.Hiding })
+		}, []string{"3:approval_digest_mismatch(params_digest):request=1,verdict=2"}},
 		{"params size", func(c *lifecycle) {
 			r, id := c.request()
 			c.verdict(id, r, "alice", entry.Approve)

@@ -24,6 +24,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -407,7 +408,11 @@ type ParamsResult string
 const (
 	Match    ParamsResult = "match"
 	Mismatch ParamsResult = "mismatch"
-	Refused  ParamsResult = "refused" // outside the strict input domain; see the error
+	Refused  ParamsResult = "refused" // outside the strict input domain, or a disclosure refused; see the error
+	// Unverifiable: the entry's hiding commitment cannot be opened with
+	// what was given (its openings erased, or some fields left hidden).
+	// It says nothing of whether the parameters match.
+	Unverifiable ParamsResult = "unverifiable"
 )
 
 // Params compares candidate parameters (JSON text) with the commitment an
@@ -416,10 +421,56 @@ func Params(e *entry.Entry, candidate []byte) (ParamsResult, error) {
 	return ParamsIn(commit.Domain{}, e, candidate)
 }
 
+// ParamsDisclosed checks a disclosure file (docs/commitment.md §7.4)
+// against an entry's hiding commitment as the whole-parameter check: a
+// disclosure that opens every field is a Match; one that leaves fields
+// hidden is Unverifiable, with why naming them; a disclosure that does not
+// open the commitment is Refused with the *commit.DisclosureError; bare
+// parameters given for a hiding commitment are Unverifiable, since without
+// openings nothing can be compared.
+func ParamsDisclosed(d commit.Domain, e *entry.Entry, file []byte) (result ParamsResult, why string, err error) {
+	if !e.Params.Hiding {
+		return Refused, "", &commit.DisclosureError{Kind: commit.ErrNotHiding}
+	}
+	if !isDisclosureFile(file) {
+		return Unverifiable, "the candidate is bare parameters, without the openings a hiding commitment needs (give its disclosure file)", nil
+	}
+	x, err := commit.ParseDisclosure(file, d)
+	if err != nil {
+		return Refused, "", err
+	}
+	if err := x.Check(e.Params); err != nil {
+		return Refused, "", err
+	}
+	if hidden := x.Hidden(); len(hidden) > 0 {
+		return Unverifiable, fmt.Sprintf("the disclosure leaves %d of %d fields hidden (ledger-verify disclose checks a part)", len(hidden), len(x.Fields())), nil
+	}
+	return Match, "", nil
+}
+
+// isDisclosureFile reports whether data is a JSON object with a
+// "disclosure" member, as a disclosure file is and parameters usually are
+// not; ParseDisclosure then holds it to the format.
+func isDisclosureFile(data []byte) bool {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(data, &probe) != nil {
+		return false
+	}
+	_, ok := probe["disclosure"]
+	return ok && probe["fields"] != nil
+}
+
 // ParamsIn is Params for parameters committed to in domain d: a
 // deployment that admits non-integer numbers (d.AllowNonInteger) commits
 // to them in their RFC 8785 form.
 func ParamsIn(d commit.Domain, e *entry.Entry, candidate []byte) (ParamsResult, error) {
+	if e.Params.Hiding {
+		result, _, err := ParamsDisclosed(d, e, candidate)
+		return result, err
+	}
+	if isDisclosureFile(candidate) {
+		return Refused, &commit.DisclosureError{Kind: commit.ErrNotHiding}
+	}
 	c, err := d.Params(candidate)
 	if err != nil {
 		return Refused, err

@@ -8,6 +8,7 @@
 //	ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--allow-non-integer] [--json] CANDIDATE
 //	ledger-verify proof  (--key VKEY | --key-file FILE | --trust FILE)... [--params CANDIDATE] [--json] TLOG-PROOF
 //	ledger-verify tiers  (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--json] DECLARATION
+//	ledger-verify disclose (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--declaration FILE] [--allowlists FILE] [--allow-non-integer] [--json] DISCLOSURE
 //	ledger-verify decisions (--key VKEY | --key-file FILE | --trust FILE)... [--policies DIR]... [--all] [--json] EXPORT
 //	ledger-verify approvals (--key VKEY | --key-file FILE | --trust FILE)... [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
 //	ledger-verify consistency (--key VKEY | --key-file FILE | --trust FILE)... [--json] OLD NEW [PROOF | --url URL]
@@ -18,7 +19,9 @@
 //
 // export verifies an export file (docs/export.md); params and tiers verify
 // one, then compare one entry with candidate parameters (docs/commitment.md)
-// or with an action declaration (docs/declarations.md); decisions verifies
+// or with an action declaration (docs/declarations.md); disclose opens one
+// entry's hiding commitment with a disclosure file and recomputes the
+// disclosed fields' attributes (docs/commitment.md §7); decisions verifies
 // one, then replays every decision the ledger made with the policy set it
 // names (docs/export.md §5); approvals verifies one, then checks every
 // approval lifecycle it holds — verdicts, consumptions and outcomes —
@@ -65,6 +68,7 @@ var commands = []command{
 	{"params", "Verify an export, then compare entry N with candidate parameters.", paramsUsage, runParams},
 	{"proof", "Verify a C2SP tlog-proof file holding one entry.", proofUsage, runProof},
 	{"tiers", "Verify an export, then compare entry N with an action declaration.", tiersUsage, runTiers},
+	{"disclose", "Verify an export, then open entry N's hiding commitment with a disclosure.", discloseUsage, runDisclose},
 	{"decisions", "Verify an export, then replay the ledger's decisions with their policy sets.", decisionsUsage, runDecisions},
 	{"approvals", "Verify an export, then check every approval lifecycle it holds.", approvalsUsage, runApprovals},
 	{"consistency", "Verify that two signed checkpoint files are of one history.", consistencyUsage, runConsistency},

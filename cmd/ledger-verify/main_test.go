@@ -55,11 +55,18 @@ func TestScript(t *testing.T) {
 // of writeRotatedFixture.
 func makeFixture(args []string) int {
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals | witnessed | rotated")
+		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals | witnessed | rotated | hiding")
 		return 2
 	}
 	if args[0] == "witnessed" {
 		if err := writeWitnessFixture(".", 40); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	if args[0] == "hiding" {
+		if err := writeHidingFixture("."); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

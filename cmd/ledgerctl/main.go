@@ -1,7 +1,8 @@
 // Command ledgerctl is a small command-line client of ledgerd for
 // mediators and operators who do not write Go: it appends a decision from
 // a JSON file, prints an entry, fetches an entry's tlog-proof file and the
-// latest checkpoint. It is built on package client and verifies every
+// latest checkpoint, and cuts a disclosure file down to the fields an
+// auditor is to see. It is built on package client and verifies every
 // answer with the ledger's verifier key before printing or writing it;
 // after a key rotation, with the set of the ledger's keys (--key,
 // --key-file and --trust repeat and combine, as in ledger-verify).
@@ -12,6 +13,7 @@
 //	ledgerctl get        [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--json] INDEX
 //	ledgerctl proof      [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX
 //	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
+//	ledgerctl disclose   --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
 //
 // The mediator's token comes from --token-file or the LEDGER_TOKEN
 // environment variable, never from a flag's value, so that it does not
@@ -54,6 +56,7 @@ const usage = `Usage:
                     [--token-file FILE] --out FILE [--json] INDEX
     ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                          [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
+    ledgerctl disclose --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
     ledgerctl version
 
 Commands:
@@ -75,6 +78,11 @@ Commands:
     checkpoint  Print the latest checkpoint after checking its signature; with
                 --trusted, also prove that its tree extends the tree of that
                 earlier checkpoint; with --out, write the signed checkpoint.
+    disclose    Write to FILE (new, mode 0600) the part of the disclosure file
+                DISCLOSURE (docs/commitment.md §7.4) that opens only the
+                fields named, every other field's commitment kept: what to
+                hand an auditor who is to see those fields and no others.
+                Offline: reads and writes files only.
     version     Print ledgerctl's module version and VCS revision (also
                 --version).
 
@@ -154,6 +162,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runProof(args[1:], stdout, stderr)
 	case "checkpoint":
 		return runCheckpoint(args[1:], stdout, stderr)
+	case "disclose":
+		return runDisclose(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -174,6 +174,9 @@ const (
 	CodeFloorExceeded = "floor_exceeded"
 	// CodeDraftRefused: DraftFromInputSchema refused its input.
 	CodeDraftRefused = "draft_refused"
+	// CodeUndeclared: a field the declaration does not name
+	// (FieldAttribute).
+	CodeUndeclared = "field_undeclared"
 	// CodeOpeningMissing: the openings given (an earlier call's
 	// disclosure) have none for a field of these parameters: they are not
 	// the parameters committed to before.

@@ -95,22 +95,12 @@ func (d *Declaration) Minimize(raw []byte, opts Options) (Result, error) {
 			}
 			return Result{}, &Error{Action: d.Action, Pointer: pointer, Code: CodeFieldAbsent, Problem: "declared field is absent"}
 		}
-		if problem := checkType(f.Type, v); problem != "" {
-			return Result{}, &Error{Action: d.Action, Pointer: pointer, Code: CodeFieldType, Problem: problem}
+		attr, crosses, err := d.fieldAttribute(f, v, opts)
+		if err != nil {
+			return Result{}, err
 		}
-		switch f.Tier {
-		case tier.Policy:
-			attrs[f.Name] = v
-		case tier.Derived:
-			out := make(map[string]any, len(f.Projections))
-			for _, p := range f.Projections {
-				pv, err := f.project(p, v, opts.Allowlists)
-				if err != nil {
-					return Result{}, &Error{Action: d.Action, Pointer: pointer, Code: CodeProjectionRefused, Problem: err.Error(), Err: err}
-				}
-				out[p] = pv
-			}
-			attrs[f.Name] = out
+		if crosses {
+			attrs[f.Name] = attr
 		}
 	}
 	attributes, err := commit.CanonicalizeValue(attrs)
@@ -122,6 +112,66 @@ func (d *Declaration) Minimize(raw []byte, opts Options) (Result, error) {
 		return Result{}, &Error{Action: d.Action, Code: CodeInternal, Problem: "tier table", Err: err}
 	}
 	return Result{Params: params, Attributes: attributes, Tiers: tiers, Disclosure: disclosure}, nil
+}
+
+// fieldAttribute is what field f with value v (decoded with UseNumber)
+// puts into the attributes: the value itself (policy), its projections
+// (derived), or nothing (payload; crosses is false).
+func (d *Declaration) fieldAttribute(f Field, v any, opts Options) (attr any, crosses bool, err error) {
+	pointer := "/" + escapePointer(f.Name)
+	if problem := checkType(f.Type, v); problem != "" {
+		return nil, false, &Error{Action: d.Action, Pointer: pointer, Code: CodeFieldType, Problem: problem}
+	}
+	switch f.Tier {
+	case tier.Policy:
+		return v, true, nil
+	case tier.Derived:
+		out := make(map[string]any, len(f.Projections))
+		for _, p := range f.Projections {
+			pv, err := f.project(p, v, opts.Allowlists)
+			if err != nil {
+				return nil, false, &Error{Action: d.Action, Pointer: pointer, Code: CodeProjectionRefused, Problem: err.Error(), Err: err}
+			}
+			out[p] = pv
+		}
+		return out, true, nil
+	}
+	return nil, false, nil
+}
+
+// FieldAttribute recomputes, from one field's value (JSON text, as a
+// disclosure gives it), the attribute Minimize records for the field: its
+// canonical JSON, or crosses false for a payload field, which records
+// nothing. An auditor compares it with the entry's attribute to check that
+// a derived attribute was computed honestly (ledger-verify disclose). A
+// field the declaration does not name is an *Error with CodeUndeclared.
+func (d *Declaration) FieldAttribute(name string, value []byte, opts Options) (attr []byte, crosses bool, err error) {
+	f, ok := d.Field(name)
+	if !ok {
+		return nil, false, &Error{Action: d.Action, Pointer: "(an undeclared field)", Code: CodeUndeclared, Problem: "the declaration does not name this field"}
+	}
+	if _, err := opts.Domain.Canonicalize(value); err != nil {
+		var de *commit.DomainError
+		if errors.As(err, &de) {
+			return nil, false, &Error{Action: d.Action, Pointer: "/" + escapePointer(name), Code: CodeDomainPrefix + string(de.Kind), Problem: "value outside the strict domain: " + string(de.Kind)}
+		}
+		return nil, false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false, &Error{Action: d.Action, Pointer: "/" + escapePointer(name), Code: CodeInternal, Problem: "value is not JSON"}
+	}
+	a, crosses, err := d.fieldAttribute(f, v, opts)
+	if err != nil || !crosses {
+		return nil, crosses, err
+	}
+	attr, err = commit.CanonicalizeValue(a)
+	if err != nil {
+		return nil, false, &Error{Action: d.Action, Code: CodeInternal, Problem: "attribute outside the strict domain", Err: err}
+	}
+	return attr, true, nil
 }
 
 // safePointer shortens a pointer into the parameters to what the

@@ -24,11 +24,18 @@
 // approver is shown (redacted and bounded by the ledger); without it the
 // ledger shows a default one made from the recorded request.
 //
+// With --disclosure FILE the workload commits with the hiding commitment
+// (docs/commitment.md §7): each field under a secret opening, written with
+// the values to FILE (mode 0600, never overwritten) before anything is
+// sent; the ledger sees a v2:sha256: digest that no dictionary can test.
+// An auditor given FILE (or a part: ledger-verify disclose) checks it;
+// deleting FILE erases the parameters for good.
+//
 // Usage:
 //
 //	workload --ledger URL --token-file FILE --key VKEY --declaration DECL.json
 //	         [--allow LIST=VALUE]... [--decide [--wait-approval DURATION] [--preview FILE]]
-//	         [--principal NAME] PARAMS.json
+//	         [--disclosure FILE] [--principal NAME] PARAMS.json
 //
 // For example, with a ledgerd whose config has policy_dir and approvals:
 //
@@ -60,6 +67,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/entry"
 )
@@ -97,6 +105,7 @@ func run() (err error) {
 	principal := flag.String("principal", "agent:example-1", "the agent the call is made for")
 	waitApproval := flag.Duration("wait-approval", 0, "with --decide: on needs_approval, wait this long for a verdict, then act on approve (default: do not wait)")
 	previewFile := flag.String("preview", "", "with --decide: a JSON file to show the approver as the preview")
+	disclosureFile := flag.String("disclosure", "", "commit with the hiding commitment, writing the openings and values to this new file (mode 0600)")
 	flag.Parse()
 	if flag.NArg() != 1 || *tokenFile == "" || *vkey == "" || *declFile == "" {
 		flag.Usage()
@@ -130,9 +139,21 @@ func run() (err error) {
 	if err != nil {
 		return err
 	}
-	res, err := decl.Minimize(raw, declare.Options{Allowlists: allow})
+	opts := declare.Options{Allowlists: allow}
+	if *disclosureFile != "" {
+		opts.Openings = commit.RandomOpenings()
+	}
+	res, err := decl.Minimize(raw, opts)
 	if err != nil {
 		return err
+	}
+	if res.Disclosure != nil {
+		// Kept before anything is sent: a decision recorded without its
+		// openings could never be checked.
+		if err := writeDisclosure(*disclosureFile, res.Disclosure); err != nil {
+			return err
+		}
+		fmt.Printf("workload: disclosure    %s (the openings; deleting it erases the parameters)\n", *disclosureFile)
 	}
 	fmt.Printf("workload: params_digest %s (%d bytes)\n", res.Params.DigestText(), res.Params.Size)
 	fmt.Printf("workload: tiers_digest  %s\n", res.Tiers)
@@ -264,4 +285,28 @@ func approve(c *client.Client, d *client.Decided, t client.Terms, wait time.Dura
 	}
 	fmt.Printf("ledger:   outcome %s, operation %s (entry %d)\n", r.Entry.Result, r.Entry.OperationID, r.Index)
 	return nil
+}
+
+// writeDisclosure writes the disclosure file, mode 0600, refusing to
+// replace an existing file (another call's openings), and syncs it.
+func writeDisclosure(path string, x *commit.Disclosure) error {
+	b, err := x.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("the disclosure file: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("the disclosure file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("the disclosure file: %w", err)
+	}
+	return f.Close()
 }

@@ -147,13 +147,15 @@ export function canonicalize(input: JsonText, options?: DomainOptions): Buffer {
   return Buffer.from(serializeChecked(parse(input, options)), "utf8");
 }
 
-/** A parameter commitment: the digest and the length of the canonical bytes it covers. */
+/** A version 1 parameter commitment: the digest and the length of the canonical bytes it covers. */
 export interface Commitment {
   /** "sha256:" and 64 lower-case hex digits. */
   digest: string;
   size: number;
   /** The canonical bytes, JCS(params). */
   canonical: Buffer;
+  /** Always false: a version 1 commitment hides nothing (hide, in hiding.ts, makes version 2 ones). */
+  hiding: false;
 }
 
 const SEPARATOR_BYTES = Buffer.from(PARAMS_DOMAIN_SEPARATOR);
@@ -162,7 +164,7 @@ function commitBytes(canonical: Buffer): Commitment {
   const h = createHash("sha256");
   h.update(SEPARATOR_BYTES);
   h.update(canonical);
-  return { digest: "sha256:" + h.digest("hex"), size: canonical.length, canonical };
+  return { digest: "sha256:" + h.digest("hex"), size: canonical.length, canonical, hiding: false };
 }
 
 /**
@@ -193,6 +195,37 @@ export function parseDigest(s: string): Buffer {
 export function digestEqual(a: string, b: string): boolean {
   if (!DIGEST_RE.test(a) || !DIGEST_RE.test(b)) return false;
   return timingSafeEqual(Buffer.from(a.slice(7), "hex"), Buffer.from(b.slice(7), "hex"));
+}
+
+const PARAMS_DIGEST_RE = /^(v2:)?sha256:[0-9a-f]{64}$/;
+
+/**
+ * Parses a parameter digest of either version (docs/commitment.md §6):
+ * "sha256:<hex>" (version 1) or "v2:sha256:<hex>" (version 2, hiding),
+ * exactly, and says which it is.
+ */
+export function parseParamsDigest(s: string): { digest: Buffer; hiding: boolean } {
+  const m = PARAMS_DIGEST_RE.exec(s);
+  if (m === null) {
+    throw new LedgerError("malformed_digest", 'malformed parameter digest: want "sha256:" or "v2:sha256:" and 64 lower-case hex digits');
+  }
+  const hiding = m[1] !== undefined;
+  return { digest: Buffer.from(s.slice(hiding ? 10 : 7), "hex"), hiding };
+}
+
+/** Reports whether s is a parameter digest of either version, spelled exactly. */
+export function isParamsDigest(s: string): boolean {
+  return PARAMS_DIGEST_RE.test(s);
+}
+
+/**
+ * Compares two parameter digests (text form, either version) in constant
+ * time, as whole strings: a version 1 and a version 2 digest are never
+ * equal, whatever their hex. A malformed one is never equal.
+ */
+export function paramsDigestEqual(a: string, b: string): boolean {
+  if (!PARAMS_DIGEST_RE.test(a) || !PARAMS_DIGEST_RE.test(b) || a.length !== b.length) return false;
+  return timingSafeEqual(Buffer.from(a, "latin1"), Buffer.from(b, "latin1"));
 }
 
 export { DEFAULT_MAX_BYTES };

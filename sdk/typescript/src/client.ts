@@ -6,7 +6,7 @@
 // reference.
 
 import { randomBytes } from "node:crypto";
-import { canonicalize, digestEqual } from "./canonical.js";
+import { canonicalize, digestEqual, isParamsDigest } from "./canonical.js";
 import { Declaration } from "./declare.js";
 import { type Entry, entryHash, parseEntry } from "./entry.js";
 import { DomainError, LedgerError } from "./errors.js";
@@ -60,6 +60,11 @@ export interface ClientOptions {
 export interface DecideRequest {
   principal: string;
   action: string;
+  /**
+   * The parameter commitment the minimization produced, sent as it is:
+   * version 1 ("sha256:…", the default) or version 2 ("v2:sha256:…",
+   * minimize with commitmentVersion 2). The receipt must record it exactly.
+   */
   params: { digest: string; size: number };
   tiersDigest: string;
   /** The minimized attributes: JSON text of an object (MinimizeResult.attributes). */
@@ -108,6 +113,7 @@ export interface Decided extends Receipt {
 export interface Terms {
   action: string;
   principal: string;
+  /** The commitment of the call retried, of the request's version (a version 2 one made with the first call's disclosure as the openings). */
   params: { digest: string; size: number };
 }
 
@@ -413,6 +419,9 @@ export class LedgerClient {
     if (typeof state !== "string" || !["pending", "approved", "denied", "expired", "consumed"].includes(state)) throw unverified("unknown approval state");
     const s = (k: string): string | undefined => (typeof raw[k] === "string" ? (raw[k] as string) : undefined);
     const n = (k: string): number | undefined => (typeof raw[k] === "number" ? (raw[k] as number) : undefined);
+    if (raw["params_digest"] !== undefined && !(typeof raw["params_digest"] === "string" && isParamsDigest(raw["params_digest"]))) {
+      throw unverified("malformed approval: params_digest is not a parameter digest of either version");
+    }
     return {
       id,
       request: n("request") ?? -1,

@@ -5,7 +5,8 @@
 import { createHash } from "node:crypto";
 import { canonicalizeValue, type Commitment, type JsonInput, paramsDigest, serializeChecked } from "./canonical.js";
 import { DomainError, LedgerError, pointer as renderPointer } from "./errors.js";
-import { type DomainOptions, JsonNumber, type JsonObject, type JsonText, type JsonValue, parse } from "./json.js";
+import { type Disclosure, type HidingCommitment, hideObject, type OpeningSource } from "./hiding.js";
+import { type DomainOptions, JsonNumber, type JsonObject, type JsonText, type JsonValue, parse, parseObject } from "./json.js";
 import {
   byteSize,
   count,
@@ -167,15 +168,37 @@ export interface MinimizeOptions {
   allowlists?: { readonly [name: string]: readonly string[] | ReadonlySet<string> } | ReadonlyMap<string, readonly string[] | ReadonlySet<string>>;
   /** The disclosure floor: the highest tier of each field, "*" for the others. */
   floor?: FloorMap;
+  /**
+   * The parameter commitment's format version: 1 (the default for now),
+   * or 2, the hiding commitment (docs/commitment.md §7), which returns the
+   * disclosure alongside.
+   */
+  commitmentVersion?: 1 | 2;
+  /**
+   * Only with commitmentVersion 2: where the openings come from. Default
+   * randomOpenings(); a Disclosure re-commits a retried call with the
+   * first call's openings; derivedOpenings(secret, callKey) stores nothing.
+   */
+  openings?: OpeningSource;
 }
 
 export interface MinimizeResult {
-  /** The parameter commitment of the raw bytes. */
+  /** The version 1 parameter commitment of the raw bytes. */
   params: Commitment;
   /** The canonical minimized attributes (RFC 8785). */
   attributes: Buffer;
   /** The applied-tiers digest. */
   tiersDigest: string;
+}
+
+/** A minimization committed with version 2: the commitment, and the disclosure that opens it (keep it, mode 0600). */
+export interface HidingMinimizeResult {
+  /** The version 2 (hiding) commitment: "v2:sha256:…". */
+  params: HidingCommitment;
+  attributes: Buffer;
+  tiersDigest: string;
+  /** Every field's value and opening: what an auditor is shown (only()), and what erasure deletes. */
+  disclosure: Disclosure;
 }
 
 const TIER_RANK: Record<string, number> = { payload: 0, derived: 1, policy: 2 };
@@ -413,13 +436,23 @@ export class Declaration {
    * attributes and the applied-tiers digest, or a DeclarationError whose
    * pointer is a declared field (never a value, never an undeclared name).
    */
-  minimize(raw: JsonText, options: MinimizeOptions = {}): MinimizeResult {
+  minimize(raw: JsonText, options: MinimizeOptions & { commitmentVersion: 2 }): HidingMinimizeResult;
+  minimize(raw: JsonText, options?: MinimizeOptions & { commitmentVersion?: 1 }): MinimizeResult;
+  minimize(raw: JsonText, options?: MinimizeOptions): MinimizeResult | HidingMinimizeResult;
+  minimize(raw: JsonText, options: MinimizeOptions = {}): MinimizeResult | HidingMinimizeResult {
+    const version = options.commitmentVersion ?? 1;
+    if (version !== 1 && version !== 2) throw new LedgerError("bad_options", "minimize: commitmentVersion is 1 or 2");
+    if (options.openings !== undefined && version !== 2) throw new LedgerError("bad_options", "minimize: openings are for commitmentVersion 2");
     this.checkFloor(options.floor);
-    let params: Commitment;
+    let params: Commitment | undefined;
     let values: JsonObject;
     try {
-      params = paramsDigest(raw, options.domain);
-      values = parse(raw, options.domain) as JsonObject;
+      if (version === 1) {
+        params = paramsDigest(raw, options.domain);
+        values = parse(raw, options.domain) as JsonObject;
+      } else {
+        values = parseObject(raw, options.domain);
+      }
     } catch (e) {
       if (e instanceof DomainError) {
         throw new DeclarationError("domain:" + e.code, this.action, this.safePointer(e.pointer), "parameters outside the strict domain: " + e.code, { cause: e });
@@ -451,7 +484,12 @@ export class Declaration {
         attrs.set(f.name, out);
       }
     }
-    return { params, attributes: canonicalizeValue(attrs), tiersDigest: this.tiersDigest() };
+    const attributes = canonicalizeValue(attrs);
+    if (params !== undefined) return { params, attributes, tiersDigest: this.tiersDigest() };
+    // Version 2 commits once the call is known to minimize, so that its
+    // refusals are version 1's, in the same order.
+    const { commitment, disclosure } = hideObject(values, options.openings);
+    return { params: commitment, attributes, tiersDigest: this.tiersDigest(), disclosure };
   }
 
   private safePointer(p: string): string {

@@ -2,7 +2,7 @@
 // entry hash and the Merkle leaf hash. Go's package entry is the reference.
 
 import { createHash } from "node:crypto";
-import { serializeChecked } from "./canonical.js";
+import { isParamsDigest, serializeChecked } from "./canonical.js";
 import { DomainError, LedgerError } from "./errors.js";
 import { JsonNumber, type JsonObject, type JsonValue, parse } from "./json.js";
 
@@ -52,7 +52,7 @@ const V4_MEMBERS: Record<string, string[]> = {
 };
 
 const IDENTIFIERS = new Set(["action", "decision", "key_id", "kind", "mediator", "origin", "principal", "approver", "result", "verdict", "operation_id"]);
-const DIGESTS = new Set(["params_digest", "tiers_digest", "definition_digest", "policy_set", "prev", "approval", "preview_digest"]);
+const DIGESTS = new Set(["tiers_digest", "definition_digest", "policy_set", "prev", "approval", "preview_digest"]);
 const INTEGERS = new Set(["index", "params_size", "version", "request", "consumption", "execution_ttl_ms", "pending_ttl_ms"]);
 
 /** The code points an identifier may not hold (docs/entry.md §1.1, frozen at Unicode 15.0). */
@@ -160,7 +160,10 @@ export function parseEntry(input: Uint8Array): Entry {
       members[name] = ids;
     } else {
       if (typeof value !== "string") throw new EntryError(name, "not a string");
-      if (DIGESTS.has(name)) {
+      if (name === "params_digest") {
+        // Either version of the parameter commitment (docs/commitment.md §6).
+        if (!isParamsDigest(value)) throw new EntryError(name, "not a parameter digest ((v2:)sha256:<64 lower-case hex digits>)");
+      } else if (DIGESTS.has(name)) {
         if (!/^sha256:[0-9a-f]{64}$/.test(value)) throw new EntryError(name, "not a digest (sha256:<64 lower-case hex digits>)");
       } else if (name === "time") {
         if (!validTime(value)) throw new EntryError(name, "not a UTC time written as 2006-01-02T15:04:05.000000Z");

@@ -1,7 +1,8 @@
 """decisionledger: the workload side of the decision ledger in Python.
 
-The commit side (strict JSON, RFC 8785, the parameter digest, declarations,
-minimization, previews) uses only the standard library; verifying ledgerd's
+The commit side (strict JSON, RFC 8785, the parameter digest of version 1
+and the hiding commitment of version 2, declarations, minimization,
+previews) uses only the standard library; verifying ledgerd's
 receipts uses `cryptography` for Ed25519 when it is importable.
 """
 
@@ -23,7 +24,20 @@ from .digest import (
     digests_equal,
     params_digest,
     params_digest_value,
+    params_digests_equal,
     parse_digest,
+    parse_params_digest,
+)
+from .hiding import (
+    Disclosure,
+    DisclosureError,
+    DisclosureKind,
+    Opening,
+    OpeningError,
+    OpeningSource,
+    derived_openings,
+    hide,
+    random_openings,
 )
 from .errors import DomainError, Kind, LedgerError
 from .declare import Declaration, DeclarationError, Field, Minimized, Tool, tiers_digest
@@ -61,7 +75,9 @@ __all__ = [
     "DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "MAX_SAFE_INTEGER", "Domain", "canonicalize",
     "canonicalize_value", "number_to_json", "parse", "serialize",
     "PARAMS_DOMAIN_SEPARATOR", "Commitment", "MalformedDigestError", "digests_equal",
-    "params_digest", "params_digest_value", "parse_digest",
+    "params_digest", "params_digest_value", "parse_digest", "params_digests_equal", "parse_params_digest",
+    "Disclosure", "DisclosureError", "DisclosureKind", "Opening", "OpeningError", "OpeningSource",
+    "derived_openings", "hide", "random_openings",
     "DomainError", "Kind", "LedgerError",
     "Declaration", "DeclarationError", "Field", "Minimized", "Tool", "tiers_digest", "ProjectionError",
     "Preview", "PreviewInputError", "render_preview",

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .canonical import Domain, canonicalize, canonicalize_value, object_members_raw, parse
 from .declare import Declaration, Minimized
-from .digest import digests_equal, parse_digest, MalformedDigestError
+from .digest import digests_equal, parse_digest, parse_params_digest, MalformedDigestError
 from .errors import DomainError, LedgerError
 from .preview import render
 from .receipt import (ReceiptError, VerificationUnavailable, VerifierKey, ed25519_available, entry_hash,
@@ -42,6 +42,7 @@ from .receipt import (ReceiptError, VerificationUnavailable, VerifierKey, ed2551
 
 if TYPE_CHECKING:
     from .catalog import DeclarationSource
+    from .hiding import Disclosure
 
 __all__ = [
     "LedgerClient",
@@ -365,7 +366,13 @@ class LedgerClient:
     def consume(self, approval_id: str, *, action: str, principal: str, params_digest: str, params_size: int,
                 idempotency_key: str | None = None) -> Receipt:
         """POST /v1/approvals/{id}/consume with the request's terms; the
-        receipt is a verified consumption of this approval with them."""
+        receipt is a verified consumption of this approval with them.
+        params_digest is the commitment of the call approved, of either
+        version ("sha256:" or "v2:sha256:"; a retried version 2 call
+        commits again with the first call's Disclosure as its openings).
+        A malformed one raises MalformedDigestError before anything is
+        sent."""
+        parse_params_digest(params_digest)
         body, replayed = self._post(f"/v1/approvals/{approval_id}/consume",
                                     {"action": action, "principal": principal, "params_digest": params_digest,
                                      "params_size": params_size}, idempotency_key)
@@ -411,10 +418,12 @@ class LedgerClient:
 
     def mediate(self, principal: str, declaration: Declaration | DeclarationSource, raw: bytes, *,
                 action: str = "", allowlists: Mapping[str, Any] | None = None, preview: Any = None,
-                approval_timeout: float = 0.0) -> "Mediation":
+                approval_timeout: float = 0.0, hiding: bool = False, openings: Any = None,
+                on_disclosure: Callable[["Disclosure"], Any] | None = None) -> "Mediation":
         """One mediated call as a context manager; see Mediation."""
         return Mediation(self, principal, declaration, raw, action=action, allowlists=allowlists, preview=preview,
-                         approval_timeout=approval_timeout)
+                         approval_timeout=approval_timeout, hiding=hiding, openings=openings,
+                         on_disclosure=on_disclosure)
 
     # ------------------------------------------------------------ reads
 
@@ -547,11 +556,24 @@ class Mediation:
     `declaration` is the action's Declaration, or a DeclarationSource
     (catalog.py) with action= naming the action: entering then takes the
     source's declaration, and a refusal of it as stale drops it from the
-    source and raises StaleDeclarationError (nothing is retried)."""
+    source and raises StaleDeclarationError (nothing is retried).
+
+    hiding=True commits with version 2 (Declaration.minimize's hiding and
+    openings): the request and the consumption carry the "v2:sha256:"
+    commitment, and call.minimized.disclosure, which opens it, is the
+    caller's to keep (Disclosure.write) before leaving the block.
+    on_disclosure(disclosure), with hiding=True, is called with it on
+    entering, after minimization and before anything is sent: the
+    disclosure of every entry the call records is handed over first, and
+    if on_disclosure raises, nothing is sent and nothing is recorded (the
+    exception goes on)."""
 
     def __init__(self, client: "LedgerClient", principal: str, declaration: Declaration | DeclarationSource,
                  raw: bytes, *, action: str = "", allowlists: Mapping[str, Any] | None = None, preview: Any = None,
-                 approval_timeout: float = 0.0):
+                 approval_timeout: float = 0.0, hiding: bool = False, openings: Any = None,
+                 on_disclosure: Callable[["Disclosure"], Any] | None = None):
+        if on_disclosure is not None and not hiding:
+            raise ValueError("on_disclosure: there is a disclosure only with hiding=True")
         if isinstance(declaration, Declaration):
             if action and action != declaration.action:
                 raise ValueError("action: not the declaration's action")
@@ -563,6 +585,7 @@ class Mediation:
             self.declaration: Declaration | None = None  # the source's, on entering
         self.client, self.principal = client, principal
         self.raw, self.allowlists, self.preview, self.approval_timeout = raw, allowlists, preview, approval_timeout
+        self.hiding, self.openings, self.on_disclosure = hiding, openings, on_disclosure
         self.minimized: Minimized | None = None
         self.decided: Decided | None = None
         self.consumption: Receipt | None = None
@@ -574,7 +597,10 @@ class Mediation:
         if self.source is not None:
             self.declaration = self.source.get(self.action)
         decl = self.declaration
-        m = self.minimized = decl.minimize(self.raw, allowlists=self.allowlists)
+        m = self.minimized = decl.minimize(self.raw, allowlists=self.allowlists, hiding=self.hiding,
+                                           openings=self.openings)
+        if self.on_disclosure is not None:
+            self.on_disclosure(m.disclosure)
         try:
             d = self.decided = c.decide(self.principal, decl, m, preview=self.preview)
         except LedgerHTTPError as e:
@@ -608,7 +634,8 @@ class Mediation:
 def mediated(action: str, *, client: LedgerClient, principal: str,
              declaration: Declaration | DeclarationSource | None = None,
              allowlists: Mapping[str, Any] | None = None, preview: Callable[[dict], Any] | None = None,
-             approval_timeout: float = 0.0) -> Callable:
+             approval_timeout: float = 0.0, hiding: bool = False,
+             on_disclosure: Callable[["Disclosure"], Any] | None = None) -> Callable:
     """Mediate a tool function through the ledger:
 
         @mediated("send_email", client=c, principal="agent:mail-1")
@@ -625,7 +652,25 @@ def mediated(action: str, *, client: LedgerClient, principal: str,
     runs, or raises ApprovalNotGranted; a refusal of a source's declaration
     as stale raises StaleDeclarationError and the function does not run.
     `preview(params)` may give the document approvers are shown.
+
+    hiding=True commits each call with version 2 under fresh random
+    openings and needs on_disclosure: it is given each call's Disclosure
+    before anything is sent (see Mediation), and is the only way to it;
+    its commitment's digest is the params_digest of the call's entries, a
+    name for the file:
+
+        @mediated("make_payment", client=c, principal="agent:accounts-7", hiding=True,
+                  on_disclosure=lambda x: x.write(f"/var/lib/agent/disclosures/{x.commitment.digest[10:]}.json"))
+
+    If on_disclosure raises, the function does not run and nothing is
+    recorded.
     """
+    if hiding and on_disclosure is None:
+        raise TypeError("mediated: hiding=True needs on_disclosure= to keep each call's disclosure "
+                        "(without it no entry could ever be opened)")
+    if on_disclosure is not None and not hiding:
+        raise ValueError("mediated: on_disclosure= is for hiding=True")
+
     def wrap(fn: Callable) -> Callable:
         sig = inspect.signature(fn)
 
@@ -639,7 +684,8 @@ def mediated(action: str, *, client: LedgerClient, principal: str,
             # argument (a float, bytes, an object) if outside the domain.
             raw = canonicalize_value(params)
             with client.mediate(principal, decl, raw, action=action, allowlists=allowlists,
-                                preview=preview(params) if preview else None, approval_timeout=approval_timeout):
+                                preview=preview(params) if preview else None, approval_timeout=approval_timeout,
+                                hiding=hiding, on_disclosure=on_disclosure):
                 return fn(*args, **kwargs)
 
         return call

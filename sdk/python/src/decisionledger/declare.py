@@ -3,6 +3,7 @@
     decl = Declaration.parse(open("send_email.json", "rb").read())
     r = decl.minimize(raw_params_bytes, allowlists={"payees": {"ACME"}})
     r.params.digest, r.params.size, r.attributes, r.tiers_digest
+    r = decl.minimize(raw_params_bytes, hiding=True)   # version 2: r.disclosure opens r.params
 
 The declaration file is read the way Go's package commit/declare reads it:
 inside the strict domain first, then decoded as Go's encoding/json decodes
@@ -20,8 +21,9 @@ from typing import Any, Iterable, Mapping
 
 from . import project
 from .canonical import Domain, SpelledInt, canonicalize_value, parse
-from .digest import Commitment, params_and_values, parse_digest, MalformedDigestError
+from .digest import Commitment, commit_canonical, params_tree, parse_digest, MalformedDigestError
 from .errors import DomainError, LedgerError
+from .hiding import Disclosure, OpeningSource, hide_tree
 
 __all__ = [
     "VERSION",
@@ -132,6 +134,9 @@ class Minimized:
     attributes: bytes        # the canonical minimized attributes
     tiers_digest: str        # the applied-tiers digest
     definition_digest: str   # the action definition digest
+    # With hiding=True, the Disclosure that opens params (version 2): it
+    # stays with the workload (Disclosure.write, mode 0600), never sent.
+    disclosure: Disclosure | None = None
 
 
 # ---------------------------------------------------------------- decoding
@@ -326,14 +331,25 @@ class Declaration:
     # ------------------------------------------------------------ minimize
 
     def minimize(self, raw: bytes, *, allowlists: Mapping[str, Iterable[str]] | None = None,
-                 domain: Domain = Domain(), floor: Mapping[str, Mapping[str, str]] | None = None) -> Minimized:
+                 domain: Domain = Domain(), floor: Mapping[str, Mapping[str, str]] | None = None,
+                 hiding: bool = False, openings: OpeningSource | None = None) -> Minimized:
         """Commit to a call's raw parameters (bytes of a JSON object) and
         minimize them: the commitment over all of them, the attributes the
-        declaration lets cross, and the applied-tiers digest."""
+        declaration lets cross, and the applied-tiers digest.
+
+        The commitment is version 1 (docs/commitment.md sections 1 to 5)
+        unless hiding=True: then it is version 2 (section 7, module hiding)
+        and the result's disclosure opens it, with openings from `openings`
+        (an OpeningSource: random_openings() when None, derived_openings,
+        or the Disclosure of the call being retried). Everything else is the
+        same in both versions; the parameters are committed after they are
+        minimized, so a refusal is the same too."""
+        if openings is not None and not hiding:
+            raise ValueError("minimize: openings= commits with version 2 and needs hiding=True")
         if floor is not None:
             check_floor(floor, self)
         try:
-            params, values = params_and_values(raw, domain)
+            values, canonical = params_tree(raw, domain)
         except DomainError as e:
             raise DeclarationError("domain:" + e.kind, self._safe_pointer(e.pointer),
                                    "parameters outside the strict domain: " + e.kind, self.action) from None
@@ -359,8 +375,14 @@ class Declaration:
                     except project.ProjectionError as e:
                         raise DeclarationError("projection_refused", ptr, str(e), self.action, e) from None
                 attrs[f.name] = out
-        return Minimized(params=params, attributes=canonicalize_value(attrs),
-                         tiers_digest=self.tiers_digest(), definition_digest=self.definition_digest())
+        attributes = canonicalize_value(attrs)
+        disclosure = None
+        if hiding:
+            params, disclosure = hide_tree(values, openings)
+        else:
+            params = commit_canonical(canonical)
+        return Minimized(params=params, attributes=attributes, tiers_digest=self.tiers_digest(),
+                         definition_digest=self.definition_digest(), disclosure=disclosure)
 
     def _safe_pointer(self, p: str) -> str:
         if p == "":

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from .canonical import MAX_SAFE_INTEGER, canonicalize, parse, serialize
-from .digest import MalformedDigestError, parse_digest
+from .digest import MalformedDigestError, parse_digest, parse_params_digest
 from .errors import DomainError, LedgerError
 
 __all__ = [
@@ -238,7 +238,9 @@ def parse_entry(b: bytes) -> dict:
         raw = b""
     if len(raw) != 64:
         raise _enc("sig", "not a base64 Ed25519 signature")
-    for f in ("params_digest", "tiers_digest", "preview_digest"):
+    if "params_digest" in m:
+        _params_digest(m, "params_digest")
+    for f in ("tiers_digest", "preview_digest"):
         if f in m:
             _digest(m, f)
     for f in ("definition_digest", "policy_set", "approval"):
@@ -361,6 +363,17 @@ def _digest(m: dict, f: str) -> str:
         parse_digest(s)
     except MalformedDigestError:
         raise _enc(f, "not a digest (sha256:<64 lower-case hex digits>)") from None
+    return s
+
+
+def _params_digest(m: dict, f: str) -> str:
+    # A parameter commitment of either version (docs/commitment.md section 6).
+    s = _string(m, f)
+    try:
+        parse_params_digest(s)
+    except MalformedDigestError:
+        raise _enc(f, "not a parameter digest (sha256:<64 lower-case hex digits>, or v2:sha256:<...> "
+                      "for a hiding commitment)") from None
     return s
 
 
