@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +92,8 @@ func canonicalOf(t *testing.T, args any) string {
 // appends nothing and leaves no file. A move that needs approval is
 // approved on the page and retried with the same arguments: the
 // consumption presents the request's own v2 commitment, and the retry
-// writes no file (the request's opens both entries). A move denied on the
+// writes no file (the request's opens both entries); ledger-verify
+// disclose checks a file as an auditor would. A move denied on the
 // page and asked again is a new request, under fresh openings. The export
 // verifies with ledger-verify export and approvals.
 func TestGatewayHidingCommitment(t *testing.T) {
@@ -209,6 +213,14 @@ func TestGatewayHidingCommitment(t *testing.T) {
 		if got, _ := x.Params(); string(got) != canonicalOf(t, write) {
 			t.Fatalf("entry %d's disclosure opens %s, not the call's arguments", e.Index, got)
 		}
+	}
+	// As an auditor checks it: ledger-verify disclose, with the
+	// declaration to recompute the path's projection.
+	out, err := exec.Command(bins.ledgerVerif, "disclose", "--key", l.vkey, "--export", export, "--index", fmt.Sprint(writes[0].Index),
+		"--declaration", filepath.Join(catalog, "write_note.json"), filepath.Join(disclosures, mcpgate.DisclosureFile(writes[0].Params))).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "disclosed: entry "+fmt.Sprint(writes[0].Index)+" opens 2 of 2 fields") ||
+		!regexp.MustCompile(`(?m)^  path +derived +resource_dir: recorded and recomputed agree$`).Match(out) {
+		t.Fatalf("ledger-verify disclose: %v\n%s", err, out)
 	}
 	readDisclosure(t, disclosures, denies[0].Params, commit.Domain{})
 	x := readDisclosure(t, disclosures, requests[0].Params, commit.Domain{})
