@@ -303,7 +303,8 @@ func TestGatewayHidingRestart(t *testing.T) {
 }
 
 // "commitment": "v1" commits with version 1: the entry's params_digest is
-// sha256:<hex>, and no disclosure is written.
+// sha256:<hex>, and no disclosure is written. "disclosures": "none" commits
+// with the hiding commitment and writes none either.
 func TestGatewayV1Commitment(t *testing.T) {
 	t.Parallel()
 	s := setupNotes(t, nil)
@@ -326,5 +327,29 @@ func TestGatewayV1Commitment(t *testing.T) {
 	}
 	if _, err := os.Stat(disclosureDir(s.cfg)); !os.IsNotExist(err) {
 		t.Fatalf("the disclosures directory with v1: %v", err)
+	}
+	g.stop(t)
+
+	// "disclosures": "none": hiding commitments, and no file anywhere.
+	editConfig(t, s.cfg, func(cfg map[string]any) {
+		delete(cfg, "commitment")
+		cfg["disclosures"] = "none"
+	})
+	before, _ := os.ReadDir(filepath.Dir(s.cfg))
+	g = s.gateway(t)
+	if text, isErr := callText(t, g.agent(t, nil), "notes.write_note", map[string]any{"path": "/allowed/b.txt", "content": "b"}); isErr {
+		t.Fatalf("allowed write, no disclosures: %s", text)
+	}
+	digests = nil
+	for _, e := range s.l.entries(t) {
+		if e["kind"] == "decision" {
+			digests = append(digests, e["params_digest"].(string))
+		}
+	}
+	if len(digests) != 2 || !strings.HasPrefix(digests[1], "v2:sha256:") {
+		t.Fatalf("params digests %v, want the second v2:sha256:", digests)
+	}
+	if after, _ := os.ReadDir(filepath.Dir(s.cfg)); len(after) != len(before) {
+		t.Fatalf("with disclosures none, the config's directory went from %d to %d files", len(before), len(after))
 	}
 }
