@@ -83,7 +83,7 @@ type Commitment struct {
 	Digest Digest
 	Size   int
 	// Hiding marks a version 2 commitment (Hide): Digest is over the
-	// field-commitment map, and Size is that map's canonical length.
+	// field names and commitments, and Size is their length.
 	Hiding bool
 }
 

@@ -1,8 +1,8 @@
 package commit
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -146,14 +146,15 @@ func (x *Disclosure) Check(c Commitment) error {
 	if !x.commitMap().Equal(c) {
 		return &DisclosureError{Kind: ErrCommitmentMismatch}
 	}
-	var fc fieldCommitter
+	var buf []byte
 	for i := range x.fields {
 		f := &x.fields[i]
 		if !f.disclosed {
 			continue
 		}
-		got := fc.commit(f.opening, f.name, f.value)
-		if !hmac.Equal(got[:], f.commitment[:]) {
+		var got [sha256.Size]byte
+		buf, got = fieldCommitment(buf, f.opening, f.name, f.value)
+		if subtle.ConstantTimeCompare(got[:], f.commitment[:]) != 1 {
 			return &DisclosureError{Kind: ErrFieldMismatch, Field: string(f.name)}
 		}
 	}

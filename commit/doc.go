@@ -52,9 +52,9 @@
 // Hide commits to each top-level field under its own secret 32-byte
 // opening, so that the log reveals nothing a dictionary could test:
 //
-//	c_f    = HMAC-SHA256(opening_f, "ledger/v2/field\n" || JCS(name_f) || JCS(value_f))
-//	digest = SHA-256("ledger/v2/params\n" || JCS({name_f: hex(c_f), ...}))
-//	size   = len(JCS({name_f: hex(c_f), ...}))
+//	c_f    = SHA-256("ledger/v2/field\n" || opening_f || JCS(name_f) || JCS(value_f))
+//	digest = SHA-256("ledger/v2/params\n" || JCS(name_1) || c_1 || JCS(name_2) || c_2 || ...)
+//	size   = len(JCS(name_1) || c_1 || ...)
 //
 // written "v2:sha256:<hex>" (Commitment.DigestText; ParseParamsDigest reads
 // either version). The openings and values form a Disclosure, which the

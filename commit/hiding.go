@@ -4,7 +4,6 @@ import (
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,22 +13,22 @@ import (
 // field f of the parameters gets its own commitment under a secret 32-byte
 // opening,
 //
-//	c_f    = HMAC-SHA256(opening_f, "ledger/v2/field\n" || JCS(name_f) || JCS(value_f))
-//	digest = SHA-256("ledger/v2/params\n" || JCS({name_f: hex(c_f), ...}))
-//	size   = len(JCS({name_f: hex(c_f), ...}))
+//	c_f    = SHA-256("ledger/v2/field\n" || opening_f || JCS(name_f) || JCS(value_f))
+//	digest = SHA-256("ledger/v2/params\n" || JCS(name_1) || c_1 || JCS(name_2) || c_2 || ...)
+//	size   = len(JCS(name_1) || c_1 || ...)
 //
-// so that the digest reveals nothing of a value to whoever lacks its
-// opening (HMAC under a uniformly random key is a pseudorandom function),
-// while a value and its opening, disclosed together, can be checked
-// against it one field at a time (HMAC with fixed-length keys is as
-// collision resistant as SHA-256, so no second value and opening give the
-// same c_f).
+// the fields in canonical (UTF-16) order of name, as SD-JWT (RFC 9901)
+// digests each salted claim: without its opening, a field's commitment
+// says nothing of its value (SHA-256 over a secret 256-bit salt, as a
+// random oracle), while a value and its opening, disclosed together, are
+// checked one field at a time (a second value and opening with the same
+// c_f is a SHA-256 collision).
 
-// HidingDomainSeparator prefixes the canonical field-commitment map in a
+// HidingDomainSeparator prefixes the field names and commitments in a
 // version 2 parameter digest.
 const HidingDomainSeparator = "ledger/v2/params\n"
 
-// FieldDomainSeparator prefixes a field's name and value in its
+// FieldDomainSeparator prefixes a field's opening, name and value in its
 // commitment.
 const FieldDomainSeparator = "ledger/v2/field\n"
 
@@ -141,30 +140,25 @@ func (d Domain) Hide(data []byte, src OpeningSource) (Commitment, *Disclosure, e
 		}
 	}
 	// Every field's canonical value goes into one buffer, which the
-	// disclosure's values are slices of.
+	// disclosure's values are slices of (a value written after the buffer
+	// grew is in the new one; earlier ones stay valid in the old).
 	values := make([]byte, 0, len(data))
-	ends := make([]int, len(n.members))
-	for i := range n.members {
-		values = appendCanonical(values, &n.members[i].value)
-		ends[i] = len(values)
-	}
-	var fc fieldCommitter
-	start := 0
+	var scratch [2048]byte // the hashed messages, on the stack unless a field is longer
+	buf := scratch[:0]
 	for i := range n.members {
 		m := &n.members[i]
 		f := &x.fields[i]
-		f.name = m.name
-		f.value = values[start:ends[i]:ends[i]]
-		start = ends[i]
-		f.disclosed = true
+		start := len(values)
+		values = appendCanonical(values, &m.value)
+		f.name, f.value, f.disclosed = m.name, values[start:len(values):len(values)], true
 		if openings != nil {
 			f.opening = Opening(openings[i*OpeningSize : (i+1)*OpeningSize])
 		} else if f.opening, err = src.Opening(string(f.name)); err != nil {
 			return Commitment{}, nil, err
 		}
-		f.commitment = fc.commit(f.opening, m.name, f.value)
+		buf, f.commitment = fieldCommitment(buf, f.opening, m.name, f.value)
 	}
-	x.Commitment = x.commitMap()
+	x.Commitment = x.commitMapWith(buf)
 	return x.Commitment, x, nil
 }
 
@@ -173,50 +167,15 @@ func Hide(data []byte, src OpeningSource) (Commitment, *Disclosure, error) {
 	return Domain{}.Hide(data, src)
 }
 
-// fieldCommitter computes field commitments with one reusable buffer.
-// It is HMAC-SHA256 (RFC 2104) written over sha256.Sum256, for a key of
-// exactly 32 bytes: crypto/hmac allocates two hash states per key, and
-// every field has its own key; TestFieldCommitmentConstruction holds it to
-// crypto/hmac.
-type fieldCommitter struct{ buf []byte }
-
-const (
-	hmacBlock = 64 // SHA-256's block size
-	ipad      = 0x36
-	opad      = 0x5c
-)
-
-// commit returns c_f for the field name (raw, as decoded) with canonical
-// value.
-func (fc *fieldCommitter) commit(opening Opening, name, value []byte) [sha256.Size]byte {
-	// The key is exactly 32 bytes, so each pad block is the key XOR the
-	// pad byte, then 32 pad bytes (the key's zero padding XOR the pad).
-	var pad [hmacBlock]byte
-	for i := range OpeningSize {
-		pad[i] = opening[i] ^ ipad
-	}
-	copy(pad[OpeningSize:], ipadTail[:])
-	b := append(fc.buf[:0], pad[:]...)
-	b = append(b, FieldDomainSeparator...)
-	b = appendString(b, name)
-	b = append(b, value...)
-	inner := sha256.Sum256(b)
-	for i := range OpeningSize {
-		pad[i] = opening[i] ^ opad
-	}
-	copy(pad[OpeningSize:], opadTail[:])
-	b = append(append(b[:0], pad[:]...), inner[:]...)
-	fc.buf = b
-	return sha256.Sum256(b)
-}
-
-var ipadTail, opadTail = padTail(ipad), padTail(opad)
-
-func padTail(p byte) (t [hmacBlock - OpeningSize]byte) {
-	for i := range t {
-		t[i] = p
-	}
-	return t
+// fieldCommitment returns c_f for the field name (raw, as decoded) with
+// canonical value, writing the hashed message into buf, which it returns
+// for the next field.
+func fieldCommitment(buf []byte, opening Opening, name, value []byte) ([]byte, [sha256.Size]byte) {
+	buf = append(buf[:0], FieldDomainSeparator...)
+	buf = append(buf, opening[:]...)
+	buf = appendString(buf, name)
+	buf = append(buf, value...)
+	return buf, sha256.Sum256(buf)
 }
 
 // ParseParamsDigest parses the text form of a parameter digest of either
@@ -247,6 +206,16 @@ func (c Commitment) AppendDigestText(b []byte) []byte {
 	return b
 }
 
+// MinSize is the least size a commitment of c's version has: 2 for
+// version 1 (the canonical {}), 0 for version 2 (no field: nothing
+// covered).
+func (c Commitment) MinSize() int {
+	if c.Hiding {
+		return 0
+	}
+	return 2
+}
+
 // Version returns the commitment's format version: 1, or 2 if it hides.
 func (c Commitment) Version() int {
 	if c.Hiding {
@@ -255,26 +224,17 @@ func (c Commitment) Version() int {
 	return 1
 }
 
-// appendFieldMap appends the canonical field-commitment map of x's fields
-// (already in canonical order) to b.
-func (x *Disclosure) appendFieldMap(b []byte) []byte {
-	b = append(b, '{')
-	for i := range x.fields {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, x.fields[i].name)
-		b = append(b, ':', '"')
-		b = hex.AppendEncode(b, x.fields[i].commitment[:])
-		b = append(b, '"')
-	}
-	return append(b, '}')
-}
+// commitMap returns the commitment to x's field commitments: the names
+// (each a JCS string, so self-delimiting) and the 32-byte commitments, in
+// canonical order.
+func (x *Disclosure) commitMap() Commitment { return x.commitMapWith(nil) }
 
-// commitMap returns the commitment to x's field-commitment map.
-func (x *Disclosure) commitMap() Commitment {
-	buf := make([]byte, 0, len(HidingDomainSeparator)+len(x.fields)*(2*sha256.Size+8)+16)
-	buf = append(buf, HidingDomainSeparator...)
-	buf = x.appendFieldMap(buf)
+// commitMapWith is commitMap writing the hashed message into buf.
+func (x *Disclosure) commitMapWith(buf []byte) Commitment {
+	buf = append(buf[:0], HidingDomainSeparator...)
+	for i := range x.fields {
+		buf = appendString(buf, x.fields[i].name)
+		buf = append(buf, x.fields[i].commitment[:]...)
+	}
 	return Commitment{Digest: sha256.Sum256(buf), Size: len(buf) - len(HidingDomainSeparator), Hiding: true}
 }

@@ -131,7 +131,7 @@ func (e *Entry) checkV4() error {
 			return fieldError("approver", "empty")
 		}
 	case KindConsumption:
-		if e.Params.Size < 2 || e.Params.Size > commit.MaxSafeInteger {
+		if e.Params.Size < e.Params.MinSize() || e.Params.Size > commit.MaxSafeInteger {
 			return fieldError("params_size", "not a canonical object size")
 		}
 	case KindOutcome:

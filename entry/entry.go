@@ -252,7 +252,7 @@ func (e *Entry) check() error {
 	if !e.Decision.valid() {
 		return fieldError("decision", "not allow, deny or needs_approval")
 	}
-	if e.Params.Size < 2 || e.Params.Size > commit.MaxSafeInteger {
+	if e.Params.Size < e.Params.MinSize() || e.Params.Size > commit.MaxSafeInteger {
 		return fieldError("params_size", "not a canonical object size")
 	}
 	if len(e.Attributes) > MaxAttributesBytes {

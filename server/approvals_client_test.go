@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
@@ -132,10 +133,19 @@ func TestClientApprovalLifecycle(t *testing.T) {
 	_, err = c.Consume(ctx, id, terms)
 	wantAPIError(t, "consume before a verdict", err, 409, "approval_pending", "")
 
-	// The verdict comes while the client waits.
+	// The verdict comes while the client waits: once it has polled twice.
+	polls := make(chan struct{}, 64)
+	c.HTTP = &http.Client{Transport: pollCounter{http.DefaultTransport, "/v1/approvals/" + id.String(), polls}}
 	verdict := make(chan error, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
+		for range 2 {
+			select {
+			case <-polls:
+			case <-time.After(10 * time.Second):
+				verdict <- errors.New("the client did not poll")
+				return
+			}
+		}
 		_, err := s.l.Append(ctx, ledger.Record{Kind: entry.KindApproval, ApprovalID: id,
 			Approver: "alice", Verdict: entry.Approve, PreviewDigest: d.Approval.PreviewDigest})
 		verdict <- err
@@ -253,4 +263,21 @@ func TestClientApprovalsOff(t *testing.T) {
 	req.Preview = json.RawMessage(`{"to":"carol@example.org"}`)
 	_, err = c.Decide(ctx, req)
 	wantAPIError(t, "a preview", err, 422, "approvals_off", "")
+}
+
+// pollCounter sends on polls for each request to path, without blocking.
+type pollCounter struct {
+	next  http.RoundTripper
+	path  string
+	polls chan<- struct{}
+}
+
+func (p pollCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == p.path {
+		select {
+		case p.polls <- struct{}{}:
+		default:
+		}
+	}
+	return p.next.RoundTrip(r)
 }

@@ -83,9 +83,10 @@ func runWorkloadAt(t *testing.T, bin, url string, s *testServer, verdict func(id
 			if id, err = commit.ParseDigest(m[1]); err != nil {
 				t.Fatal(err)
 			}
-			if verdict != nil {
-				verdict(id)
-			}
+		}
+		// The verdict comes once the workload says it waits for one.
+		if strings.HasPrefix(line, "mediator: waiting up to ") && verdict != nil {
+			verdict(id)
 		}
 	}
 	err = cmd.Wait()
@@ -137,7 +138,6 @@ func TestWorkloadApproval(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			time.Sleep(50 * time.Millisecond) // the workload is waiting
 			appendVerdict(t, s, id, shown.Digest, v)
 		}
 	}

@@ -2,9 +2,9 @@
 // and its disclosure file (§7.4). Go's commit/hiding.go and
 // commit/disclosure.go are the reference.
 //
-//	c_f    = HMAC-SHA256(opening_f, "ledger/v2/field\n" || JCS(name_f) || JCS(value_f))
-//	digest = SHA-256("ledger/v2/params\n" || JCS({name_f: hex(c_f), ...}))
-//	size   = len(JCS({name_f: hex(c_f), ...}))
+//	c_f    = SHA-256("ledger/v2/field\n" || opening_f || JCS(name_f) || JCS(value_f))
+//	digest = SHA-256("ledger/v2/params\n" || JCS(name_1) || c_1 || JCS(name_2) || c_2 || ...)
+//	size   = len(JCS(name_1) || c_1 || ...)          (fields in canonical order)
 //
 // The strict domain and the canonical form are version 1's (json.ts,
 // canonical.ts): an input hide refuses gets exactly the refusal
@@ -17,7 +17,7 @@ import { parseParamsDigest, serializeChecked } from "./canonical.js";
 import { DomainError, type Kind, LedgerError, pointer } from "./errors.js";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, type DomainOptions, JsonNumber, type JsonObject, type JsonText, type JsonValue, parseObject } from "./json.js";
 
-/** Prefixes the canonical field-commitment map in a version 2 parameter digest. */
+/** Prefixes the field names and commitments in a version 2 parameter digest. */
 export const HIDING_DOMAIN_SEPARATOR = "ledger/v2/params\n";
 /** Prefixes a field's canonical name and value in its commitment. */
 export const FIELD_DOMAIN_SEPARATOR = "ledger/v2/field\n";
@@ -39,7 +39,7 @@ const INSPECT = Symbol.for("nodejs.util.inspect.custom");
 export interface HidingCommitment {
   /** "v2:sha256:" and 64 lower-case hex digits. */
   digest: string;
-  /** The length of the canonical field-commitment map: it depends on the fields' names only. */
+  /** The length of the names and field commitments the digest covers: it depends on the fields' names only. */
   size: number;
   hiding: true;
 }
@@ -233,19 +233,19 @@ interface Field {
 }
 
 function fieldCommitment(opening: Opening, name: string, value: string): Buffer {
-  return createHmac("sha256", openingBytes(opening)).update(FIELD_SEPARATOR_BYTES).update(JSON.stringify(name) + value, "utf8").digest();
+  return createHash("sha256").update(FIELD_SEPARATOR_BYTES).update(openingBytes(opening)).update(JSON.stringify(name) + value, "utf8").digest();
 }
 
 /** The commitment to fields (in canonical order): the digest bytes and the size. */
 function commitMap(fields: readonly Field[]): { digest: Buffer; size: number } {
-  let m = "{";
-  for (let i = 0; i < fields.length; i++) {
-    const f = fields[i]!;
-    if (i > 0) m += ",";
-    m += JSON.stringify(f.name) + ':"' + f.commitment.toString("hex") + '"';
+  const h = createHash("sha256").update(HIDING_SEPARATOR_BYTES);
+  let size = 0;
+  for (const f of fields) {
+    const name = Buffer.from(JSON.stringify(f.name), "utf8");
+    h.update(name).update(f.commitment);
+    size += name.length + f.commitment.length;
   }
-  const map = Buffer.from(m + "}", "utf8");
-  return { digest: createHash("sha256").update(HIDING_SEPARATOR_BYTES).update(map).digest(), size: map.length };
+  return { digest: h.digest(), size };
 }
 
 let makeDisclosure: (fields: readonly Field[]) => Disclosure;

@@ -42,8 +42,8 @@ test("a hiding commitment opens with its disclosure; every subset of make_paymen
   const { commitment: c, disclosure: x } = hide(payment);
   assert.equal(c.hiding, true);
   assert.match(c.digest, /^v2:sha256:[0-9a-f]{64}$/);
-  // The size is the field-commitment map's: four names and four 64-digit commitments, whatever the values' lengths.
-  assert.equal(c.size, '{"amount_minor":"","currency":"","memo":"","payee":""}'.length + 4 * 64);
+  // The size is what the digest covers: four names and four 32-byte commitments, whatever the values' lengths.
+  assert.equal(c.size, '"amount_minor""currency""memo""payee"'.length + 4 * 32);
   x.check(c);
   assert.deepEqual(x.params(), canonicalize(payment));
   const fields = x.fields();

@@ -52,7 +52,7 @@ class Commitment:
     Version 1 (hiding False): digest "sha256:<hex>", canonical the
     canonical parameters (which stay with the workload). Version 2 (hiding
     True, module hiding): digest "v2:sha256:<hex>", canonical the
-    field-commitment map, which holds nothing of a value; the values and
+    field names and commitments, which hold nothing of a value; the values and
     openings are in the Disclosure. A commitment read from an entry
     (Commitment.parse) has canonical b""."""
 

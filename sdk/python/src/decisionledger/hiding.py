@@ -5,9 +5,9 @@ commit/disclosure.go).
 Each top-level field f of the parameters is committed to under its own
 secret 32-byte opening:
 
-    c_f    = HMAC-SHA256(opening_f, "ledger/v2/field\\n" || JCS(name_f) || JCS(value_f))
-    map    = {name_f: hex(c_f), ...}
-    digest = SHA-256("ledger/v2/params\\n" || JCS(map)),  size = len(JCS(map))
+    c_f     = SHA-256("ledger/v2/field\\n" || opening_f || JCS(name_f) || JCS(value_f))
+    covered = JCS(name_1) || c_1 || JCS(name_2) || c_2 || ...   (fields in canonical order)
+    digest  = SHA-256("ledger/v2/params\\n" || covered),  size = len(covered)
 
 written "v2:sha256:" and 64 lower-case hex digits. Without an opening a
 field commitment says nothing of its value, so the log's digest and
@@ -25,8 +25,8 @@ a disclosure is a DisclosureError with a stable code, naming the field or
 the JSON pointer of the fault, never a value or an opening. Openings and
 disclosures print as redacted placeholders.
 
-The commit side is standard library only: HMAC from hmac, HKDF (RFC 5869)
-written over it for derived openings.
+The commit side is standard library only: SHA-256 from hashlib, HKDF
+(RFC 5869) written over hmac for derived openings.
 """
 
 from __future__ import annotations
@@ -261,7 +261,7 @@ def _opening_bytes(source: Any, name: str) -> bytes:
 
 
 def _field_commitment(opening: bytes, name_jcs: bytes, value: bytes) -> bytes:
-    return hmac.digest(opening, FIELD_DOMAIN_SEPARATOR + name_jcs + value, "sha256")
+    return hashlib.sha256(FIELD_DOMAIN_SEPARATOR + opening + name_jcs + value).digest()
 
 
 # ---------------------------------------------------------------- hide
@@ -552,10 +552,9 @@ def _hex32(v: Any) -> bytes | None:
 
 
 def _commit_map(fields: list[_Field]) -> Commitment:
-    # The canonical field-commitment map (fields already in canonical
-    # order) and its version 2 commitment.
-    m = b"{" + b",".join(_json_string(f.name).encode("utf-8") + b':"' + f.commitment.hex().encode() + b'"'
-                         for f in fields) + b"}"
+    # The names and field commitments (fields already in canonical order)
+    # and their version 2 commitment.
+    m = b"".join(_json_string(f.name).encode("utf-8") + f.commitment for f in fields)
     h = hashlib.sha256(HIDING_DOMAIN_SEPARATOR)
     h.update(m)
     return Commitment(HIDING_DIGEST_PREFIX + "sha256:" + h.hexdigest(), len(m), m, True)

@@ -275,7 +275,9 @@ def parse_entry(b: bytes) -> dict:
         if isinstance(v, str) and (v == "" or len(v.encode()) > MAX_STRING_BYTES):
             raise _enc(f, "empty or longer than 1024 bytes")
     if "params_size" in m:
-        if not 2 <= _uint(m, "params_size") <= MAX_SAFE_INTEGER:
+        # A hiding (v2:) commitment of no field covers nothing: size 0.
+        least = 0 if str(m.get("params_digest", "")).startswith("v2:") else 2
+        if not least <= _uint(m, "params_size") <= MAX_SAFE_INTEGER:
             raise _enc("params_size", "not a canonical object size")
     if "attributes" in m:
         a = m["attributes"]
