@@ -51,8 +51,8 @@ type Config struct {
 	// refused, as the strict domain refuses them by default.
 	AllowNonInteger bool `json:"allow_non_integer"`
 	// Commitment is the parameter commitment each call is recorded under
-	// (docs/commitment.md): "hiding", version 2, a per-field HMAC-SHA256
-	// under openings drawn at random per call, which only the call's
+	// (docs/commitment.md): "hiding", version 2, a per-field SHA-256
+	// salted with openings drawn at random per call, which only the call's
 	// disclosure (Disclosures) can open; or "v1", version 1, the SHA-256
 	// of the canonical arguments, which anyone holding a guess of the
 	// arguments can confirm against the log: a dictionary attack on
