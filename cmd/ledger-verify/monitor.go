@@ -50,7 +50,11 @@ starts from the empty tree: it verifies the whole log. Without --init a
 missing state file is an error, so that a lost state is noticed rather
 than silently trusting whatever history the log now shows.
 
-With --archive DIR, the verified entries are kept: each run writes
+A run takes a lock on FILE.lock first; a run that finds it held by
+another (a cron run outlasting its interval) prints "skipped: ..." and
+exits 0, having checked and changed nothing.
+
+With --archive DIR (made if absent), the verified entries are kept: each run writes
 DIR/entries-<first index>.jsonl (one entry per line, canonical JSON, as
 signed) and DIR/checkpoint-<tree size> (the signed checkpoint), each
 atomically, before the state is saved.
@@ -314,6 +318,9 @@ func runMonitor(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return m.run(context.Background(), rest[0], stdout, stderr)
 }
 
+// errLocked: another monitor run holds the state's lock.
+var errLocked = errors.New("the state is locked by another monitor run")
+
 func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Writer) int {
 	key, err := m.keys.load()
 	if err != nil {
@@ -325,9 +332,36 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 		return usageError(stderr, "monitor", "%v", err)
 	}
 	if m.archive != "" {
+		// Made on first use, as the state file is: a cron line on a fresh
+		// host works as written.
+		if err := os.MkdirAll(m.archive, 0o755); err != nil {
+			return usageError(stderr, "monitor", "--archive %s: %v", termtext.Quote(m.archive), err)
+		}
 		if st, err := os.Stat(m.archive); err != nil || !st.IsDir() {
 			return usageError(stderr, "monitor", "--archive %s is not a directory", termtext.Quote(m.archive))
 		}
+	}
+	// One run at a time on a state file: a run that finds another still
+	// going (a slow log, a cron interval too short) skips, changing nothing.
+	if m.init {
+		if err := os.MkdirAll(filepath.Dir(m.state), 0o700); err != nil {
+			return usageError(stderr, "monitor", "--state %s: %v", termtext.Quote(m.state), err)
+		}
+	}
+	lock, err := lockState(m.state + ".lock")
+	if errors.Is(err, fs.ErrNotExist) {
+		lock, err = nil, nil // no state directory: loadState says what to do
+	}
+	if errors.Is(err, errLocked) {
+		termtext.PrintLine(stdout, "skipped: another monitor run holds %s; nothing checked or changed", termtext.Quote(m.state+".lock"))
+		return exitOK
+	}
+	if err != nil {
+		errorf(stderr, "monitor: locking the state: %v", err)
+		return exitUsage
+	}
+	if lock != nil {
+		defer lock.Close()
 	}
 	old, key, err := loadState(m.state, key, m.init)
 	if err != nil {

@@ -705,3 +705,33 @@ func TestMonitorRetiredKey(t *testing.T) {
 		}
 	})
 }
+
+// A run that finds the state locked by another (a cron run outlasting its
+// interval) skips: it says so, exits 0, and changes nothing; once the lock
+// is released the next run verifies as usual.
+func TestMonitorSkipsWhileLocked(t *testing.T) {
+	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newTileLog(t, skey)
+	dir := t.TempDir()
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL, "--init"); code != exitOK {
+		t.Fatalf("first run: exit %d\n%s", code, out)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "state"))
+	tl.add(t, "a", 5)
+	held, err := lockState(filepath.Join(dir, "state.lock"))
+	if err != nil || held == nil {
+		t.Fatalf("taking the lock: %v", err)
+	}
+	code, out := monitorOnce(t, dir, vkey, tl.srv.URL)
+	after, _ := os.ReadFile(filepath.Join(dir, "state"))
+	if code != exitOK || !strings.Contains(out, "skipped: another monitor run holds") || !bytes.Equal(before, after) {
+		t.Fatalf("while locked: exit %d, state changed %v\n%s", code, !bytes.Equal(before, after), out)
+	}
+	held.Close()
+	if code, out := monitorOnce(t, dir, vkey, tl.srv.URL); code != exitOK || !strings.Contains(out, "verified: entries 0 to 4 (5 new)") {
+		t.Fatalf("after the lock is released: exit %d\n%s", code, out)
+	}
+}
