@@ -15,7 +15,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestScript runs the CLI scripts in testdata/script (txtar), with the
-// reference corpus copied into each script's work directory.
+// reference corpus copied into each script's work directory: the
+// declarations in decl, the policies in policies.
 func TestScript(t *testing.T) {
 	corpus, err := filepath.Abs(filepath.Join("..", "..", "testdata", "declarations"))
 	if err != nil {
@@ -25,7 +26,10 @@ func TestScript(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			return os.CopyFS(filepath.Join(env.WorkDir, "decl"), os.DirFS(corpus))
+			if err := os.CopyFS(filepath.Join(env.WorkDir, "decl"), os.DirFS(corpus)); err != nil {
+				return err
+			}
+			return os.CopyFS(filepath.Join(env.WorkDir, "policies"), os.DirFS(filepath.Join(corpus, "..", "policies")))
 		},
 	})
 }
