@@ -60,6 +60,7 @@ var commands = []command{
 	{"version", "Print the module version and VCS revision of this binary.", versionUsage, version},
 	{"policy", "Check, test and compare policy sets (policy check|test|whatif).", policyUsage, nil},
 	{"policy check", "", policyCheckUsage, policyCheck},
+	{"policy test", "", policyTestUsage, policyTest},
 }
 
 // lookupArgs finds the command args name, a group's subcommand taking
