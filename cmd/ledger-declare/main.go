@@ -7,6 +7,9 @@
 //	ledger-declare render [--out DIR] DECLARATION...
 //	ledger-declare report [--json] DECLARATION...
 //	ledger-declare digest DECLARATION
+//	ledger-declare policy check DIR --catalog DIR
+//	ledger-declare policy test DIR --catalog DIR TESTFILE...
+//	ledger-declare policy whatif (--key VKEY)... --policies DIR [--catalog DIR] [--json] EXPORT
 //	ledger-declare help [COMMAND]
 //	ledger-declare version
 //
@@ -18,8 +21,13 @@
 // after the files; "ledger-declare help COMMAND" (or "ledger-declare
 // COMMAND --help") prints a command's usage.
 //
-// Exit status: 0 on success, 1 when a declaration is refused, 2 on bad
-// usage or unreadable input.
+// The policy commands are the policy author's (docs/policies.md §12):
+// check validates a policy directory as ledgerd does at start, test runs
+// example calls against it, whatif re-evaluates an export's ledger
+// decisions under an edited set.
+//
+// Exit status: 0 on success, 1 when a declaration, a policy set, a test
+// case or an export is refused, 2 on bad usage or unreadable input.
 package main
 
 import (
@@ -61,6 +69,7 @@ var commands = []command{
 	{"policy", "Check, test and compare policy sets (policy check|test|whatif).", policyUsage, nil},
 	{"policy check", "", policyCheckUsage, policyCheck},
 	{"policy test", "", policyTestUsage, policyTest},
+	{"policy whatif", "", policyWhatifUsage, policyWhatif},
 }
 
 // lookupArgs finds the command args name, a group's subcommand taking

@@ -18,7 +18,7 @@ import (
 const policyUsage = `Usage:
     ledger-declare policy check DIR --catalog DIR
     ledger-declare policy test DIR --catalog DIR TESTFILE...
-    ledger-declare policy whatif (--key VKEY)... --policies DIR [--json] EXPORT
+    ledger-declare policy whatif (--key VKEY)... --policies DIR [--catalog DIR] [--json] EXPORT
 
 The policy author's commands (docs/policies.md §12): check a policy
 directory as ledgerd loads it, run example calls against it, and show which
