@@ -220,8 +220,20 @@ type Set struct {
 }
 
 // Load reads the policy set in dir and validates it against the Cedar
-// schema generated from decls.
+// schema generated from decls: New over ReadDir.
 func Load(dir string, decls []*declare.Declaration) (*Set, error) {
+	files, err := ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return New(files, decls)
+}
+
+// ReadDir reads the files of the policy set in dir by the directory rules
+// (package doc, "Directory"), refusing with the *LoadError values Load
+// gives; it does not parse them. NewReplay over ReadDir is the replay set
+// of a directory.
+func ReadDir(dir string) ([]File, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, &LoadError{Problem: "cannot read the policy directory", Err: fmt.Errorf("%w: %w", ErrLayout, err)}
@@ -255,7 +267,7 @@ func Load(dir string, decls []*declare.Declaration) (*Set, error) {
 	if len(files) == 0 {
 		return nil, &LoadError{Problem: "no .cedar file in the policy directory", Err: ErrLayout}
 	}
-	return New(files, decls)
+	return files, nil
 }
 
 func safeName(name string) string {

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,7 +186,7 @@ func TestLoadLayout(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(sub, "more"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := policy.Load(sub, decls); !errors.Is(err, policy.ErrLayout) {
+	if err := loadBoth(sub, decls); !errors.Is(err, policy.ErrLayout) {
 		t.Errorf("subdirectory: %v", err)
 	}
 
@@ -194,17 +195,45 @@ func TestLoadLayout(t *testing.T) {
 	if err := os.Symlink(filepath.Join(link, "a.cedar"), filepath.Join(link, "b.cedar")); err != nil {
 		t.Skip(err)
 	}
-	if _, err := policy.Load(link, decls); !errors.Is(err, policy.ErrLayout) {
+	if err := loadBoth(link, decls); !errors.Is(err, policy.ErrLayout) {
 		t.Errorf("symbolic link: %v", err)
 	}
 
-	if _, err := policy.Load(t.TempDir(), decls); !errors.Is(err, policy.ErrLayout) {
+	if err := loadBoth(t.TempDir(), decls); !errors.Is(err, policy.ErrLayout) {
 		t.Errorf("empty directory: %v", err)
 	}
 	bad := t.TempDir()
 	write(bad, "a b.cedar", `@id("a")`+"\n"+`permit (principal, action == Action::"send_email", resource);`)
-	if _, err := policy.Load(bad, decls); !errors.Is(err, policy.ErrLayout) {
+	if err := loadBoth(bad, decls); !errors.Is(err, policy.ErrLayout) {
 		t.Errorf("name with a space: %v", err)
+	}
+}
+
+// loadBoth is Load's refusal of dir, or ReadDir's when ReadDir does not
+// refuse it with ErrLayout: the directory rules are ReadDir's.
+func loadBoth(dir string, decls []*declare.Declaration) error {
+	if _, err := policy.ReadDir(dir); !errors.Is(err, policy.ErrLayout) {
+		return fmt.Errorf("ReadDir: %v", err)
+	}
+	_, err := policy.Load(dir, decls)
+	return err
+}
+
+// NewReplay over ReadDir is the set Load gives, without the schema.
+func TestReadDirReplay(t *testing.T) {
+	files, err := policy.ReadDir(referenceDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := policy.NewReplay(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Digest(), reference(t).Digest(); !got.Equal(want) {
+		t.Errorf("digest %s, Load's %s", got, want)
+	}
+	if len(files) != 5 || files[0].Name != "email.cedar" {
+		t.Errorf("files %d, first %q", len(files), files[0].Name)
 	}
 }
 

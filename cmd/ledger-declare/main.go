@@ -7,6 +7,9 @@
 //	ledger-declare render [--out DIR] DECLARATION...
 //	ledger-declare report [--json] DECLARATION...
 //	ledger-declare digest DECLARATION
+//	ledger-declare policy check DIR --catalog DIR
+//	ledger-declare policy test DIR --catalog DIR TESTFILE...
+//	ledger-declare policy whatif (--key VKEY)... --policies DIR [--catalog DIR] [--json] EXPORT
 //	ledger-declare help [COMMAND]
 //	ledger-declare version
 //
@@ -18,8 +21,13 @@
 // after the files; "ledger-declare help COMMAND" (or "ledger-declare
 // COMMAND --help") prints a command's usage.
 //
-// Exit status: 0 on success, 1 when a declaration is refused, 2 on bad
-// usage or unreadable input.
+// The policy commands are the policy author's (docs/policies.md §12):
+// check validates a policy directory as ledgerd does at start, test runs
+// example calls against it, whatif re-evaluates an export's ledger
+// decisions under an edited set.
+//
+// Exit status: 0 on success, 1 when a declaration, a policy set, a test
+// case or an export is refused, 2 on bad usage or unreadable input.
 package main
 
 import (
@@ -58,6 +66,22 @@ var commands = []command{
 	{"report", "Print the leakage report: which fields cross, and how.", reportUsage, report},
 	{"digest", "Print a declaration's applied-tiers and action definition digests.", digestUsage, digest},
 	{"version", "Print the module version and VCS revision of this binary.", versionUsage, version},
+	{"policy", "Check, test and compare policy sets (policy check|test|whatif).", policyUsage, nil},
+	{"policy check", "", policyCheckUsage, policyCheck},
+	{"policy test", "", policyTestUsage, policyTest},
+	{"policy whatif", "", policyWhatifUsage, policyWhatif},
+}
+
+// lookupArgs finds the command args name, a group's subcommand taking
+// two words ("policy check"), and returns the arguments after it.
+func lookupArgs(args []string) (*command, []string) {
+	if len(args) > 1 && args[0] == "policy" && !strings.HasPrefix(args[1], "-") {
+		if c := lookup("policy " + args[1]); c != nil {
+			return c, args[2:]
+		}
+		return nil, args
+	}
+	return lookup(args[0]), args[1:]
 }
 
 func lookup(name string) *command {
@@ -75,9 +99,14 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString("Usage:\n")
 	for _, c := range commands {
+		if c.synopsis == "" || c.run == nil {
+			continue // a group's subcommand; the group's usage has it
+		}
 		lines, _, _ := strings.Cut(strings.TrimPrefix(c.usage, "Usage:\n"), "\n\n")
 		b.WriteString(lines + "\n")
 	}
+	lines, _, _ := strings.Cut(strings.TrimPrefix(policyUsage, "Usage:\n"), "\n\n")
+	b.WriteString(lines + "\n")
 	fmt.Fprintf(&b, "    %s help [COMMAND]\n", programName)
 	b.WriteString(`
 ledger-declare turns action declarations (docs/declarations.md) into the
@@ -87,15 +116,17 @@ action lets cross.
 Commands:
 `)
 	for _, c := range commands {
-		fmt.Fprintf(&b, "    %-9s %s\n", c.name, c.synopsis)
+		if c.synopsis != "" {
+			fmt.Fprintf(&b, "    %-9s %s\n", c.name, c.synopsis)
+		}
 	}
 	fmt.Fprintf(&b, "    %-9s %s\n", "help", "Print a command's usage, options and examples.")
 	b.WriteString(`
 Options may come before or after the files. --version prints the version,
 as the version command does.
 
-Exit status: 0 success, 1 a declaration refused, 2 bad usage or unreadable
-input.
+Exit status: 0 success, 1 a declaration (or, for policy, a policy set, a
+test case or an export) refused, 2 bad usage or unreadable input.
 
 Example:
     $ ledger-declare digest decl/send_email.json
@@ -209,14 +240,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help":
 		return help(args[1:], stdout, stderr)
 	}
-	c := lookup(args[0])
+	c, rest := lookupArgs(args)
 	if c == nil {
-		errorf(stderr, "unknown command %q", args[0])
+		errorf(stderr, "unknown command %q", strings.Join(args[:min(len(args), 2)], " "))
 		hintf(stderr, "run '%s help' for the list of commands", programName)
 		return 2
 	}
-	err := c.run(args[1:], stdout)
+	if c.run == nil { // a group named without its subcommand
+		if len(rest) == 1 && slices.Contains([]string{"-h", "-help", "--help"}, rest[0]) {
+			fmt.Fprint(stdout, c.usage)
+			return 0
+		}
+		errorf(stderr, "%s: a command is needed (check, test or whatif)", c.name)
+		fmt.Fprint(stderr, c.usage)
+		return 2
+	}
+	err := c.run(rest, stdout)
 	var ue *usageError
+	var rf *refusal
 	switch {
 	case err == nil:
 		return 0
@@ -227,6 +268,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		errorf(stderr, "%s: %v", c.name, ue)
 		hintf(stderr, "run '%s help %s' for its usage and examples", programName, c.name)
 		return 2
+	case errors.As(err, &rf):
+		errorf(stderr, "%v", rf)
+		for _, h := range rf.hints {
+			hintf(stderr, "%s", h)
+		}
+		return 1
 	case errors.Is(err, errRefused):
 		errorf(stderr, "%v", err)
 		return 1
@@ -243,6 +290,10 @@ func help(args []string, stdout, stderr io.Writer) int {
 	case len(args) == 0 || len(args) == 1 && slices.Contains([]string{"help", "-h", "-help", "--help"}, args[0]):
 		fmt.Fprint(stdout, usage())
 		return 0
+	case len(args) == 2 && args[0] == "policy":
+		args = []string{"policy " + args[1]}
+	}
+	switch {
 	case len(args) > 1:
 		errorf(stderr, "help takes at most one COMMAND")
 		hintf(stderr, "run '%s help' for the list of commands", programName)
