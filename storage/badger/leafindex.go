@@ -336,6 +336,14 @@ func (li *leafIndex) end() uint64 {
 	return li.runs[len(li.runs)-1].end
 }
 
+// runsEnd is end for callers that do not hold mu: once open, the index
+// may be merging runs that a close cut short.
+func (li *leafIndex) runsEnd() uint64 {
+	li.mu.RLock()
+	defer li.mu.RUnlock()
+	return li.end()
+}
+
 // indexed tells the index that badger now indexes the entries below size
 // (called by the indexer after each frame); it writes a run when
 // leafRunSize of them follow the runs.

@@ -1136,11 +1136,13 @@ func (s *Store) migrateLeaves(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("ledger: reading the index: %w", err)
 	}
-	// The merger starts after the first flush: the runs can be read here.
-	if end := s.leaves.end(); end < runsEnd {
+	// The merger may be running already (merges a close cut short), so
+	// the runs are read under the index's lock.
+	end := s.leaves.runsEnd()
+	if end < runsEnd {
 		return fmt.Errorf("%w: the leaf-hash runs in %s reach entry %d, but runs up to %d were written", ledger.ErrCorrupt, leavesDir, end, runsEnd)
 	}
-	if s.leaves.end() > 0 || indexed < leafRunSize {
+	if end > 0 || indexed < leafRunSize {
 		return nil
 	}
 	if err := s.leaves.flush(s.db, indexed); err != nil {
