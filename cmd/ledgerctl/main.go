@@ -15,7 +15,9 @@
 //	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
 //	ledgerctl disclose   --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
 //
-// The mediator's token comes from --token-file or the LEDGER_TOKEN
+// ledgerd's URL is --url, else the LEDGER_URL environment variable, else
+// http://127.0.0.1:8080; an error without the server's answer names the
+// URL tried. The mediator's token comes from --token-file or the LEDGER_TOKEN
 // environment variable, never from a flag's value, so that it does not
 // show in process lists and shell history. The usage text (ledgerctl
 // --help) describes each command.
@@ -87,7 +89,8 @@ Commands:
                 --version).
 
 Options:
-    --url URL               ledgerd's base URL (default http://127.0.0.1:8080).
+    --url URL               ledgerd's base URL. Default: the LEDGER_URL
+                            environment variable, else http://127.0.0.1:8080.
     --key VKEY              The ledger's note verifier key, name+hash+base64.
     --key-file FILE         A file holding the verifier key.
     --trust FILE            A trust file: one verifier key a line, blank lines
@@ -111,6 +114,7 @@ Options:
     --json                  Machine-readable output on standard output.
 
 Environment:
+    LEDGER_URL              ledgerd's base URL, when --url is not given.
     LEDGER_TOKEN            The bearer token, when --token-file is not given.
 
 Exit status: 0 done and verified, 1 refused by the server, not verified or
@@ -139,6 +143,19 @@ const defaultURL = "http://127.0.0.1:8080"
 
 // tokenEnv names the environment variable holding the bearer token.
 const tokenEnv = "LEDGER_TOKEN"
+
+// urlEnv names the environment variable holding ledgerd's base URL, used
+// when --url is not given.
+const urlEnv = "LEDGER_URL"
+
+// ledgerURL returns ledgerd's base URL when --url is not given, and where
+// it came from: LEDGER_URL if set, else defaultURL.
+func ledgerURL() (string, string) {
+	if u := strings.TrimSpace(os.Getenv(urlEnv)); u != "" {
+		return u, urlEnv
+	}
+	return defaultURL, "the default URL"
+}
 
 // maxDecisionFile bounds a decision file: an append body is at most
 // 256 KiB by default.
@@ -201,7 +218,7 @@ func newCommon(name, synopsis string) *common {
 	fs.SetOutput(io.Discard)
 	c := &common{
 		fs:        fs,
-		url:       fs.String("url", defaultURL, ""),
+		url:       fs.String("url", "", ""),
 		tokenFile: fs.String("token-file", "", ""),
 		timeout:   fs.Duration("timeout", 30*time.Second, ""),
 		json:      fs.Bool("json", false, ""),
@@ -253,8 +270,12 @@ func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, contex
 	if code != exitOK {
 		return fail(code)
 	}
+	urlFrom := "--url"
+	if *c.url == "" {
+		*c.url, urlFrom = ledgerURL()
+	}
 	if !strings.HasPrefix(*c.url, "http://") && !strings.HasPrefix(*c.url, "https://") {
-		return fail(c.usageError(stderr, "--url %s is not an http or https URL", termtext.Quote(*c.url)))
+		return fail(c.usageError(stderr, "%s %s is not an http or https URL", urlFrom, termtext.Quote(*c.url)))
 	}
 	if *c.timeout <= 0 {
 		return fail(c.usageError(stderr, "--timeout must be positive"))
@@ -339,19 +360,23 @@ func parseIndex(s string) (uint64, bool) {
 }
 
 // failed reports an error from the client and returns exitFailed, with a
-// hint for the usual causes.
-func failed(stderr io.Writer, cmd string, err error) int {
-	errorf(stderr, "%s: %v", cmd, err)
+// hint for the usual causes. An error without the server's answer (no
+// connection, no answer in time) names the URL tried.
+func (c *common) failed(stderr io.Writer, cmd string, err error) int {
 	var apiErr *client.Error
+	if !errors.As(err, &apiErr) && !errors.Is(err, client.ErrUnverified) && !strings.Contains(err.Error(), *c.url) {
+		err = fmt.Errorf("ledgerd at %s: %w", *c.url, err)
+	}
+	errorf(stderr, "%s: %v", cmd, err)
 	switch {
 	case errors.Is(err, client.ErrUnverified):
 		hintf(stderr, "the answer does not verify under the keys given: check --key, --key-file or --trust (after a key rotation, trust the old key and the new one), or do not trust this server's answer")
 	case errors.As(err, &apiErr) && apiErr.Status == 401:
 		hintf(stderr, "the server wants a valid bearer token (--token-file or %s)", tokenEnv)
 	case errors.Is(err, context.DeadlineExceeded):
-		hintf(stderr, "no answer within --timeout; is ledgerd running at --url?")
+		hintf(stderr, "no answer within --timeout; is ledgerd running at %s? (--url, or the %s environment variable)", *c.url, urlEnv)
 	case !errors.As(err, &apiErr):
-		hintf(stderr, "is ledgerd running at --url?")
+		hintf(stderr, "is ledgerd running at %s? (--url, or the %s environment variable)", *c.url, urlEnv)
 	}
 	return exitFailed
 }
@@ -401,11 +426,11 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		r, err = cl.Append(ctx, d)
 	}
 	if err != nil {
-		return failed(stderr, "append", err)
+		return c.failed(stderr, "append", err)
 	}
 	hash, err := r.Entry.Hash()
 	if err != nil { // the entry verified, so it encodes
-		return failed(stderr, "append", err)
+		return c.failed(stderr, "append", err)
 	}
 	result := "appended"
 	if r.Replayed {
@@ -537,11 +562,11 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	e, raw, err := cl.Entry(ctx, index)
 	if err != nil {
-		return failed(stderr, "get", err)
+		return c.failed(stderr, "get", err)
 	}
 	hash, err := e.Hash()
 	if err != nil {
-		return failed(stderr, "get", err)
+		return c.failed(stderr, "get", err)
 	}
 	if *c.json {
 		termtext.WriteJSON(stdout, map[string]any{"result": "verified", "index": e.Index, "entry_hash": hash, "entry": json.RawMessage(raw)})
@@ -594,7 +619,7 @@ func runProof(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	b, e, cp, err := cl.TlogProof(ctx, index)
 	if err != nil {
-		return failed(stderr, "proof", err)
+		return c.failed(stderr, "proof", err)
 	}
 	if *out == "-" {
 		stdout.Write(b)
@@ -645,7 +670,7 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 	}
 	cp, signed, err := cl.Checkpoint(ctx)
 	if err != nil {
-		return failed(stderr, "checkpoint", err)
+		return c.failed(stderr, "checkpoint", err)
 	}
 	if trusted != nil {
 		if cp.Size < trusted.Size {
@@ -653,7 +678,7 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		if err := cl.VerifyConsistency(ctx, trusted, cp); err != nil {
-			return failed(stderr, "checkpoint: consistency with --trusted", err)
+			return c.failed(stderr, "checkpoint: consistency with --trusted", err)
 		}
 	}
 	if *out != "" {

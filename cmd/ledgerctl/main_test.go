@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -60,6 +61,7 @@ func TestScript(t *testing.T) {
 			env.Setenv("URL", f.srv.URL)
 			env.Setenv("TOKEN", f.token)
 			env.Setenv(tokenEnv, "")
+			env.Setenv(urlEnv, "")
 			return nil
 		},
 	})
@@ -419,5 +421,42 @@ func TestLyingServer(t *testing.T) {
 	// A proof that does not verify is not written.
 	if _, err := os.Stat(filepath.Join(dir, "p")); err == nil {
 		t.Errorf("a proof that does not verify was written")
+	}
+}
+
+// A server that takes the connection and never answers: the error after
+// --timeout names the URL tried, for a read and for an append (whose
+// retries end with the context).
+func TestTimeoutNamesURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	f, err := startFake(ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "decision.json"), []byte(decision), 0o600)
+	url := "http://" + ln.Addr().String()
+	for _, args := range [][]string{
+		{"get", "--url", url, "--key", f.vkey, "--timeout", "200ms", "0"},
+		{"append", "--url", url, "--key", f.vkey, "--timeout", "200ms", "decision.json"},
+	} {
+		code, _, stderr := ledgerctl(t, dir, f.token, args...)
+		if code != exitFailed || !strings.Contains(stderr, "error: "+args[0]+": ") || !strings.Contains(stderr, url+"/v1/") || !strings.Contains(stderr, "no answer within --timeout") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and an error naming %s/v1/...", args[0], code, stderr, url)
+		}
 	}
 }
