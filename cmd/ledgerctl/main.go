@@ -14,6 +14,7 @@
 //	ledgerctl proof      [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX
 //	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
 //	ledgerctl disclose   --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
+//	ledgerctl minimize   (--declaration FILE | --action NAME) [--hiding --disclosure FILE] [--allow LIST=VALUE]... [--json] PARAMS
 //
 // ledgerd's URL is --url, else the LEDGER_URL environment variable, else
 // http://127.0.0.1:8080; an error without the server's answer names the
@@ -59,6 +60,10 @@ const usage = `Usage:
     ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                          [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
     ledgerctl disclose --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
+    ledgerctl minimize (--declaration FILE | --action NAME [--url URL] [--token-file FILE])
+                       [--hiding --disclosure FILE] [--allow LIST=VALUE]...
+                       [--principal NAME] [--decision DECISION [--policies ID[,ID...]]]
+                       [--json] PARAMS
     ledgerctl version
 
 Commands:
@@ -85,6 +90,25 @@ Commands:
                 fields named, every other field's commitment kept: what to
                 hand an auditor who is to see those fields and no others.
                 Offline: reads and writes files only.
+    minimize    Print the body of a decide or append request for the call
+                whose raw parameters are the JSON file PARAMS ("-" reads
+                standard input), minimized under the action's declaration
+                (docs/declarations.md): the commitment to all the
+                parameters (params_digest, params_size), the applied-tiers
+                digest and the attributes the declaration lets cross. The
+                declaration is the file --declaration names, or the one
+                ledgerd's catalog serves for --action (GET
+                /v1/actions/NAME), refused unless its digests are those GET
+                /v1/actions lists. The parameters are never sent anywhere.
+                --principal, --decision and --policies fill in the rest of
+                the body; without them, decide --principal or append
+                --principal, --decision and --policies do. With --hiding,
+                the commitment is the hiding one (docs/commitment.md §7):
+                the new file --disclosure names (mode 0600, never replaced)
+                receives every field's value and opening before the body
+                is printed; keep it, for without it the entry can never be
+                checked against the parameters. --json prints the digests,
+                the attributes and the body as one object.
     version     Print ledgerctl's module version and VCS revision (also
                 --version).
 
@@ -109,6 +133,25 @@ Options:
                             same key appends nothing and prints the first
                             entry. Default: a new random key.
     --out FILE              (proof, checkpoint) Write the verified file here.
+                            (disclose) The new file, mode 0600.
+    --fields NAME[,NAME...] (disclose) The fields to open; every other
+                            field's commitment is kept.
+    --allow-non-integer     (disclose) Accept non-integer numbers in the
+                            disclosure's values (commit.Domain).
+    --declaration FILE      (minimize) The action's declaration file.
+    --action NAME           (minimize) Fetch the declaration of NAME from
+                            ledgerd's catalog.
+    --hiding                (minimize) Commit with the hiding commitment.
+    --disclosure FILE       (minimize) With --hiding, the new file for the
+                            values and openings (mode 0600).
+    --allow LIST=VALUE      (minimize) Put VALUE on payee_known's allowlist
+                            LIST; repeats.
+    --principal NAME        (minimize) The body's principal: the agent or
+                            person the call is made for.
+    --decision DECISION     (minimize) The body's decision, for append:
+                            allow, deny or needs_approval.
+    --policies ID[,ID...]   (minimize) The body's determining policies, for
+                            append.
     --trusted FILE          (checkpoint) A signed checkpoint verified before.
     --timeout DURATION      Give up after this long (default 30s).
     --json                  Machine-readable output on standard output.
@@ -181,6 +224,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCheckpoint(args[1:], stdout, stderr)
 	case "disclose":
 		return runDisclose(args[1:], stdout, stderr)
+	case "minimize":
+		return runMinimize(args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -214,6 +259,14 @@ type common struct {
 }
 
 func newCommon(name, synopsis string) *common {
+	c := newCommonWithoutKeys(name, synopsis)
+	c.keys.Register(c.fs)
+	return c
+}
+
+// newCommonWithoutKeys is newCommon for a command that verifies nothing:
+// no --key, --key-file or --trust.
+func newCommonWithoutKeys(name, synopsis string) *common {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c := &common{
@@ -224,7 +277,6 @@ func newCommon(name, synopsis string) *common {
 		json:      fs.Bool("json", false, ""),
 		synopsis:  synopsis,
 	}
-	c.keys.Register(fs)
 	return c
 }
 
@@ -256,6 +308,21 @@ func (c *common) parse(args []string) ([]string, error) {
 	}
 }
 
+// parseArgs is parse, with bad usage reported and --help answered with
+// the command's usage on stdout: it returns the positional arguments and
+// -1, or the exit status to return at once.
+func (c *common) parseArgs(args []string, stdout, stderr io.Writer) ([]string, int) {
+	pos, err := c.parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, commandUsage(c.fs))
+		return nil, exitOK
+	}
+	if err != nil {
+		return nil, c.usageError(stderr, "%v", err)
+	}
+	return pos, -1
+}
+
 // setup checks the common options and returns a client and a context
 // bounded by --timeout. needToken makes a missing token bad usage.
 func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, context.Context, context.CancelFunc, int) {
@@ -270,24 +337,35 @@ func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, contex
 	if code != exitOK {
 		return fail(code)
 	}
+	ctx, cancel, code := c.urlAndContext(stderr)
+	if code != exitOK {
+		return fail(code)
+	}
+	c.key = key
+	cl, err := client.NewWithKeys(*c.url, token, key)
+	if err != nil {
+		cancel()
+		errorf(stderr, "%s: the verifier key: %v", c.fs.Name(), err)
+		return fail(exitUsage)
+	}
+	return cl, ctx, cancel, exitOK
+}
+
+// urlAndContext checks ledgerd's URL (--url, else LEDGER_URL, else
+// defaultURL) and --timeout, and returns a context bounded by --timeout.
+func (c *common) urlAndContext(stderr io.Writer) (context.Context, context.CancelFunc, int) {
 	urlFrom := "--url"
 	if *c.url == "" {
 		*c.url, urlFrom = ledgerURL()
 	}
 	if !strings.HasPrefix(*c.url, "http://") && !strings.HasPrefix(*c.url, "https://") {
-		return fail(c.usageError(stderr, "%s %s is not an http or https URL", urlFrom, termtext.Quote(*c.url)))
+		return nil, nil, c.usageError(stderr, "%s %s is not an http or https URL", urlFrom, termtext.Quote(*c.url))
 	}
 	if *c.timeout <= 0 {
-		return fail(c.usageError(stderr, "--timeout must be positive"))
-	}
-	c.key = key
-	cl, err := client.NewWithKeys(*c.url, token, key)
-	if err != nil {
-		errorf(stderr, "%s: the verifier key: %v", c.fs.Name(), err)
-		return fail(exitUsage)
+		return nil, nil, c.usageError(stderr, "--timeout must be positive")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *c.timeout)
-	return cl, ctx, cancel, exitOK
+	return ctx, cancel, exitOK
 }
 
 // verifierKeys returns the set of the keys --key, --key-file and --trust
@@ -384,9 +462,9 @@ func (c *common) failed(stderr io.Writer, cmd string, err error) int {
 func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--json] DECISION")
 	idempotencyKey := c.fs.String("idempotency-key", "", "")
-	pos, err := c.parse(args)
-	if err != nil {
-		return c.usageError(stderr, "%v", err)
+	pos, code := c.parseArgs(args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	if len(pos) != 1 {
 		return c.usageError(stderr, "takes exactly one DECISION file (\"-\" for standard input)")
@@ -395,15 +473,7 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c.usageError(stderr, "--idempotency-key is not 1 to %d printable ASCII characters without spaces", client.MaxIdempotencyKey)
 	}
 	name := pos[0]
-	var raw []byte
-	if name == "-" {
-		raw, err = io.ReadAll(io.LimitReader(stdin, maxDecisionFile+1))
-		if err == nil && len(raw) > maxDecisionFile {
-			err = fmt.Errorf("standard input is longer than %d bytes", maxDecisionFile)
-		}
-	} else {
-		raw, err = readFile(name, maxDecisionFile)
-	}
+	raw, err := readInput(name, stdin, maxDecisionFile)
 	if err != nil {
 		errorf(stderr, "append: %v", err)
 		return exitUsage
@@ -547,9 +617,9 @@ func (c *common) onePositionalIndex(stderr io.Writer, pos []string) (uint64, int
 
 func runGet(args []string, stdout, stderr io.Writer) int {
 	c := newCommon("get", "get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--json] INDEX")
-	pos, err := c.parse(args)
-	if err != nil {
-		return c.usageError(stderr, "%v", err)
+	pos, code := c.parseArgs(args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	index, code := c.onePositionalIndex(stderr, pos)
 	if code != exitOK {
@@ -598,9 +668,9 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 func runProof(args []string, stdout, stderr io.Writer) int {
 	c := newCommon("proof", "proof [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX")
 	out := c.fs.String("out", "", "")
-	pos, err := c.parse(args)
-	if err != nil {
-		return c.usageError(stderr, "%v", err)
+	pos, code := c.parseArgs(args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	index, code := c.onePositionalIndex(stderr, pos)
 	if code != exitOK {
@@ -641,14 +711,15 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 	c := newCommon("checkpoint", "checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]")
 	out := c.fs.String("out", "", "")
 	trustedFile := c.fs.String("trusted", "", "")
-	pos, err := c.parse(args)
-	if err != nil {
-		return c.usageError(stderr, "%v", err)
+	pos, code := c.parseArgs(args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	if len(pos) != 0 {
 		return c.usageError(stderr, "takes no arguments")
 	}
 	var trustedText []byte
+	var err error
 	if *trustedFile != "" {
 		if trustedText, err = readFile(*trustedFile, 64<<10); err != nil {
 			errorf(stderr, "checkpoint: --trusted: %v", err)

@@ -32,6 +32,15 @@ func TestMain(m *testing.M) {
 		// verify-proof FILE: what ledger-verify proof checks, with the
 		// key in ledger.vkey; prints the entry's index and tree size.
 		"verify-proof": func() { os.Exit(verifyProof(os.Args[1:])) },
+		// perm FILE: prints FILE's permission bits in octal.
+		"perm": func() {
+			fi, err := os.Stat(os.Args[1])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			fmt.Printf("%o\n", fi.Mode().Perm())
+		},
 	})
 }
 
@@ -457,6 +466,20 @@ func TestTimeoutNamesURL(t *testing.T) {
 		code, _, stderr := ledgerctl(t, dir, f.token, args...)
 		if code != exitFailed || !strings.Contains(stderr, "error: "+args[0]+": ") || !strings.Contains(stderr, url+"/v1/") || !strings.Contains(stderr, "no answer within --timeout") {
 			t.Errorf("%s: exit %d, stderr %q; want exit 1 and an error naming %s/v1/...", args[0], code, stderr, url)
+		}
+	}
+}
+
+// Every flag of every command has its paragraph in the usage text, which
+// COMMAND --help prints (commandUsage marks one without).
+func TestCommandUsageCoversFlags(t *testing.T) {
+	for _, name := range []string{"append", "get", "proof", "checkpoint", "disclose", "minimize"} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{name, "--help"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+			t.Fatalf("%s --help: exit %d: %s", name, code, stderr.String())
+		}
+		if strings.Contains(stdout.String(), undescribed) {
+			t.Errorf("%s --help:\n%s", name, stdout.String())
 		}
 	}
 }
