@@ -27,7 +27,8 @@ import (
 // store in a temporary directory, the reference catalog
 // (testdata/declarations) and policies (testdata/policies), and approvals
 // on, with the page's test approvers. $URL is its URL; the work
-// directory holds ledger.vkey (its verifier key), token (the mediator's
+// directory holds ledger.vkey (its verifier key), other.vkey (another
+// log's key), token (the mediator's
 // token, also in $TOKEN), declarations/ (the catalog's files) and
 // $PASSWORD is the approvers' password.
 func TestLedgerd(t *testing.T) {
@@ -52,7 +53,11 @@ func TestLedgerd(t *testing.T) {
 				return err
 			}
 			env.Defer(func() { d.Shutdown(context.Background()) })
-			files := map[string]string{"ledger.vkey": d.VerifierKey(), "token": token}
+			_, other, err := ledger.GenerateKey(origin)
+			if err != nil {
+				return err
+			}
+			files := map[string]string{"ledger.vkey": d.VerifierKey(), "other.vkey": other, "token": token}
 			for _, name := range []string{"send_email.json", "make_payment.json"} {
 				b, err := os.ReadFile(filepath.Join(root, "testdata", "declarations", name))
 				if err != nil {

@@ -14,6 +14,7 @@
 //	ledgerctl proof      [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX
 //	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
 //	ledgerctl disclose   --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
+//	ledgerctl decide     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--principal NAME] [--json] BODY
 //	ledgerctl minimize   (--declaration FILE | --action NAME) [--hiding --disclosure FILE] [--allow LIST=VALUE]... [--json] PARAMS
 //
 // ledgerd's URL is --url, else the LEDGER_URL environment variable, else
@@ -41,7 +42,6 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/client"
-	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/internal/keyflag"
@@ -52,7 +52,12 @@ import (
 
 const usage = `Usage:
     ledgerctl append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
-                     [--token-file FILE] [--idempotency-key KEY] [--json] DECISION
+                     [--token-file FILE] [--idempotency-key KEY]
+                     [--principal NAME] [--decision DECISION] [--policies ID[,ID...]]
+                     [--json] DECISION
+    ledgerctl decide [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                     [--token-file FILE] [--idempotency-key KEY] [--principal NAME]
+                     [--json] BODY
     ledgerctl get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                   [--token-file FILE] [--json] INDEX
     ledgerctl proof [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
@@ -71,9 +76,24 @@ Commands:
                 standard input): the body of POST /v1/entries (docs/api.md),
                 {"principal", "action", "decision", "policies",
                 "params_digest", "params_size", "tiers_digest",
-                "attributes"}. Retries on overload and network errors with
-                one idempotency key, then verifies the receipt: the entry is
-                signed by the ledger's key and records exactly this decision.
+                "attributes"}, and "preview" for a needs_approval decision
+                (the document the approver is shown). --principal,
+                --decision and --policies give the members ledgerctl
+                minimize left out. Retries on overload and network errors
+                with one idempotency key, then verifies the receipt: the
+                entry is signed by the ledger's key and records exactly
+                this decision. Needs a mediator token.
+    decide      Ask ledgerd to decide the request in the JSON file BODY
+                ("-" reads standard input; ledgerctl minimize prints one)
+                and record its decision: the body of POST /v1/decide,
+                {"principal", "action", "params_digest", "params_size",
+                "tiers_digest", "attributes"}, and optionally "preview".
+                --principal gives the principal if the body has none.
+                Retries as append does, then verifies the receipt: the
+                entry is the ledger's signed decision on exactly this
+                request. Prints the decision, its policies and policy set,
+                and for needs_approval the approval it opened and its
+                page. Exit 0 whatever the decision: act only on allow.
                 Needs a mediator token.
     get         Print the entry at INDEX after checking its encoding,
                 signature and index.
@@ -128,10 +148,10 @@ Options:
     --token-file FILE       A file holding the mediator's (or a reader's) bearer
                             token. Default: the LEDGER_TOKEN environment
                             variable. Reads send it if there is one.
-    --idempotency-key KEY   (append) 1 to 128 printable ASCII characters, no
-                            spaces: appending the same decision again with the
-                            same key appends nothing and prints the first
-                            entry. Default: a new random key.
+    --idempotency-key KEY   (append, decide) 1 to 128 printable ASCII
+                            characters, no spaces: sending the same request
+                            again with the same key records nothing and prints
+                            the first entry. Default: a new random key.
     --out FILE              (proof, checkpoint) Write the verified file here.
                             (disclose) The new file, mode 0600.
     --fields NAME[,NAME...] (disclose) The fields to open; every other
@@ -146,12 +166,13 @@ Options:
                             values and openings (mode 0600).
     --allow LIST=VALUE      (minimize) Put VALUE on payee_known's allowlist
                             LIST; repeats.
-    --principal NAME        (minimize) The body's principal: the agent or
-                            person the call is made for.
-    --decision DECISION     (minimize) The body's decision, for append:
-                            allow, deny or needs_approval.
-    --policies ID[,ID...]   (minimize) The body's determining policies, for
-                            append.
+    --principal NAME        (minimize, append, decide) The body's principal:
+                            the agent or person the call is made for; append
+                            and decide take it only if the body has none.
+    --decision DECISION     (minimize, append) The body's decision, for
+                            append: allow, deny or needs_approval.
+    --policies ID[,ID...]   (minimize, append) The body's determining
+                            policies, for append.
     --trusted FILE          (checkpoint) A signed checkpoint verified before.
     --timeout DURATION      Give up after this long (default 30s).
     --json                  Machine-readable output on standard output.
@@ -224,6 +245,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCheckpoint(args[1:], stdout, stderr)
 	case "disclose":
 		return runDisclose(args[1:], stdout, stderr)
+	case "decide":
+		return runDecide(args[1:], stdin, stdout, stderr)
 	case "minimize":
 		return runMinimize(args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -460,8 +483,9 @@ func (c *common) failed(stderr io.Writer, cmd string, err error) int {
 }
 
 func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--json] DECISION")
+	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--principal NAME] [--decision DECISION] [--policies ID[,ID...]] [--json] DECISION")
 	idempotencyKey := c.fs.String("idempotency-key", "", "")
+	fill := registerFill(c.fs, false)
 	pos, code := c.parseArgs(args, stdout, stderr)
 	if code >= 0 {
 		return code
@@ -478,7 +502,7 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "append: %v", err)
 		return exitUsage
 	}
-	d, err := parseDecision(raw)
+	d, err := parseBody(raw, false, fill)
 	if err != nil {
 		errorf(stderr, "append: %s: not a decision: %v", termtext.Quote(name), err)
 		hintf(stderr, "a decision file is the body of POST /v1/entries (docs/api.md)")
@@ -522,76 +546,6 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func validIdempotencyKey(k string) bool {
 	return k != "" && len(k) <= client.MaxIdempotencyKey &&
 		strings.IndexFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) < 0
-}
-
-// decisionFields are the members of a decision file, as in an append body.
-var decisionFields = []string{"action", "attributes", "decision", "params_digest", "params_size", "policies", "principal", "tiers_digest"}
-
-// parseDecision reads a decision file strictly: one JSON object in the
-// strict domain (docs/commitment.md) with exactly the members of an append
-// body, "policies" optional. The server checks the rest (a decision's
-// value, identifier characters, sizes).
-func parseDecision(raw []byte) (client.Decision, error) {
-	var d client.Decision
-	obj, err := commit.Domain{}.Object(raw)
-	if err != nil {
-		return d, err
-	}
-	for i := range obj.Len() {
-		if name := obj.Name(i); !contains(decisionFields, name) {
-			return d, fmt.Errorf("unknown member %s", termtext.Quote(name))
-		}
-	}
-	text := func(name string) (string, error) {
-		v, ok := obj.Get(name)
-		if !ok {
-			return "", fmt.Errorf("no %q member", name)
-		}
-		s, ok := v.Text()
-		if !ok {
-			return "", fmt.Errorf("%q is not a string", name)
-		}
-		return s, nil
-	}
-	var decision, params, tiers string
-	for _, f := range []struct {
-		name string
-		to   *string
-	}{{"principal", &d.Principal}, {"action", &d.Action}, {"decision", &decision}, {"params_digest", &params}, {"tiers_digest", &tiers}} {
-		if *f.to, err = text(f.name); err != nil {
-			return d, err
-		}
-	}
-	d.Decision = entry.Decision(decision)
-	if d.Params.Digest, d.Params.Hiding, err = commit.ParseParamsDigest(params); err != nil {
-		return d, fmt.Errorf("params_digest: %w", err)
-	}
-	if d.Tiers, err = commit.ParseDigest(tiers); err != nil {
-		return d, fmt.Errorf("tiers_digest: %w", err)
-	}
-	v, ok := obj.Get("params_size")
-	if !ok {
-		return d, errors.New(`no "params_size" member`)
-	}
-	n, ok := v.Integer()
-	if !ok || n < 0 {
-		return d, errors.New(`"params_size" is not a non-negative integer`)
-	}
-	d.Params.Size = int(n)
-	if v, ok := obj.Get("policies"); ok {
-		if d.Policies, ok = v.TextList(); !ok {
-			return d, errors.New(`"policies" is not an array of strings`)
-		}
-	}
-	v, ok = obj.Get("attributes")
-	if !ok {
-		return d, errors.New(`no "attributes" member`)
-	}
-	if !v.IsObject() {
-		return d, errors.New(`"attributes" is not an object`)
-	}
-	d.Attributes = v.Canonical()
-	return d, nil
 }
 
 func contains(list []string, s string) bool {

@@ -473,7 +473,7 @@ func TestTimeoutNamesURL(t *testing.T) {
 // Every flag of every command has its paragraph in the usage text, which
 // COMMAND --help prints (commandUsage marks one without).
 func TestCommandUsageCoversFlags(t *testing.T) {
-	for _, name := range []string{"append", "get", "proof", "checkpoint", "disclose", "minimize"} {
+	for _, name := range []string{"append", "decide", "get", "proof", "checkpoint", "disclose", "minimize"} {
 		var stdout, stderr bytes.Buffer
 		if code := run([]string{name, "--help"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 			t.Fatalf("%s --help: exit %d: %s", name, code, stderr.String())
@@ -481,5 +481,33 @@ func TestCommandUsageCoversFlags(t *testing.T) {
 		if strings.Contains(stdout.String(), undescribed) {
 			t.Errorf("%s --help:\n%s", name, stdout.String())
 		}
+	}
+}
+
+// A body's preview is kept, canonical, for the client to send and check
+// (append and decide); a decide body refuses an append's members.
+func TestParseBodyPreview(t *testing.T) {
+	body := `{"principal":"agent:example-1","action":"send_email",
+  "params_digest":"sha256:ea3faad1e7a4656a02843c9c4a90e8cbe755372c60e9f55e4648135054324eb1","params_size":65,
+  "tiers_digest":"sha256:18824ccc509c09ce6759b05c85686d44b4a45bf16240fabda33221d05fcf3e98",
+  "attributes":{},"preview":{"to":"carol@example.org", "subject":"Q3"}}`
+	empty := ""
+	for _, decide := range []bool{false, true} {
+		f := fill{principal: &empty, decision: &empty, policies: &empty}
+		b := body
+		if !decide {
+			b = strings.Replace(b, `"action"`, `"decision":"needs_approval","action"`, 1)
+		}
+		d, err := parseBody([]byte(b), decide, f)
+		if err != nil {
+			t.Fatalf("decide %v: %v", decide, err)
+		}
+		if string(d.Preview) != `{"subject":"Q3","to":"carol@example.org"}` {
+			t.Errorf("decide %v: preview %q", decide, d.Preview)
+		}
+	}
+	f := fill{principal: &empty}
+	if _, err := parseBody([]byte(strings.Replace(body, `"action"`, `"decision":"allow","action"`, 1)), true, f); err == nil || !strings.Contains(err.Error(), "unknown member decision") {
+		t.Errorf("a decide body with a decision: %v", err)
 	}
 }
