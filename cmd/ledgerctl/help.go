@@ -10,20 +10,8 @@ import (
 // under "Commands:", and the paragraphs under "Options:" of the flags its
 // flag set defines, in the usage text's order.
 func commandUsage(fs *flag.FlagSet) string {
-	name := fs.Name()
 	var b strings.Builder
-	b.WriteString("Usage:\n")
-	for _, p := range section("Usage:") {
-		if strings.HasPrefix(p, "    ledgerctl "+name+" ") || p == "    ledgerctl "+name {
-			b.WriteString(p)
-		}
-	}
-	b.WriteString("\n")
-	for _, p := range section("Commands:") {
-		if strings.HasPrefix(p, "    "+name+" ") {
-			b.WriteString(p)
-		}
-	}
+	b.WriteString(synopsisAndText(fs.Name()))
 	var opts []string
 	described := map[string]bool{}
 	for _, p := range section("Options:") {
@@ -42,6 +30,29 @@ func commandUsage(fs *flag.FlagSet) string {
 		b.WriteString("\nOptions:\n" + strings.Join(opts, ""))
 	}
 	b.WriteString("\nRun ledgerctl --help for every command, the environment and the exit statuses.\n")
+	return b.String()
+}
+
+// synopsisAndText is the usage text's synopses and paragraphs under
+// "Commands:" of the command name, or of every command whose name starts
+// with name and a space (approval's).
+func synopsisAndText(name string) string {
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	isEntry := func(p, prefix string) bool {
+		return strings.HasPrefix(p, prefix+" ") || strings.HasPrefix(p, prefix+"\n")
+	}
+	for _, p := range section("Usage:") {
+		if isEntry(p, "    ledgerctl "+name) {
+			b.WriteString(p)
+		}
+	}
+	b.WriteString("\n")
+	for _, p := range section("Commands:") {
+		if isEntry(p, "    "+name) {
+			b.WriteString(p)
+		}
+	}
 	return b.String()
 }
 

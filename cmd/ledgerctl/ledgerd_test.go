@@ -6,12 +6,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/decisionledger/ledger/approval/approver"
@@ -42,6 +47,7 @@ func TestLedgerd(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/ledgerd",
 		RequireExplicitExec: true,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"jsonvar": jsonVar, "verdict": verdict},
 		Setup: func(env *testscript.Env) error {
 			dir, err := os.MkdirTemp("", "ledgerctl-ledgerd")
 			if err != nil {
@@ -91,6 +97,62 @@ const (
 )
 
 var testApprovers = []approver.Approver{{Name: "alice", PasswordHash: testPasswordHash, Actions: []string{"make_payment", "send_email"}}}
+
+// jsonvar FILE NAME=MEMBER...: sets each $NAME to the member of the JSON
+// object in FILE at the path MEMBER (names joined by dots), a string or a
+// number.
+func jsonVar(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: jsonvar FILE NAME=MEMBER...")
+	}
+	var doc any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &doc))
+	for _, a := range args[1:] {
+		name, path, _ := strings.Cut(a, "=")
+		v := doc
+		for _, m := range strings.Split(path, ".") {
+			obj, _ := v.(map[string]any)
+			v = obj[m]
+		}
+		switch v := v.(type) {
+		case string:
+			ts.Setenv(name, v)
+		case float64:
+			ts.Setenv(name, strconv.FormatFloat(v, 'f', -1, 64))
+		default:
+			ts.Fatalf("%s: no string or number at %s", args[0], path)
+		}
+	}
+}
+
+// verdict approve|deny: alice signs in to the approver's page at $URL and
+// records the verdict on approval $ID, shown the preview $PREVIEW.
+func verdict(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: verdict approve|deny")
+	}
+	base := ts.Getenv("URL")
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	post := func(path string, form url.Values) []byte {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Origin", base)
+		resp, err := hc.Do(req)
+		ts.Check(err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode/100 != 2 {
+			ts.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
+		}
+		return b
+	}
+	var signedIn struct{ CSRF string }
+	ts.Check(json.Unmarshal(post("/approvals/sign-in", url.Values{"name": {"alice"}, "password": {testPassword}}), &signedIn))
+	post("/approvals/"+ts.Getenv("ID")+"/verdict", url.Values{"verdict": {args[0]}, "preview_digest": {ts.Getenv("PREVIEW")},
+		"csrf": {signedIn.CSRF}, "confirm": {"yes"}})
+}
 
 // startLedgerd starts a ledgerd on 127.0.0.1 with its files in dir.
 func startLedgerd(dir, root string) (*daemon.Daemon, string, error) {
@@ -187,4 +249,88 @@ func TestMinimizeCatalogDigests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// approval get does not take ledgerd's account at its word: a server
+// whose account names another entry as the request, or as the verdict, or
+// another approver, is refused (exit 1, nothing on standard output).
+func TestApprovalAccountLies(t *testing.T) {
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	d, token, err := startLedgerd(t.TempDir(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mail.json"), []byte(`{"recipient":"carol@example.org","subject":"Q3","body":"figures"}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "decl.json"), mustRead(t, filepath.Join(root, "testdata", "declarations", "send_email.json")), 0o600)
+	code, body, stderr := ledgerctl(t, dir, token, "minimize", "--declaration", "decl.json", "--principal", "agent:example-1", "mail.json")
+	if code != exitOK {
+		t.Fatal(stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "body.json"), []byte(body), 0o600)
+	key := "--key=" + d.VerifierKey()
+	code, out, stderr := ledgerctl(t, dir, token, "decide", "--url", d.URL(), key, "--json", "body.json")
+	if code != exitOK {
+		t.Fatal(stderr)
+	}
+	var decided struct {
+		Approval struct {
+			ID string `json:"id"`
+		} `json:"approval"`
+	}
+	if err := json.Unmarshal([]byte(out), &decided); err != nil || decided.Approval.ID == "" {
+		t.Fatalf("decide: %v: %s", err, out)
+	}
+	id := decided.Approval.ID
+	var lie atomic.Pointer[func(map[string]any)]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(d.URL() + r.URL.RequestURI())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if f := lie.Load(); f != nil && strings.HasPrefix(r.URL.Path, "/v1/approvals/") {
+			var m map[string]any
+			json.Unmarshal(b, &m)
+			(*f)(m)
+			b, _ = json.Marshal(m)
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.Write(b)
+	}))
+	defer srv.Close()
+	if code, _, stderr := ledgerctl(t, dir, "", "approval", "get", "--url", srv.URL, key, id); code != exitOK {
+		t.Fatalf("the honest account: %s", stderr)
+	}
+	for _, c := range []struct {
+		name string
+		lie  func(map[string]any)
+	}{
+		{"another request", func(m map[string]any) { m["request"] = m["request"].(float64) - 1 }},
+		{"another principal", func(m map[string]any) { m["principal"] = "agent:example-2" }},
+		{"a verdict that is not there", func(m map[string]any) {
+			m["state"], m["verdict"], m["verdict_index"], m["approver"] = "approved", "approve", m["request"], "alice"
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lie.Store(&c.lie)
+			defer lie.Store(nil)
+			code, stdout, stderr := ledgerctl(t, dir, "", "approval", "get", "--url", srv.URL, key, id)
+			if code != exitFailed || stdout != "" || !strings.Contains(stderr, "does not verify") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and does not verify", code, stdout, stderr)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

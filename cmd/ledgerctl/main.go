@@ -15,6 +15,7 @@
 //	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
 //	ledgerctl disclose   --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
 //	ledgerctl decide     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--principal NAME] [--json] BODY
+//	ledgerctl approval   get|wait|consume|outcome ... ID
 //	ledgerctl minimize   (--declaration FILE | --action NAME) [--hiding --disclosure FILE] [--allow LIST=VALUE]... [--json] PARAMS
 //
 // ledgerd's URL is --url, else the LEDGER_URL environment variable, else
@@ -65,6 +66,18 @@ const usage = `Usage:
     ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                          [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
     ledgerctl disclose --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
+    ledgerctl approval get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                           [--token-file FILE] [--json] ID
+    ledgerctl approval wait [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                            [--token-file FILE] [--timeout DURATION] [--poll DURATION]
+                            [--json] ID
+    ledgerctl approval consume [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                               [--token-file FILE] [--idempotency-key KEY]
+                               [--principal NAME] [--json] ID BODY
+    ledgerctl approval outcome [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                               [--token-file FILE] [--idempotency-key KEY]
+                               --consumption INDEX --result RESULT
+                               [--operation-id ID] [--json] ID
     ledgerctl minimize (--declaration FILE | --action NAME [--url URL] [--token-file FILE])
                        [--hiding --disclosure FILE] [--allow LIST=VALUE]...
                        [--principal NAME] [--decision DECISION [--policies ID[,ID...]]]
@@ -110,6 +123,31 @@ Commands:
                 fields named, every other field's commitment kept: what to
                 hand an auditor who is to see those fields and no others.
                 Offline: reads and writes files only.
+    approval get
+                Print ledgerd's account of the approval ID (GET
+                /v1/approvals/ID, docs/approvals.md) after verifying the
+                entries it names: the request, whose entry hash is ID, on
+                the account's terms; the verdict, the consumption and the
+                outcome, where there are. The state and the deadlines are
+                ledgerd's judgement, not signed.
+    approval wait
+                Wait for a verdict on ID (polling every --poll, default 1s,
+                until --timeout), verify it as approval get does, and print
+                the account: approved, denied, expired. Exit 1 if there is
+                no verdict within --timeout. Act only on approved.
+    approval consume
+                Spend the approved approval ID before acting, on the terms
+                of the request that opened it: BODY ("-" reads standard
+                input) is that decide request (as minimize printed it,
+                --principal as for decide). Prints the verified receipt of
+                the consumption: then act, once. Retries as append does.
+                Needs a mediator token.
+    approval outcome
+                Report what the act a consumption permitted did: --result
+                succeeded, failed or unknown (unknown may be followed by
+                another), of the consumption entry at --consumption, with
+                the downstream --operation-id if any. Prints the verified
+                receipt. Needs a mediator token.
     minimize    Print the body of a decide or append request for the call
                 whose raw parameters are the JSON file PARAMS ("-" reads
                 standard input), minimized under the action's declaration
@@ -148,7 +186,7 @@ Options:
     --token-file FILE       A file holding the mediator's (or a reader's) bearer
                             token. Default: the LEDGER_TOKEN environment
                             variable. Reads send it if there is one.
-    --idempotency-key KEY   (append, decide) 1 to 128 printable ASCII
+    --idempotency-key KEY   (append, decide, approval consume and outcome) 1 to 128 printable ASCII
                             characters, no spaces: sending the same request
                             again with the same key records nothing and prints
                             the first entry. Default: a new random key.
@@ -158,6 +196,11 @@ Options:
                             field's commitment is kept.
     --allow-non-integer     (disclose) Accept non-integer numbers in the
                             disclosure's values (commit.Domain).
+    --poll DURATION         (approval wait) How often to ask (default 1s).
+    --consumption INDEX     (approval outcome) The consumption entry's index.
+    --result RESULT         (approval outcome) succeeded, failed or unknown.
+    --operation-id ID       (approval outcome) The act's downstream
+                            identifier, if any.
     --declaration FILE      (minimize) The action's declaration file.
     --action NAME           (minimize) Fetch the declaration of NAME from
                             ledgerd's catalog.
@@ -247,6 +290,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runDisclose(args[1:], stdout, stderr)
 	case "decide":
 		return runDecide(args[1:], stdin, stdout, stderr)
+	case "approval":
+		return runApproval(args[1:], stdin, stdout, stderr)
 	case "minimize":
 		return runMinimize(args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":

@@ -473,9 +473,10 @@ func TestTimeoutNamesURL(t *testing.T) {
 // Every flag of every command has its paragraph in the usage text, which
 // COMMAND --help prints (commandUsage marks one without).
 func TestCommandUsageCoversFlags(t *testing.T) {
-	for _, name := range []string{"append", "decide", "get", "proof", "checkpoint", "disclose", "minimize"} {
+	for _, name := range []string{"append", "decide", "get", "proof", "checkpoint", "disclose", "minimize",
+		"approval get", "approval wait", "approval consume", "approval outcome"} {
 		var stdout, stderr bytes.Buffer
-		if code := run([]string{name, "--help"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		if code := run(append(strings.Fields(name), "--help"), strings.NewReader(""), &stdout, &stderr); code != exitOK {
 			t.Fatalf("%s --help: exit %d: %s", name, code, stderr.String())
 		}
 		if strings.Contains(stdout.String(), undescribed) {
