@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/decisionledger/ledger/approval/approver"
 	"github.com/decisionledger/ledger/commit/declare"
@@ -333,4 +335,72 @@ func mustRead(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// An export that does not verify is not written: one changed byte in an
+// entry's signature, and nothing is left in the directory.
+func TestExportTampered(t *testing.T) {
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	d, token, err := startLedgerd(t.TempDir(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mail.json"), []byte(`{"recipient":"dave@example.com","subject":"lunch","body":"at noon"}`), 0o600)
+	key := "--key=" + d.VerifierKey()
+	code, body, stderr := ledgerctl(t, dir, token, "minimize", "--url", d.URL(), "--action", "send_email", "--principal", "agent:example-1", "mail.json")
+	if code != exitOK {
+		t.Fatal(stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "request.json"), []byte(body), 0o600)
+	for range 2 {
+		if code, _, stderr := ledgerctl(t, dir, token, "decide", "--url", d.URL(), key, "request.json"); code != exitOK {
+			t.Fatal(stderr)
+		}
+	}
+	var tamper atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(d.URL() + r.URL.RequestURI())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if tamper.Load() && r.URL.Path == "/v1/export" {
+			if i := bytes.LastIndex(b, []byte(`"sig":"`)); i >= 0 {
+				c := byte('A')
+				if b[i+7] == 'A' {
+					c = 'B'
+				}
+				b[i+7] = c
+			}
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.Write(b)
+	}))
+	defer srv.Close()
+	// The checkpoint covers both entries once it is signed (10 ms).
+	for i := 0; ; i++ {
+		code, out, _ := ledgerctl(t, dir, "", "checkpoint", "--url", srv.URL, key, "--json")
+		if code == exitOK && strings.Contains(out, `"tree_size":3`) || i > 200 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, _, stderr := ledgerctl(t, dir, "", "export", "--url", srv.URL, key, "--out", "good.ledger"); code != exitOK {
+		t.Fatalf("the honest export: %s", stderr)
+	}
+	tamper.Store(true)
+	code, stdout, stderr := ledgerctl(t, dir, "", "export", "--url", srv.URL, key, "--out", "bad.ledger")
+	if code != exitFailed || stdout != "" || !strings.Contains(stderr, "does not verify") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and does not verify", code, stdout, stderr)
+	}
+	names, _ := os.ReadDir(dir)
+	for _, n := range names {
+		if n.Name() != "mail.json" && n.Name() != "request.json" && n.Name() != "good.ledger" {
+			t.Errorf("left in the directory: %s", n.Name())
+		}
+	}
 }

@@ -13,6 +13,7 @@
 //	ledgerctl get        [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--json] INDEX
 //	ledgerctl proof      [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX
 //	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
+//	ledgerctl export     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--start INDEX] [--end INDEX] [--trusted FILE] --out FILE [--json]
 //	ledgerctl disclose   --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
 //	ledgerctl decide     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--principal NAME] [--json] BODY
 //	ledgerctl approval   get|wait|consume|outcome ... ID
@@ -65,6 +66,9 @@ const usage = `Usage:
                     [--token-file FILE] --out FILE [--json] INDEX
     ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                          [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
+    ledgerctl export [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                     [--token-file FILE] [--start INDEX] [--end INDEX]
+                     [--trusted FILE] --out FILE [--json]
     ledgerctl disclose --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
     ledgerctl approval get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                            [--token-file FILE] [--json] ID
@@ -118,6 +122,14 @@ Commands:
     checkpoint  Print the latest checkpoint after checking its signature; with
                 --trusted, also prove that its tree extends the tree of that
                 earlier checkpoint; with --out, write the signed checkpoint.
+    export      Write to FILE ("-" for standard output) the export file
+                (docs/export.md) of entries [--start, --end) (default: the
+                whole log) at the latest checkpoint, after verifying it as
+                "ledger-verify export" does: the checkpoint's signature,
+                every entry's signature and prev link, and that they are
+                the tree's leaves; with --trusted, that the tree extends
+                that earlier checkpoint's. It is downloaded beside FILE and
+                named FILE only once verified.
     disclose    Write to FILE (new, mode 0600) the part of the disclosure file
                 DISCLOSURE (docs/commitment.md §7.4) that opens only the
                 fields named, every other field's commitment kept: what to
@@ -190,7 +202,8 @@ Options:
                             characters, no spaces: sending the same request
                             again with the same key records nothing and prints
                             the first entry. Default: a new random key.
-    --out FILE              (proof, checkpoint) Write the verified file here.
+    --out FILE              (proof, checkpoint, export) Write the verified
+                            file here.
                             (disclose) The new file, mode 0600.
     --fields NAME[,NAME...] (disclose) The fields to open; every other
                             field's commitment is kept.
@@ -216,7 +229,11 @@ Options:
                             append: allow, deny or needs_approval.
     --policies ID[,ID...]   (minimize, append) The body's determining
                             policies, for append.
-    --trusted FILE          (checkpoint) A signed checkpoint verified before.
+    --trusted FILE          (checkpoint, export) A signed checkpoint verified
+                            before.
+    --start INDEX           (export) The first entry (default 0).
+    --end INDEX             (export) The entry after the last (default: the
+                            latest checkpoint's tree size).
     --timeout DURATION      Give up after this long (default 30s).
     --json                  Machine-readable output on standard output.
 
@@ -290,6 +307,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runDisclose(args[1:], stdout, stderr)
 	case "decide":
 		return runDecide(args[1:], stdin, stdout, stderr)
+	case "export":
+		return runExport(args[1:], stdout, stderr)
 	case "approval":
 		return runApproval(args[1:], stdin, stdout, stderr)
 	case "minimize":

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 		// verify-proof FILE: what ledger-verify proof checks, with the
 		// key in ledger.vkey; prints the entry's index and tree size.
 		"verify-proof": func() { os.Exit(verifyProof(os.Args[1:])) },
+		// verify-export FILE: what ledger-verify export checks, with the
+		// key in ledger.vkey; prints the range and tree size.
+		"verify-export": func() { os.Exit(verifyExport(os.Args[1:])) },
 		// perm FILE: prints FILE's permission bits in octal.
 		"perm": func() {
 			fi, err := os.Stat(os.Args[1])
@@ -74,6 +77,32 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+func verifyExport(args []string) int {
+	vkey, err := os.ReadFile("ledger.vkey")
+	if err != nil || len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: verify-export FILE (with ledger.vkey)", err)
+		return 2
+	}
+	key, err := verify.ParseKey(strings.TrimSpace(string(vkey)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer f.Close()
+	r, err := verify.VerifyExport(f, key, verify.ExportOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("verified: entries [%d, %d) in the tree of size %d\n", r.Start, r.End, r.Checkpoint.Size)
+	return 0
 }
 
 func verifyProof(args []string) int {
@@ -473,11 +502,14 @@ func TestTimeoutNamesURL(t *testing.T) {
 // Every flag of every command has its paragraph in the usage text, which
 // COMMAND --help prints (commandUsage marks one without).
 func TestCommandUsageCoversFlags(t *testing.T) {
-	for _, name := range []string{"append", "decide", "get", "proof", "checkpoint", "disclose", "minimize",
+	for _, name := range []string{"append", "decide", "get", "proof", "checkpoint", "export", "disclose", "minimize",
 		"approval get", "approval wait", "approval consume", "approval outcome"} {
 		var stdout, stderr bytes.Buffer
 		if code := run(append(strings.Fields(name), "--help"), strings.NewReader(""), &stdout, &stderr); code != exitOK {
 			t.Fatalf("%s --help: exit %d: %s", name, code, stderr.String())
+		}
+		if !strings.HasPrefix(stdout.String(), "Usage:\n    ledgerctl "+name+" ") || !strings.Contains(stdout.String(), "\n    "+name) {
+			t.Errorf("%s --help has not its synopsis and paragraph:\n%s", name, stdout.String())
 		}
 		if strings.Contains(stdout.String(), undescribed) {
 			t.Errorf("%s --help:\n%s", name, stdout.String())
