@@ -99,7 +99,10 @@ func runMinimize(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return code
 		}
 		defer cancel()
-		if declText, err = fetchDeclaration(ctx, *c.url, token, *action); err != nil {
+		if declText, err = fetchDeclaration(ctx, *c.url, token, *action); errors.As(err, new(*catalogError)) {
+			errorf(stderr, "minimize: %v", err)
+			return exitFailed
+		} else if err != nil {
 			return c.failed(stderr, "minimize", err)
 		}
 		from = "the catalog at " + *c.url
@@ -208,6 +211,18 @@ func writeNewFile(path string, v json.Marshaler) error {
 	return err
 }
 
+// catalogError is an answer of ledgerd's catalog that is not the
+// declaration asked for: no such action, a list or a file that does not
+// parse, digests that differ. Its message is err's.
+type catalogError struct{ err error }
+
+func (e *catalogError) Error() string { return e.err.Error() }
+func (e *catalogError) Unwrap() error { return e.err }
+
+func catalogErrorf(format string, args ...any) error {
+	return &catalogError{fmt.Errorf(format, args...)}
+}
+
 // fetchDeclaration fetches the declaration of action from ledgerd's
 // catalog (GET /v1/actions/{action}, the file byte for byte) and checks
 // that its digests are those the catalog's list names (GET /v1/actions):
@@ -228,7 +243,7 @@ func fetchDeclaration(ctx context.Context, baseURL, token, action string) ([]byt
 		} `json:"actions"`
 	}
 	if err := json.Unmarshal(listBody, &list); err != nil {
-		return nil, fmt.Errorf("%s/v1/actions: not a list of actions", base)
+		return nil, catalogErrorf("%s/v1/actions: not a list of actions", base)
 	}
 	var tiers, definition string
 	for _, a := range list.Actions {
@@ -237,7 +252,7 @@ func fetchDeclaration(ctx context.Context, baseURL, token, action string) ([]byt
 		}
 	}
 	if definition == "" {
-		return nil, fmt.Errorf("the catalog at %s has no action %s", base, termtext.Quote(action))
+		return nil, catalogErrorf("the catalog at %s has no action %s", base, termtext.Quote(action))
 	}
 	file, err := httpGet(ctx, base+"/v1/actions/"+action, token)
 	if err != nil {
@@ -245,15 +260,15 @@ func fetchDeclaration(ctx context.Context, baseURL, token, action string) ([]byt
 	}
 	decl, err := declare.Parse(file)
 	if err != nil {
-		return nil, fmt.Errorf("%s/v1/actions/%s: %w", base, action, err)
+		return nil, catalogErrorf("%s/v1/actions/%s: %w", base, action, err)
 	}
 	gotDef, err1 := decl.Digest()
 	gotTiers, err2 := decl.TiersDigest()
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, err
+		return nil, catalogErrorf("%s/v1/actions/%s: %w", base, action, err)
 	}
 	if gotDef.String() != definition || gotTiers.String() != tiers {
-		return nil, fmt.Errorf("the declaration %s/v1/actions/%s does not have the digests GET /v1/actions names (definition %s, tiers %s)", base, action, definition, tiers)
+		return nil, catalogErrorf("the declaration %s/v1/actions/%s does not have the digests GET /v1/actions names (definition %s, tiers %s)", base, action, definition, tiers)
 	}
 	return file, nil
 }
