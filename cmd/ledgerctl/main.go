@@ -252,6 +252,12 @@ Examples:
     $ ledgerctl proof --key-file ledger.vkey --out entry-17.tlog-proof 17
     wrote entry-17.tlog-proof: entry 17 in the tree of size 18 (verified)
     $ ledger-verify proof --key-file ledger.vkey --params params.json entry-17.tlog-proof
+    $ export LEDGER_URL=https://ledger.example.com
+    $ ledgerctl minimize --action send_email --principal agent:example-1 mail.json |
+        ledgerctl decide --key-file ledger.vkey -
+    decided: needs_approval, entry 18 of ledger.example.com/log (receipt verified)
+      ...
+    $ ledgerctl approval wait --key-file ledger.vkey --timeout 10m sha256:...
 `
 
 // Exit statuses.
