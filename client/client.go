@@ -300,7 +300,7 @@ func (c *Client) post(ctx context.Context, what, path, idempotencyKey string, bo
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
-				return 0, nil, ctx.Err()
+				return 0, nil, fmt.Errorf("client: %s to %s: %w", what, c.baseURL+path, ctx.Err())
 			}
 			backoff *= 2
 		}
@@ -314,7 +314,7 @@ func (c *Client) post(ctx context.Context, what, path, idempotencyKey string, bo
 		resp, err := c.http().Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return 0, nil, ctx.Err()
+				return 0, nil, fmt.Errorf("client: %s to %s: %w", what, c.baseURL+path, ctx.Err())
 			}
 			lastErr = err
 			continue

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -21,7 +23,12 @@ func runDisclose(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "")
 	allowNonInteger := fs.Bool("allow-non-integer", false, "")
 	const synopsis = "disclose --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE"
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, commandUsage(fs))
+		return exitOK
+	}
+	if err != nil {
 		errorf(stderr, "disclose: %v", err)
 		hintf(stderr, "usage: %s %s", programName, synopsis)
 		return exitUsage

@@ -13,9 +13,15 @@
 //	ledgerctl get        [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--json] INDEX
 //	ledgerctl proof      [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX
 //	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
+//	ledgerctl export     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--start INDEX] [--end INDEX] [--trusted FILE] --out FILE [--json]
 //	ledgerctl disclose   --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
+//	ledgerctl decide     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--principal NAME] [--json] BODY
+//	ledgerctl approval   get|wait|consume|outcome ... ID
+//	ledgerctl minimize   (--declaration FILE | --action NAME) [--hiding --disclosure FILE] [--allow LIST=VALUE]... [--json] PARAMS
 //
-// The mediator's token comes from --token-file or the LEDGER_TOKEN
+// ledgerd's URL is --url, else the LEDGER_URL environment variable, else
+// http://127.0.0.1:8080; an error without the server's answer names the
+// URL tried. The mediator's token comes from --token-file or the LEDGER_TOKEN
 // environment variable, never from a flag's value, so that it does not
 // show in process lists and shell history. The usage text (ledgerctl
 // --help) describes each command.
@@ -38,7 +44,6 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/client"
-	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/internal/keyflag"
@@ -49,14 +54,38 @@ import (
 
 const usage = `Usage:
     ledgerctl append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
-                     [--token-file FILE] [--idempotency-key KEY] [--json] DECISION
+                     [--token-file FILE] [--idempotency-key KEY]
+                     [--principal NAME] [--decision DECISION] [--policies ID[,ID...]]
+                     [--json] DECISION
+    ledgerctl decide [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                     [--token-file FILE] [--idempotency-key KEY] [--principal NAME]
+                     [--json] BODY
     ledgerctl get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                   [--token-file FILE] [--json] INDEX
     ledgerctl proof [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                     [--token-file FILE] --out FILE [--json] INDEX
     ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                          [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
+    ledgerctl export [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                     [--token-file FILE] [--start INDEX] [--end INDEX]
+                     [--trusted FILE] --out FILE [--json]
     ledgerctl disclose --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
+    ledgerctl approval get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                           [--token-file FILE] [--json] ID
+    ledgerctl approval wait [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                            [--token-file FILE] [--timeout DURATION] [--poll DURATION]
+                            [--json] ID
+    ledgerctl approval consume [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                               [--token-file FILE] [--idempotency-key KEY]
+                               [--principal NAME] [--json] ID BODY
+    ledgerctl approval outcome [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
+                               [--token-file FILE] [--idempotency-key KEY]
+                               --consumption INDEX --result RESULT
+                               [--operation-id ID] [--json] ID
+    ledgerctl minimize (--declaration FILE | --action NAME [--url URL] [--token-file FILE])
+                       [--hiding --disclosure FILE] [--allow LIST=VALUE]...
+                       [--principal NAME] [--decision DECISION [--policies ID[,ID...]]]
+                       [--json] PARAMS
     ledgerctl version
 
 Commands:
@@ -64,9 +93,24 @@ Commands:
                 standard input): the body of POST /v1/entries (docs/api.md),
                 {"principal", "action", "decision", "policies",
                 "params_digest", "params_size", "tiers_digest",
-                "attributes"}. Retries on overload and network errors with
-                one idempotency key, then verifies the receipt: the entry is
-                signed by the ledger's key and records exactly this decision.
+                "attributes"}, and "preview" for a needs_approval decision
+                (the document the approver is shown). --principal,
+                --decision and --policies give the members ledgerctl
+                minimize left out. Retries on overload and network errors
+                with one idempotency key, then verifies the receipt: the
+                entry is signed by the ledger's key and records exactly
+                this decision. Needs a mediator token.
+    decide      Ask ledgerd to decide the request in the JSON file BODY
+                ("-" reads standard input; ledgerctl minimize prints one)
+                and record its decision: the body of POST /v1/decide,
+                {"principal", "action", "params_digest", "params_size",
+                "tiers_digest", "attributes"}, and optionally "preview".
+                --principal gives the principal if the body has none.
+                Retries as append does, then verifies the receipt: the
+                entry is the ledger's signed decision on exactly this
+                request. Prints the decision, its policies and policy set,
+                and for needs_approval the approval it opened and its
+                page. Exit 0 whatever the decision: act only on allow.
                 Needs a mediator token.
     get         Print the entry at INDEX after checking its encoding,
                 signature and index.
@@ -78,16 +122,69 @@ Commands:
     checkpoint  Print the latest checkpoint after checking its signature; with
                 --trusted, also prove that its tree extends the tree of that
                 earlier checkpoint; with --out, write the signed checkpoint.
+    export      Write to FILE ("-" for standard output) the export file
+                (docs/export.md) of entries [--start, --end) (default: the
+                whole log) at the latest checkpoint, after verifying it as
+                "ledger-verify export" does: the checkpoint's signature,
+                every entry's signature and prev link, and that they are
+                the tree's leaves; with --trusted, that the tree extends
+                that earlier checkpoint's. It is downloaded beside FILE and
+                named FILE only once verified.
     disclose    Write to FILE (new, mode 0600) the part of the disclosure file
                 DISCLOSURE (docs/commitment.md §7.4) that opens only the
                 fields named, every other field's commitment kept: what to
                 hand an auditor who is to see those fields and no others.
                 Offline: reads and writes files only.
+    approval get
+                Print ledgerd's account of the approval ID (GET
+                /v1/approvals/ID, docs/approvals.md) after verifying the
+                entries it names: the request, whose entry hash is ID, on
+                the account's terms; the verdict, the consumption and the
+                outcome, where there are. The state and the deadlines are
+                ledgerd's judgement, not signed.
+    approval wait
+                Wait for a verdict on ID (polling every --poll, default 1s,
+                until --timeout), verify it as approval get does, and print
+                the account: approved, denied, expired. Exit 1 if there is
+                no verdict within --timeout. Act only on approved.
+    approval consume
+                Spend the approved approval ID before acting, on the terms
+                of the request that opened it: BODY ("-" reads standard
+                input) is that decide request (as minimize printed it,
+                --principal as for decide). Prints the verified receipt of
+                the consumption: then act, once. Retries as append does.
+                Needs a mediator token.
+    approval outcome
+                Report what the act a consumption permitted did: --result
+                succeeded, failed or unknown (unknown may be followed by
+                another), of the consumption entry at --consumption, with
+                the downstream --operation-id if any. Prints the verified
+                receipt. Needs a mediator token.
+    minimize    Print the body of a decide or append request for the call
+                whose raw parameters are the JSON file PARAMS ("-" reads
+                standard input), minimized under the action's declaration
+                (docs/declarations.md): the commitment to all the
+                parameters (params_digest, params_size), the applied-tiers
+                digest and the attributes the declaration lets cross. The
+                declaration is the file --declaration names, or the one
+                ledgerd's catalog serves for --action (GET
+                /v1/actions/NAME), refused unless its digests are those GET
+                /v1/actions lists. The parameters are never sent anywhere.
+                --principal, --decision and --policies fill in the rest of
+                the body; without them, decide --principal or append
+                --principal, --decision and --policies do. With --hiding,
+                the commitment is the hiding one (docs/commitment.md §7):
+                the new file --disclosure names (mode 0600, never replaced)
+                receives every field's value and opening before the body
+                is printed; keep it, for without it the entry can never be
+                checked against the parameters. --json prints the digests,
+                the attributes and the body as one object.
     version     Print ledgerctl's module version and VCS revision (also
                 --version).
 
 Options:
-    --url URL               ledgerd's base URL (default http://127.0.0.1:8080).
+    --url URL               ledgerd's base URL. Default: the LEDGER_URL
+                            environment variable, else http://127.0.0.1:8080.
     --key VKEY              The ledger's note verifier key, name+hash+base64.
     --key-file FILE         A file holding the verifier key.
     --trust FILE            A trust file: one verifier key a line, blank lines
@@ -101,16 +198,47 @@ Options:
     --token-file FILE       A file holding the mediator's (or a reader's) bearer
                             token. Default: the LEDGER_TOKEN environment
                             variable. Reads send it if there is one.
-    --idempotency-key KEY   (append) 1 to 128 printable ASCII characters, no
-                            spaces: appending the same decision again with the
-                            same key appends nothing and prints the first
-                            entry. Default: a new random key.
-    --out FILE              (proof, checkpoint) Write the verified file here.
-    --trusted FILE          (checkpoint) A signed checkpoint verified before.
+    --idempotency-key KEY   (append, decide, approval consume and outcome) 1 to 128 printable ASCII
+                            characters, no spaces: sending the same request
+                            again with the same key records nothing and prints
+                            the first entry. Default: a new random key.
+    --out FILE              (proof, checkpoint, export) Write the verified
+                            file here.
+                            (disclose) The new file, mode 0600.
+    --fields NAME[,NAME...] (disclose) The fields to open; every other
+                            field's commitment is kept.
+    --allow-non-integer     (disclose) Accept non-integer numbers in the
+                            disclosure's values (commit.Domain).
+    --poll DURATION         (approval wait) How often to ask (default 1s).
+    --consumption INDEX     (approval outcome) The consumption entry's index.
+    --result RESULT         (approval outcome) succeeded, failed or unknown.
+    --operation-id ID       (approval outcome) The act's downstream
+                            identifier, if any.
+    --declaration FILE      (minimize) The action's declaration file.
+    --action NAME           (minimize) Fetch the declaration of NAME from
+                            ledgerd's catalog.
+    --hiding                (minimize) Commit with the hiding commitment.
+    --disclosure FILE       (minimize) With --hiding, the new file for the
+                            values and openings (mode 0600).
+    --allow LIST=VALUE      (minimize) Put VALUE on payee_known's allowlist
+                            LIST; repeats.
+    --principal NAME        (minimize, append, decide) The body's principal:
+                            the agent or person the call is made for; append
+                            and decide take it only if the body has none.
+    --decision DECISION     (minimize, append) The body's decision, for
+                            append: allow, deny or needs_approval.
+    --policies ID[,ID...]   (minimize, append) The body's determining
+                            policies, for append.
+    --trusted FILE          (checkpoint, export) A signed checkpoint verified
+                            before.
+    --start INDEX           (export) The first entry (default 0).
+    --end INDEX             (export) The entry after the last (default: the
+                            latest checkpoint's tree size).
     --timeout DURATION      Give up after this long (default 30s).
     --json                  Machine-readable output on standard output.
 
 Environment:
+    LEDGER_URL              ledgerd's base URL, when --url is not given.
     LEDGER_TOKEN            The bearer token, when --token-file is not given.
 
 Exit status: 0 done and verified, 1 refused by the server, not verified or
@@ -124,6 +252,12 @@ Examples:
     $ ledgerctl proof --key-file ledger.vkey --out entry-17.tlog-proof 17
     wrote entry-17.tlog-proof: entry 17 in the tree of size 18 (verified)
     $ ledger-verify proof --key-file ledger.vkey --params params.json entry-17.tlog-proof
+    $ export LEDGER_URL=https://ledger.example.com
+    $ ledgerctl minimize --action send_email --principal agent:example-1 mail.json |
+        ledgerctl decide --key-file ledger.vkey -
+    decided: needs_approval, entry 18 of ledger.example.com/log (receipt verified)
+      ...
+    $ ledgerctl approval wait --key-file ledger.vkey --timeout 10m sha256:...
 `
 
 // Exit statuses.
@@ -139,6 +273,19 @@ const defaultURL = "http://127.0.0.1:8080"
 
 // tokenEnv names the environment variable holding the bearer token.
 const tokenEnv = "LEDGER_TOKEN"
+
+// urlEnv names the environment variable holding ledgerd's base URL, used
+// when --url is not given.
+const urlEnv = "LEDGER_URL"
+
+// ledgerURL returns ledgerd's base URL when --url is not given, and where
+// it came from: LEDGER_URL if set, else defaultURL.
+func ledgerURL() (string, string) {
+	if u := strings.TrimSpace(os.Getenv(urlEnv)); u != "" {
+		return u, urlEnv
+	}
+	return defaultURL, "the default URL"
+}
 
 // maxDecisionFile bounds a decision file: an append body is at most
 // 256 KiB by default.
@@ -164,6 +311,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCheckpoint(args[1:], stdout, stderr)
 	case "disclose":
 		return runDisclose(args[1:], stdout, stderr)
+	case "decide":
+		return runDecide(args[1:], stdin, stdout, stderr)
+	case "export":
+		return runExport(args[1:], stdout, stderr)
+	case "approval":
+		return runApproval(args[1:], stdin, stdout, stderr)
+	case "minimize":
+		return runMinimize(args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -197,17 +352,24 @@ type common struct {
 }
 
 func newCommon(name, synopsis string) *common {
+	c := newCommonWithoutKeys(name, synopsis)
+	c.keys.Register(c.fs)
+	return c
+}
+
+// newCommonWithoutKeys is newCommon for a command that verifies nothing:
+// no --key, --key-file or --trust.
+func newCommonWithoutKeys(name, synopsis string) *common {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c := &common{
 		fs:        fs,
-		url:       fs.String("url", defaultURL, ""),
+		url:       fs.String("url", "", ""),
 		tokenFile: fs.String("token-file", "", ""),
 		timeout:   fs.Duration("timeout", 30*time.Second, ""),
 		json:      fs.Bool("json", false, ""),
 		synopsis:  synopsis,
 	}
-	c.keys.Register(fs)
 	return c
 }
 
@@ -239,6 +401,21 @@ func (c *common) parse(args []string) ([]string, error) {
 	}
 }
 
+// parseArgs is parse, with bad usage reported and --help answered with
+// the command's usage on stdout: it returns the positional arguments and
+// -1, or the exit status to return at once.
+func (c *common) parseArgs(args []string, stdout, stderr io.Writer) ([]string, int) {
+	pos, err := c.parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, commandUsage(c.fs))
+		return nil, exitOK
+	}
+	if err != nil {
+		return nil, c.usageError(stderr, "%v", err)
+	}
+	return pos, -1
+}
+
 // setup checks the common options and returns a client and a context
 // bounded by --timeout. needToken makes a missing token bad usage.
 func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, context.Context, context.CancelFunc, int) {
@@ -253,20 +430,35 @@ func (c *common) setup(stderr io.Writer, needToken bool) (*client.Client, contex
 	if code != exitOK {
 		return fail(code)
 	}
-	if !strings.HasPrefix(*c.url, "http://") && !strings.HasPrefix(*c.url, "https://") {
-		return fail(c.usageError(stderr, "--url %s is not an http or https URL", termtext.Quote(*c.url)))
-	}
-	if *c.timeout <= 0 {
-		return fail(c.usageError(stderr, "--timeout must be positive"))
+	ctx, cancel, code := c.urlAndContext(stderr)
+	if code != exitOK {
+		return fail(code)
 	}
 	c.key = key
 	cl, err := client.NewWithKeys(*c.url, token, key)
 	if err != nil {
+		cancel()
 		errorf(stderr, "%s: the verifier key: %v", c.fs.Name(), err)
 		return fail(exitUsage)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *c.timeout)
 	return cl, ctx, cancel, exitOK
+}
+
+// urlAndContext checks ledgerd's URL (--url, else LEDGER_URL, else
+// defaultURL) and --timeout, and returns a context bounded by --timeout.
+func (c *common) urlAndContext(stderr io.Writer) (context.Context, context.CancelFunc, int) {
+	urlFrom := "--url"
+	if *c.url == "" {
+		*c.url, urlFrom = ledgerURL()
+	}
+	if !strings.HasPrefix(*c.url, "http://") && !strings.HasPrefix(*c.url, "https://") {
+		return nil, nil, c.usageError(stderr, "%s %s is not an http or https URL", urlFrom, termtext.Quote(*c.url))
+	}
+	if *c.timeout <= 0 {
+		return nil, nil, c.usageError(stderr, "--timeout must be positive")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *c.timeout)
+	return ctx, cancel, exitOK
 }
 
 // verifierKeys returns the set of the keys --key, --key-file and --trust
@@ -339,29 +531,34 @@ func parseIndex(s string) (uint64, bool) {
 }
 
 // failed reports an error from the client and returns exitFailed, with a
-// hint for the usual causes.
-func failed(stderr io.Writer, cmd string, err error) int {
-	errorf(stderr, "%s: %v", cmd, err)
+// hint for the usual causes. An error without the server's answer (no
+// connection, no answer in time) names the URL tried.
+func (c *common) failed(stderr io.Writer, cmd string, err error) int {
 	var apiErr *client.Error
+	if !errors.As(err, &apiErr) && !errors.Is(err, client.ErrUnverified) && !strings.Contains(err.Error(), *c.url) {
+		err = fmt.Errorf("ledgerd at %s: %w", *c.url, err)
+	}
+	errorf(stderr, "%s: %v", cmd, err)
 	switch {
 	case errors.Is(err, client.ErrUnverified):
 		hintf(stderr, "the answer does not verify under the keys given: check --key, --key-file or --trust (after a key rotation, trust the old key and the new one), or do not trust this server's answer")
 	case errors.As(err, &apiErr) && apiErr.Status == 401:
 		hintf(stderr, "the server wants a valid bearer token (--token-file or %s)", tokenEnv)
 	case errors.Is(err, context.DeadlineExceeded):
-		hintf(stderr, "no answer within --timeout; is ledgerd running at --url?")
+		hintf(stderr, "no answer within --timeout; is ledgerd running at %s? (--url, or the %s environment variable)", *c.url, urlEnv)
 	case !errors.As(err, &apiErr):
-		hintf(stderr, "is ledgerd running at --url?")
+		hintf(stderr, "is ledgerd running at %s? (--url, or the %s environment variable)", *c.url, urlEnv)
 	}
 	return exitFailed
 }
 
 func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--json] DECISION")
+	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--principal NAME] [--decision DECISION] [--policies ID[,ID...]] [--json] DECISION")
 	idempotencyKey := c.fs.String("idempotency-key", "", "")
-	pos, err := c.parse(args)
-	if err != nil {
-		return c.usageError(stderr, "%v", err)
+	fill := registerFill(c.fs, false)
+	pos, code := c.parseArgs(args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	if len(pos) != 1 {
 		return c.usageError(stderr, "takes exactly one DECISION file (\"-\" for standard input)")
@@ -370,20 +567,12 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c.usageError(stderr, "--idempotency-key is not 1 to %d printable ASCII characters without spaces", client.MaxIdempotencyKey)
 	}
 	name := pos[0]
-	var raw []byte
-	if name == "-" {
-		raw, err = io.ReadAll(io.LimitReader(stdin, maxDecisionFile+1))
-		if err == nil && len(raw) > maxDecisionFile {
-			err = fmt.Errorf("standard input is longer than %d bytes", maxDecisionFile)
-		}
-	} else {
-		raw, err = readFile(name, maxDecisionFile)
-	}
+	raw, err := readInput(name, stdin, maxDecisionFile)
 	if err != nil {
 		errorf(stderr, "append: %v", err)
 		return exitUsage
 	}
-	d, err := parseDecision(raw)
+	d, err := parseBody(raw, false, fill)
 	if err != nil {
 		errorf(stderr, "append: %s: not a decision: %v", termtext.Quote(name), err)
 		hintf(stderr, "a decision file is the body of POST /v1/entries (docs/api.md)")
@@ -401,11 +590,11 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		r, err = cl.Append(ctx, d)
 	}
 	if err != nil {
-		return failed(stderr, "append", err)
+		return c.failed(stderr, "append", err)
 	}
 	hash, err := r.Entry.Hash()
 	if err != nil { // the entry verified, so it encodes
-		return failed(stderr, "append", err)
+		return c.failed(stderr, "append", err)
 	}
 	result := "appended"
 	if r.Replayed {
@@ -427,76 +616,6 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func validIdempotencyKey(k string) bool {
 	return k != "" && len(k) <= client.MaxIdempotencyKey &&
 		strings.IndexFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) < 0
-}
-
-// decisionFields are the members of a decision file, as in an append body.
-var decisionFields = []string{"action", "attributes", "decision", "params_digest", "params_size", "policies", "principal", "tiers_digest"}
-
-// parseDecision reads a decision file strictly: one JSON object in the
-// strict domain (docs/commitment.md) with exactly the members of an append
-// body, "policies" optional. The server checks the rest (a decision's
-// value, identifier characters, sizes).
-func parseDecision(raw []byte) (client.Decision, error) {
-	var d client.Decision
-	obj, err := commit.Domain{}.Object(raw)
-	if err != nil {
-		return d, err
-	}
-	for i := range obj.Len() {
-		if name := obj.Name(i); !contains(decisionFields, name) {
-			return d, fmt.Errorf("unknown member %s", termtext.Quote(name))
-		}
-	}
-	text := func(name string) (string, error) {
-		v, ok := obj.Get(name)
-		if !ok {
-			return "", fmt.Errorf("no %q member", name)
-		}
-		s, ok := v.Text()
-		if !ok {
-			return "", fmt.Errorf("%q is not a string", name)
-		}
-		return s, nil
-	}
-	var decision, params, tiers string
-	for _, f := range []struct {
-		name string
-		to   *string
-	}{{"principal", &d.Principal}, {"action", &d.Action}, {"decision", &decision}, {"params_digest", &params}, {"tiers_digest", &tiers}} {
-		if *f.to, err = text(f.name); err != nil {
-			return d, err
-		}
-	}
-	d.Decision = entry.Decision(decision)
-	if d.Params.Digest, d.Params.Hiding, err = commit.ParseParamsDigest(params); err != nil {
-		return d, fmt.Errorf("params_digest: %w", err)
-	}
-	if d.Tiers, err = commit.ParseDigest(tiers); err != nil {
-		return d, fmt.Errorf("tiers_digest: %w", err)
-	}
-	v, ok := obj.Get("params_size")
-	if !ok {
-		return d, errors.New(`no "params_size" member`)
-	}
-	n, ok := v.Integer()
-	if !ok || n < 0 {
-		return d, errors.New(`"params_size" is not a non-negative integer`)
-	}
-	d.Params.Size = int(n)
-	if v, ok := obj.Get("policies"); ok {
-		if d.Policies, ok = v.TextList(); !ok {
-			return d, errors.New(`"policies" is not an array of strings`)
-		}
-	}
-	v, ok = obj.Get("attributes")
-	if !ok {
-		return d, errors.New(`no "attributes" member`)
-	}
-	if !v.IsObject() {
-		return d, errors.New(`"attributes" is not an object`)
-	}
-	d.Attributes = v.Canonical()
-	return d, nil
 }
 
 func contains(list []string, s string) bool {
@@ -522,9 +641,9 @@ func (c *common) onePositionalIndex(stderr io.Writer, pos []string) (uint64, int
 
 func runGet(args []string, stdout, stderr io.Writer) int {
 	c := newCommon("get", "get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--json] INDEX")
-	pos, err := c.parse(args)
-	if err != nil {
-		return c.usageError(stderr, "%v", err)
+	pos, code := c.parseArgs(args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	index, code := c.onePositionalIndex(stderr, pos)
 	if code != exitOK {
@@ -537,11 +656,11 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	e, raw, err := cl.Entry(ctx, index)
 	if err != nil {
-		return failed(stderr, "get", err)
+		return c.failed(stderr, "get", err)
 	}
 	hash, err := e.Hash()
 	if err != nil {
-		return failed(stderr, "get", err)
+		return c.failed(stderr, "get", err)
 	}
 	if *c.json {
 		termtext.WriteJSON(stdout, map[string]any{"result": "verified", "index": e.Index, "entry_hash": hash, "entry": json.RawMessage(raw)})
@@ -573,9 +692,9 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 func runProof(args []string, stdout, stderr io.Writer) int {
 	c := newCommon("proof", "proof [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX")
 	out := c.fs.String("out", "", "")
-	pos, err := c.parse(args)
-	if err != nil {
-		return c.usageError(stderr, "%v", err)
+	pos, code := c.parseArgs(args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	index, code := c.onePositionalIndex(stderr, pos)
 	if code != exitOK {
@@ -594,7 +713,7 @@ func runProof(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	b, e, cp, err := cl.TlogProof(ctx, index)
 	if err != nil {
-		return failed(stderr, "proof", err)
+		return c.failed(stderr, "proof", err)
 	}
 	if *out == "-" {
 		stdout.Write(b)
@@ -616,14 +735,15 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 	c := newCommon("checkpoint", "checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]")
 	out := c.fs.String("out", "", "")
 	trustedFile := c.fs.String("trusted", "", "")
-	pos, err := c.parse(args)
-	if err != nil {
-		return c.usageError(stderr, "%v", err)
+	pos, code := c.parseArgs(args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	if len(pos) != 0 {
 		return c.usageError(stderr, "takes no arguments")
 	}
 	var trustedText []byte
+	var err error
 	if *trustedFile != "" {
 		if trustedText, err = readFile(*trustedFile, 64<<10); err != nil {
 			errorf(stderr, "checkpoint: --trusted: %v", err)
@@ -645,7 +765,7 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 	}
 	cp, signed, err := cl.Checkpoint(ctx)
 	if err != nil {
-		return failed(stderr, "checkpoint", err)
+		return c.failed(stderr, "checkpoint", err)
 	}
 	if trusted != nil {
 		if cp.Size < trusted.Size {
@@ -653,7 +773,7 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		if err := cl.VerifyConsistency(ctx, trusted, cp); err != nil {
-			return failed(stderr, "checkpoint: consistency with --trusted", err)
+			return c.failed(stderr, "checkpoint: consistency with --trusted", err)
 		}
 	}
 	if *out != "" {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,6 +32,18 @@ func TestMain(m *testing.M) {
 		// verify-proof FILE: what ledger-verify proof checks, with the
 		// key in ledger.vkey; prints the entry's index and tree size.
 		"verify-proof": func() { os.Exit(verifyProof(os.Args[1:])) },
+		// verify-export FILE: what ledger-verify export checks, with the
+		// key in ledger.vkey; prints the range and tree size.
+		"verify-export": func() { os.Exit(verifyExport(os.Args[1:])) },
+		// perm FILE: prints FILE's permission bits in octal.
+		"perm": func() {
+			fi, err := os.Stat(os.Args[1])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			fmt.Printf("%o\n", fi.Mode().Perm())
+		},
 	})
 }
 
@@ -60,9 +73,36 @@ func TestScript(t *testing.T) {
 			env.Setenv("URL", f.srv.URL)
 			env.Setenv("TOKEN", f.token)
 			env.Setenv(tokenEnv, "")
+			env.Setenv(urlEnv, "")
 			return nil
 		},
 	})
+}
+
+func verifyExport(args []string) int {
+	vkey, err := os.ReadFile("ledger.vkey")
+	if err != nil || len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: verify-export FILE (with ledger.vkey)", err)
+		return 2
+	}
+	key, err := verify.ParseKey(strings.TrimSpace(string(vkey)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer f.Close()
+	r, err := verify.VerifyExport(f, key, verify.ExportOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("verified: entries [%d, %d) in the tree of size %d\n", r.Start, r.End, r.Checkpoint.Size)
+	return 0
 }
 
 func verifyProof(args []string) int {
@@ -419,5 +459,88 @@ func TestLyingServer(t *testing.T) {
 	// A proof that does not verify is not written.
 	if _, err := os.Stat(filepath.Join(dir, "p")); err == nil {
 		t.Errorf("a proof that does not verify was written")
+	}
+}
+
+// A server that takes the connection and never answers: the error after
+// --timeout names the URL tried, for a read and for an append (whose
+// retries end with the context).
+func TestTimeoutNamesURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	f, err := startFake(ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "decision.json"), []byte(decision), 0o600)
+	url := "http://" + ln.Addr().String()
+	for _, args := range [][]string{
+		{"get", "--url", url, "--key", f.vkey, "--timeout", "200ms", "0"},
+		{"append", "--url", url, "--key", f.vkey, "--timeout", "200ms", "decision.json"},
+	} {
+		code, _, stderr := ledgerctl(t, dir, f.token, args...)
+		if code != exitFailed || !strings.Contains(stderr, "error: "+args[0]+": ") || !strings.Contains(stderr, url+"/v1/") || !strings.Contains(stderr, "no answer within --timeout") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and an error naming %s/v1/...", args[0], code, stderr, url)
+		}
+	}
+}
+
+// Every flag of every command has its paragraph in the usage text, which
+// COMMAND --help prints (commandUsage marks one without).
+func TestCommandUsageCoversFlags(t *testing.T) {
+	for _, name := range []string{"append", "decide", "get", "proof", "checkpoint", "export", "disclose", "minimize",
+		"approval get", "approval wait", "approval consume", "approval outcome"} {
+		var stdout, stderr bytes.Buffer
+		if code := run(append(strings.Fields(name), "--help"), strings.NewReader(""), &stdout, &stderr); code != exitOK {
+			t.Fatalf("%s --help: exit %d: %s", name, code, stderr.String())
+		}
+		if !strings.HasPrefix(stdout.String(), "Usage:\n    ledgerctl "+name+" ") || !strings.Contains(stdout.String(), "\n    "+name) {
+			t.Errorf("%s --help has not its synopsis and paragraph:\n%s", name, stdout.String())
+		}
+		if strings.Contains(stdout.String(), undescribed) {
+			t.Errorf("%s --help:\n%s", name, stdout.String())
+		}
+	}
+}
+
+// A body's preview is kept, canonical, for the client to send and check
+// (append and decide); a decide body refuses an append's members.
+func TestParseBodyPreview(t *testing.T) {
+	body := `{"principal":"agent:example-1","action":"send_email",
+  "params_digest":"sha256:ea3faad1e7a4656a02843c9c4a90e8cbe755372c60e9f55e4648135054324eb1","params_size":65,
+  "tiers_digest":"sha256:18824ccc509c09ce6759b05c85686d44b4a45bf16240fabda33221d05fcf3e98",
+  "attributes":{},"preview":{"to":"carol@example.org", "subject":"Q3"}}`
+	empty := ""
+	for _, decide := range []bool{false, true} {
+		f := fill{principal: &empty, decision: &empty, policies: &empty}
+		b := body
+		if !decide {
+			b = strings.Replace(b, `"action"`, `"decision":"needs_approval","action"`, 1)
+		}
+		d, err := parseBody([]byte(b), decide, f)
+		if err != nil {
+			t.Fatalf("decide %v: %v", decide, err)
+		}
+		if string(d.Preview) != `{"subject":"Q3","to":"carol@example.org"}` {
+			t.Errorf("decide %v: preview %q", decide, d.Preview)
+		}
+	}
+	f := fill{principal: &empty}
+	if _, err := parseBody([]byte(strings.Replace(body, `"action"`, `"decision":"allow","action"`, 1)), true, f); err == nil || !strings.Contains(err.Error(), "unknown member decision") {
+		t.Errorf("a decide body with a decision: %v", err)
 	}
 }

@@ -33,11 +33,13 @@
 //
 // Usage:
 //
-//	workload --ledger URL --token-file FILE --key VKEY --declaration DECL.json
+//	workload [--ledger URL] --token-file FILE --key VKEY --declaration DECL.json
 //	         [--allow LIST=VALUE]... [--decide [--wait-approval DURATION] [--preview FILE]]
 //	         [--disclosure FILE] [--principal NAME] PARAMS.json
 //
-// For example, with a ledgerd whose config has policy_dir and approvals:
+// --ledger defaults to the LEDGER_URL environment variable, else
+// http://127.0.0.1:8080. For example, with a ledgerd whose config has
+// policy_dir and approvals:
 //
 //	workload --ledger http://127.0.0.1:8080 --token-file token --key "$VKEY" \
 //	         --declaration send_email.json --decide --wait-approval 10m mail.json
@@ -87,6 +89,15 @@ func (a allowFlag) Set(v string) error {
 	return nil
 }
 
+// defaultLedgerURL is --ledger's default: the LEDGER_URL environment
+// variable, as for ledgerctl, else a ledgerd started without a config.
+func defaultLedgerURL() string {
+	if u := strings.TrimSpace(os.Getenv("LEDGER_URL")); u != "" {
+		return u
+	}
+	return "http://127.0.0.1:8080"
+}
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "workload:", err)
@@ -95,7 +106,7 @@ func main() {
 }
 
 func run() (err error) {
-	ledgerURL := flag.String("ledger", "http://127.0.0.1:8080", "ledgerd's base URL")
+	ledgerURL := flag.String("ledger", defaultLedgerURL(), "ledgerd's base URL (default: the LEDGER_URL environment variable, else http://127.0.0.1:8080)")
 	tokenFile := flag.String("token-file", "", "file holding the mediator's bearer token")
 	vkey := flag.String("key", "", "the ledger's verifier key")
 	declFile := flag.String("declaration", "", "the action's declaration")
