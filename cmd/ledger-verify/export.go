@@ -132,6 +132,28 @@ type exportRun struct {
 	prev    string
 	all     bool
 	json    bool
+	// checkpointOut is --write-checkpoint, registered by the commands
+	// that offer it (registerWriteCheckpoint).
+	checkpointOut string
+}
+
+// registerWriteCheckpoint registers --write-checkpoint.
+func (r *exportRun) registerWriteCheckpoint(fs *flag.FlagSet) {
+	fs.StringVar(&r.checkpointOut, "write-checkpoint", "", "")
+}
+
+// writeCheckpoint writes the verified export's signed checkpoint to the
+// --write-checkpoint file, if one was given (a temporary file, synced,
+// renamed over it). ok is false, with the exit status, if it could not.
+func (r *exportRun) writeCheckpoint(cmd string, report *verify.ExportReport, stderr io.Writer) (code int, ok bool) {
+	if r.checkpointOut == "" {
+		return exitOK, true
+	}
+	if err := atomicfile.Write(r.checkpointOut, report.Signed, atomicfile.Options{Mode: 0o644}); err != nil {
+		errorf(stderr, "%s: verified, but --write-checkpoint: %v", cmd, err)
+		return exitUsage, false
+	}
+	return exitOK, true
 }
 
 func (r *exportRun) register(fs *flag.FlagSet) {
@@ -150,6 +172,22 @@ func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, [
 		return nil, nil, err
 	}
 	opts.OnEntry = onEntry
+	f, br, err := openExport(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	report, err = verify.VerifyExport(br, key, opts)
+	return report, err, nil
+}
+
+// verifyParsed is verify with an OnParsed callback instead of OnEntry.
+func (r *exportRun) verifyParsed(name string, stderr io.Writer, onParsed func(uint64, *entry.Entry, commit.Digest, []byte)) (report *verify.ExportReport, verr error, usageErr error) {
+	key, opts, err := r.options(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.OnParsed = onParsed
 	f, br, err := openExport(name)
 	if err != nil {
 		return nil, nil, err
@@ -224,7 +262,7 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	var r exportRun
 	r.register(fs)
-	writeCheckpoint := fs.String("write-checkpoint", "", "")
+	r.registerWriteCheckpoint(fs)
 	archiveDir := fs.String("archive", "", "")
 	files, code, ok := parseFlags(fs, exportUsage, args, stdout, stderr)
 	if !ok {
@@ -254,11 +292,8 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return reportFailures(stdout, stderr, err, r.json)
 		}
 	}
-	if *writeCheckpoint != "" {
-		if err := atomicfile.Write(*writeCheckpoint, report.Signed, atomicfile.Options{Mode: 0o644}); err != nil {
-			errorf(stderr, "export: verified, but --write-checkpoint: %v", err)
-			return exitUsage
-		}
+	if code, ok := r.writeCheckpoint("export", report, stderr); !ok {
+		return code
 	}
 	n := report.End - report.Start
 	if r.json {
@@ -276,8 +311,8 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if arch != nil {
 			out["archive_compared"] = arch.compared
 		}
-		if *writeCheckpoint != "" {
-			out["checkpoint_written"] = *writeCheckpoint
+		if r.checkpointOut != "" {
+			out["checkpoint_written"] = r.checkpointOut
 		}
 		termtext.WriteJSON(stdout, out)
 		return exitOK
@@ -302,8 +337,8 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if arch != nil {
 		termtext.PrintLine(stdout, "  archive: %d entries equal to the monitor's copies in %s", arch.compared, termtext.Quote(*archiveDir))
 	}
-	if *writeCheckpoint != "" {
-		termtext.PrintLine(stdout, "  checkpoint written: %s (give it as --trusted next time)", termtext.Quote(*writeCheckpoint))
+	if r.checkpointOut != "" {
+		termtext.PrintLine(stdout, "  checkpoint written: %s (give it as --trusted next time)", termtext.Quote(r.checkpointOut))
 	}
 	return exitOK
 }
