@@ -352,6 +352,8 @@ type entryArgs struct {
 	file       string
 	// allowNonInteger: params --allow-non-integer.
 	allowNonInteger bool
+	// search: params without --index (every entry is compared).
+	search bool
 }
 
 // parseEntryArgs parses them; what names the file in the usage error,
@@ -366,11 +368,20 @@ func parseEntryArgs(cmd, usage, what string, args []string, stdout, stderr io.Wr
 	if cmd == "params" {
 		fs.BoolVar(&a.allowNonInteger, "allow-non-integer", false, "")
 	}
+	a.r.registerWriteCheckpoint(fs)
 	files, code, ok := parseFlags(fs, usage, args, stdout, stderr)
 	if !ok {
 		return nil, code
 	}
+	if cmd == "params" && *indexText == "" && len(files) == 1 && a.exportFile != "" {
+		a.search = true // params without --index searches the export
+		a.file = files[0]
+		return &a, exitOK
+	}
 	if len(files) != 1 || a.exportFile == "" || *indexText == "" {
+		if cmd == "params" {
+			return nil, usageError(stderr, cmd, "needs --export and exactly one %s (and --index N to compare one entry)", what)
+		}
 		return nil, usageError(stderr, cmd, "needs --export, --index and exactly one %s", what)
 	}
 	var err error
@@ -395,6 +406,9 @@ func (r *exportRun) verifiedEntry(cmd, exportFile string, index uint64, stdout, 
 	}
 	if verr != nil {
 		return nil, reportFailures(stdout, stderr, verr, r.json)
+	}
+	if code, ok := r.writeCheckpoint(cmd, report, stderr); !ok {
+		return nil, code
 	}
 	if found == nil {
 		errorf(stderr, "%s: entry %d is not in the export (entries %d to %d)", cmd, index, report.Start, report.End)

@@ -6,7 +6,7 @@
 //
 //	ledger-verify export (--key VKEY | --key-file FILE | --trust FILE)... [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
 //	ledger-verify find   (--key VKEY | --key-file FILE | --trust FILE)... [filters] [--json] EXPORT
-//	ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--allow-non-integer] [--json] CANDIDATE
+//	ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT [--index N] [--allow-non-integer] [--json] CANDIDATE
 //	ledger-verify proof  (--key VKEY | --key-file FILE | --trust FILE)... [--params CANDIDATE] [--json] TLOG-PROOF
 //	ledger-verify tiers  (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--json] DECLARATION
 //	ledger-verify disclose (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--declaration FILE] [--allowlists FILE] [--allow-non-integer] [--json] DISCLOSURE
@@ -21,7 +21,8 @@
 // export verifies an export file (docs/export.md); find verifies one,
 // then lists the entries matching filters (principal, action, decision,
 // policy, time, parameter digest, approval, kind); params and tiers verify
-// one, then compare one entry with candidate parameters (docs/commitment.md)
+// one, then compare one entry with candidate parameters (docs/commitment.md;
+// params without --index lists the entries committed to them)
 // or with an action declaration (docs/declarations.md); disclose opens one
 // entry's hiding commitment with a disclosure file and recomputes the
 // disclosed fields' attributes (docs/commitment.md §7); decisions verifies
