@@ -50,11 +50,19 @@ const exportOptions = keyOptions + `    --trusted CHECKPOINT  A signed checkpoin
                           export's range, from an earlier verified export.
     --all                 Report every failure, not only the first.
     --json                Machine-readable output on standard output.
+    --write-checkpoint FILE
+                          After the export verifies, write its signed
+                          checkpoint to FILE (a temporary file, synced,
+                          renamed over FILE): the --trusted of the next
+                          export. It is written whatever the command finds
+                          in the entries after (a mismatch, no match, a
+                          violation), and not when the export fails.
 `
 
 const exportUsage = `Usage:
     ledger-verify export (--key VKEY | --key-file FILE | --trust FILE)...
-                         [--trusted CHECKPOINT] [--prev HASH] [--all] [--json]
+                         [--trusted CHECKPOINT] [--prev HASH] [--all]
+                         [--write-checkpoint FILE] [--archive DIR] [--json]
                          EXPORT
 
 Verify an export file (docs/export.md) offline against the ledger's
@@ -65,12 +73,7 @@ verified before. ledgerd serves exports at
 /v1/export?start=S&end=E[&consistency_from=SIZE] (docs/api.md).
 
 Options:
-` + exportOptions + `    --write-checkpoint FILE
-                          After the export verifies, write its signed
-                          checkpoint to FILE (a temporary file, synced,
-                          renamed over FILE): the --trusted of the next
-                          export.
-    --archive DIR         Also compare every entry with the copy that
+` + exportOptions + `    --archive DIR         Also compare every entry with the copy that
                           'ledger-verify monitor --archive DIR' kept, where
                           it kept one: an entry the log now shows
                           differently fails.
@@ -132,24 +135,25 @@ type exportRun struct {
 	prev    string
 	all     bool
 	json    bool
-	// checkpointOut is --write-checkpoint, registered by the commands
-	// that offer it (registerWriteCheckpoint).
+	// checkpointOut is --write-checkpoint: every command that verifies
+	// an export writes its checkpoint once it verifies (writeCheckpoint).
 	checkpointOut string
-}
-
-// registerWriteCheckpoint registers --write-checkpoint.
-func (r *exportRun) registerWriteCheckpoint(fs *flag.FlagSet) {
-	fs.StringVar(&r.checkpointOut, "write-checkpoint", "", "")
 }
 
 // writeCheckpoint writes the verified export's signed checkpoint to the
 // --write-checkpoint file, if one was given (a temporary file, synced,
 // renamed over it). ok is false, with the exit status, if it could not.
 func (r *exportRun) writeCheckpoint(cmd string, report *verify.ExportReport, stderr io.Writer) (code int, ok bool) {
-	if r.checkpointOut == "" {
+	return writeCheckpointFile(cmd, r.checkpointOut, report.Signed, stderr)
+}
+
+// writeCheckpointFile writes the verified signed checkpoint to file, if
+// not empty, as writeCheckpoint does.
+func writeCheckpointFile(cmd, file string, signed []byte, stderr io.Writer) (code int, ok bool) {
+	if file == "" {
 		return exitOK, true
 	}
-	if err := atomicfile.Write(r.checkpointOut, report.Signed, atomicfile.Options{Mode: 0o644}); err != nil {
+	if err := atomicfile.Write(file, signed, atomicfile.Options{Mode: 0o644}); err != nil {
 		errorf(stderr, "%s: verified, but --write-checkpoint: %v", cmd, err)
 		return exitUsage, false
 	}
@@ -162,6 +166,7 @@ func (r *exportRun) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.prev, "prev", "", "")
 	fs.BoolVar(&r.all, "all", false, "")
 	fs.BoolVar(&r.json, "json", false, "")
+	fs.StringVar(&r.checkpointOut, "write-checkpoint", "", "")
 }
 
 // verify verifies the export file name; a nil report with a nil error
@@ -262,7 +267,6 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	var r exportRun
 	r.register(fs)
-	r.registerWriteCheckpoint(fs)
 	archiveDir := fs.String("archive", "", "")
 	files, code, ok := parseFlags(fs, exportUsage, args, stdout, stderr)
 	if !ok {
@@ -368,7 +372,6 @@ func parseEntryArgs(cmd, usage, what string, args []string, stdout, stderr io.Wr
 	if cmd == "params" {
 		fs.BoolVar(&a.allowNonInteger, "allow-non-integer", false, "")
 	}
-	a.r.registerWriteCheckpoint(fs)
 	files, code, ok := parseFlags(fs, usage, args, stdout, stderr)
 	if !ok {
 		return nil, code

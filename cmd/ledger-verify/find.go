@@ -57,10 +57,7 @@ Filters (each at most once; values are compared exactly, byte for byte):
                           4, or of an allowed act, version 5).
 
 Options:
-` + exportOptions + `    --write-checkpoint FILE
-                          After the export verifies, write its signed
-                          checkpoint to FILE, as export does.
-
+` + exportOptions + `
 Output: a table of the matching entries, one line each: index, time,
 kind/version, principal, action, decision, determining policies ("-"
 for a member the entry does not have), then a summary line. Identifiers
@@ -224,7 +221,6 @@ func runFind(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("find", flag.ContinueOnError)
 	var r exportRun
 	r.register(fs)
-	r.registerWriteCheckpoint(fs)
 	var principal, action, decision, policy, since, until, params, approval, kind onceString
 	fs.Var(&principal, "principal", "")
 	fs.Var(&action, "action", "")

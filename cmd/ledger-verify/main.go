@@ -7,7 +7,7 @@
 //	ledger-verify export (--key VKEY | --key-file FILE | --trust FILE)... [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
 //	ledger-verify find   (--key VKEY | --key-file FILE | --trust FILE)... [filters] [--json] EXPORT
 //	ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT [--index N] [--allow-non-integer] [--json] CANDIDATE
-//	ledger-verify proof  (--key VKEY | --key-file FILE | --trust FILE)... [--params CANDIDATE] [--json] TLOG-PROOF
+//	ledger-verify proof  (--key VKEY | --key-file FILE | --trust FILE)... [--params CANDIDATE] [--write-checkpoint FILE] [--json] TLOG-PROOF
 //	ledger-verify tiers  (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--json] DECLARATION
 //	ledger-verify disclose (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--declaration FILE] [--allowlists FILE] [--allow-non-integer] [--json] DISCLOSURE
 //	ledger-verify decisions (--key VKEY | --key-file FILE | --trust FILE)... [--policies DIR]... [--all] [--json] EXPORT

@@ -49,10 +49,7 @@ Options:
     --allow-non-integer   Admit numbers with a fractional part, committed to
                           in their RFC 8785 form, as a deployment that admits
                           them does (ledger-mcp's allow_non_integer).
-` + exportOptions + `    --write-checkpoint FILE
-                          After the export verifies, write its signed
-                          checkpoint to FILE, as export does.
-
+` + exportOptions + `
 Output without --index: "match: N entries of entries S to E committed
 to exactly these parameters (DIGEST, SIZE bytes): I, J, ...", or
 "mismatch: ..." or "refused: ...", and, when the export holds entries
