@@ -44,7 +44,7 @@ Filters (each at most once; values are compared exactly, byte for byte):
                           The entry's parameter commitment, in either
                           spelling: sha256:<hex> (version 1) or
                           v2:sha256:<hex> (the hiding commitment,
-                          docs/commitment.md §6); each matches only its
+                          docs/commitment.md §7); each matches only its
                           own spelling. Requests and consumptions carry one.
     --approval ID         The entries of one approval's lifecycle
                           (docs/approvals.md): the request, whose entry hash
