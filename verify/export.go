@@ -57,6 +57,13 @@ type ExportOptions struct {
 	// once VerifyExport has returned without error. The slice is not
 	// reused.
 	OnEntry func(index uint64, entry []byte)
+	// OnParsed, if set, is called after OnEntry with the same entry as
+	// the checks decoded it and its entry hash, so that a caller reading
+	// entry members need not parse every entry again (ledger-verify find).
+	// It is not called for bytes that do not decode (only with All, where
+	// VerifyExport reports them). The same caution holds as for OnEntry;
+	// e is the caller's to keep.
+	OnParsed func(index uint64, e *entry.Entry, hash commit.Digest, b []byte)
 
 	// rereading skips the Ed25519 check of each entry: VerifyDecisions
 	// sets it on its second reading of a file whose first reading
@@ -531,6 +538,9 @@ func verifyEntries(fr *frameReader, rng *Range, key *Key, start, end uint64, opt
 						named.add(j.c.entry)
 						if opts.OnEntry != nil {
 							opts.OnEntry(j.index, j.payload)
+						}
+						if opts.OnParsed != nil && j.c.entry != nil {
+							opts.OnParsed(j.index, j.c.entry, j.c.hash, j.payload)
 						}
 						if opts.Progress != nil {
 							opts.Progress(j.index-start+1, end-start)

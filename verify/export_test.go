@@ -303,3 +303,30 @@ func TestExportTrustedEmptyTree(t *testing.T) {
 		t.Errorf("Consistency from the empty tree: %v", err)
 	}
 }
+
+// OnParsed sees every entry of the range, in order, as entry.Parse
+// decodes its bytes, with its entry hash.
+func TestExportOnParsed(t *testing.T) {
+	f := newFixture(t, 300)
+	data := f.export(t, 100, 300, ledger.ExportOptions{})
+	next := uint64(100)
+	_, err := verify.VerifyExport(bytes.NewReader(data), f.key, verify.ExportOptions{
+		OnParsed: func(i uint64, e *entry.Entry, h commit.Digest, b []byte) {
+			if i != next || e.Index != i || !bytes.Equal(b, f.entries[i]) {
+				t.Fatalf("OnParsed(%d): want entry %d", i, next)
+			}
+			want, err := entry.Parse(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wh, _ := want.Hash()
+			if h != wh || e.Principal != want.Principal || !e.Time.Equal(want.Time) || e.Params != want.Params {
+				t.Errorf("entry %d: OnParsed's entry or hash differs from entry.Parse's", i)
+			}
+			next++
+		},
+	})
+	if err != nil || next != 300 {
+		t.Fatalf("verified to %d: %v", next, err)
+	}
+}

@@ -14,7 +14,7 @@ import (
 const approvalsUsage = `Usage:
     ledger-verify approvals (--key VKEY | --key-file FILE | --trust FILE)...
                             [--trusted CHECKPOINT] [--prev HASH] [--all]
-                            [--json] EXPORT
+                            [--write-checkpoint FILE] [--json] EXPORT
 
 Verify the export file EXPORT, as the export command does, then check the
 approval lifecycle of its entries against docs/approvals.md, from entry
@@ -111,6 +111,9 @@ func runApprovals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return reportFailures(stdout, stderr, err, r.json)
 	case err != nil:
 		return inputError(stderr, "approvals", err)
+	}
+	if code, ok := r.writeCheckpoint("approvals", rep.Export, stderr); !ok {
+		return code
 	}
 	if r.json {
 		writeApprovalsJSON(stdout, rep)

@@ -20,7 +20,7 @@ const decisionsUsage = `Usage:
     ledger-verify decisions (--key VKEY | --key-file FILE | --trust FILE)...
                             [--policies DIR]...
                             [--trusted CHECKPOINT] [--prev HASH] [--all]
-                            [--json] EXPORT
+                            [--write-checkpoint FILE] [--json] EXPORT
 
 Verify the export file EXPORT, as the export command does, then replay
 every decision the ledger made itself (version 3 entries of kind
@@ -136,6 +136,9 @@ func runDecisions(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return reportFailures(stdout, stderr, err, r.json)
 	case err != nil:
 		return inputError(stderr, "decisions", err)
+	}
+	if code, ok := r.writeCheckpoint("decisions", rep.Export, stderr); !ok {
+		return code
 	}
 	if r.json {
 		writeDecisionsJSON(stdout, rep)

@@ -21,8 +21,8 @@ import (
 const discloseUsage = `Usage:
     ledger-verify disclose (--key VKEY | --key-file FILE | --trust FILE)...
                            --export EXPORT --index N [--declaration FILE]
-                           [--allowlists FILE] [--allow-non-integer] [--json]
-                           DISCLOSURE
+                           [--allowlists FILE] [--allow-non-integer]
+                           [--write-checkpoint FILE] [--json] DISCLOSURE
 
 Verify the export file EXPORT, as the export command does, then check the
 disclosure file DISCLOSURE (docs/commitment.md §7.4) against entry N's

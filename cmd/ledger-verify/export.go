@@ -50,11 +50,19 @@ const exportOptions = keyOptions + `    --trusted CHECKPOINT  A signed checkpoin
                           export's range, from an earlier verified export.
     --all                 Report every failure, not only the first.
     --json                Machine-readable output on standard output.
+    --write-checkpoint FILE
+                          After the export verifies, write its signed
+                          checkpoint to FILE (a temporary file, synced,
+                          renamed over FILE): the --trusted of the next
+                          export. It is written whatever the command finds
+                          in the entries after (a mismatch, no match, a
+                          violation), and not when the export fails.
 `
 
 const exportUsage = `Usage:
     ledger-verify export (--key VKEY | --key-file FILE | --trust FILE)...
-                         [--trusted CHECKPOINT] [--prev HASH] [--all] [--json]
+                         [--trusted CHECKPOINT] [--prev HASH] [--all]
+                         [--write-checkpoint FILE] [--archive DIR] [--json]
                          EXPORT
 
 Verify an export file (docs/export.md) offline against the ledger's
@@ -65,12 +73,7 @@ verified before. ledgerd serves exports at
 /v1/export?start=S&end=E[&consistency_from=SIZE] (docs/api.md).
 
 Options:
-` + exportOptions + `    --write-checkpoint FILE
-                          After the export verifies, write its signed
-                          checkpoint to FILE (a temporary file, synced,
-                          renamed over FILE): the --trusted of the next
-                          export.
-    --archive DIR         Also compare every entry with the copy that
+` + exportOptions + `    --archive DIR         Also compare every entry with the copy that
                           'ledger-verify monitor --archive DIR' kept, where
                           it kept one: an entry the log now shows
                           differently fails.
@@ -132,6 +135,29 @@ type exportRun struct {
 	prev    string
 	all     bool
 	json    bool
+	// checkpointOut is --write-checkpoint: every command that verifies
+	// an export writes its checkpoint once it verifies (writeCheckpoint).
+	checkpointOut string
+}
+
+// writeCheckpoint writes the verified export's signed checkpoint to the
+// --write-checkpoint file, if one was given (a temporary file, synced,
+// renamed over it). ok is false, with the exit status, if it could not.
+func (r *exportRun) writeCheckpoint(cmd string, report *verify.ExportReport, stderr io.Writer) (code int, ok bool) {
+	return writeCheckpointFile(cmd, r.checkpointOut, report.Signed, stderr)
+}
+
+// writeCheckpointFile writes the verified signed checkpoint to file, if
+// not empty, as writeCheckpoint does.
+func writeCheckpointFile(cmd, file string, signed []byte, stderr io.Writer) (code int, ok bool) {
+	if file == "" {
+		return exitOK, true
+	}
+	if err := atomicfile.Write(file, signed, atomicfile.Options{Mode: 0o644}); err != nil {
+		errorf(stderr, "%s: verified, but --write-checkpoint: %v", cmd, err)
+		return exitUsage, false
+	}
+	return exitOK, true
 }
 
 func (r *exportRun) register(fs *flag.FlagSet) {
@@ -140,6 +166,7 @@ func (r *exportRun) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.prev, "prev", "", "")
 	fs.BoolVar(&r.all, "all", false, "")
 	fs.BoolVar(&r.json, "json", false, "")
+	fs.StringVar(&r.checkpointOut, "write-checkpoint", "", "")
 }
 
 // verify verifies the export file name; a nil report with a nil error
@@ -150,6 +177,22 @@ func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, [
 		return nil, nil, err
 	}
 	opts.OnEntry = onEntry
+	f, br, err := openExport(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	report, err = verify.VerifyExport(br, key, opts)
+	return report, err, nil
+}
+
+// verifyParsed is verify with an OnParsed callback instead of OnEntry.
+func (r *exportRun) verifyParsed(name string, stderr io.Writer, onParsed func(uint64, *entry.Entry, commit.Digest, []byte)) (report *verify.ExportReport, verr error, usageErr error) {
+	key, opts, err := r.options(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.OnParsed = onParsed
 	f, br, err := openExport(name)
 	if err != nil {
 		return nil, nil, err
@@ -224,7 +267,6 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	var r exportRun
 	r.register(fs)
-	writeCheckpoint := fs.String("write-checkpoint", "", "")
 	archiveDir := fs.String("archive", "", "")
 	files, code, ok := parseFlags(fs, exportUsage, args, stdout, stderr)
 	if !ok {
@@ -254,11 +296,8 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return reportFailures(stdout, stderr, err, r.json)
 		}
 	}
-	if *writeCheckpoint != "" {
-		if err := atomicfile.Write(*writeCheckpoint, report.Signed, atomicfile.Options{Mode: 0o644}); err != nil {
-			errorf(stderr, "export: verified, but --write-checkpoint: %v", err)
-			return exitUsage
-		}
+	if code, ok := r.writeCheckpoint("export", report, stderr); !ok {
+		return code
 	}
 	n := report.End - report.Start
 	if r.json {
@@ -276,8 +315,8 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if arch != nil {
 			out["archive_compared"] = arch.compared
 		}
-		if *writeCheckpoint != "" {
-			out["checkpoint_written"] = *writeCheckpoint
+		if r.checkpointOut != "" {
+			out["checkpoint_written"] = r.checkpointOut
 		}
 		termtext.WriteJSON(stdout, out)
 		return exitOK
@@ -302,8 +341,8 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if arch != nil {
 		termtext.PrintLine(stdout, "  archive: %d entries equal to the monitor's copies in %s", arch.compared, termtext.Quote(*archiveDir))
 	}
-	if *writeCheckpoint != "" {
-		termtext.PrintLine(stdout, "  checkpoint written: %s (give it as --trusted next time)", termtext.Quote(*writeCheckpoint))
+	if r.checkpointOut != "" {
+		termtext.PrintLine(stdout, "  checkpoint written: %s (give it as --trusted next time)", termtext.Quote(r.checkpointOut))
 	}
 	return exitOK
 }
@@ -317,6 +356,8 @@ type entryArgs struct {
 	file       string
 	// allowNonInteger: params --allow-non-integer.
 	allowNonInteger bool
+	// search: params without --index (every entry is compared).
+	search bool
 }
 
 // parseEntryArgs parses them; what names the file in the usage error,
@@ -335,7 +376,15 @@ func parseEntryArgs(cmd, usage, what string, args []string, stdout, stderr io.Wr
 	if !ok {
 		return nil, code
 	}
+	if cmd == "params" && *indexText == "" && len(files) == 1 && a.exportFile != "" {
+		a.search = true // params without --index searches the export
+		a.file = files[0]
+		return &a, exitOK
+	}
 	if len(files) != 1 || a.exportFile == "" || *indexText == "" {
+		if cmd == "params" {
+			return nil, usageError(stderr, cmd, "needs --export and exactly one %s (and --index N to compare one entry)", what)
+		}
 		return nil, usageError(stderr, cmd, "needs --export, --index and exactly one %s", what)
 	}
 	var err error
@@ -360,6 +409,9 @@ func (r *exportRun) verifiedEntry(cmd, exportFile string, index uint64, stdout, 
 	}
 	if verr != nil {
 		return nil, reportFailures(stdout, stderr, verr, r.json)
+	}
+	if code, ok := r.writeCheckpoint(cmd, report, stderr); !ok {
+		return nil, code
 	}
 	if found == nil {
 		errorf(stderr, "%s: entry %d is not in the export (entries %d to %d)", cmd, index, report.Start, report.End)

@@ -355,6 +355,16 @@ func TestHostileInputIsEscaped(t *testing.T) {
 		{withKey("export", "--x"+escText, at("export.ledger")), exitUsage, `flag provided but not defined: -x\x1b[2J`},
 		{withKey("params", "--export", at("export.ledger"), "--index", "1"+escText, at("params-1.json")), exitUsage, `--index "1\x1b[2J`},
 		{[]string{escText}, exitUsage, `unknown command "\x1b[2J`},
+		// find: nothing from an entry that fails; attributes never printed;
+		// filter values and the origin escaped.
+		{withKey("find", "--principal", "agent-1", at("esc-principal.ledger")), exitFailed, `entry 3: encoding: entry: field "principal": U+001B`},
+		{withKey("find", at("esc-attributes.ledger")), exitOK, `found: 3 of entries 0 to 2 (3 entries) of ledger.example.com/hostile`},
+		{withKey("find", "--json", at("esc-attributes.ledger")), exitOK, `"index":2}`},
+		{withKey("find", "--principal", escText, at("esc-attributes.ledger")), exitFailed, `no match`},
+		{withKey("find", "--kind", escText, at("esc-attributes.ledger")), exitUsage, `--kind "\x1b[2J`},
+		{withKey("find", "--since", escText, at("esc-attributes.ledger")), exitUsage, `--since "\x1b[2J`},
+		{[]string{"find", "--key-file", at("esc-origin.vkey"), at("esc-origin-empty.ledger")}, exitFailed, `of "ledger.example.com/\u009b2J\u202e\x7flog" matches the filters`},
+		{withKey("params", "--export", at("esc-attributes.ledger"), at("esc-params.json")), exitFailed, `refused: the candidate is outside the strict input domain`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args[:1], " "), func(t *testing.T) {

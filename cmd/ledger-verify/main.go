@@ -5,8 +5,9 @@
 // Usage:
 //
 //	ledger-verify export (--key VKEY | --key-file FILE | --trust FILE)... [--trusted CHECKPOINT] [--prev HASH] [--all] [--json] EXPORT
-//	ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--allow-non-integer] [--json] CANDIDATE
-//	ledger-verify proof  (--key VKEY | --key-file FILE | --trust FILE)... [--params CANDIDATE] [--json] TLOG-PROOF
+//	ledger-verify find   (--key VKEY | --key-file FILE | --trust FILE)... [filters] [--json] EXPORT
+//	ledger-verify params (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT [--index N] [--allow-non-integer] [--json] CANDIDATE
+//	ledger-verify proof  (--key VKEY | --key-file FILE | --trust FILE)... [--params CANDIDATE] [--write-checkpoint FILE] [--json] TLOG-PROOF
 //	ledger-verify tiers  (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--json] DECLARATION
 //	ledger-verify disclose (--key VKEY | --key-file FILE | --trust FILE)... --export EXPORT --index N [--declaration FILE] [--allowlists FILE] [--allow-non-integer] [--json] DISCLOSURE
 //	ledger-verify decisions (--key VKEY | --key-file FILE | --trust FILE)... [--policies DIR]... [--all] [--json] EXPORT
@@ -17,8 +18,11 @@
 //	ledger-verify help [COMMAND]
 //	ledger-verify version
 //
-// export verifies an export file (docs/export.md); params and tiers verify
-// one, then compare one entry with candidate parameters (docs/commitment.md)
+// export verifies an export file (docs/export.md); find verifies one,
+// then lists the entries matching filters (principal, action, decision,
+// policy, time, parameter digest, approval, kind); params and tiers verify
+// one, then compare one entry with candidate parameters (docs/commitment.md;
+// params without --index lists the entries committed to them)
 // or with an action declaration (docs/declarations.md); disclose opens one
 // entry's hiding commitment with a disclosure file and recomputes the
 // disclosed fields' attributes (docs/commitment.md §7); decisions verifies
@@ -33,9 +37,9 @@
 // come before or after the file. "ledger-verify help COMMAND" (or
 // "ledger-verify COMMAND --help") prints a command's usage.
 //
-// Exit status: 0 verified (params, tiers: match; decisions: every ledger
+// Exit status: 0 verified (find: an entry matches; params, tiers: match; decisions: every ledger
 // decision agrees; approvals: no entry breaks a lifecycle rule), 1
-// verification failed (or mismatch, disagreement, refused input, or a
+// verification failed (or no match, mismatch, disagreement, refused input, or a
 // lifecycle violation), 2 bad usage or unreadable input; consistency and
 // monitor: 3 two checkpoints signed by the key are not of one history (a
 // fork: monitor writes both as evidence), 4 the log could not be read.
@@ -65,6 +69,7 @@ type command struct {
 
 var commands = []command{
 	{"export", "Verify an export file offline against the ledger's verifier key.", exportUsage, runExport},
+	{"find", "Verify an export, then list the entries matching filters.", findUsage, runFind},
 	{"params", "Verify an export, then compare entry N with candidate parameters.", paramsUsage, runParams},
 	{"proof", "Verify a C2SP tlog-proof file holding one entry.", proofUsage, runProof},
 	{"tiers", "Verify an export, then compare entry N with an action declaration.", tiersUsage, runTiers},
@@ -109,12 +114,13 @@ Commands:
 Options may come before or after the file argument. --version prints the
 version, as the version command does.
 
-Exit status: 0 verified (params, tiers: match; decisions: all agree;
-approvals: no violation), 1 verification failed (params, tiers: mismatch
-or refused; decisions: a decision disagrees or cannot be replayed;
-approvals: an entry breaks a lifecycle rule), 2 bad usage or unreadable
-input; consistency and monitor: 3 two checkpoints signed by the key are
-not of one history (a fork), 4 the log could not be read.
+Exit status: 0 verified (find: an entry matches; params, tiers: match;
+decisions: all agree; approvals: no violation), 1 verification failed
+(find: no entry matches; params, tiers: mismatch or refused; decisions:
+a decision disagrees or cannot be replayed; approvals: an entry breaks a
+lifecycle rule), 2 bad usage or unreadable input; consistency and
+monitor: 3 two checkpoints signed by the key are not of one history (a
+fork), 4 the log could not be read.
 
 Example:
     $ ledger-verify export --key-file ledger.vkey export.ledger

@@ -35,6 +35,7 @@ func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"setenv-from": cmdSetenvFrom},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("LEDGER_DECLARATIONS", corpus)
 			return nil
@@ -55,7 +56,7 @@ func TestScript(t *testing.T) {
 // of writeRotatedFixture.
 func makeFixture(args []string) int {
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals | witnessed | rotated | hiding")
+		fmt.Fprintln(os.Stderr, "usage: ledger-fixture N | hostile | decisions | approvals | find | witnessed | rotated | hiding")
 		return 2
 	}
 	if args[0] == "witnessed" {
@@ -74,6 +75,13 @@ func makeFixture(args []string) int {
 	}
 	if args[0] == "rotated" {
 		if err := writeRotatedFixture("."); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	if args[0] == "find" {
+		if err := writeFindFixture("."); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

@@ -14,7 +14,8 @@ import (
 
 const proofUsage = `Usage:
     ledger-verify proof (--key VKEY | --key-file FILE | --trust FILE)...
-                        [--params CANDIDATE] [--json] TLOG-PROOF
+                        [--params CANDIDATE] [--write-checkpoint FILE] [--json]
+                        TLOG-PROOF
 
 Verify a C2SP tlog-proof@v1 file holding one entry (docs/export.md §4):
 the checkpoint, the entry's encoding, key and signature, and its inclusion
@@ -24,6 +25,11 @@ Options:
 ` + keyOptions + `    --params CANDIDATE    Also compare candidate parameters (a JSON file) with
                           the entry's commitment: match, mismatch or refused.
     --json                Machine-readable output on standard output.
+    --write-checkpoint FILE
+                          After the proof verifies, write its signed
+                          checkpoint to FILE (a temporary file, synced,
+                          renamed over FILE): the trusted checkpoint of
+                          the next export (whatever --params finds).
 
 Exit status: 0 verified (with --params: and match), 1 verification
 failed, mismatch or refused, 2 bad usage or unreadable input.
@@ -41,6 +47,7 @@ func runProof(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	keys.register(fs)
 	paramsFile := fs.String("params", "", "")
 	jsonOut := fs.Bool("json", false, "")
+	checkpointOut := fs.String("write-checkpoint", "", "")
 	files, code, ok := parseFlags(fs, proofUsage, args, stdout, stderr)
 	if !ok {
 		return code
@@ -70,6 +77,16 @@ func runProof(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	e, cp, err := verify.VerifyTlogProof(b, key)
 	if err != nil {
 		return reportFailures(stdout, stderr, err, *jsonOut)
+	}
+	if *checkpointOut != "" {
+		// The checkpoint VerifyTlogProof verified, verbatim.
+		p, err := verify.ParseTlogProof(b)
+		if err != nil { // unreachable: verified above
+			return reportFailures(stdout, stderr, err, *jsonOut)
+		}
+		if code, ok := writeCheckpointFile("proof", *checkpointOut, p.Checkpoint, stderr); !ok {
+			return code
+		}
 	}
 	out := map[string]any{"result": "verified", "index": e.Index, "origin": cp.Origin, "tree_size": cp.Size,
 		"action": e.Action, "decision": e.Decision, "params_digest": e.Params.DigestText()}

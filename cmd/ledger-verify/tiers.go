@@ -12,7 +12,8 @@ import (
 
 const tiersUsage = `Usage:
     ledger-verify tiers (--key VKEY | --key-file FILE | --trust FILE)...
-                        --export EXPORT --index N [--json] DECLARATION
+                        --export EXPORT --index N [--write-checkpoint FILE]
+                        [--json] DECLARATION
 
 Verify the export file EXPORT, as the export command does, then say whether
 entry N was minimized under the action declaration DECLARATION
