@@ -127,7 +127,8 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 			client.ErrUnverified, start, end, cp.Size, report.Start, report.End, report.Checkpoint.Size))
 	}
 	if *out == "-" {
-		if _, err := tmp.Seek(0, io.SeekStart); err == nil {
+		_, err := tmp.Seek(0, io.SeekStart)
+		if err == nil {
 			_, err = io.Copy(stdout, tmp)
 		}
 		if err != nil {
