@@ -273,13 +273,14 @@ func usageError(stderr io.Writer, cmd, format string, args ...any) int {
 
 // parseArgs parses a command's flags, which may come before, between and
 // after its operands, and returns exactly n operands. Otherwise ok is
-// false and code the exit status: 0 after -h or --help (the usage is
-// printed to stdout), 2 after bad usage (reported on stderr).
+// false and code the exit status: 0 after -h or --help (the command's
+// part of the usage is printed to stdout), 2 after bad usage (reported
+// on stderr).
 func parseArgs(fset *flag.FlagSet, args []string, n int, stdout, stderr io.Writer) (operands []string, code int, ok bool) {
 	fset.SetOutput(io.Discard)
 	for {
 		if err := fset.Parse(args); errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
+			fmt.Fprint(stdout, commandUsage(fset.Name()))
 			return nil, 0, false
 		} else if err != nil {
 			return nil, usageError(stderr, fset.Name(), "%v", err), false
