@@ -48,11 +48,10 @@ const marker = "<!-- run by examples/readme_test.go -->"
 // It needs bash, curl, sha256sum and git (for the list of files to copy);
 // without them, or with -short, it is skipped, and with LEDGER_CI=1 (as
 // .ci/run sets) a missing tool fails it. The walkthroughs serve on port
-// 8080 as a newcomer's would; when 8080 is in use (another ledgerd, a
-// parallel test run), the test runs them on a free port instead, with
-// every "127.0.0.1:8080" of the script and of the output it expects
-// changed to that address and --listen given to each ledgerd started: a
-// skip for a busy port would be cached by go test and hide the test.
+// $LEDGER_ADDR (127.0.0.1:8080 when unset, as a newcomer's would); the
+// test always runs them on a free port, with "127.0.0.1:8080" in the
+// output it expects changed to that address, so that another ledgerd or
+// a parallel run never meets them.
 func TestREADMEWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs ledgerd; skipped with -short")
@@ -65,7 +64,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 			t.Skipf("the walkthroughs need %s", tool)
 		}
 	}
-	addr := walkthroughAddr(t)
+	addr := freeAddr(t)
 
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -81,9 +80,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	script, want := walkthroughs(t, string(readme))
-	if addr != readmeAddr {
-		script, want = onAddress(script, want, addr)
-	}
+	want = onAddress(want, addr)
 
 	pkgs := goCommands(t, script)
 	bin := filepath.Join(work, "bin")
@@ -98,7 +95,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+goFunction(bin, pkgs)+script)
 	cmd.Dir = repo
-	cmd.Env = append(withoutEnv(os.Environ(), "LEDGER_TOKEN", "TMPDIR"), "TMPDIR="+tmp)
+	cmd.Env = append(withoutEnv(os.Environ(), "LEDGER_TOKEN", "LEDGER_URL", "LEDGER_ADDR", "TMPDIR"), "TMPDIR="+tmp, "LEDGER_ADDR="+addr)
 	// Its own process group, so that a ledgerd it left running is
 	// stopped with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -244,45 +241,31 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// readmeAddr is the address the README's ledgerd serves on.
+// readmeAddr is the address the README's ledgerd serves on when
+// LEDGER_ADDR is unset, as its output lines show it.
 const readmeAddr = "127.0.0.1:8080"
 
-// walkthroughAddr returns readmeAddr if it is free, else a free loopback
-// address.
-func walkthroughAddr(t *testing.T) string {
+// freeAddr returns a free loopback address: the walkthroughs run there
+// (LEDGER_ADDR), never on readmeAddr, which another ledgerd or a
+// parallel run may hold.
+func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", readmeAddr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s is in use: the walkthroughs serve on %s", readmeAddr, ln.Addr())
+		t.Fatal(err)
 	}
 	defer ln.Close()
 	return ln.Addr().String()
 }
 
-// serveLine is how the walkthroughs start ledgerd; ctlLine and
-// workloadLine how they run ledgerctl and the example workload, whose
-// --url and --ledger are readmeAddr's by default.
-var (
-	serveLine    = regexp.MustCompile(`(?m)^"\$D/ledgerd" --data `)
-	ctlLine      = regexp.MustCompile(`(?m)^(go run \./cmd/ledgerctl [a-z]+ )`)
-	workloadLine = regexp.MustCompile(`(?m)^(go run \./examples/workload )`)
-)
-
-// onAddress returns script and want with ledgerd serving on addr instead
-// of readmeAddr.
-func onAddress(script string, want []string, addr string) (string, []string) {
-	script = serveLine.ReplaceAllLiteralString(script, `"$D/ledgerd" --listen `+addr+` --data `)
-	script = ctlLine.ReplaceAllString(script, "${1}--url http://"+addr+" ")
-	script = workloadLine.ReplaceAllString(script, "${1}--ledger http://"+addr+" ")
-	script = strings.ReplaceAll(script, readmeAddr, addr)
+// onAddress returns the output lines the walkthroughs show, with
+// readmeAddr as addr.
+func onAddress(want []string, addr string) []string {
 	moved := make([]string, len(want))
 	for i, w := range want {
 		moved[i] = strings.ReplaceAll(w, readmeAddr, addr)
 	}
-	return script, moved
+	return moved
 }
 
 // walkthroughs returns the README's marked shell blocks as one script, and
@@ -384,27 +367,35 @@ func withoutEnv(env []string, names ...string) []string {
 	return out
 }
 
-// TestOnAddress: every ledgerd the walkthroughs start, every ledgerctl
-// and every URL moves to the address given, and nothing of the README's
-// own address is left.
-func TestOnAddress(t *testing.T) {
+// TestWalkthroughsFollowLedgerAddr: the walkthroughs' commands name no
+// address of their own: every ledgerd they start listens on $LEDGER_ADDR
+// and every URL is $LEDGER_URL's (ledgerctl and the workload read it), so
+// that one variable moves them all (the test runs them on a free port).
+func TestWalkthroughsFollowLedgerAddr(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, want := walkthroughs(t, string(readme))
-	moved, movedWant := onAddress(script, want, "127.0.0.1:18080")
-	if strings.Contains(moved, readmeAddr) || strings.Contains(strings.Join(movedWant, "\n"), readmeAddr) {
-		t.Errorf("%s is left in the moved walkthroughs", readmeAddr)
+	script, _ := walkthroughs(t, string(readme))
+	for i, line := range strings.Split(script, "\n") {
+		if command, _, _ := strings.Cut(line, "#"); strings.Contains(command, readmeAddr) && !strings.Contains(command, "${LEDGER_ADDR:-"+readmeAddr+"}") {
+			t.Errorf("walkthrough line %d names %s itself: %s", i+1, readmeAddr, line)
+		}
 	}
-	if n, m := strings.Count(script, `"$D/ledgerd" --data`), strings.Count(moved, `"$D/ledgerd" --listen 127.0.0.1:18080 --data`); n == 0 || n != m {
-		t.Errorf("%d ledgerd started on the new address of the %d the walkthroughs start", m, n)
+	n, m := 0, 0
+	for _, line := range strings.Split(script, "\n") {
+		if strings.HasPrefix(line, `"$D/ledgerd" `) && strings.HasSuffix(strings.TrimSpace(line), "&") { // a server started
+			n++
+			if strings.HasPrefix(line, `"$D/ledgerd" --listen "$LEDGER_ADDR" `) {
+				m++
+			}
+		}
 	}
-	if n, m := strings.Count(script, "go run ./cmd/ledgerctl "), strings.Count(moved, " --url http://127.0.0.1:18080 "); n == 0 || n != m {
-		t.Errorf("%d ledgerctl runs given the new --url of the %d the walkthroughs run", m, n)
+	if n == 0 || n != m {
+		t.Errorf("%d of the %d ledgerd the walkthroughs start listen on $LEDGER_ADDR", m, n)
 	}
-	if n, m := strings.Count(script, "go run ./examples/workload "), strings.Count(moved, " --ledger http://127.0.0.1:18080 "); n == 0 || n != m {
-		t.Errorf("%d workload runs given the new --ledger of the %d the walkthroughs run", m, n)
+	if !strings.Contains(script, `export LEDGER_URL="http://$LEDGER_ADDR"`) {
+		t.Error("the walkthroughs do not set LEDGER_URL from LEDGER_ADDR")
 	}
 }
 
