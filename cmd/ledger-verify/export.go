@@ -172,27 +172,22 @@ func (r *exportRun) register(fs *flag.FlagSet) {
 // verify verifies the export file name; a nil report with a nil error
 // never happens. usageErr is set for problems of usage or reading.
 func (r *exportRun) verify(name string, stderr io.Writer, onEntry func(uint64, []byte)) (report *verify.ExportReport, verr error, usageErr error) {
-	key, opts, err := r.options(stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts.OnEntry = onEntry
-	f, br, err := openExport(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	report, err = verify.VerifyExport(br, key, opts)
-	return report, err, nil
+	return r.verifyWith(name, stderr, func(o *verify.ExportOptions) { o.OnEntry = onEntry })
 }
 
 // verifyParsed is verify with an OnParsed callback instead of OnEntry.
 func (r *exportRun) verifyParsed(name string, stderr io.Writer, onParsed func(uint64, *entry.Entry, commit.Digest, []byte)) (report *verify.ExportReport, verr error, usageErr error) {
+	return r.verifyWith(name, stderr, func(o *verify.ExportOptions) { o.OnParsed = onParsed })
+}
+
+// verifyWith verifies the export file name under r's options, set
+// further by set.
+func (r *exportRun) verifyWith(name string, stderr io.Writer, set func(*verify.ExportOptions)) (report *verify.ExportReport, verr error, usageErr error) {
 	key, opts, err := r.options(stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts.OnParsed = onParsed
+	set(&opts)
 	f, br, err := openExport(name)
 	if err != nil {
 		return nil, nil, err

@@ -16,7 +16,6 @@ import (
 	"github.com/decisionledger/ledger/client"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
-	"github.com/transparency-dev/formats/log"
 )
 
 // runExport fetches an export file (GET /v1/export, docs/export.md) of a
@@ -53,25 +52,18 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 			return c.usageError(stderr, "--end %s is not a decimal entry index", termtext.Quote(*endText))
 		}
 	}
-	var trustedText []byte
-	var err error
-	if *trustedFile != "" {
-		if trustedText, err = readFile(*trustedFile, 64<<10); err != nil {
-			errorf(stderr, "export: --trusted: %v", err)
-			return exitUsage
-		}
+	trustedText, code := readTrusted(stderr, "export", *trustedFile)
+	if code != exitOK {
+		return code
 	}
 	cl, ctx, cancel, code := c.setup(stderr, false)
 	if code != exitOK {
 		return code
 	}
 	defer cancel()
-	var trusted *log.Checkpoint
-	if trustedText != nil {
-		if trusted, err = c.key.Checkpoint(trustedText); err != nil {
-			errorf(stderr, "export: --trusted %s does not verify: %v", termtext.Quote(*trustedFile), err)
-			return exitFailed
-		}
+	trusted, code := c.trustedCheckpoint(stderr, "export", *trustedFile, trustedText)
+	if code != exitOK {
+		return code
 	}
 	// The latest checkpoint, verified, fixes the tree the export is at.
 	cp, _, err := cl.Checkpoint(ctx)

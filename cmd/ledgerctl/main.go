@@ -742,26 +742,18 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 0 {
 		return c.usageError(stderr, "takes no arguments")
 	}
-	var trustedText []byte
-	var err error
-	if *trustedFile != "" {
-		if trustedText, err = readFile(*trustedFile, 64<<10); err != nil {
-			errorf(stderr, "checkpoint: --trusted: %v", err)
-			return exitUsage
-		}
+	trustedText, code := readTrusted(stderr, "checkpoint", *trustedFile)
+	if code != exitOK {
+		return code
 	}
 	cl, ctx, cancel, code := c.setup(stderr, false)
 	if code != exitOK {
 		return code
 	}
 	defer cancel()
-	var trusted *log.Checkpoint
-	if trustedText != nil {
-		trusted, err = c.key.Checkpoint(trustedText)
-		if err != nil {
-			errorf(stderr, "checkpoint: --trusted %s does not verify: %v", termtext.Quote(*trustedFile), err)
-			return exitFailed
-		}
+	trusted, code := c.trustedCheckpoint(stderr, "checkpoint", *trustedFile, trustedText)
+	if code != exitOK {
+		return code
 	}
 	cp, signed, err := cl.Checkpoint(ctx)
 	if err != nil {
@@ -799,4 +791,33 @@ func runCheckpoint(args []string, stdout, stderr io.Writer) int {
 		termtext.PrintLine(stdout, "  written to %s", termtext.Quote(*out))
 	}
 	return exitOK
+}
+
+// readTrusted reads the --trusted checkpoint file, if one is given; an
+// unreadable one is bad usage. It is verified once the key is loaded
+// (trustedCheckpoint).
+func readTrusted(stderr io.Writer, cmd, file string) ([]byte, int) {
+	if file == "" {
+		return nil, exitOK
+	}
+	text, err := readFile(file, 64<<10)
+	if err != nil {
+		errorf(stderr, "%s: --trusted: %v", cmd, err)
+		return nil, exitUsage
+	}
+	return text, exitOK
+}
+
+// trustedCheckpoint verifies the --trusted checkpoint text with the
+// ledger's key; nil when none was given.
+func (c *common) trustedCheckpoint(stderr io.Writer, cmd, file string, text []byte) (*log.Checkpoint, int) {
+	if text == nil {
+		return nil, exitOK
+	}
+	cp, err := c.key.Checkpoint(text)
+	if err != nil {
+		errorf(stderr, "%s: --trusted %s does not verify: %v", cmd, termtext.Quote(file), err)
+		return nil, exitFailed
+	}
+	return cp, exitOK
 }
