@@ -33,6 +33,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"syscall"
 	"time"
 
@@ -40,6 +41,7 @@ import (
 
 	"github.com/decisionledger/ledger/internal/buildinfo"
 	"github.com/decisionledger/ledger/internal/cliflag"
+	"github.com/decisionledger/ledger/internal/cliusage"
 	"github.com/decisionledger/ledger/mcpgate"
 )
 
@@ -71,7 +73,21 @@ Commands:
     version  Print the module version and VCS revision.
 
 Logs go to stderr as JSON lines; they never hold an argument or result
-value, nor a token.
+value, nor a token. "ledger-mcp COMMAND --help" prints that command's part
+of this text.
+
+Options:
+    --config FILE    The gateway's config (docs/mcp.md): ledgerd's URL and
+                     verifier key, the upstream servers, the declarations,
+                     the agents.
+    --stdio          (serve) Serve one agent over standard input and output,
+                     as the config's stdio.principal.
+    --http           (serve) Serve agents over streamable HTTP at /mcp.
+    --listen ADDR    (serve --http) The address to listen on. Default: the
+                     config's http.listen, else 127.0.0.1:8090.
+    --server NAME    (declare) The upstream server, as the config names it.
+    --out DIR        (declare) Where the drafts go; an existing file is never
+                     overwritten.
 
 Environment:
     GOGC    The Go garbage collector's target percentage, as the Go
@@ -81,7 +97,27 @@ Environment:
             JSON buffers), so at 100 it collected every few calls, a
             third of its CPU time (docs/performance.md "MCP gateway").
             serve's first log line reports it as go_gc_percent.
+
+Exit status:
+    0    Success.
+    1    check found a declared tool that is not exposed, or a command
+         failed.
+    2    Bad usage.
+
+Examples:
+    $ ledger-mcp declare --config gateway.json --server files --out declarations
+    $ ledger-mcp check --config gateway.json
+    $ ledger-mcp serve --config gateway.json --http --listen 127.0.0.1:8090
+    $ ledger-mcp token agent:example-1 2>> members.txt > agent.token
 `
+
+// usageText is usage, for "ledger-mcp COMMAND --help".
+var usageText = cliusage.Text{Program: "ledger-mcp", Usage: usage}
+
+// helpRequest is a command's --help: main prints that command's usage.
+type helpRequest string
+
+func (h helpRequest) Error() string { return "help requested for " + string(h) }
 
 type usageError string
 
@@ -91,8 +127,11 @@ func main() {
 	setGCPercent()
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	var ue usageError
+	var help helpRequest
 	switch {
 	case err == nil:
+	case errors.As(err, &help):
+		fmt.Fprint(os.Stdout, usageText.Command(string(help)))
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(os.Stdout, usage)
 	case errors.As(err, &ue):
@@ -108,7 +147,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError("no command")
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
+	cmd, rest := args[0], args[1:]
+	if slices.Contains([]string{"serve", "check", "declare", "token", "version"}, cmd) && asksHelp(rest) {
+		return helpRequest(cmd)
+	}
+	switch cmd {
 	case "serve":
 		return serve(rest, stderr)
 	case "check":
@@ -125,6 +168,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError(fmt.Sprintf("unknown command %q", cmd))
 	}
+}
+
+// asksHelp reports whether a command's arguments ask for its help: -h,
+// -help or --help before any "--".
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func flags(name string) *flag.FlagSet {
@@ -332,6 +389,10 @@ func declareCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func token(args []string, stdout, stderr io.Writer) error {
+	args, err := parse(flags("token"), args)
+	if err != nil {
+		return err
+	}
 	if len(args) != 1 || args[0] == "" {
 		return usageError("token takes one PRINCIPAL")
 	}
