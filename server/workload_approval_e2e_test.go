@@ -59,7 +59,7 @@ func runWorkloadAt(t *testing.T, bin, url string, s *testServer, verdict func(id
 	os.WriteFile(params, []byte(`{"recipient":"carol@example.org","subject":"Q3","body":"figures"}`), 0o600)
 	os.WriteFile(tokenFile, []byte(s.token), 0o600)
 	catalog, _ := filepath.Abs(apitest.CorpusDir)
-	args = append([]string{"--ledger", url, "--token-file", tokenFile, "--key", s.key.VerifierKey(),
+	args = append([]string{"--url", url, "--token-file", tokenFile, "--key", s.key.VerifierKey(),
 		"--declaration", filepath.Join(catalog, "send_email.json"), "--decide"}, append(args, params)...)
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()

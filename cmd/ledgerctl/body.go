@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 
 	"github.com/decisionledger/ledger/client"
 	"github.com/decisionledger/ledger/commit"
@@ -13,16 +12,18 @@ import (
 )
 
 // fill are the members of a body given by flags instead (--principal;
-// for append, --decision and --policies): what minimize leaves out.
+// for append, --decision and --policy): what minimize leaves out.
 type fill struct {
-	principal, decision, policies *string
+	principal, decision *string
+	policies            *policyFlag
 }
 
 func registerFill(fs *flag.FlagSet, decide bool) fill {
 	f := fill{principal: fs.String("principal", "", "")}
 	if !decide {
 		f.decision = fs.String("decision", "", "")
-		f.policies = fs.String("policies", "", "")
+		f.policies = new(policyFlag)
+		fs.Var(f.policies, "policy", "")
 	}
 	return f
 }
@@ -101,10 +102,10 @@ func parseBody(raw []byte, decide bool, f fill) (client.Decision, error) {
 		d.Decision = entry.Decision(decision)
 		_, inBody := obj.Get("policies")
 		switch {
-		case inBody && *f.policies != "":
-			return d, errors.New(`"policies" is in the body and given by --policies: give it once`)
-		case *f.policies != "":
-			d.Policies = strings.Split(*f.policies, ",")
+		case inBody && len(*f.policies) > 0:
+			return d, errors.New(`"policies" is in the body and given by --policy: give it once`)
+		case len(*f.policies) > 0:
+			d.Policies = *f.policies
 		case inBody:
 			v, _ := obj.Get("policies")
 			var ok bool

@@ -55,7 +55,7 @@ import (
 const usage = `Usage:
     ledgerctl append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                      [--token-file FILE] [--idempotency-key KEY]
-                     [--principal NAME] [--decision DECISION] [--policies ID[,ID...]]
+                     [--principal NAME] [--decision DECISION] [--policy ID]...
                      [--json] DECISION
     ledgerctl decide [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                      [--token-file FILE] [--idempotency-key KEY] [--principal NAME]
@@ -84,7 +84,7 @@ const usage = `Usage:
                                [--operation-id ID] [--json] ID
     ledgerctl minimize (--declaration FILE | --action NAME [--url URL] [--token-file FILE])
                        [--hiding --disclosure FILE] [--allow LIST=VALUE]...
-                       [--principal NAME] [--decision DECISION [--policies ID[,ID...]]]
+                       [--principal NAME] [--decision DECISION [--policy ID]...]
                        [--json] PARAMS
     ledgerctl version
 
@@ -95,7 +95,7 @@ Commands:
                 "params_digest", "params_size", "tiers_digest",
                 "attributes"}, and "preview" for a needs_approval decision
                 (the document the approver is shown). --principal,
-                --decision and --policies give the members ledgerctl
+                --decision and --policy give the members ledgerctl
                 minimize left out. Retries on overload and network errors
                 with one idempotency key, then verifies the receipt: the
                 entry is signed by the ledger's key and records exactly
@@ -170,9 +170,9 @@ Commands:
                 ledgerd's catalog serves for --action (GET
                 /v1/actions/NAME), refused unless its digests are those GET
                 /v1/actions lists. The parameters are never sent anywhere.
-                --principal, --decision and --policies fill in the rest of
+                --principal, --decision and --policy fill in the rest of
                 the body; without them, decide --principal or append
-                --principal, --decision and --policies do. With --hiding,
+                --principal, --decision and --policy do. With --hiding,
                 the commitment is the hiding one (docs/commitment.md §7):
                 the new file --disclosure names (mode 0600, never replaced)
                 receives every field's value and opening before the body
@@ -227,8 +227,9 @@ Options:
                             and decide take it only if the body has none.
     --decision DECISION     (minimize, append) The body's decision, for
                             append: allow, deny or needs_approval.
-    --policies ID[,ID...]   (minimize, append) The body's determining
-                            policies, for append.
+    --policy ID             (minimize, append) One of the body's determining
+                            policies, for append; repeat it for several, in
+                            order.
     --trusted FILE          (checkpoint, export) A signed checkpoint verified
                             before.
     --start INDEX           (export) The first entry (default 0).
@@ -553,7 +554,7 @@ func (c *common) failed(stderr io.Writer, cmd string, err error) int {
 }
 
 func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--principal NAME] [--decision DECISION] [--policies ID[,ID...]] [--json] DECISION")
+	c := newCommon("append", "append [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--principal NAME] [--decision DECISION] [--policy ID]... [--json] DECISION")
 	idempotencyKey := c.fs.String("idempotency-key", "", "")
 	fill := registerFill(c.fs, false)
 	pos, code := c.parseArgs(args, stdout, stderr)

@@ -526,7 +526,7 @@ func TestParseBodyPreview(t *testing.T) {
   "attributes":{},"preview":{"to":"carol@example.org", "subject":"Q3"}}`
 	empty := ""
 	for _, decide := range []bool{false, true} {
-		f := fill{principal: &empty, decision: &empty, policies: &empty}
+		f := fill{principal: &empty, decision: &empty, policies: new(policyFlag)}
 		b := body
 		if !decide {
 			b = strings.Replace(b, `"action"`, `"decision":"needs_approval","action"`, 1)

@@ -35,6 +35,20 @@ func (a allowFlag) Set(v string) error {
 	return nil
 }
 
+// policyFlag is --policy ID, repeated: an append's determining policies,
+// in the order given. (--policies names a policy directory, in
+// ledger-verify and ledger-declare.)
+type policyFlag []string
+
+func (p *policyFlag) String() string { return "" }
+func (p *policyFlag) Set(v string) error {
+	if v == "" {
+		return errors.New("wants a policy id")
+	}
+	*p = append(*p, v)
+	return nil
+}
+
 // runMinimize computes, from a call's raw parameters and the action's
 // declaration, the body of a decide or append request: the commitment to
 // the parameters, the applied-tiers digest and the minimized attributes
@@ -42,7 +56,7 @@ func (a allowFlag) Set(v string) error {
 // with --hiding their values and openings go to the new --disclosure file
 // only, written before the body is printed.
 func runMinimize(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommonWithoutKeys("minimize", "minimize (--declaration FILE | --action NAME) [--url URL] [--token-file FILE] [--hiding --disclosure FILE] [--allow LIST=VALUE]... [--principal NAME] [--decision DECISION] [--policies ID[,ID...]] [--json] PARAMS")
+	c := newCommonWithoutKeys("minimize", "minimize (--declaration FILE | --action NAME) [--url URL] [--token-file FILE] [--hiding --disclosure FILE] [--allow LIST=VALUE]... [--principal NAME] [--decision DECISION] [--policy ID]... [--json] PARAMS")
 	declFile := c.fs.String("declaration", "", "")
 	action := c.fs.String("action", "", "")
 	hiding := c.fs.Bool("hiding", false, "")
@@ -51,7 +65,8 @@ func runMinimize(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c.fs.Var(allow, "allow", "")
 	principal := c.fs.String("principal", "", "")
 	decision := c.fs.String("decision", "", "")
-	policies := c.fs.String("policies", "", "")
+	var policyList policyFlag
+	c.fs.Var(&policyList, "policy", "")
 	pos, code := c.parseArgs(args, stdout, stderr)
 	if code >= 0 {
 		return code
@@ -68,12 +83,8 @@ func runMinimize(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *hiding != (*disclosureFile != "") {
 		return c.usageError(stderr, "--hiding and --disclosure FILE go together: the hiding commitment's openings must be kept")
 	}
-	if *decision == "" && *policies != "" {
-		return c.usageError(stderr, "--policies needs --decision (an append's body)")
-	}
-	var policyList []string
-	if *policies != "" {
-		policyList = strings.Split(*policies, ",")
+	if *decision == "" && len(policyList) > 0 {
+		return c.usageError(stderr, "--policy needs --decision (an append's body)")
 	}
 	raw, err := readInput(pos[0], stdin, commit.DefaultMaxBytes)
 	if err != nil {
@@ -148,7 +159,7 @@ func runMinimize(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *decision != "" {
 		body["decision"] = *decision
-		body["policies"] = nonNil(policyList)
+		body["policies"] = nonNil([]string(policyList))
 	}
 	if *c.json {
 		v := map[string]any{

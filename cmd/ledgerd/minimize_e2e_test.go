@@ -57,7 +57,7 @@ func TestMinimizationEndToEnd(t *testing.T) {
 }
 `), 0o644)
 	decl := filepath.Join(catalog, "send_email.json")
-	out, err := exec.Command(workload, "--ledger", url, "--token-file", filepath.Join(dir, "token"), "--key", d.vkey,
+	out, err := exec.Command(workload, "--url", url, "--token-file", filepath.Join(dir, "token"), "--key", d.vkey,
 		"--declaration", decl, params).CombinedOutput()
 	if err != nil {
 		t.Fatalf("workload: %v\n%s", err, out)

@@ -37,7 +37,7 @@ func TestWorkloadDecide(t *testing.T) {
 		t.Helper()
 		file := filepath.Join(t.TempDir(), "params.json")
 		os.WriteFile(file, []byte(params), 0o600)
-		args = append([]string{"--ledger", url, "--token-file", filepath.Join(dir, "token"), "--key", d.vkey,
+		args = append([]string{"--url", url, "--token-file", filepath.Join(dir, "token"), "--key", d.vkey,
 			"--declaration", filepath.Join(catalog, decl+".json")}, append(args, file)...)
 		out, err := exec.Command(workload, args...).CombinedOutput()
 		if err != nil {

@@ -33,15 +33,15 @@
 //
 // Usage:
 //
-//	workload [--ledger URL] --token-file FILE --key VKEY --declaration DECL.json
+//	workload [--url URL] --token-file FILE --key VKEY --declaration DECL.json
 //	         [--allow LIST=VALUE]... [--decide [--wait-approval DURATION] [--preview FILE]]
 //	         [--disclosure FILE] [--principal NAME] PARAMS.json
 //
-// --ledger defaults to the LEDGER_URL environment variable, else
+// --url defaults to the LEDGER_URL environment variable, else
 // http://127.0.0.1:8080. For example, with a ledgerd whose config has
 // policy_dir and approvals:
 //
-//	workload --ledger http://127.0.0.1:8080 --token-file token --key "$VKEY" \
+//	workload --url http://127.0.0.1:8080 --token-file token --key "$VKEY" \
 //	         --declaration send_email.json --decide --wait-approval 10m mail.json
 //
 // It prints the commitment, the attributes and the receipt; with
@@ -89,7 +89,7 @@ func (a allowFlag) Set(v string) error {
 	return nil
 }
 
-// defaultLedgerURL is --ledger's default: the LEDGER_URL environment
+// defaultLedgerURL is --url's default: the LEDGER_URL environment
 // variable, as for ledgerctl, else a ledgerd started without a config.
 func defaultLedgerURL() string {
 	if u := strings.TrimSpace(os.Getenv("LEDGER_URL")); u != "" {
@@ -106,7 +106,7 @@ func main() {
 }
 
 func run() (err error) {
-	ledgerURL := flag.String("ledger", defaultLedgerURL(), "ledgerd's base URL (default: the LEDGER_URL environment variable, else http://127.0.0.1:8080)")
+	ledgerURL := flag.String("url", defaultLedgerURL(), "ledgerd's base URL (default: the LEDGER_URL environment variable, else http://127.0.0.1:8080)")
 	tokenFile := flag.String("token-file", "", "file holding the mediator's bearer token")
 	vkey := flag.String("key", "", "the ledger's verifier key")
 	declFile := flag.String("declaration", "", "the action's declaration")

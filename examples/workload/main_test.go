@@ -2,7 +2,7 @@ package main
 
 import "testing"
 
-// --ledger defaults to LEDGER_URL, as ledgerctl's --url does, then to a
+// --url defaults to LEDGER_URL, as ledgerctl's does, then to a
 // ledgerd started without a config.
 func TestDefaultLedgerURL(t *testing.T) {
 	t.Setenv("LEDGER_URL", "")
