@@ -9,6 +9,7 @@ import (
 
 	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/commit/declare"
+	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/policy"
 )
 
@@ -121,13 +122,6 @@ func policyCheck(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "ok: %s: %s in %s, %s\n", rest[0],
-		count(len(set.Policies()), "policy", "policies"), count(len(set.Files()), "file", "files"), set.Digest())
+		termtext.Count(len(set.Policies()), "policy", "policies"), termtext.Count(len(set.Files()), "file", "files"), set.Digest())
 	return nil
-}
-
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

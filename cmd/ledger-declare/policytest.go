@@ -230,14 +230,14 @@ func policyTest(args []string, stdout io.Writer) error {
 			termtext.PrintLine(stdout, "FAIL: %s: case %s: expected %s, got %s", paths[i], termtext.Quote(c.Name), want, got)
 		}
 		if bad == 0 {
-			termtext.PrintLine(stdout, "ok: %s: %s passed", paths[i], count(len(tf.Cases), "case", "cases"))
+			termtext.PrintLine(stdout, "ok: %s: %s passed", paths[i], termtext.Count(len(tf.Cases), "case", "cases"))
 		} else {
-			termtext.PrintLine(stdout, "FAIL: %s: %d of %s passed, %d failed", paths[i], len(tf.Cases)-bad, count(len(tf.Cases), "case", "cases"), bad)
+			termtext.PrintLine(stdout, "FAIL: %s: %d of %s passed, %d failed", paths[i], len(tf.Cases)-bad, termtext.Count(len(tf.Cases), "case", "cases"), bad)
 		}
 		failed += bad
 	}
 	if failed > 0 {
-		return &refusal{msg: fmt.Sprintf("policy test: %s failed", count(failed, "case", "cases"))}
+		return &refusal{msg: fmt.Sprintf("policy test: %s failed", termtext.Count(failed, "case", "cases"))}
 	}
 	return nil
 }

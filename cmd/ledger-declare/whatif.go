@@ -199,8 +199,8 @@ func policyWhatif(args []string, stdout io.Writer) error {
 	}
 	termtext.PrintLine(stdout, "whatif: %s of %s under %s", where, termtext.Quote(rep.Origin), rep.PolicySet)
 	termtext.PrintLine(stdout, "  %s re-evaluated: %d changed, %d unchanged",
-		count(rep.Decisions, "ledger decision", "ledger decisions"), rep.Changed, rep.Unchanged)
-	termtext.PrintLine(stdout, "  %s (not re-evaluated)", count(rep.Mediated, "decision by mediators", "decisions by mediators"))
+		termtext.Count(rep.Decisions, "ledger decision", "ledger decisions"), rep.Changed, rep.Unchanged)
+	termtext.PrintLine(stdout, "  %s (not re-evaluated)", termtext.Count(rep.Mediated, "decision by mediators", "decisions by mediators"))
 	return nil
 }
 

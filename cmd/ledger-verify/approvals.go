@@ -145,13 +145,13 @@ func printApprovals(w io.Writer, rep *verify.ApprovalReport) {
 		termtext.PrintLine(w, "entry %d: %s", f.Index, findingLine(f))
 	}
 	if n := rep.ViolationCount - uint64(len(rep.Violations)); n > 0 {
-		termtext.PrintLine(w, "... and %s not listed", plural(n, "more violation", "more violations"))
+		termtext.PrintLine(w, "... and %s not listed", termtext.Count(n, "more violation", "more violations"))
 	}
 	for _, f := range rep.Unresolved {
 		termtext.PrintLine(w, "entry %d: unresolved: %s", f.Index, findingLine(f))
 	}
 	if n := rep.UnresolvedCount - uint64(len(rep.Unresolved)); n > 0 {
-		termtext.PrintLine(w, "... and %s not listed", plural(n, "more unresolved reference", "more unresolved references"))
+		termtext.PrintLine(w, "... and %s not listed", termtext.Count(n, "more unresolved reference", "more unresolved references"))
 	}
 	ex := rep.Export
 	where := fmt.Sprintf("no entries (range %d to %d)", ex.Start, ex.End)
@@ -162,19 +162,19 @@ func printApprovals(w io.Writer, rep *verify.ApprovalReport) {
 	if rep.OK() {
 		termtext.PrintLine(w, "valid: %s of %s: every approval lifecycle keeps its rules", where, origin)
 	} else {
-		termtext.PrintLine(w, "violated: %s of %s: %s of the approval lifecycle", where, origin, plural(rep.ViolationCount, "violation", "violations"))
+		termtext.PrintLine(w, "violated: %s of %s: %s of the approval lifecycle", where, origin, termtext.Count(rep.ViolationCount, "violation", "violations"))
 	}
-	termtext.PrintLine(w, "  %s, %s", plural(rep.Configs, "approval config", "approval configs"), plural(rep.Opened, "approval opened", "approvals opened"))
+	termtext.PrintLine(w, "  %s, %s", termtext.Count(rep.Configs, "approval config", "approval configs"), termtext.Count(rep.Opened, "approval opened", "approvals opened"))
 	termtext.PrintLine(w, "  verdicts: %d approved, %d denied", rep.Approved, rep.Denied)
 	termtext.PrintLine(w, "  expired: %d without a verdict by its pending deadline, %d not consumed by its execution deadline", rep.ExpiredPending, rep.ExpiredExecution)
 	termtext.PrintLine(w, "  open at the last entry: %d awaiting a verdict, %d approved awaiting consumption", rep.Pending, rep.Unconsumed)
 	termtext.PrintLine(w, "  %s, %d without outcome; outcomes: %d succeeded, %d failed, %d unknown",
-		plural(rep.Consumed, "consumption", "consumptions"), rep.WithoutOutcome, rep.Outcomes.Succeeded, rep.Outcomes.Failed, rep.Outcomes.Unknown)
+		termtext.Count(rep.Consumed, "consumption", "consumptions"), rep.WithoutOutcome, rep.Outcomes.Succeeded, rep.Outcomes.Failed, rep.Outcomes.Unknown)
 	termtext.PrintLine(w, "  %s, %d without outcome; outcomes of allowed acts: %d succeeded, %d failed, %d unknown",
-		plural(rep.Allowed, "allow decision", "allow decisions"), rep.AllowedWithoutOutcome,
+		termtext.Count(rep.Allowed, "allow decision", "allow decisions"), rep.AllowedWithoutOutcome,
 		rep.AllowedOutcomes.Succeeded, rep.AllowedOutcomes.Failed, rep.AllowedOutcomes.Unknown)
 	if ex.Start > 0 || rep.UnresolvedCount > 0 {
-		termtext.PrintLine(w, "  %s (the export starts at index %d; not failures)", plural(rep.UnresolvedCount, "unresolved reference", "unresolved references"), ex.Start)
+		termtext.PrintLine(w, "  %s (the export starts at index %d; not failures)", termtext.Count(rep.UnresolvedCount, "unresolved reference", "unresolved references"), ex.Start)
 	} else {
 		termtext.PrintLine(w, "  0 unresolved references")
 	}

@@ -210,13 +210,6 @@ func ids(list []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-func plural(n uint64, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 func printDecisions(w io.Writer, rep *verify.DecisionReport) {
 	for _, f := range rep.Failed {
 		switch f.Outcome {
@@ -240,7 +233,7 @@ func printDecisions(w io.Writer, rep *verify.DecisionReport) {
 		}
 	}
 	if rep.Omitted > 0 {
-		termtext.PrintLine(w, "... and %s not listed", plural(rep.Omitted, "more failed decision", "more failed decisions"))
+		termtext.PrintLine(w, "... and %s not listed", termtext.Count(rep.Omitted, "more failed decision", "more failed decisions"))
 	}
 	ex := rep.Export
 	where := fmt.Sprintf("no entries (range %d to %d)", ex.Start, ex.End)
@@ -252,14 +245,14 @@ func printDecisions(w io.Writer, rep *verify.DecisionReport) {
 		termtext.PrintLine(w, "agree: %s of %s: every ledger decision replays to its record", where, origin)
 	} else {
 		failed := uint64(len(rep.Failed)) + rep.Omitted
-		termtext.PrintLine(w, "disagree: %s of %s: %s", where, origin, plural(failed, "ledger decision fails its replay", "ledger decisions fail their replay"))
+		termtext.PrintLine(w, "disagree: %s of %s: %s", where, origin, termtext.Count(failed, "ledger decision fails its replay", "ledger decisions fail their replay"))
 	}
 	termtext.PrintLine(w, "  %s: %d replayed, %d agreed, %d disagreed, %d refused, %d unavailable",
-		plural(rep.Decisions, "ledger decision", "ledger decisions"), rep.Replayed, rep.Agreed, rep.Disagreed, rep.Refused, rep.Unavailable)
+		termtext.Count(rep.Decisions, "ledger decision", "ledger decisions"), rep.Replayed, rep.Agreed, rep.Disagreed, rep.Refused, rep.Unavailable)
 	termtext.PrintLine(w, "  %s (not replayable), %s",
-		plural(rep.Mediated, "decision by mediators", "decisions by mediators"), plural(rep.Publications, "policy-set publication", "policy-set publications"))
+		termtext.Count(rep.Mediated, "decision by mediators", "decisions by mediators"), termtext.Count(rep.Publications, "policy-set publication", "policy-set publications"))
 	if rep.Unpublished > 0 {
-		termtext.PrintLine(w, "  %s", plural(rep.Unpublished, "decision whose policy set was not published before it", "decisions whose policy set was not published before them"))
+		termtext.PrintLine(w, "  %s", termtext.Count(rep.Unpublished, "decision whose policy set was not published before it", "decisions whose policy set was not published before them"))
 	}
 	for _, d := range rep.NotPublishedInRange {
 		termtext.PrintLine(w, "  publication not in range: %s (the export starts at index %d)", d, ex.Start)

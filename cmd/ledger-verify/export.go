@@ -319,6 +319,8 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	origin := termtext.Quote(report.Checkpoint.Origin)
 	if n == 0 {
 		termtext.PrintLine(stdout, "verified: no entries (range %d to %d) of %s", report.Start, report.End, origin)
+	} else if n == 1 {
+		termtext.PrintLine(stdout, "verified: entry %d of %s", report.Start, origin)
 	} else {
 		termtext.PrintLine(stdout, "verified: entries %d to %d (%d entries) of %s", report.Start, report.End-1, n, origin)
 	}
@@ -334,7 +336,7 @@ func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	termtext.PrintLine(stdout, "  last entry hash: %s", report.LastHash)
 	if arch != nil {
-		termtext.PrintLine(stdout, "  archive: %d entries equal to the monitor's copies in %s", arch.compared, termtext.Quote(*archiveDir))
+		termtext.PrintLine(stdout, "  archive: %s equal to the monitor's copies in %s", termtext.Count(arch.compared, "entry", "entries"), termtext.Quote(*archiveDir))
 	}
 	if r.checkpointOut != "" {
 		termtext.PrintLine(stdout, "  checkpoint written: %s (give it as --trusted next time)", termtext.Quote(r.checkpointOut))

@@ -17,9 +17,10 @@ import (
 
 const findUsage = `Usage:
     ledger-verify find (--key VKEY | --key-file FILE | --trust FILE)...
-                       [--principal P] [--action A] [--decision D]
-                       [--policy ID] [--since TIME] [--until TIME]
-                       [--params-digest DIGEST] [--approval ID] [--kind K]
+                       [--principal NAME] [--action NAME]
+                       [--decision DECISION] [--policy ID]
+                       [--since TIME] [--until TIME]
+                       [--params-digest DIGEST] [--approval ID] [--kind KIND]
                        [--trusted CHECKPOINT] [--prev HASH] [--all]
                        [--write-checkpoint FILE] [--json] EXPORT
 
@@ -29,9 +30,9 @@ is printed before the whole export has verified: an export that does not
 verify lists no entry.
 
 Filters (each at most once; values are compared exactly, byte for byte):
-    --principal P         The entry's principal.
-    --action A            The entry's action.
-    --decision D          The entry's decision: allow, deny or
+    --principal NAME      The entry's principal.
+    --action NAME         The entry's action.
+    --decision DECISION   The entry's decision: allow, deny or
                           needs_approval (decisions of every version).
     --policy ID           A determining policy: ID is one of the entry's
                           policies.
@@ -50,7 +51,7 @@ Filters (each at most once; values are compared exactly, byte for byte):
                           (docs/approvals.md): the request, whose entry hash
                           ID (sha256:<hex>) is, and the verdict,
                           consumption and outcomes that name it.
-    --kind K              The entry's kind: decision (a decision of any
+    --kind KIND           The entry's kind: decision (a decision of any
                           version, 1 to 3: mediators' have no kind
                           member), policy_set, approval_config, approval,
                           consumption or outcome (of an approval, version
@@ -260,7 +261,7 @@ func runFind(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	n := report.End - report.Start
 	where := fmt.Sprintf("no entries (range %d to %d)", report.Start, report.End)
 	if n > 0 {
-		where = fmt.Sprintf("entries %d to %d (%s)", report.Start, report.End-1, plural(n, "entry", "entries"))
+		where = fmt.Sprintf("entries %d to %d (%s)", report.Start, report.End-1, termtext.Count(n, "entry", "entries"))
 	}
 	origin := termtext.Quote(report.Checkpoint.Origin)
 	if len(matches) == 0 {

@@ -25,7 +25,7 @@ import (
 const monitorUsage = `Usage:
     ledger-verify monitor (--key VKEY | --key-file FILE | --trust FILE)...
                           --state FILE [--init] [--archive DIR]
-                          [--token-file FILE] [--timeout D] URL
+                          [--token-file FILE] [--timeout DURATION] URL
 
 Follow a log, as the compliance team's cron job: fetch its latest
 checkpoint from the C2SP tlog-tiles API at URL (ledgerd's address and

@@ -217,14 +217,14 @@ func searchParams(a *entryArgs, domain commit.Domain, candidate []byte, stdout, 
 				list[i] = strconv.FormatUint(x, 10)
 			}
 			termtext.PrintLine(stdout, "match: %s of %s committed to exactly these parameters (%s, %d bytes): %s",
-				plural(uint64(len(indexes)), "entry", "entries"), where, c.DigestText(), c.Size, strings.Join(list, ", "))
+				termtext.Count(uint64(len(indexes)), "entry", "entries"), where, c.DigestText(), c.Size, strings.Join(list, ", "))
 		case verify.Mismatch:
 			termtext.PrintLine(stdout, "mismatch: no version 1 commitment of %s is to these parameters (%s, %d bytes)", where, c.DigestText(), c.Size)
 		case verify.Refused:
 			termtext.PrintLine(stdout, "refused: the candidate is outside the strict input domain: %v", cerr)
 		}
 		if hidden > 0 {
-			termtext.PrintLine(stdout, "  not searched: %s with a hiding commitment (v2:sha256:), which cannot be searched by parameters: check one with --index N and its disclosure", plural(hidden, "entry", "entries"))
+			termtext.PrintLine(stdout, "  not searched: %s with a hiding commitment (v2:sha256:), which cannot be searched by parameters: check one with --index N and its disclosure", termtext.Count(hidden, "entry", "entries"))
 		}
 	}
 	if result != verify.Match {

@@ -24,7 +24,7 @@ import (
 // under its name: it is downloaded to a temporary file beside FILE and
 // renamed once verified, or removed.
 func runExport(args []string, stdout, stderr io.Writer) int {
-	c := newCommon("export", "export [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--start INDEX] [--end INDEX] [--trusted FILE] --out FILE [--json]")
+	c := newCommon("export", "export [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--start INDEX] [--end INDEX] [--trusted CHECKPOINT] --out FILE [--json]")
 	out := c.fs.String("out", "", "")
 	startText := c.fs.String("start", "0", "")
 	endText := c.fs.String("end", "", "")

@@ -12,8 +12,8 @@
 //	ledgerctl append     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--json] DECISION
 //	ledgerctl get        [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--json] INDEX
 //	ledgerctl proof      [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] --out FILE [--json] INDEX
-//	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
-//	ledgerctl export     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--start INDEX] [--end INDEX] [--trusted FILE] --out FILE [--json]
+//	ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted CHECKPOINT] [--out FILE] [--json]
+//	ledgerctl export     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--start INDEX] [--end INDEX] [--trusted CHECKPOINT] --out FILE [--json]
 //	ledgerctl disclose   --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
 //	ledgerctl decide     [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--idempotency-key KEY] [--principal NAME] [--json] BODY
 //	ledgerctl approval   get|wait|consume|outcome ... ID
@@ -65,10 +65,11 @@ const usage = `Usage:
     ledgerctl proof [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                     [--token-file FILE] --out FILE [--json] INDEX
     ledgerctl checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
-                         [--token-file FILE] [--trusted FILE] [--out FILE] [--json]
+                         [--token-file FILE] [--trusted CHECKPOINT]
+                         [--out FILE] [--json]
     ledgerctl export [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                      [--token-file FILE] [--start INDEX] [--end INDEX]
-                     [--trusted FILE] --out FILE [--json]
+                     [--trusted CHECKPOINT] --out FILE [--json]
     ledgerctl disclose --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE
     ledgerctl approval get [--url URL] (--key VKEY | --key-file FILE | --trust FILE)...
                            [--token-file FILE] [--json] ID
@@ -230,7 +231,7 @@ Options:
     --policy ID             (minimize, append) One of the body's determining
                             policies, for append; repeat it for several, in
                             order.
-    --trusted FILE          (checkpoint, export) A signed checkpoint verified
+    --trusted CHECKPOINT    (checkpoint, export) A signed checkpoint verified
                             before.
     --start INDEX           (export) The first entry (default 0).
     --end INDEX             (export) The entry after the last (default: the
@@ -733,7 +734,7 @@ func runProof(args []string, stdout, stderr io.Writer) int {
 }
 
 func runCheckpoint(args []string, stdout, stderr io.Writer) int {
-	c := newCommon("checkpoint", "checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted FILE] [--out FILE] [--json]")
+	c := newCommon("checkpoint", "checkpoint [--url URL] (--key VKEY | --key-file FILE | --trust FILE)... [--token-file FILE] [--trusted CHECKPOINT] [--out FILE] [--json]")
 	out := c.fs.String("out", "", "")
 	trustedFile := c.fs.String("trusted", "", "")
 	pos, code := c.parseArgs(args, stdout, stderr)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/daemon"
+	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -145,9 +146,9 @@ func fsckOnline(ctx context.Context, name string, cfg *config.Config, key *ledge
 // goes (stdout, or stderr with damage). online says the check was of the
 // tree at a checkpoint while ledgerd appended.
 func fsckSummary(stdout, stderr io.Writer, name, where string, repairs []string, rep *ledger.FsckReport, err, storeDamage error, took time.Duration, online bool) int {
-	state := fmt.Sprintf("%s holds %d entries, the latest signed checkpoint is for %d", where, rep.StoreSize, rep.CheckpointSize)
+	state := fmt.Sprintf("%s holds %s, the latest signed checkpoint is for %d", where, termtext.Count(rep.StoreSize, "entry", "entries"), rep.CheckpointSize)
 	if online {
-		state = fmt.Sprintf("%s held %d entries, checked online up to the signed checkpoint for %d", where, rep.StoreSize, rep.CheckpointSize)
+		state = fmt.Sprintf("%s held %s, checked online up to the signed checkpoint for %d", where, termtext.Count(rep.StoreSize, "entry", "entries"), rep.CheckpointSize)
 	}
 	for _, d := range rep.Damage {
 		fmt.Fprintf(stderr, "ledgerd: damage: %v\n", d)
@@ -159,8 +160,8 @@ func fsckSummary(stdout, stderr io.Writer, name, where string, repairs []string,
 	if rep.Signatures {
 		what = "with every entry's signature"
 	}
-	stats := fmt.Sprintf("%d entries and %d tiles checked %s in %v, %s entries/s",
-		rep.Checked, rep.Tiles, what, rep.Elapsed.Round(time.Millisecond), rate(rep.Checked, rep.Elapsed))
+	stats := fmt.Sprintf("%s and %s checked %s in %v, %s entries/s",
+		termtext.Count(rep.Checked, "entry", "entries"), termtext.Count(rep.Tiles, "tile", "tiles"), what, rep.Elapsed.Round(time.Millisecond), rate(rep.Checked, rep.Elapsed))
 	said := stdout
 	if err != nil || storeDamage != nil {
 		said = stderr
@@ -178,8 +179,8 @@ func fsckSummary(stdout, stderr io.Writer, name, where string, repairs []string,
 			rotationHints(stderr, err)
 			return code
 		}
-		fmt.Fprintf(stderr, "ledgerd: error: %s: %s; %d problems found (%s; %v in all)\n",
-			name, state, found, stats, took.Round(time.Millisecond))
+		fmt.Fprintf(stderr, "ledgerd: error: %s: %s; %s found (%s; %v in all)\n",
+			name, state, termtext.Count(found, "problem", "problems"), stats, took.Round(time.Millisecond))
 		rotationHints(stderr, err)
 		return 1
 	}
@@ -192,7 +193,7 @@ func fsckSummary(stdout, stderr io.Writer, name, where string, repairs []string,
 	if n := rep.StoreSize - rep.CheckpointSize; !online && rep.StoreSize > rep.CheckpointSize {
 		// Not damage: a ledgerd that stopped before signing (a crash)
 		// leaves them, and signs a checkpoint for them when it starts.
-		fmt.Fprintf(stdout, "ledgerd: %s: the last %d entries are durable and checked but not yet covered by a signed checkpoint: ledgerd signs one when it starts\n", name, n)
+		fmt.Fprintf(stdout, "ledgerd: %s: the last %s durable and checked but not yet covered by a signed checkpoint: ledgerd signs one when it starts\n", name, termtext.Count(n, "entry is", "entries are"))
 	}
 	return 0
 }

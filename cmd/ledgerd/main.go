@@ -226,6 +226,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "key":
 		return keyCommand(ctx, rest, stdout, stderr)
 	case "version", "-version", "--version":
+		if len(rest) == 1 && slices.Contains([]string{"-h", "-help", "--help"}, rest[0]) {
+			fmt.Fprint(stdout, commandUsage("version"))
+			return 0
+		}
 		if len(rest) != 0 {
 			return usageError(stderr, cmd, "unexpected argument %q", rest[0])
 		}

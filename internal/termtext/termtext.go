@@ -116,3 +116,11 @@ func WriteJSON(w io.Writer, v any) {
 	}
 	w.Write(JSONEscape(b.Bytes()))
 }
+
+// Count is n and the noun for it: "1 entry", "0 entries", "2 entries".
+func Count[N ~int | ~int64 | ~uint64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

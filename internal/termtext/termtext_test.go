@@ -66,3 +66,14 @@ func TestWriteJSON(t *testing.T) {
 		t.Errorf("decodes to %q, %v; want %q", back, err, v)
 	}
 }
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int]string{0: "0 entries", 1: "1 entry", 2: "2 entries", -1: "-1 entries"} {
+		if got := Count(n, "entry", "entries"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if got := Count(uint64(1), "tile", "tiles"); got != "1 tile" {
+		t.Errorf("Count(uint64(1)) = %q", got)
+	}
+}
