@@ -100,6 +100,7 @@ func usage() string {
 		b.WriteString(usageLines(c.usage))
 	}
 	fmt.Fprintf(&b, "    %s help [COMMAND]\n", programName)
+	fmt.Fprintf(&b, "    %s completion (bash | zsh)\n", programName)
 	b.WriteString(`
 ledger-verify checks, offline, what a decision ledger produced, trusting
 nothing but the ledger's verifier key given with --key or --key-file.
@@ -110,6 +111,7 @@ Commands:
 		fmt.Fprintf(&b, "    %-9s %s\n", c.name, c.synopsis)
 	}
 	fmt.Fprintf(&b, "    %-9s %s\n", "help", "Print a command's usage, options and examples.")
+	fmt.Fprintf(&b, "    %-9s %s\n", "completion", "Print the bash or zsh completion script (source <(ledger-verify completion bash)).")
 	b.WriteString(`
 Options may come before or after the file argument. --version prints the
 version, as the version command does.
@@ -166,6 +168,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runVersion(args[1:], nil, stdout, stderr)
 	case "help":
 		return runHelp(args[1:], stdout, stderr)
+	case "completion":
+		return runCompletion(args[1:], stdout, stderr)
 	}
 	if c := lookup(args[0]); c != nil {
 		return c.run(args[1:], stdin, stdout, stderr)
@@ -218,6 +222,10 @@ func runVersion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// onHelp, if set, sees the flag set of a command asked for its help: the
+// tests hold each command's usage text to the flags it defines.
+var onHelp func(*flag.FlagSet)
+
 // parseFlags parses a command's flags, which may stand before, between or
 // after its other arguments (cliflag), and returns the other arguments.
 // For -h, -help or --help it prints the command's usage on standard
@@ -228,6 +236,9 @@ func parseFlags(fs *flag.FlagSet, text string, args []string, stdout, stderr io.
 	rest, err := cliflag.Parse(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		if onHelp != nil {
+			onHelp(fs)
+		}
 		fmt.Fprint(stdout, text)
 		return nil, exitOK, false
 	case err != nil:

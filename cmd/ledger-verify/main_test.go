@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/decisionledger/ledger/commit/declare"
@@ -15,6 +17,9 @@ import (
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/decisionledger/ledger/internal/completion"
+	"github.com/decisionledger/ledger/internal/shelltest"
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -36,6 +41,7 @@ func TestScript(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"setenv-from": cmdSetenvFrom},
+		Condition:           shelltest.Condition,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("LEDGER_DECLARATIONS", corpus)
 			return nil
@@ -247,4 +253,31 @@ func fixture(dir string, n int, skey string) (string, error) {
 		return "", err
 	}
 	return skey, os.WriteFile(at("other.vkey"), []byte(other+"\n"), 0o644)
+}
+
+// TestUsageNamesEveryFlag holds every command's usage text (its --help,
+// and what completion offers) to the flags the command defines: each
+// flag is named, and nothing else is.
+func TestUsageNamesEveryFlag(t *testing.T) {
+	defer func() { onHelp = nil }()
+	for _, c := range commands {
+		var fs *flag.FlagSet
+		onHelp = func(f *flag.FlagSet) { fs = f }
+		var stdout, stderr strings.Builder
+		if code := c.run([]string{"--help"}, strings.NewReader(""), &stdout, &stderr); code != exitOK || fs == nil {
+			t.Fatalf("%s --help: exit %d, flag set seen %v: %s", c.name, code, fs != nil, stderr.String())
+		}
+		named := map[string]bool{}
+		for _, o := range completion.FromHelp([]string{c.name}, c.usage).Options {
+			named[o.Name] = true
+			if fs.Lookup(o.Name) == nil {
+				t.Errorf("%s: its usage names --%s, which it does not define", c.name, o.Name)
+			}
+		}
+		fs.VisitAll(func(f *flag.Flag) {
+			if !named[f.Name] {
+				t.Errorf("%s: defines --%s, which its usage does not name", c.name, f.Name)
+			}
+		})
+	}
 }

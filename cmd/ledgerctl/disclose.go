@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/commit"
+	"github.com/decisionledger/ledger/internal/cliflag"
 	"github.com/decisionledger/ledger/internal/keyflag"
 	"github.com/decisionledger/ledger/internal/termtext"
 )
@@ -23,7 +24,7 @@ func runDisclose(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "")
 	allowNonInteger := fs.Bool("allow-non-integer", false, "")
 	const synopsis = "disclose --fields NAME[,NAME...] [--allow-non-integer] --out FILE DISCLOSURE"
-	err := fs.Parse(args)
+	files, err := cliflag.Parse(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, commandUsage(fs))
 		return exitOK
@@ -33,7 +34,7 @@ func runDisclose(args []string, stdout, stderr io.Writer) int {
 		hintf(stderr, "usage: %s %s", programName, synopsis)
 		return exitUsage
 	}
-	if fs.NArg() != 1 || *out == "" {
+	if len(files) != 1 || *out == "" {
 		errorf(stderr, "disclose: needs --out and exactly one disclosure file")
 		hintf(stderr, "usage: %s %s", programName, synopsis)
 		return exitUsage
@@ -42,14 +43,14 @@ func runDisclose(args []string, stdout, stderr io.Writer) int {
 	if *fields != "" {
 		names = strings.Split(*fields, ",")
 	}
-	data, err := keyflag.ReadFileLimit(fs.Arg(0), 8*commit.DefaultMaxBytes)
+	data, err := keyflag.ReadFileLimit(files[0], 8*commit.DefaultMaxBytes)
 	if err != nil {
 		errorf(stderr, "disclose: %v", err)
 		return exitUsage
 	}
 	x, err := commit.ParseDisclosure(data, commit.Domain{AllowNonInteger: *allowNonInteger})
 	if err != nil {
-		errorf(stderr, "disclose: %s: %v", termtext.Quote(fs.Arg(0)), err)
+		errorf(stderr, "disclose: %s: %v", termtext.Quote(files[0]), err)
 		return exitFailed
 	}
 	part, err := x.Only(names...)

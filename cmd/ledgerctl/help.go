@@ -10,6 +10,9 @@ import (
 // under "Commands:", and the paragraphs under "Options:" of the flags its
 // flag set defines, in the usage text's order.
 func commandUsage(fs *flag.FlagSet) string {
+	if onHelp != nil {
+		onHelp(fs)
+	}
 	var b strings.Builder
 	b.WriteString(synopsisAndText(fs.Name()))
 	var opts []string
@@ -32,6 +35,10 @@ func commandUsage(fs *flag.FlagSet) string {
 	b.WriteString("\nRun ledgerctl --help for every command, the environment and the exit statuses.\n")
 	return b.String()
 }
+
+// onHelp, if set, sees the flag set of a command asked for its help: the
+// tests hold each command's usage to the flags it defines.
+var onHelp func(*flag.FlagSet)
 
 // synopsisAndText is the usage text's synopses and paragraphs under
 // "Commands:" of the command name, or of every command whose name starts

@@ -87,6 +87,7 @@ const usage = `Usage:
                        [--hiding --disclosure FILE] [--allow LIST=VALUE]...
                        [--principal NAME] [--decision DECISION [--policy ID]...]
                        [--json] PARAMS
+    ledgerctl completion (bash | zsh)
     ledgerctl version
 
 Commands:
@@ -180,6 +181,11 @@ Commands:
                 is printed; keep it, for without it the entry can never be
                 checked against the parameters. --json prints the digests,
                 the attributes and the body as one object.
+    completion  Print the completion script for bash or zsh, made from
+                every command's --help: source <(ledgerctl completion
+                bash) in .bashrc, or source <(ledgerctl completion zsh) in
+                .zshrc. Commands complete, then their options, then
+                files (and directories after an option that takes one).
     version     Print ledgerctl's module version and VCS revision (also
                 --version).
 
@@ -321,6 +327,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runApproval(args[1:], stdin, stdout, stderr)
 	case "minimize":
 		return runMinimize(args[1:], stdin, stdout, stderr)
+	case "completion":
+		return runCompletion(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -24,6 +26,9 @@ import (
 	"github.com/decisionledger/ledger/storage/memory"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/decisionledger/ledger/internal/completion"
+	"github.com/decisionledger/ledger/internal/shelltest"
 )
 
 func TestMain(m *testing.M) {
@@ -76,6 +81,7 @@ func TestScript(t *testing.T) {
 			env.Setenv(urlEnv, "")
 			return nil
 		},
+		Condition: shelltest.Condition,
 	})
 }
 
@@ -542,5 +548,36 @@ func TestParseBodyPreview(t *testing.T) {
 	f := fill{principal: &empty}
 	if _, err := parseBody([]byte(strings.Replace(body, `"action"`, `"decision":"allow","action"`, 1)), true, f); err == nil || !strings.Contains(err.Error(), "unknown member decision") {
 		t.Errorf("a decide body with a decision: %v", err)
+	}
+}
+
+// TestUsageNamesEveryFlag holds every command's --help (and so what
+// completion offers) to the flags the command defines: each flag is
+// named, and its synopsis names no other.
+func TestUsageNamesEveryFlag(t *testing.T) {
+	defer func() { onHelp = nil }()
+	for _, words := range completedCommands {
+		if words[0] == "completion" || words[0] == "version" {
+			continue
+		}
+		var fs *flag.FlagSet
+		onHelp = func(f *flag.FlagSet) { fs = f }
+		var stdout, stderr strings.Builder
+		name := strings.Join(words, " ")
+		if code := run(append(slices.Clone(words), "--help"), strings.NewReader(""), &stdout, &stderr); code != exitOK || fs == nil {
+			t.Fatalf("%s --help: exit %d, flag set seen %v: %s", name, code, fs != nil, stderr.String())
+		}
+		named := map[string]bool{}
+		for _, o := range completion.FromHelp(words, stdout.String()).Options {
+			named[o.Name] = true
+			if fs.Lookup(o.Name) == nil {
+				t.Errorf("%s: its usage names --%s, which it does not define", name, o.Name)
+			}
+		}
+		fs.VisitAll(func(f *flag.Flag) {
+			if !named[f.Name] {
+				t.Errorf("%s: defines --%s, which its usage does not name", name, f.Name)
+			}
+		})
 	}
 }
