@@ -18,6 +18,7 @@ import (
 
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/apitest"
+	"github.com/decisionledger/ledger/internal/connlimit"
 	"github.com/decisionledger/ledger/server/approverpage"
 	"github.com/decisionledger/ledger/verify"
 )
@@ -334,5 +335,35 @@ func TestServerErrorLogJSON(t *testing.T) {
 		if strings.Contains(rec.Error, "TLS handshake error") && (rec.Level != "WARN" || rec.Msg != "http server") {
 			t.Errorf("handshake error logged as %+v", rec)
 		}
+	}
+}
+
+// Shutdown ends a connection that never sent a byte at once: net/http
+// alone takes a new connection for idle only after five seconds, so a
+// browser's preconnection held every ledgerd stop that long.
+func TestShutdownClosesSilentConnections(t *testing.T) {
+	s := startServerWith(t, nil)
+	hs := newTestHTTP(t, s.cfg, s.srv, nil)
+	hs.Start()
+	t.Cleanup(hs.Close)
+	silent := dialRaw(t, hs.URL)
+	limited := hs.Listener.(*connlimit.Listener)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if open, _, _ := limited.Stats(); open == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the connection was not accepted in 30 s")
+		}
+	}
+	// Five seconds is net/http's wait; well under it, the shutdown must
+	// be done.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := hs.Config.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a silent connection open: %v", err)
+	}
+	if !silent.closedWithin(time.Second) {
+		t.Fatal("the silent connection is still open after Shutdown")
 	}
 }

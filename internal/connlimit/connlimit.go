@@ -329,6 +329,23 @@ func (l *Listener) Stats() (open int, reclaimed, refused uint64) {
 	return l.open, l.reclaimed, l.refused
 }
 
+// CloseSilent closes every connection that has not sent a byte and
+// returns how many, for a server shutting down: no request can be lost
+// (none has begun to arrive), and net/http's Shutdown would otherwise
+// wait five seconds for each to send one (it takes a new connection for
+// idle only then). Connections that have sent part of a request are left
+// to finish or time out.
+func (l *Listener) CloseSilent() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for c := l.silent.head; c != nil; c = l.silent.head {
+		l.closeLocked(c)
+		n++
+	}
+	return n
+}
+
 func (c *limitedConn) Close() error {
 	l := c.l
 	l.mu.Lock()
