@@ -149,7 +149,15 @@ func (c *common) exportToFile(ctx context.Context, stderr io.Writer, job *export
 			hintf(stderr, "remove it to download the export anew")
 			return nil, 0, exitFailed
 		}
-		code := c.failed(stderr, "export", err)
+		code := exitFailed
+		if errors.Is(err, errCutShort) {
+			errorf(stderr, "export: %v", err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				hintf(stderr, "the download takes longer than --timeout %s: give it more", *c.timeout)
+			}
+		} else {
+			code = c.failed(stderr, "export", err)
+		}
 		if _, serr := os.Stat(path); serr == nil {
 			hintf(stderr, "%s holds what arrived: the same command again resumes from it", termtext.Quote(path))
 		}
@@ -259,12 +267,16 @@ func httpDownload(ctx context.Context, url, token string, w io.Writer) error {
 	defer body.Close()
 	if _, err := io.Copy(w, body); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", url, ctx.Err())
+			err = ctx.Err()
 		}
-		return fmt.Errorf("%s: %w", url, err)
+		return fmt.Errorf("%s: %w: %w", url, errCutShort, err)
 	}
 	return nil
 }
+
+// errCutShort: the answer began and then stopped (the connection dropped,
+// or --timeout passed), as opposed to no answer at all.
+var errCutShort = errors.New("the answer was cut short")
 
 // httpOpen GETs url with the bearer token if any and returns the body of
 // a 200 for the caller to read and close; another status is a

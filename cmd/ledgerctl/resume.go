@@ -52,6 +52,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/decisionledger/ledger/client"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/termtext"
@@ -254,10 +255,13 @@ func resume(ctx context.Context, job *exportJob, p *partial, path string) error 
 	counted := &countingReader{r: body, hook: job.hooks.Downloaded}
 	fr := &frameReader{r: bufio.NewReaderSize(counted, 64<<10)}
 	fail := func(err error) error {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", u, ctx.Err())
+		switch {
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		case errors.Is(err, errMalformed):
+			return fmt.Errorf("%w: %s: %w", errUnverifiedAnswer, u, err)
 		}
-		return fmt.Errorf("%s: %w", u, err)
+		return fmt.Errorf("%s: %w: %w", u, errCutShort, err)
 	}
 	if _, err := fr.header(); err != nil {
 		return fail(err)
@@ -370,7 +374,7 @@ func resume(ctx context.Context, job *exportJob, p *partial, path string) error 
 }
 
 // errUnverifiedAnswer: ledgerd's answer cannot be the rest of the export.
-var errUnverifiedAnswer = errors.New("ledgerd's answer does not continue the partial download")
+var errUnverifiedAnswer = fmt.Errorf("%w: ledgerd's answer does not continue the partial download", client.ErrUnverified)
 
 // fetchBundle GETs the bundle of policy set d and checks its digest.
 func fetchBundle(ctx context.Context, job *exportJob, d commit.Digest) ([]byte, error) {
@@ -389,6 +393,9 @@ func fetchBundle(ctx context.Context, job *exportJob, d commit.Digest) ([]byte, 
 	}
 	return b, nil
 }
+
+// errMalformed: a frame breaks the format (docs/export.md §1).
+var errMalformed = errors.New("malformed frame")
 
 // errCut: the file or the answer ends inside a frame.
 var errCut = errors.New("ends inside a frame (cut short)")
@@ -436,7 +443,7 @@ func (fr *frameReader) next() (string, []byte, error) {
 	tag, lenText, ok := strings.Cut(string(bytes.TrimSuffix(line, []byte("\n"))), " ")
 	n, perr := strconv.Atoi(lenText)
 	if err != nil || len(line) > 64 || !ok || perr != nil || n < 0 || strconv.Itoa(n) != lenText || n > frameMax(tag) {
-		return "", nil, fmt.Errorf("frame %d: malformed frame header", fr.frames)
+		return "", nil, fmt.Errorf("frame %d: %w", fr.frames, errMalformed)
 	}
 	payload := make([]byte, n+1)
 	if _, err := io.ReadFull(fr.r, payload); err != nil {
@@ -446,7 +453,7 @@ func (fr *frameReader) next() (string, []byte, error) {
 		return "", nil, err
 	}
 	if payload[n] != '\n' {
-		return "", nil, fmt.Errorf("frame %d (%q): payload not followed by a newline", fr.frames, tag)
+		return "", nil, fmt.Errorf("frame %d (%q): %w: payload not followed by a newline", fr.frames, tag, errMalformed)
 	}
 	fr.last = int64(len(line) + n + 1)
 	fr.offset += fr.last

@@ -23,7 +23,8 @@ import (
 // once.
 type cuttingProxy struct {
 	*httptest.Server
-	cut atomic.Int64 // 0: none
+	cut   atomic.Int64 // 0: none
+	stall atomic.Bool  // after the cut, hold the connection open instead of dropping it
 
 	mu   sync.Mutex
 	sent []sent
@@ -59,6 +60,9 @@ func newCuttingProxy(t *testing.T, upstream string) *cuttingProxy {
 		w.Write(b[:limit])
 		if limit < len(b) {
 			w.(http.Flusher).Flush()
+			if p.stall.Load() {
+				<-r.Context().Done() // until the client gives up
+			}
 			panic(http.ErrAbortHandler) // the connection drops: no end of the chunked body
 		}
 	}))
@@ -155,7 +159,8 @@ func TestExportResume(t *testing.T) {
 		at := entryFrames(whole)
 		p.cut.Store(int64(at[keep] + 10))
 		code, stdout, stderr := ledgerctl(t, dir, "", append([]string{"export", "--url", p.URL, key, "--out", out}, args...)...)
-		if code != exitFailed || stdout != "" || !strings.Contains(stderr, out+partialSuffix+" holds what arrived: the same command again resumes from it") {
+		if code != exitFailed || stdout != "" || !strings.Contains(stderr, "the answer was cut short: unexpected EOF") || strings.Contains(stderr, "is ledgerd running") ||
+			!strings.Contains(stderr, out+partialSuffix+" holds what arrived: the same command again resumes from it") {
 			t.Fatalf("the cut export: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
 		if _, err := os.Stat(filepath.Join(dir, out)); err == nil {
@@ -218,6 +223,27 @@ func TestExportResume(t *testing.T) {
 		}
 		if !fetched {
 			t.Error("the set was not fetched from /v1/policies")
+		}
+	})
+
+	// No more bytes: --timeout ends the run, and what arrived is kept.
+	t.Run("--timeout", func(t *testing.T) {
+		whole := oneShot(t)
+		at := entryFrames(whole)
+		p.cut.Store(int64(at[5] + 10))
+		p.stall.Store(true)
+		defer p.stall.Store(false)
+		code, _, stderr := ledgerctl(t, dir, "", "export", "--url", p.URL, key, "--timeout", "2s", "--out", "slow.ledger")
+		if code != exitFailed || !strings.Contains(stderr, "the answer was cut short: context deadline exceeded") ||
+			!strings.Contains(stderr, "hint: slow.ledger.partial holds what arrived") {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+		code, stdout, stderr := resume(t, "slow.ledger")
+		if code != exitOK || !strings.Contains(stdout, "resumed: 5 entries kept") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+		if got := mustRead(t, filepath.Join(dir, "slow.ledger")); !bytes.Equal(got, whole) {
+			t.Errorf("the resumed export (%d bytes) differs from the one-shot one (%d bytes)", len(got), len(whole))
 		}
 	})
 
