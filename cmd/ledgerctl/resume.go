@@ -95,8 +95,9 @@ type exportHooks struct {
 	// Downloaded is called as bytes of the export arrive, with the number
 	// received in this run so far.
 	Downloaded func(bytes int64)
-	// Verified is called as the whole file verifies, with the number of
-	// entries verified and the number in the file
+	// Verified is called as entries verify, with the number verified and
+	// the number in the range: first the kept entries of a partial
+	// download (of its range), then the whole file's
 	// (verify.ExportOptions.Progress).
 	Verified func(done, total uint64)
 }
