@@ -253,8 +253,8 @@ func TestExportResume(t *testing.T) {
 		interrupt(t, "fixed.ledger", 3, whole, "--end", strconv.FormatUint(size-1, 10))
 		end := size - 1
 		decide(t, 2)
-		if code, _, stderr := resume(t, "latest.ledger"); code != exitOK {
-			t.Fatal(stderr)
+		if code, stdout, stderr := resume(t, "latest.ledger", "--json"); code != exitOK || !strings.Contains(stdout, `"resumed":3,`) {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
 		if got, want := mustRead(t, filepath.Join(dir, "latest.ledger")), oneShot(t); !bytes.Equal(got, want) {
 			t.Errorf("to the latest checkpoint: the resumed export (%d bytes) differs from the one-shot one (%d bytes)", len(got), len(want))
