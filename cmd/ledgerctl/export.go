@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/decisionledger/ledger/client"
@@ -85,61 +82,21 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		errorf(stderr, "export: the latest tree (size %d) is smaller than the trusted one (size %d)", cp.Size, trusted.Size)
 		return exitFailed
 	}
-	q := url.Values{"start": {strconv.FormatUint(start, 10)}, "end": {strconv.FormatUint(end, 10)}, "tree_size": {strconv.FormatUint(cp.Size, 10)}}
-	if trusted != nil && trusted.Size > 0 {
-		q.Set("consistency_from", strconv.FormatUint(trusted.Size, 10))
-	}
-	dir := "."
-	if *out != "-" {
-		dir = filepath.Dir(*out)
-	}
-	tmp, err := os.CreateTemp(dir, ".ledgerctl-export-*")
-	if err != nil {
-		errorf(stderr, "export: %v", err)
-		return exitFailed
-	}
-	defer func() {
-		tmp.Close()
-		os.Remove(tmp.Name()) // gone once renamed
-	}()
 	token, _ := c.token(io.Discard, false)
-	if err := httpDownload(ctx, strings.TrimSuffix(*c.url, "/")+"/v1/export?"+q.Encode(), token, tmp); err != nil {
-		return c.failed(stderr, "export", err)
-	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		errorf(stderr, "export: %v", err)
-		return exitFailed
-	}
-	report, err := verify.VerifyExport(tmp, c.key, verify.ExportOptions{Trusted: trusted})
-	if err != nil {
-		return c.failed(stderr, "export", fmt.Errorf("%w: %w", client.ErrUnverified, err))
-	}
-	if report.Start != start || report.End != end || report.Checkpoint.Size != cp.Size {
-		return c.failed(stderr, "export", fmt.Errorf("%w: asked for entries [%d, %d) at tree size %d, got [%d, %d) at %d",
-			client.ErrUnverified, start, end, cp.Size, report.Start, report.End, report.Checkpoint.Size))
-	}
+	job := &exportJob{base: strings.TrimSuffix(*c.url, "/"), token: token, key: c.key,
+		start: start, end: end, endGiven: *endText != "", size: cp.Size, trusted: trusted}
 	if *out == "-" {
-		_, err := tmp.Seek(0, io.SeekStart)
-		if err == nil {
-			_, err = io.Copy(stdout, tmp)
-		}
-		if err != nil {
-			errorf(stderr, "export: %v", err)
-			return exitFailed
-		}
-		return exitOK
+		return c.exportToStdout(ctx, stdout, stderr, job)
 	}
-	if err := tmp.Sync(); err != nil {
-		errorf(stderr, "export: %v", err)
-		return exitFailed
-	}
-	os.Chmod(tmp.Name(), 0o644)
-	if err := os.Rename(tmp.Name(), *out); err != nil {
-		errorf(stderr, "export: %v", err)
-		return exitFailed
+	report, kept, code := c.exportToFile(ctx, stderr, job, *out)
+	if code != exitOK {
+		return code
 	}
 	if *c.json {
 		v := map[string]any{"result": "verified", "file": *out, "start": start, "end": end, "tree_size": cp.Size, "last_hash": report.LastHash}
+		if kept > 0 {
+			v["resumed"] = kept
+		}
 		if trusted != nil {
 			v["consistent_with"] = trusted.Size
 		}
@@ -150,38 +107,200 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if trusted != nil {
 		termtext.PrintLine(stdout, "  extends the trusted tree of size %d (consistency proof verified)", trusted.Size)
 	}
+	if kept > 0 {
+		termtext.PrintLine(stdout, "  resumed: %d entries kept from %s, verified again; the rest downloaded", kept, termtext.Quote(*out+partialSuffix))
+	}
 	termtext.PrintLine(stdout, "  last entry hash %s", report.LastHash)
 	return exitOK
+}
+
+// exportToFile downloads job's export to FILE.partial, resuming from what
+// a partial download of the same export left there (resume.go), verifies
+// it whole and renames it to out. It returns the report and the number of
+// entries kept from a partial download. An interrupted download leaves
+// FILE.partial for the next run; one that does not verify is removed.
+func (c *common) exportToFile(ctx context.Context, stderr io.Writer, job *exportJob, out string) (*verify.ExportReport, uint64, int) {
+	path := out + partialSuffix
+	p, err := readPartial(path, job)
+	if err != nil {
+		var pe *partialError
+		if errors.As(err, &pe) {
+			errorf(stderr, "export: %v", err)
+			hintf(stderr, "it is not the start of this export: remove it to download the export anew")
+			return nil, 0, exitFailed
+		}
+		errorf(stderr, "export: %v", err)
+		return nil, 0, exitFailed
+	}
+	var kept uint64
+	if p != nil {
+		kept = p.count
+		if job.hooks.Resumed != nil {
+			job.hooks.Resumed(kept)
+		}
+		err = resume(ctx, job, p, path)
+	} else {
+		err = downloadFresh(ctx, job, path)
+	}
+	if err != nil {
+		var pe *partialError
+		if errors.As(err, &pe) {
+			errorf(stderr, "export: %v", err)
+			hintf(stderr, "remove it to download the export anew")
+			return nil, 0, exitFailed
+		}
+		code := exitFailed
+		if errors.Is(err, errCutShort) {
+			errorf(stderr, "export: %v", err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				hintf(stderr, "the download takes longer than --timeout %s: give it more", *c.timeout)
+			}
+		} else {
+			code = c.failed(stderr, "export", err)
+		}
+		if _, serr := os.Stat(path); serr == nil {
+			hintf(stderr, "%s holds what arrived: the same command again resumes from it", termtext.Quote(path))
+		}
+		return nil, 0, code
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		errorf(stderr, "export: %v", err)
+		return nil, 0, exitFailed
+	}
+	report, err := verify.VerifyExport(f, job.key, verify.ExportOptions{Trusted: job.trusted, Progress: job.hooks.Verified})
+	f.Close()
+	if err == nil && (report.Start != job.start || report.End != job.end || report.Checkpoint.Size != job.size) {
+		err = fmt.Errorf("asked for entries [%d, %d) at tree size %d, got [%d, %d) at %d",
+			job.start, job.end, job.size, report.Start, report.End, report.Checkpoint.Size)
+	}
+	if err != nil {
+		os.Remove(path) // what the next run would resume from is wrong
+		code := c.failed(stderr, "export", fmt.Errorf("%w: %w", client.ErrUnverified, err))
+		hintf(stderr, "%s was removed: the next run downloads the export anew", termtext.Quote(path))
+		return nil, 0, code
+	}
+	os.Chmod(path, 0o644)
+	if err := os.Rename(path, out); err != nil {
+		errorf(stderr, "export: %v", err)
+		return nil, 0, exitFailed
+	}
+	return report, kept, exitOK
+}
+
+// downloadFresh downloads job's whole export to path, as it arrives: an
+// interruption leaves what came.
+func downloadFresh(ctx context.Context, job *exportJob, path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	err = httpDownload(ctx, job.query(job.start), job.token, &countingWriter{w: f, hook: job.hooks.Downloaded})
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// exportToStdout downloads job's export to a temporary file, verifies it
+// and copies it to stdout: nothing is written there unless it verified.
+func (c *common) exportToStdout(ctx context.Context, stdout, stderr io.Writer, job *exportJob) int {
+	tmp, err := os.CreateTemp(".", ".ledgerctl-export-*")
+	if err != nil {
+		errorf(stderr, "export: %v", err)
+		return exitFailed
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}()
+	if err := httpDownload(ctx, job.query(job.start), job.token, &countingWriter{w: tmp, hook: job.hooks.Downloaded}); err != nil {
+		return c.failed(stderr, "export", err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		errorf(stderr, "export: %v", err)
+		return exitFailed
+	}
+	report, err := verify.VerifyExport(tmp, job.key, verify.ExportOptions{Trusted: job.trusted, Progress: job.hooks.Verified})
+	if err == nil && (report.Start != job.start || report.End != job.end || report.Checkpoint.Size != job.size) {
+		err = fmt.Errorf("asked for entries [%d, %d) at tree size %d, got [%d, %d) at %d",
+			job.start, job.end, job.size, report.Start, report.End, report.Checkpoint.Size)
+	}
+	if err != nil {
+		return c.failed(stderr, "export", fmt.Errorf("%w: %w", client.ErrUnverified, err))
+	}
+	_, err = tmp.Seek(0, io.SeekStart)
+	if err == nil {
+		_, err = io.Copy(stdout, tmp)
+	}
+	if err != nil {
+		errorf(stderr, "export: %v", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// countingWriter reports the bytes written through it.
+type countingWriter struct {
+	w    io.Writer
+	n    int64
+	hook func(int64)
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	if c.hook != nil && n > 0 {
+		c.hook(c.n)
+	}
+	return n, err
 }
 
 // httpDownload GETs url with the bearer token if any and copies the body
 // of a 200 to w; another status is a *client.Error.
 func httpDownload(ctx context.Context, url, token string, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	body, err := httpOpen(ctx, url, token)
 	if err != nil {
 		return err
+	}
+	defer body.Close()
+	if _, err := io.Copy(w, body); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("%s: %w: %w", url, errCutShort, err)
+	}
+	return nil
+}
+
+// errCutShort: the answer began and then stopped (the connection dropped,
+// or --timeout passed), as opposed to no answer at all.
+var errCutShort = errors.New("the answer was cut short")
+
+// httpOpen GETs url with the bearer token if any and returns the body of
+// a 200 for the caller to read and close; another status is a
+// *client.Error.
+func httpOpen(ctx context.Context, url, token string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return nil, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err // a *url.Error, which names url
+		return nil, err // a *url.Error, which names url
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		var e struct {
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		json.Unmarshal(b, &e)
-		return &client.Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		return nil, &client.Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
 	}
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", url, ctx.Err())
-		}
-		return fmt.Errorf("%s: %w", url, err)
-	}
-	return nil
+	return resp.Body, nil
 }

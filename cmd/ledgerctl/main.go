@@ -130,8 +130,16 @@ Commands:
                 "ledger-verify export" does: the checkpoint's signature,
                 every entry's signature and prev link, and that they are
                 the tree's leaves; with --trusted, that the tree extends
-                that earlier checkpoint's. It is downloaded beside FILE and
-                named FILE only once verified.
+                that earlier checkpoint's. It is downloaded to FILE.partial
+                and named FILE only once verified. An interrupted download
+                (a dropped connection, --timeout, the process killed)
+                leaves FILE.partial: the same command again (the same
+                --start, and --end if given) verifies its entries again,
+                asks only for the rest, at the latest checkpoint, and joins
+                them: the bytes of a one-shot export. A FILE.partial that
+                is not the start of this export is refused, naming the
+                entry, and left alone; a joined file that does not verify
+                is removed with FILE.partial.
     disclose    Write to FILE (new, mode 0600) the part of the disclosure file
                 DISCLOSURE (docs/commitment.md §7.4) that opens only the
                 fields named, every other field's commitment kept: what to

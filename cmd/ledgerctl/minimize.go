@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 
-	"github.com/decisionledger/ledger/client"
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/internal/termtext"
@@ -285,33 +283,19 @@ func fetchDeclaration(ctx context.Context, baseURL, token, action string) ([]byt
 }
 
 // httpGet GETs url with the bearer token if any and returns the body of a
-// 200; another status is a *client.Error.
+// 200, at most maxDeclaration bytes; another status is a *client.Error.
 func httpGet(ctx context.Context, url, token string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	body, err := httpOpen(ctx, url, token)
 	if err != nil {
 		return nil, err
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err // a *url.Error, which names url
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDeclaration+1))
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, maxDeclaration+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
 	if len(b) > maxDeclaration {
 		return nil, fmt.Errorf("%s: the answer is longer than %d bytes", url, maxDeclaration)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		json.Unmarshal(b, &e)
-		return nil, &client.Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
 	}
 	return b, nil
 }
