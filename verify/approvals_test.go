@@ -190,6 +190,11 @@ func TestApprovalsHonest(t *testing.T) {
 	if rep.Export.End != c.log.Len() {
 		t.Errorf("export report %+v", rep.Export)
 	}
+	// Only the version 3 decision names a policy set; the approval's
+	// entries (versions 4 and 5) have kinds but name none.
+	if want := []commit.Digest{logtest.Digest("set")}; !slices.Equal(rep.Export.Named, want) {
+		t.Errorf("named policy sets %v, want %v", rep.Export.Named, want)
+	}
 }
 
 // Before their deadlines, approvals are pending or unconsumed, not

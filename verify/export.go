@@ -370,8 +370,11 @@ type namedSets struct {
 	position map[commit.Digest]int
 }
 
+// add notes the set a version 3 entry (a ledger decision or a set's
+// publication) names; other entries name none (an approval's entries,
+// versions 4 and 5, have a kind but no policy set).
 func (n *namedSets) add(e *entry.Entry) {
-	if e == nil || e.Kind == "" {
+	if e == nil || e.Version() != entry.Version3 {
 		return
 	}
 	if _, ok := n.position[e.PolicySet]; !ok {
