@@ -211,3 +211,16 @@ func TestUnstableNormalizationRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareVersions holds the comparison TestUnicodeVersionNotPastFrozen
+// relies on: it must see 18.0.0 (or 17.1) as newer than 17.0.0.
+func TestCompareVersions(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		sign int
+	}{{"18.0.0", "17.0.0", 1}, {"17.1", "17.0.0", 1}, {"17.0", "17.0.0", 0}, {"15.0.0", "17.0.0", -1}, {"9.0.0", "17.0.0", -1}} {
+		if got := compareVersions(c.a, c.b); (got > 0) != (c.sign > 0) || (got < 0) != (c.sign < 0) {
+			t.Errorf("compareVersions(%q, %q) = %d, want sign %d", c.a, c.b, got, c.sign)
+		}
+	}
+}
