@@ -60,22 +60,30 @@ var unstableNormalization = &unicode.RangeTable{
 
 // firstUnstable is the smallest code point of unstableNormalization. Its
 // UTF-8 form, like that of every code point above it, starts with a byte
-// of at least 0xE0, so shorter sequences need not be decoded.
+// of at least 0xE0, so shorter sequences need not be decoded; nor need
+// those starting with E2–EF (U+2000–U+FFFF) or F1–F4 (U+40000 and above),
+// which hold no listed code point. The text is well-formed UTF-8, so a
+// lead byte says the length of its sequence.
 const firstUnstable = 0x0897
 
 // hasUnstableNormalization reports whether the well-formed UTF-8 text s
 // holds a code point of unstableNormalization.
 func hasUnstableNormalization(s []byte) bool {
 	for i := 0; i < len(s); {
-		if s[i] < 0xe0 {
+		switch c := s[i]; {
+		case c < 0xe0: // ASCII, a continuation byte, or a 2-byte sequence: below U+0800
 			i++
-			continue
+		case c > 0xe1 && c < 0xf0: // U+2000–U+FFFF: none listed
+			i += 3
+		case c > 0xf0: // U+40000 and above: none listed
+			i += 4
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			if r >= firstUnstable && unicode.Is(unstableNormalization, r) {
+				return true
+			}
+			i += n
 		}
-		r, n := utf8.DecodeRune(s[i:])
-		if r >= firstUnstable && unicode.Is(unstableNormalization, r) {
-			return true
-		}
-		i += n
 	}
 	return false
 }
@@ -87,15 +95,20 @@ func hasUnstableNormalization(s []byte) bool {
 // ErrUnstableNormalization.
 func NormalizationStable(s string) bool {
 	for i := 0; i < len(s); {
-		if s[i] < 0xe0 {
+		switch c := s[i]; {
+		case c < 0xe0:
 			i++
-			continue
+		case c > 0xe1 && c < 0xf0:
+			i += 3
+		case c > 0xf0:
+			i += 4
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r >= firstUnstable && unicode.Is(unstableNormalization, r) {
+				return false
+			}
+			i += n
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r >= firstUnstable && unicode.Is(unstableNormalization, r) {
-			return false
-		}
-		i += n
 	}
 	return true
 }
