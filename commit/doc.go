@@ -15,7 +15,10 @@
 //
 // Input is refused, never repaired, if it is not RFC 8259 JSON text; if a
 // string or member name is not well-formed UTF-8, holds an unpaired or
-// reversed surrogate escape, or is not in Unicode NFC; if an object repeats a
+// reversed surrogate escape, holds one of the 92 code points whose
+// normalization depends on the Unicode version (assigned after Unicode
+// 14.0, up to 17.0: docs/commitment.md §2.4, decided before NFC), or is not
+// in Unicode NFC; if an object repeats a
 // member name (also when spelled with escapes); if a number's exact decimal
 // value is an integer beyond ±(2^53−1), or is not an integer and the Domain
 // does not admit non-integers (or admits them but RFC 8785 would write a

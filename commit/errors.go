@@ -33,6 +33,11 @@ const (
 	// ErrDuplicateKey: an object has two members whose names are equal after
 	// escapes are decoded ("a" and "\u0061" are the same name).
 	ErrDuplicateKey Kind = "duplicate_key"
+	// ErrUnstableNormalization: a string or member name holds a code point
+	// whose normalization implementations with different Unicode versions
+	// judge differently (docs/commitment.md §2.4). It is decided before
+	// ErrNotNFC, and NormalizeNFC refuses it too.
+	ErrUnstableNormalization Kind = "unstable_normalization"
 	// ErrNotNFC: a string or member name is not in Unicode Normalization
 	// Form C. NormalizeNFC converts on purpose; nothing converts silently.
 	ErrNotNFC Kind = "not_nfc"

@@ -342,10 +342,14 @@ func utf16Key(r rune) rune {
 	return hi<<10 | lo&0x3ff
 }
 
-// checkText applies the domain's Unicode rule to a decoded string.
+// checkText applies the domain's Unicode rules to a decoded string: no
+// code point whose normalization depends on the Unicode version, then NFC.
 func (p *parser) checkText(s []byte) ([]byte, Kind) {
 	if p.rfc8785 || isASCII(s) {
 		return s, ""
+	}
+	if hasUnstableNormalization(s) {
+		return nil, ErrUnstableNormalization
 	}
 	if norm.NFC.IsNormal(s) {
 		return s, ""

@@ -217,6 +217,7 @@ func TestParseRefuses(t *testing.T) {
 		{"negative-index", strings.Replace(s, `"index":0`, `"index":-1`, 1), ErrMalformed, "index"},
 		{"duplicate-member", strings.Replace(s, `"version":1}`, `"version":1,"version":1}`, 1), ErrMalformed, ""},
 		{"not-nfc", strings.Replace(s, `"agent:accounts-7"`, `"agent:e\u0301"`, 1), ErrMalformed, ""},
+		{"unstable-normalization", strings.Replace(s, `"agent:accounts-7"`, `"agent:\u1acf"`, 1), ErrMalformed, ""},
 		{"not-json", "{", ErrMalformed, ""},
 		{"array", "[]", ErrMalformed, ""},
 	}
@@ -247,6 +248,7 @@ func TestMarshalRefusesInvalid(t *testing.T) {
 		"non-canonical-attrs":    func(e *Entry) { e.Attributes = []byte(`{"b":1, "a":2}`) },
 		"attrs-not-object":       func(e *Entry) { e.Attributes = []byte(`[1]`) },
 		"attrs-not-nfc":          func(e *Entry) { e.Attributes = []byte(`{"a":"e` + "\u0301" + `"}`) },
+		"attrs-unstable":         func(e *Entry) { e.Attributes = []byte(`{"a":"` + "\U000105d2\u0307" + `"}`) },
 		"decision":               func(e *Entry) { e.Decision = "ALLOW" },
 		"empty-action":           func(e *Entry) { e.Action = "" },
 		"invalid-utf8-principal": func(e *Entry) { e.Principal = "\xff" },

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"golang.org/x/text/unicode/norm"
 )
@@ -70,8 +71,8 @@ func (a *Approver) Check() error {
 }
 
 // checkName refuses a string that is not an identifier of 1 to 128 bytes
-// in NFC (the form of every string of an entry), naming the fault but
-// never the string.
+// in NFC, without a code point of docs/commitment.md §2.4 (the form of
+// every string of an entry), naming the fault but never the string.
 func checkName(s string) error {
 	switch {
 	case s == "":
@@ -80,6 +81,9 @@ func checkName(s string) error {
 		return fmt.Errorf("%d bytes, over %d", len(s), MaxNameLen)
 	case !utf8.ValidString(s):
 		return errors.New("not valid UTF-8")
+	case !commit.NormalizationStable(s):
+		// Checked before NFC, as the strict domain does: entries could not hold it.
+		return errors.New("holds a code point whose normalization depends on the Unicode version (docs/commitment.md §2.4)")
 	case !norm.NFC.IsNormalString(s):
 		return errors.New("not in NFC")
 	}

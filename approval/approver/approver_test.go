@@ -60,6 +60,7 @@ func TestCheck(t *testing.T) {
 		{"control character", func(a *Approver) { a.Name = "ali\x1bce" }, "name: "},
 		{"bidi override", func(a *Approver) { a.Name = "ali\u202ece" }, "name: "},
 		{"not NFC", func(a *Approver) { a.Name = "jose\u0301" }, "name: not in NFC"},
+		{"unstable normalization", func(a *Approver) { a.Name = "ana\U0001e08f" }, "name: holds a code point whose normalization depends on the Unicode version"},
 		{"not UTF-8", func(a *Approver) { a.Name = "ali\xffce" }, "name: not valid UTF-8"},
 		{"no hash", func(a *Approver) { a.PasswordHash = "" }, "password_argon2id: "},
 		{"bad hash", func(a *Approver) { a.PasswordHash = strings.Replace(good, "t=1", "t=11", 1) }, "password_argon2id: t=11"},

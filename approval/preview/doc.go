@@ -9,11 +9,14 @@
 // # Input
 //
 // One JSON value in the strict domain of package commit (objects, arrays,
-// strings in NFC, integers within ±(2^53−1), booleans, null; no duplicate
-// names), at most MaxInputBytes (1 MiB) and 64 levels deep. Anything else
-// is refused with an *InputError naming the kind and the RFC 6901 pointer,
-// never a value; a pointer segment with a credential shape is written
-// "[REDACTED]".
+// strings in NFC and without a code point whose normalization depends on
+// the Unicode version, integers within ±(2^53−1), booleans, null; no
+// duplicate names), at most MaxInputBytes (1 MiB) and 64 levels deep.
+// Anything else is refused with an *InputError naming the kind and the
+// RFC 6901 pointer, never a value; a pointer segment with a credential
+// shape is written "[REDACTED]". Redaction and markers add only ASCII, so
+// the NFC judgements below are over text every Unicode version from 14.0
+// to 17.0 judges alike.
 //
 // # Redaction, first, over the whole document
 //

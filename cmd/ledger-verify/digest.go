@@ -93,6 +93,8 @@ func reportRefusal(stdout, stderr io.Writer, name string, de *commit.DomainError
 	switch de.Kind {
 	case commit.ErrNotNFC:
 		hintf(stderr, "the strict domain never normalizes Unicode; convert the text to NFC on purpose before committing")
+	case commit.ErrUnstableNormalization:
+		hintf(stderr, "the text holds a code point whose normalization implementations with different Unicode versions judge differently (docs/commitment.md §2.4); no form of it is admitted")
 	case commit.ErrNonInteger:
 		hintf(stderr, "send amounts as integers in minor units, or pass --allow-non-integer if the deployment admits other numbers")
 	case commit.ErrIntegerRange:

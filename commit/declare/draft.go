@@ -46,7 +46,9 @@ const MaxInputSchemaBytes = 1 << 20
 //
 // A property not listed in "required" is optional; its "description", if
 // a string, is the field's description. Descriptions are put in NFC (the
-// strict domain admits no other form). A property whose name the field
+// strict domain admits no other form); one holding a code point whose
+// normalization depends on the Unicode version (commit.NormalizationStable)
+// is left out, since the domain refuses it in any form. A property whose name the field
 // rule refuses is reported in the Skipped list, in name order, not
 // declared; so are properties past MaxFields. A tool without properties
 // gets "fields": {}.
@@ -136,7 +138,7 @@ func DraftFromInputSchema(server, toolName, description string, inputSchema []by
 		f := draftField{Type: draftType(props[name]), Tier: tier.Payload, Optional: !required[name]}
 		if p, ok := props[name].(map[string]any); ok {
 			if d, ok := p["description"].(string); ok {
-				f.Description = norm.NFC.String(d)
+				f.Description = draftText(d)
 			}
 		}
 		fields[name] = f
@@ -154,7 +156,7 @@ func DraftFromInputSchema(server, toolName, description string, inputSchema []by
 		Description string                `json:"description,omitempty"`
 		Tool        draftTool             `json:"tool"`
 		Fields      map[string]draftField `json:"fields"`
-	}{Version, action, false, norm.NFC.String(description), draftTool{server, toolName, definitionDigest.String()}, fields}
+	}{Version, action, false, draftText(description), draftTool{server, toolName, definitionDigest.String()}, fields}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -245,4 +247,13 @@ func checkNoDuplicates(data []byte) error {
 			stack = stack[:len(stack)-1]
 		}
 	}
+}
+
+// draftText is a description as a draft holds it: in NFC, or left out when
+// the strict domain would refuse it whatever its form.
+func draftText(s string) string {
+	if !commit.NormalizationStable(s) {
+		return ""
+	}
+	return norm.NFC.String(s)
 }

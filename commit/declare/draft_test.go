@@ -176,6 +176,7 @@ func TestDraftFromInputSchema(t *testing.T) {
 		"s":{"type":"string","enum":["a","b"]},
 		"i":{"type":"integer","minimum":0.5},
 		"b":{"type":"boolean","description":"Cafe\u0301 <b>"},
+		"u":{"type":"boolean","description":"Tai Yo \ud839\udef5"},
 		"l":{"type":"array","items":{"type":"string"}},
 		"n":{"type":"number"},
 		"o":{"type":"object","properties":{"x":{"type":"string"}}},
@@ -211,6 +212,7 @@ func TestDraftFromInputSchema(t *testing.T) {
 	want := map[string]string{
 		"s": "string", "i": "integer?", "b": "boolean? Caf\u00e9 <b>", "l": "string_list?", "n": "json?", "o": "json?",
 		"li": "json?", "lr": "json?", "t": "json?", "r": "json?", "any": "json?", "none": "json?",
+		"u": "boolean?", // U+1E6F5's normalization depends on the Unicode version: left out
 	}
 	if len(got) != len(want) {
 		t.Errorf("fields %v, want %v", got, want)

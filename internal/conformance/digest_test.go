@@ -382,6 +382,33 @@ func digestExtras() []digestSource {
 		{name: "nfc-precomposed", input: `{"s":"\u00c5\uac00é"}`, canonical: `{"s":"Å가é"}`},
 		{name: "nfc-combining-alone", note: "a combining mark with nothing to compose with is NFC", input: `{"s":"\u0301"}`, canonical: "{\"s\":\"\u0301\"}"},
 
+		// Code points whose normalization depends on the Unicode version
+		// (docs/commitment.md §2.4) are refused before NFC is judged.
+		{name: "unstable-string-15", note: "U+1E08F (Unicode 15.0, ccc 230): NFC in every version, refused in every implementation",
+			input: `{"s":"\u0430\ud838\udc8f"}`, want: "unstable_normalization", pointer: "/s"},
+		{name: "unstable-string-17", note: "U+1ACF (after 15.0), written as itself", input: "{\"s\":\"x\u1acf\"}", want: "unstable_normalization", pointer: "/s"},
+		{name: "unstable-string-escaped", input: `{"s":"x\u1ACF"}`, want: "unstable_normalization", pointer: "/s"},
+		{name: "unstable-name", note: "U+0897 ARABIC PEPET in a member name", input: `{"\u0897":1}`, want: "unstable_normalization", pointer: "", key: true},
+		{name: "unstable-nested", input: `{"o":{"l":[1,{"k":"\ud839\udef5"}]}}`, want: "unstable_normalization", pointer: "/o/l/1/k"},
+		{name: "unstable-nested-name", note: "U+11F41 KAWI SIGN KILLER (Unicode 15.0)", input: `{"o":[{"\ud807\udf41":1}]}`, want: "unstable_normalization", pointer: "/o/0", key: true},
+		{name: "unstable-nfc-only-before-17", note: "U+105D2 U+0307 is NFC to Unicode 14.0 and 15.0, which do not know U+105D2, and composes to U+105C9 in 16.0 and later",
+			input: `{"s":"\ud801\uddd2\u0307"}`, want: "unstable_normalization", pointer: "/s"},
+		{name: "unstable-nfc-only-in-14", note: "U+1E08F (ccc 230) before U+0316 (ccc 220) must be reordered from Unicode 15.0 on; Unicode 14.0 takes U+1E08F for a starter",
+			input: `{"s":"e\ud838\udc8f\u0316"}`, want: "unstable_normalization", pointer: "/s"},
+		{name: "unstable-composite", note: "U+105C9, the composite of U+105D2 U+0307: NFC in every version, still refused",
+			input: `{"s":"\ud801\uddc9"}`, want: "unstable_normalization", pointer: "/s"},
+		{name: "unstable-before-not-nfc", note: "a string both out of NFC and holding U+1ACF is unstable_normalization", input: `{"s":"e\u0301\u1acf"}`, want: "unstable_normalization", pointer: "/s"},
+		{name: "unstable-after-not-nfc", note: "the first fault in the text is reported", input: `{"a":"e\u0301","b":"\u1acf"}`, want: "not_nfc", pointer: "/a"},
+		{name: "unstable-neighbours-kept", note: "U+0898 and U+1AC1 (Unicode 14.0 marks) are judged by NFC alone",
+			input: `{"s":"a\u0898\u1ac1"}`, canonical: "{\"s\":\"a\u0898\u1ac1\"}"},
+
+		// Names are compared exactly: case and dotted capital I.
+		{name: "not-duplicate-action-case", note: "duplicates are exact: Action after action is another name", input: `{"action":1,"Action":2}`, canonical: `{"Action":2,"action":1}`},
+		{name: "not-duplicate-dotted-capital-i", note: "U+0130 is NFC and its own name; it lower-cases to i, which does not matter here",
+			input: `{"İ":1,"i":2,"I":3}`, canonical: `{"I":3,"i":2,"İ":1}`},
+		{name: "not-nfc-dotted-capital-i-decomposed", note: "I U+0307 composes to U+0130", input: `{"İ":1,"I\u0307":2}`, want: "not_nfc", pointer: "", key: true},
+		{name: "duplicate-dotted-capital-i-escaped", input: `{"İ":1,"\u0130":2}`, want: "duplicate_key", pointer: "/İ"},
+
 		// Key order: RFC 8785 sorts by UTF-16 code units, not code points.
 		{name: "order-supplementary-before-private-use", note: "U+1F600 is D83D DE00 in UTF-16, before U+E000",
 			input: `{"\ue000":2,"😀":1,"a":0}`, canonical: "{\"a\":0,\"😀\":1,\"\ue000\":2}"},

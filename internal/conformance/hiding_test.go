@@ -197,6 +197,8 @@ func hidingSources(t *testing.T) []hidingCase {
 		{"refuse-duplicate", `{"a":1,"a":2}`},
 		{"refuse-duplicate-nested", `{"a":{"k":1,"k":2}}`},
 		{"refuse-not-nfc", `{"a":"e\u0301"}`},
+		{"refuse-unstable-normalization", `{"a":"\ud801\uddd2\u0307"}`},
+		{"refuse-unstable-normalization-name", `{"\u1acf":1}`},
 		{"refuse-integer-range", `{"a":9007199254740992}`},
 		{"refuse-non-integer", `{"a":1.5}`},
 		{"refuse-lone-surrogate", `{"a":"\ud800"}`},

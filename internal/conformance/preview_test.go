@@ -156,6 +156,10 @@ func previewSources(t *testing.T) []previewSource {
 		{name: "shape-bearer", doc: `{"note":"Authorization: Bearer abcDEF123456ghiJKL"}`, preview: `{"note":"Authorization: Bearer [REDACTED]"}`, pass: 1},
 		{name: "shape-bearer-non-ascii", note: "the scheme word is matched in ASCII case only: BEARER goes, Beareſ (long s) does not; a token that ends in a non-ASCII letter",
 			doc: `{"a":"BEARER abcDEF123456ghiJKL","b":"Beareſ abcDEF123456ghiJKL","c":"Bearer abcDEF123456ghiJKLé"}`, pass: 1},
+		{name: "shape-bearer-token-long-s", note: "the token class is matched in any case, as Go's (?i) does: U+017F (long s) and U+212A (Kelvin sign) are letters of it, so the whole token goes",
+			doc: `{"a":"Bearer abcDEFſ123456ghiJKL","b":"Bearer ſſſſſſſſſſſſſſſſ"}`, preview: `{"a":"Bearer [REDACTED]","b":"Bearer [REDACTED]"}`, pass: 1},
+		{name: "shape-basic-long-s", note: "the scheme word is matched in ASCII case only: Baſic (long s) is not Basic, and its credential stays",
+			doc: `{"note":"Baſic dXNlcjpwYXNzd29yZA=="}`, preview: `{"note":"Baſic dXNlcjpwYXNzd29yZA=="}`, pass: 1},
 		{name: "shape-basic", doc: `{"note":"header Basic dXNlcjpwYXNzd29yZA=="}`, preview: `{"note":"header Basic [REDACTED]"}`, pass: 1},
 		{name: "shape-pem", doc: `{"note":"key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\nend"}`,
 			preview: `{"note":"key:\n[REDACTED]\nend"}`, pass: 1},
@@ -205,6 +209,10 @@ func previewSources(t *testing.T) []previewSource {
 		{name: "refuse-integer-range", doc: `[9007199254740993]`, want: "integer_range", pointer: "/0"},
 		{name: "refuse-shaped-name-masked", doc: `{"AKIAIOSFODNN7EXAMPLE":{"x":0.5}}`, want: "non_integer", pointer: "/[REDACTED]/x"},
 		{name: "refuse-name-not-nfc", doc: `{"o":{"e\u0301":1}}`, want: "not_nfc", pointer: "/o", key: true},
+		{name: "refuse-unstable-normalization", note: "U+105D2 U+0307 is NFC to Unicode 14.0 and 15.0, not to 17.0: refused before any redaction, so no preview depends on the Unicode version",
+			doc: `{"note":"\ud801\uddd2\u0307"}`, want: "unstable_normalization", pointer: "/note"},
+		{name: "refuse-name-unstable-normalization", doc: `{"o":{"x\u1acf":1}}`, want: "unstable_normalization", pointer: "/o", key: true},
+		{name: "refuse-unstable-normalization-shaped-name", note: "a shaped name is masked in the pointer", doc: `{"AKIAIOSFODNN7EXAMPLE":"\u0897"}`, want: "unstable_normalization", pointer: "/[REDACTED]"},
 		{name: "refuse-too-deep", doc: strings.Repeat("[", 65) + strings.Repeat("]", 65), want: "too_deep", pointer: "/0" + strings.Repeat("/0", 63)},
 	}
 }

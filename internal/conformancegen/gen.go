@@ -336,10 +336,13 @@ func (g *gen) strFault() {
 	case faultSurrogate:
 		g.b = append(g.b, pick(g, `\ud800`, `\udc00`, `\ude00\ud83d`, `\ud83d\u0041`, `\uDBFF\uDBFF`, `\ud83dx`)...)
 	case faultNFC:
+		// Not NFC, or holding a code point whose normalization depends on
+		// the Unicode version (unstable_normalization, docs/commitment.md
+		// §2.4): U+105D2 U+0307 is NFC only to Unicode 14.0 and 15.0.
 		if g.chance(50) {
-			g.b = append(g.b, pick(g, "e\u0301", "\u212b", "\u1100\u1161", "\u0041\u030a")...)
+			g.b = append(g.b, pick(g, "e\u0301", "\u212b", "\u1100\u1161", "\u0041\u030a", "\U000105d2\u0307", "x\u1acf")...)
 		} else {
-			g.b = append(g.b, pick(g, `e\u0301`, `\u212B`, `\u1100\u1161`, `A\u030A`)...)
+			g.b = append(g.b, pick(g, `e\u0301`, `\u212B`, `\u1100\u1161`, `A\u030A`, `\ud801\uddd2\u0307`, `x\u1ACF`)...)
 		}
 	}
 	g.textBody(g.content())

@@ -3,6 +3,7 @@
 
 import { createHash, timingSafeEqual } from "node:crypto";
 import { DomainError, LedgerError, pointer } from "./errors.js";
+import { normalizationFault } from "./unicode.js";
 import {
   DEFAULT_MAX_BYTES,
   DEFAULT_MAX_DEPTH,
@@ -65,7 +66,8 @@ const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\
 
 function checkString(s: string, path: (string | number)[], key: boolean): void {
   if (loneSurrogate.test(s)) throw new DomainError("lone_surrogate", pointer(path), key, -1);
-  if (s.normalize("NFC") !== s) throw new DomainError("not_nfc", pointer(path), key, -1);
+  const fault = normalizationFault(s);
+  if (fault !== undefined) throw new DomainError(fault, pointer(path), key, -1);
 }
 
 function serializeInput(v: JsonInput, options: DomainOptions | undefined, path: (string | number)[], depth: number): string {

@@ -7,6 +7,7 @@ export type Kind =
   | "invalid_utf8"
   | "lone_surrogate"
   | "duplicate_key"
+  | "unstable_normalization"
   | "not_nfc"
   | "integer_range"
   | "non_integer"

@@ -16,6 +16,7 @@ import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from "
 import { parseParamsDigest, serializeChecked } from "./canonical.js";
 import { DomainError, type Kind, LedgerError, pointer } from "./errors.js";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, type DomainOptions, JsonNumber, type JsonObject, type JsonText, type JsonValue, parseObject } from "./json.js";
+import { normalizationFault } from "./unicode.js";
 
 /** Prefixes the field names and commitments in a version 2 parameter digest. */
 export const HIDING_DOMAIN_SEPARATOR = "ledger/v2/params\n";
@@ -161,11 +162,10 @@ export function randomOpenings(): OpeningSource {
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-/** The strict domain's refusal of a string (lone surrogate, not NFC), or undefined. */
+/** The strict domain's refusal of a string (lone surrogate, unstable normalization, not NFC), or undefined. */
 function textFault(s: string): Kind | undefined {
   if (LONE_SURROGATE.test(s)) return "lone_surrogate";
-  if (s.normalize("NFC") !== s) return "not_nfc";
-  return undefined;
+  return normalizationFault(s);
 }
 
 /**

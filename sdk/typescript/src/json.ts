@@ -5,6 +5,7 @@
 // document is the same one).
 
 import { DomainError, type Kind, pointer } from "./errors.js";
+import { normalizationFault } from "./unicode.js";
 
 /** Default bounds of the strict domain (Go's commit.DefaultMaxBytes, DefaultMaxDepth). */
 export const DEFAULT_MAX_BYTES = 1 << 20;
@@ -107,7 +108,8 @@ class Parser {
     if (c === 0x22) {
       const start = this.pos;
       const s = this.parseString();
-      if (!this.checkText(s)) throw this.fail("not_nfc", start);
+      const fault = this.checkText(s);
+      if (fault !== undefined) throw this.fail(fault, start);
       return s;
     }
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.parseNumber();
@@ -182,7 +184,8 @@ class Parser {
       if (this.pos >= d.length || d[this.pos] !== 0x22) throw this.failKey("syntax", this.pos);
       const start = this.pos;
       const name = this.parseString(true);
-      if (!this.checkText(name)) throw this.failKey("not_nfc", start);
+      const fault = this.checkText(name);
+      if (fault !== undefined) throw this.failKey(fault, start);
       this.skipSpace();
       if (this.pos >= d.length || d[this.pos] !== 0x3a) throw this.failKey("syntax", this.pos);
       this.pos++;
@@ -219,13 +222,13 @@ class Parser {
     }
   }
 
-  /** The domain's Unicode rule: NFC (well-formedness is checked while decoding). */
-  checkText(s: string): boolean {
-    if (this.mode.rfc8785) return true;
+  /** The domain's Unicode rules: no code point of §2.4, then NFC (well-formedness is checked while decoding). */
+  checkText(s: string): "unstable_normalization" | "not_nfc" | undefined {
+    if (this.mode.rfc8785) return undefined;
     for (let i = 0; i < s.length; i++) {
-      if (s.charCodeAt(i) >= 0x80) return s.normalize("NFC") === s;
+      if (s.charCodeAt(i) >= 0x80) return normalizationFault(s);
     }
-    return true;
+    return undefined;
   }
 
   /** Decodes the string whose opening quote is at pos. */

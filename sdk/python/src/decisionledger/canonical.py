@@ -32,6 +32,7 @@ from json.encoder import encode_basestring as _json_string  # type: ignore[attr-
 from typing import Any
 
 from .errors import DomainError, Kind
+from .unicode import has_unstable_normalization, normalization_fault
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -254,7 +255,11 @@ class _Parser:
                 raise self.fail(Kind.SYNTAX, self.pos)
 
     def check_text(self, s: str) -> tuple[str, str]:
-        if s.isascii() or unicodedata.is_normalized("NFC", s):
+        if s.isascii():
+            return s, ""
+        if has_unstable_normalization(s):
+            return "", Kind.UNSTABLE_NORMALIZATION
+        if unicodedata.is_normalized("NFC", s):
             return s, ""
         if self.normalize:
             return unicodedata.normalize("NFC", s), ""
@@ -602,7 +607,9 @@ def canonicalize(data: bytes, domain: Domain = Domain()) -> bytes:
 # hooks that see every number as its lexeme, every object's members in
 # order (duplicates) and every NaN or Infinity, and the result is then held
 # to the rules the scanner does not know: nesting depth, lone surrogates
-# (the canonical text does not encode as UTF-8) and NFC (checked over the
+# (the canonical text does not encode as UTF-8), the code points of
+# docs/commitment.md section 2.4 (any of them sends the text to the
+# reference tokenizer, which names the string) and NFC (checked over the
 # canonical text, whose escapes never take part in a composition, so that a
 # string out of NFC always leaves the text out of NFC; the reverse can
 # happen, "\n" before U+0301, and only costs the slow path). Anything
@@ -683,7 +690,7 @@ def _fast(data: bytes, domain: Domain) -> tuple[Any, bytes] | None:
         out = serialize_text(tree)  # floats in the ECMAScript form
     else:
         out = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False)
-    if not out.isascii() and not unicodedata.is_normalized("NFC", out):
+    if not out.isascii() and (has_unstable_normalization(out) or not unicodedata.is_normalized("NFC", out)):
         return None
     try:
         return tree, out.encode("utf-8")
@@ -710,8 +717,8 @@ def _check_value(v: Any, domain: Domain, path: list, depth: int) -> Any:
     if isinstance(v, str):
         if _has_surrogate(v):
             raise DomainError(Kind.LONE_SURROGATE, pointer(path))
-        if not v.isascii() and not unicodedata.is_normalized("NFC", v):
-            raise DomainError(Kind.NOT_NFC, pointer(path))
+        if fault := normalization_fault(v):
+            raise DomainError(fault, pointer(path))
         return str(v)
     if isinstance(v, bool):
         return bool(v)
@@ -740,8 +747,8 @@ def _check_value(v: Any, domain: Domain, path: list, depth: int) -> Any:
                                   py_type=type(k).__name__)
             if _has_surrogate(k):
                 raise DomainError(Kind.LONE_SURROGATE, pointer(path), key=True)
-            if not k.isascii() and not unicodedata.is_normalized("NFC", k):
-                raise DomainError(Kind.NOT_NFC, pointer(path), key=True)
+            if fault := normalization_fault(k):
+                raise DomainError(fault, pointer(path), key=True)
             path.append(k)
             out[str(k)] = _check_value(x, domain, path, depth)
             path.pop()

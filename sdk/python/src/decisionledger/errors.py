@@ -27,6 +27,7 @@ class Kind:
     INVALID_UTF8 = "invalid_utf8"
     LONE_SURROGATE = "lone_surrogate"
     DUPLICATE_KEY = "duplicate_key"
+    UNSTABLE_NORMALIZATION = "unstable_normalization"
     NOT_NFC = "not_nfc"
     INTEGER_RANGE = "integer_range"
     NON_INTEGER = "non_integer"
@@ -39,7 +40,7 @@ class Kind:
 
     ALL = frozenset(
         {
-            SYNTAX, INVALID_UTF8, LONE_SURROGATE, DUPLICATE_KEY, NOT_NFC,
+            SYNTAX, INVALID_UTF8, LONE_SURROGATE, DUPLICATE_KEY, UNSTABLE_NORMALIZATION, NOT_NFC,
             INTEGER_RANGE, NON_INTEGER, INEXACT_NUMBER, NON_FINITE, TOO_DEEP,
             TOO_LARGE, NOT_OBJECT, UNSUPPORTED_TYPE,
         }

@@ -36,7 +36,6 @@ import hmac
 import os
 import re
 import secrets
-import unicodedata
 from typing import Any, Iterable, Protocol
 
 from .canonical import Domain, parse, pointer, serialize
@@ -44,6 +43,7 @@ from .canonical import _json_string  # type: ignore[attr-defined]
 from .digest import (HIDING_DIGEST_PREFIX, Commitment, MalformedDigestError, _first_non_space, params_digests_equal,
                      parse_params_digest)
 from .errors import DomainError, Kind, LedgerError, _quote
+from .unicode import normalization_fault
 
 __all__ = [
     "FIELD_DOMAIN_SEPARATOR",
@@ -246,8 +246,8 @@ def _jcs_text(s: str, what: str, key: bool = False) -> bytes:
         raise TypeError(f"{what} is a str, not {type(s).__name__}")
     if _SURROGATE.search(s):
         raise DomainError(Kind.LONE_SURROGATE, "", key=key)
-    if not s.isascii() and not unicodedata.is_normalized("NFC", s):
-        raise DomainError(Kind.NOT_NFC, "", key=key)
+    if fault := normalization_fault(s):
+        raise DomainError(fault, "", key=key)
     return _json_string(s).encode("utf-8")
 
 
