@@ -424,7 +424,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var firstToken, created string
 	if df.config == "" {
 		if _, err := os.Stat(configPath); errors.Is(err, fs.ErrNotExist) {
-			res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: config.DefaultListen, reuseKey: true})
+			// No listen: --listen is this start's, not a choice to pin
+			// in the file; later starts listen on the default.
+			res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, reuseKey: true})
 			if err != nil {
 				return fail(stderr, "%v", err)
 			}

@@ -34,7 +34,7 @@ func initDataDir(dir string) (configPath, token string, err error) {
 	if _, err := os.Stat(configPath); err == nil {
 		return configPath, "", nil
 	}
-	res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: config.DefaultListen, reuseKey: true})
+	res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, reuseKey: true})
 	if err != nil {
 		return "", "", err
 	}
@@ -199,7 +199,7 @@ func TestTokenRefusesAmbiguousConfig(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	_, hash := newToken()
-	b = bytes.Replace(b, []byte(`"listen"`), []byte(`"Mediators": [{"name": "other", "token_sha256": "`+hash+`"}], "listen"`), 1)
+	b = bytes.Replace(b, []byte(`"key_file"`), []byte(`"Mediators": [{"name": "other", "token_sha256": "`+hash+`"}], "key_file"`), 1)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
