@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/decisionledger/ledger/internal/pgurl"
 )
@@ -227,6 +228,22 @@ func MemberText(text []byte, name string) (string, bool, error) {
 	return v, true, nil
 }
 
+// OtherMembers are the members the text sets, not to null, that are
+// not scalar members (mediators, approvals, ...), in the text's order.
+func OtherMembers(text []byte) ([]string, error) {
+	top, err := members(text)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, m := range top {
+		if string(m.value) != "null" && !slices.ContainsFunc(ScalarMembers(), func(s string) bool { return strings.EqualFold(s, m.key) }) {
+			names = append(names, m.key)
+		}
+	}
+	return names, nil
+}
+
 // Default is the value in force of scalar member name when the file does
 // not set it, as the file would write it, for the config c (some
 // defaults are derived: max_connections from the descriptor limit,
@@ -241,7 +258,7 @@ func (c *Config) Default(name string) (value string, ok bool, means string) {
 	case "store":
 		return "", false, "none: a badger store in store_dir"
 	case "checkpoint_interval":
-		return defaultCheckpointInterval.String(), true, ""
+		return durationText(defaultCheckpointInterval), true, ""
 	case "min_commit_interval":
 		return "1ms", true, "" // the ledger's (ledger.Options.MinCommitInterval)
 	case "max_body_bytes":
@@ -249,11 +266,11 @@ func (c *Config) Default(name string) (value string, ok bool, means string) {
 	case "tiles_prefix":
 		return "", false, "the root: /checkpoint, /tile/..."
 	case "idle_timeout":
-		return defaultIdleTimeout.String(), true, ""
+		return durationText(defaultIdleTimeout), true, ""
 	case "body_timeout":
-		return DefaultBodyTimeout.String(), true, ""
+		return durationText(DefaultBodyTimeout), true, ""
 	case "write_timeout":
-		return DefaultWriteTimeout.String(), true, ""
+		return durationText(DefaultWriteTimeout), true, ""
 	case "max_connections", "max_connections_per_source":
 		maxConns, perSource, err := c.ConnectionCaps()
 		switch {
@@ -272,9 +289,18 @@ func (c *Config) Default(name string) (value string, ok bool, means string) {
 	case "witnesses_needed":
 		return strconv.Itoa(c.WitnessesNeededCount()), true, ""
 	case "witness_interval":
-		return defaultWitnessInterval.String(), true, ""
+		return durationText(defaultWitnessInterval), true, ""
 	}
 	return "", false, "none" // key_file, store_dir: required
+}
+
+// durationText is d as docs/config.md writes defaults: whole seconds
+// as "60s", others as time.Duration writes them ("100ms").
+func durationText(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
 }
 
 // fieldType is the Go type of Config's member name.

@@ -199,7 +199,7 @@ func TestMemberTextAndDefault(t *testing.T) {
 	maxConns, _, _ := cfg.ConnectionCaps()
 	for name, want := range map[string]string{
 		"listen": DefaultListen, "checkpoint_interval": ledger.DefaultCheckpointInterval.String(), "min_commit_interval": "1ms",
-		"max_body_bytes": "262144", "idle_timeout": time.Minute.String(), "body_timeout": "30s", "write_timeout": "1m0s",
+		"max_body_bytes": "262144", "idle_timeout": "60s", "body_timeout": "30s", "write_timeout": "60s",
 		"witness_interval": "1s", "witnesses_needed": "0", "max_connections": strconv.Itoa(maxConns),
 	} {
 		if got, ok, _ := cfg.Default(name); !ok || got != want {
