@@ -272,3 +272,22 @@ func TestChangesOnNewFile(t *testing.T) {
 		t.Errorf("key rotate: %v", err)
 	}
 }
+
+// docs/config.md "Changing the config" names the members ledgerd config
+// reads and changes: exactly ScalarMembers, in order.
+func TestConfigDocScalarMembers(t *testing.T) {
+	doc, err := os.ReadFile(configDocPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## Changing the config: `ledgerd config`\n")
+	_, list, _ := strings.Cut(section, "members by name: ")
+	list, _, _ = strings.Cut(list, ".\n")
+	var names []string
+	for _, item := range strings.Split(list, ",") {
+		names = append(names, strings.Trim(strings.TrimSpace(item), "`"))
+	}
+	if got, want := strings.Join(names, ","), strings.Join(ScalarMembers(), ","); got != want {
+		t.Errorf("%s lists the members %s\nwant %s", configDocPath, got, want)
+	}
+}
