@@ -74,9 +74,9 @@ var otherCommands = map[string]string{
 	"witnesses":            "edit the file by hand",
 }
 
-// UnknownMemberError is a name that is no scalar member of the config:
-// Nearest is the scalar member closest to it in spelling, which the
-// operator may have meant.
+// UnknownMemberError is a name that is no member of the config: Nearest
+// is the top-level member closest to it in spelling, which the operator
+// may have meant.
 type UnknownMemberError struct {
 	Name, Nearest string
 }
@@ -105,7 +105,11 @@ func CheckScalarMember(name string) error {
 	if why, ok := otherCommands[name]; ok {
 		return &NotSettableError{name, why}
 	}
-	return &UnknownMemberError{name, nearest(name, ScalarMembers())}
+	var all []string
+	for _, f := range topFields() {
+		all = append(all, f.name)
+	}
+	return &UnknownMemberError{name, nearest(name, all)}
 }
 
 // checkSettable is CheckScalarMember, refusing key_file too.

@@ -118,6 +118,7 @@ func TestSetMemberRefusals(t *testing.T) {
 		{"lisen", "127.0.0.1:9443", `no member "lisen" in the config: did you mean "listen"?`},
 		{"catalog", "/x", `did you mean "catalog_dir"?`},
 		{"Listen", "127.0.0.1:9443", `did you mean "listen"?`},
+		{"mediator", "x", `no member "mediator" in the config: did you mean "mediators"?`},
 		{"mediators", "[]", `mediators is not a member ledgerd config sets: "ledgerd token add" and "ledgerd token rotate" change it`},
 		{"tls", "-", "tls is not a member ledgerd config sets: edit the file by hand"},
 		{"key_file", "other.key", `"ledgerd key rotate" changes it`},

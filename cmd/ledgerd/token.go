@@ -107,8 +107,8 @@ func editConfigMode(path string, keepMode bool, change func(old []byte) ([]byte,
 // atomically, mode 0600, and with the owner of the file it replaces (when
 // the owner differs from the user running ledgerd, which must then be
 // root, a file of its own would leave ledgerd unable to read its config).
-// It refuses if the file changed since old was read (another ledgerd
-// token running at once).
+// It refuses if the file changed since old was read (another command
+// changing it at once).
 func replaceConfig(path string, old, text []byte) error {
 	return replaceConfigMode(path, old, text, false)
 }
@@ -129,7 +129,7 @@ func replaceConfigMode(path string, old, text []byte, keepMode bool) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, old) {
-			return fmt.Errorf("%s changed while ledgerd token ran: nothing was written; run it again", path)
+			return fmt.Errorf("%s changed while this command ran (another ledgerd token, approver or config at once?): nothing was written; run it again", path)
 		}
 		return nil
 	}})

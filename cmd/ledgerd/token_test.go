@@ -178,7 +178,7 @@ func TestReplaceConfigRefusesChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := replaceConfig(path, []byte("{}\n"), []byte("{\"listen\": \"127.0.0.1:8082\"}\n"))
-	if err == nil || !strings.Contains(err.Error(), "changed while ledgerd token ran") {
+	if err == nil || !strings.Contains(err.Error(), "changed while this command ran") {
 		t.Fatalf("replaceConfig over a changed file: %v", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "{\"listen\": \"127.0.0.1:8081\"}\n" {
