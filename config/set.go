@@ -112,8 +112,9 @@ func CheckScalarMember(name string) error {
 	return &UnknownMemberError{name, nearest(name, all)}
 }
 
-// checkSettable is CheckScalarMember, refusing key_file too.
-func checkSettable(name string) error {
+// CheckSettableMember is CheckScalarMember for SetMember and
+// UnsetMember, which refuse key_file too.
+func CheckSettableMember(name string) error {
 	if err := CheckScalarMember(name); err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func checkSettable(name string) error {
 // JSON object, and the changed text a valid config; text that already
 // holds the value is returned as it is.
 func SetMember(text []byte, path, name, value string) ([]byte, error) {
-	if err := checkSettable(name); err != nil {
+	if err := CheckSettableMember(name); err != nil {
 		return nil, err
 	}
 	var raw []byte
@@ -171,7 +172,7 @@ func SetMember(text []byte, path, name, value string) ([]byte, error) {
 // object, and the changed text a valid config (a required member
 // cannot go); text without the member is returned as it is.
 func UnsetMember(text []byte, path, name string) ([]byte, error) {
-	if err := checkSettable(name); err != nil {
+	if err := CheckSettableMember(name); err != nil {
 		return nil, err
 	}
 	top, err := members(text)

@@ -36,7 +36,11 @@ func configCommand(args []string, stdout, stderr io.Writer) int {
 	var name string
 	if n > 0 {
 		name = operands[0]
-		if err := config.CheckScalarMember(name); err != nil {
+		check := config.CheckScalarMember
+		if op == "set" || op == "unset" {
+			check = config.CheckSettableMember
+		}
+		if err := check(name); err != nil {
 			return usageError(stderr, cmd, "%v", err)
 		}
 	}
