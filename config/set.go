@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/decisionledger/ledger/internal/pgurl"
 )
@@ -146,6 +147,8 @@ func SetMember(text []byte, path, name, value string) ([]byte, error) {
 		raw = []byte(value)
 	case value == "":
 		return nil, fmt.Errorf("%s: the value is empty: \"ledgerd config unset %s\" gives it its default", name, name)
+	case !utf8.ValidString(value):
+		return nil, fmt.Errorf("%s: the value is not UTF-8", name)
 	case IsPathMember(name):
 		raw = quote(relativeTo(path, value))
 	default:

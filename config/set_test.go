@@ -292,3 +292,36 @@ func TestConfigDocScalarMembers(t *testing.T) {
 		t.Errorf("%s lists the members %s\nwant %s", configDocPath, got, want)
 	}
 }
+
+// Any value SetMember takes reads back exactly, and unsetting it again
+// gives back the text it was set in (key_name: a string the config's
+// checks leave to the key).
+func FuzzSetMember(f *testing.F) {
+	for _, v := range []string{"ledger.example.com/log", `a "quoted" <name> & \\ back`, "\u2028", "\x00", "\xff"} {
+		f.Add(v)
+	}
+	dir := f.TempDir()
+	path := filepath.Join(dir, "ledgerd.json")
+	if err := os.WriteFile(filepath.Join(dir, "ledger.key"), []byte("a key\n"), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "store"), 0o700); err != nil {
+		f.Fatal(err)
+	}
+	text := NewFile("", "ledger.key", "store", Mediator{Name: "local", TokenSHA256: tokenHash("local-token-example")})
+	f.Fuzz(func(t *testing.T, value string) {
+		set, err := SetMember(text, path, "key_name", value)
+		if err != nil {
+			return
+		}
+		if got, ok, err := MemberText(set, "key_name"); err != nil || !ok || got != value {
+			t.Fatalf("set %q, read back %q, %v, %v", value, got, ok, err)
+		}
+		if cfg, err := Parse(set, path); err != nil || cfg.KeyName != value {
+			t.Fatalf("set %q, parsed %v", value, err)
+		}
+		if back, err := UnsetMember(set, path, "key_name"); err != nil || string(back) != string(text) {
+			t.Fatalf("unset after set %q: %v\n%s", value, err, back)
+		}
+	})
+}
