@@ -116,10 +116,28 @@ func changeEffect(path, name string, old, text []byte) string {
 	if err != nil {
 		return "the changed config is refused" // SetMember checked it: a bug
 	}
-	if slices.Contains(config.RestartFields(was, now), name) {
+	if !defaultWrittenOut(old, was, text, now, name) && slices.Contains(config.RestartFields(was, now), name) {
 		return "a running ledgerd takes it only at a restart (systemctl restart ledgerd): SIGHUP does not change " + name
 	}
 	return "the value in force is the same: a running ledgerd needs nothing"
+}
+
+// defaultWrittenOut reports whether the change of member name from old
+// (the config was) to text (now) only wrote out its default, or removed
+// it where it was written out: the value in force is the same. (Two
+// values written differ as RestartFields says.)
+func defaultWrittenOut(old []byte, was *config.Config, text []byte, now *config.Config, name string) bool {
+	oldValue, oldSet, _ := config.MemberText(old, name)
+	newValue, newSet, _ := config.MemberText(text, name)
+	switch {
+	case !oldSet && newSet:
+		def, ok, _ := was.Default(name)
+		return ok && newValue == def
+	case oldSet && !newSet:
+		def, ok, _ := now.Default(name)
+		return ok && oldValue == def
+	}
+	return false
 }
 
 // configGet prints member name's value: the file's, as written (a path
