@@ -56,6 +56,13 @@ func topFields() []topField {
 	return fs
 }
 
+// IsIntegerMember reports whether scalar member name is an integer (a
+// JSON number in the file); the others are strings.
+func IsIntegerMember(name string) bool {
+	t := fieldType(name)
+	return t != nil && (t.Kind() == reflect.Int || t.Kind() == reflect.Int64)
+}
+
 // pathMembers are the scalar members that are paths, relative to the
 // config file's directory.
 var pathMembers = []string{"key_file", "store_dir", "catalog_dir", "policy_dir"}
@@ -138,8 +145,8 @@ func SetMember(text []byte, path, name, value string) ([]byte, error) {
 		return nil, err
 	}
 	var raw []byte
-	switch kind := fieldType(name).Kind(); {
-	case kind == reflect.Int || kind == reflect.Int64:
+	switch {
+	case IsIntegerMember(name):
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil || strconv.FormatInt(n, 10) != value {
 			return nil, fmt.Errorf("%s: the value is not an integer in decimal (such as 262144)", name)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +27,10 @@ func configCommand(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	var df dataFlags
 	df.register(fset)
+	var asJSON bool
+	if op == "show" {
+		fset.BoolVar(&asJSON, "json", false, "")
+	}
 	n := map[string]int{"set": 2, "unset": 1, "get": 1, "show": 0}[op]
 	operands, code, ok := parseArgs(fset, args[1:], n, stdout, stderr)
 	if !ok {
@@ -54,7 +60,7 @@ func configCommand(args []string, stdout, stderr io.Writer) int {
 	case "get":
 		err = configGet(path, name, stdout, stderr)
 	default:
-		err = configShow(path, stdout)
+		err = configShow(path, asJSON, stdout)
 	}
 	if err != nil {
 		return fail(stderr, "%s: %v", cmd, err)
@@ -170,10 +176,24 @@ func configGet(path, name string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// shownMember is one member of "ledgerd config show --json".
+type shownMember struct {
+	// Value is the file's value, or the default's: a number for an
+	// integer member, else a string; absent for a default that is no
+	// value.
+	Value json.RawMessage `json:"value,omitempty"`
+	// Default is whether the file does not set the member.
+	Default bool `json:"default"`
+	// Means says what a default that is no value means.
+	Means string `json:"means,omitempty"`
+}
+
 // configShow prints every scalar member, one a line: its name and the
 // file's value, or its default marked as one; then the other members
-// the file sets.
-func configShow(path string, stdout io.Writer) error {
+// the file sets. With asJSON, one JSON object: "members", each scalar
+// member by name, in the config's order, as a shownMember, and "also_set",
+// the other members' names.
+func configShow(path string, asJSON bool, stdout io.Writer) error {
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -182,26 +202,84 @@ func configShow(path string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w (\"ledgerd config get NAME\" reads a member, \"ledgerd config set\" or \"unset\" fixes one)", err)
 	}
-	width := 0
-	for _, name := range config.ScalarMembers() {
-		width = max(width, len(name))
+	others, err := config.OtherMembers(text)
+	if err != nil {
+		return err
 	}
-	for _, name := range config.ScalarMembers() {
+	names := config.ScalarMembers()
+	shown := make([]shownMember, len(names))
+	for i, name := range names {
 		value, set, err := config.MemberText(text, name)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
+		s := &shown[i]
 		if !set {
-			if v, ok, means := cfg.Default(name); ok {
-				value = v + "  (default)"
-			} else {
-				value = "(default: " + means + ")"
+			s.Default = true
+			var ok bool
+			if value, ok, s.Means = cfg.Default(name); !ok {
+				continue
 			}
+		}
+		if config.IsIntegerMember(name) {
+			s.Value = json.RawMessage(value)
+		} else {
+			s.Value, _ = json.Marshal(value)
+		}
+	}
+	if asJSON {
+		var b bytes.Buffer
+		b.WriteString(`{"members":{`)
+		for i, name := range names {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(name)
+			v, _ := json.Marshal(shown[i])
+			b.Write(k)
+			b.WriteByte(':')
+			b.Write(v)
+		}
+		b.WriteString(`},"also_set":`)
+		list, _ := json.Marshal(append([]string{}, others...))
+		b.Write(list)
+		b.WriteByte('}')
+		var out bytes.Buffer
+		if err := json.Indent(&out, b.Bytes(), "", "  "); err != nil {
+			return err
+		}
+		out.WriteByte('\n')
+		_, err := stdout.Write(out.Bytes())
+		return err
+	}
+	width := 0
+	for _, name := range names {
+		width = max(width, len(name))
+	}
+	for i, name := range names {
+		var value string
+		switch s := shown[i]; {
+		case s.Value == nil:
+			value = "(default: " + s.Means + ")"
+		case s.Default:
+			value = showText(s.Value) + "  (default)"
+		default:
+			value = showText(s.Value)
 		}
 		fmt.Fprintf(stdout, "%-*s  %s\n", width, name, value)
 	}
-	if others, _ := config.OtherMembers(text); len(others) > 0 {
+	if len(others) > 0 {
 		fmt.Fprintf(stdout, "also set: %s\n", strings.Join(others, ", "))
 	}
 	return nil
+}
+
+// showText is a shown value as text: a string's characters, a number's
+// digits.
+func showText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
 }

@@ -12,7 +12,7 @@
 //	ledgerd config set NAME VALUE [--config FILE | --data DIR]
 //	ledgerd config unset NAME [--config FILE | --data DIR]
 //	ledgerd config get NAME [--config FILE | --data DIR]
-//	ledgerd config show [--config FILE | --data DIR]
+//	ledgerd config show [--json] [--config FILE | --data DIR]
 //	ledgerd fsck [--config FILE | --data DIR] [--online] [--signatures] [--max-damage N]
 //	ledgerd check [--config FILE | --data DIR]   (fsck's older name)
 //	ledgerd keygen --name ORIGIN --out FILE
@@ -64,7 +64,7 @@ const usage = `Usage:
     ledgerd config set NAME VALUE [--config FILE | --data DIR]
     ledgerd config unset NAME [--config FILE | --data DIR]
     ledgerd config get NAME [--config FILE | --data DIR]
-    ledgerd config show [--config FILE | --data DIR]
+    ledgerd config show [--json] [--config FILE | --data DIR]
     ledgerd fsck [--config FILE | --data DIR] [--online] [--signatures] [--max-damage N]
     ledgerd check [--config FILE | --data DIR]   (fsck's older name)
     ledgerd keygen --name ORIGIN --out FILE
@@ -200,6 +200,12 @@ Options:
                       signed checkpoint.
     --signatures      fsck: also verify every entry's signature.
     --max-damage N    fsck: report at most N problems (default 100).
+    --json            config show: one JSON object instead: "members", each
+                      scalar member by name, in the config's order, as
+                      {"value": …, "default": true|false} (a number for an
+                      integer member, else a string; no value but
+                      "means" for a default that is none), and
+                      "also_set", the other members' names.
 
 Environment:
     GOMEMLIMIT        The Go memory limit, as the Go runtime reads it (such
