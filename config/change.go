@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -258,12 +257,7 @@ func RotateKey(text []byte, path, newKey, oldVKey string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	keyFile := newKey
-	if dir, err := filepath.Abs(filepath.Dir(path)); err == nil {
-		if rel, err := filepath.Rel(dir, newKey); err == nil && !strings.HasPrefix(rel, "..") {
-			keyFile = rel
-		}
-	}
+	keyFile := relativeTo(path, newKey)
 	ki, err := findMember(top, "key_file")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -303,14 +297,25 @@ func RotateKey(text []byte, path, newKey, oldVKey string) ([]byte, error) {
 	return changed, nil
 }
 
-// NewFile is the text of a new config file, as "ledgerd init" writes
-// it: listen, the key file and the store directory (relative to the
-// file's directory) and one mediator m, every other member with its zero
-// value (its default), in Config's order, indented by two spaces.
+// NewFile is the text of a new config file, as "ledgerd init" and a
+// first start write it: only what the operator chose and what Load
+// requires. listen only if it is not "" (the operator gave it), the key
+// file and the store directory (relative to the file's directory) and
+// one mediator m, its name and token hash; every other member is absent,
+// so that it has its default, and the file pins nothing nobody chose.
+// Members are in Config's order, indented by two spaces.
 func NewFile(listen, keyFile, storeDir string, m Mediator) []byte {
-	b, _ := json.MarshalIndent(Config{
-		Listen: listen, KeyFile: keyFile, StoreDir: storeDir,
-		Mediators: []Mediator{m},
-	}, "", "  ")
-	return append(b, '\n')
+	var top []member
+	if listen != "" {
+		top = append(top, member{"listen", quote(listen)})
+	}
+	top = append(top,
+		member{"key_file", quote(keyFile)},
+		member{"store_dir", quote(storeDir)},
+		member{"mediators", joinArray([]json.RawMessage{joinObject([]member{
+			{"name", quote(m.Name)}, {"token_sha256", quote(m.TokenSHA256)},
+		})})},
+	)
+	text, _ := indent(top) // valid JSON: every value is quoted or joined
+	return text
 }

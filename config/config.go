@@ -34,8 +34,11 @@
 // The changes ledgerd's commands make to the file are here too
 // (change.go): AddMediatorToken and RotateMediatorToken ("ledgerd
 // token"), AddApprover and RemoveApprover ("ledgerd approver"), RotateKey
-// ("ledgerd key rotate"), and NewFile, the text "ledgerd init" writes.
-// Each takes the file's text and returns the changed text, parsed and
+// ("ledgerd key rotate"), SetMember and UnsetMember ("ledgerd config",
+// set.go: the top-level scalar members, ScalarMembers), and NewFile,
+// the text "ledgerd init" and a first start write: only the key file,
+// the store directory, one mediator and, if given, listen. Each change
+// takes the file's text and returns the changed text, parsed and
 // checked; only the members it names change, the others keep their
 // place and value. They write no file: the caller replaces it
 // atomically, and only if it still holds the text it read.

@@ -15,6 +15,7 @@ func TestCommandUsage(t *testing.T) {
 		"serve": "serve", "init": "init", "token add": "token", "token rotate": "token",
 		"approver add": "approver", "approver remove": "approver", "fsck": "fsck", "check": "fsck",
 		"keygen": "keygen", "key rotate": "key",
+		"config set": "config", "config unset": "config", "config get": "config", "config show": "config",
 	}
 	for name, word := range commands {
 		help := commandUsage(name)

@@ -35,10 +35,12 @@ func initCommand(args []string, stdout, stderr io.Writer) int {
 	df.register(fset)
 	origin := fset.String("name", "", "")
 	mediator := fset.String("mediator", localMediator, "")
-	listen := fset.String("listen", config.DefaultListen, "")
+	listen := fset.String("listen", "", "")
 	if _, code, ok := parseArgs(fset, args, 0, stdout, stderr); !ok {
 		return code
 	}
+	listenSet := false
+	fset.Visit(func(f *flag.Flag) { listenSet = listenSet || f.Name == "listen" })
 	if err := df.check(fset); err != nil {
 		return usageError(stderr, "init", "%v", err)
 	}
@@ -48,8 +50,10 @@ func initCommand(args []string, stdout, stderr io.Writer) int {
 	if err := config.CheckMediatorName(*mediator); err != nil {
 		return usageError(stderr, "init", "--mediator: %v", err)
 	}
-	if err := config.CheckListen(*listen); err != nil {
-		return usageError(stderr, "init", "--listen: %v", err)
+	if listenSet {
+		if err := config.CheckListen(*listen); err != nil {
+			return usageError(stderr, "init", "--listen: %v", err)
+		}
 	}
 	res, err := createDataDir(newDataDir{config: df.path(), origin: *origin, mediator: *mediator, listen: *listen})
 	if err != nil {
@@ -70,7 +74,7 @@ type newDataDir struct {
 	config   string // the config file's path
 	origin   string // the key's name, the log's origin
 	mediator string // the config's one mediator
-	listen   string
+	listen   string // the listen member to write; "" for none (the default)
 	// reuseKey keeps a key already there, which an earlier first start
 	// that failed left (the config is what marks a data directory as
 	// made). Without it an existing key, or a store that is not empty,
@@ -85,7 +89,8 @@ type createdDataDir struct {
 
 // createDataDir creates n's directory (mode 0700) if needed, then the key
 // (mode 0600), the store directory and, last, the config naming them and
-// the mediator with a new random token, stored only as its SHA-256. It
+// the mediator with a new random token, stored only as its SHA-256, and
+// nothing else but n.listen if set (config.NewFile). It
 // never overwrites a file: an existing config is refused, and so is an
 // existing key or a store that is not empty unless n.reuseKey.
 func createDataDir(n newDataDir) (createdDataDir, error) {

@@ -9,6 +9,10 @@
 //	ledgerd token rotate NAME [--overlap DURATION] [--config FILE | --data DIR]
 //	ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
 //	ledgerd approver remove NAME [--config FILE | --data DIR]
+//	ledgerd config set NAME VALUE [--config FILE | --data DIR]
+//	ledgerd config unset NAME [--config FILE | --data DIR]
+//	ledgerd config get NAME [--config FILE | --data DIR]
+//	ledgerd config show [--json] [--config FILE | --data DIR]
 //	ledgerd fsck [--config FILE | --data DIR] [--online] [--signatures] [--max-damage N]
 //	ledgerd check [--config FILE | --data DIR]   (fsck's older name)
 //	ledgerd keygen --name ORIGIN --out FILE
@@ -19,8 +23,9 @@
 // directory (./ledgerd-data), which it creates on first start with a new
 // signing key, an empty store and one mediator token, printed once it
 // serves. "ledgerd init" creates a data directory for production, "ledgerd
-// token" adds mediators and rotates their tokens, and docs/config.md is the
-// reference of the config file. The usage constant below is the full text.
+// token" adds mediators and rotates their tokens, "ledgerd config" sets and
+// shows the config's scalar members, and docs/config.md is the reference
+// of the config file. The usage constant below is the full text.
 package main
 
 import (
@@ -56,6 +61,10 @@ const usage = `Usage:
     ledgerd token rotate NAME [--overlap DURATION] [--config FILE | --data DIR]
     ledgerd approver add NAME --actions A,B [--principals P,Q] [--config FILE | --data DIR]
     ledgerd approver remove NAME [--config FILE | --data DIR]
+    ledgerd config set NAME VALUE [--config FILE | --data DIR]
+    ledgerd config unset NAME [--config FILE | --data DIR]
+    ledgerd config get NAME [--config FILE | --data DIR]
+    ledgerd config show [--json] [--config FILE | --data DIR]
     ledgerd fsck [--config FILE | --data DIR] [--online] [--signatures] [--max-damage N]
     ledgerd check [--config FILE | --data DIR]   (fsck's older name)
     ledgerd keygen --name ORIGIN --out FILE
@@ -106,6 +115,23 @@ Commands:
               config atomically. A running ledgerd takes the change on
               SIGHUP (a removed approver's sessions end); turning
               approvals on needs a restart.
+    config    The config's top-level scalar members (listen, catalog_dir,
+              policy_dir, checkpoint_interval, max_body_bytes, ...:
+              docs/config.md), by name. set: NAME's value becomes VALUE (an
+              integer in decimal, else text; a relative path is from the
+              working directory); unset: NAME goes, and has its default.
+              The changed config must pass every check ledgerd makes at
+              start, or nothing is written; an unknown NAME is refused
+              with the nearest known one. Rewrites the config atomically,
+              keeping its other members, their order, its owner and mode,
+              and says whether a running ledgerd takes the change on
+              SIGHUP or needs a restart. get: prints NAME's value, as the
+              file writes it, or its default if the file does not set it.
+              show: every scalar member, its value or its default. A
+              store URL's password is never printed. key_file changes
+              only with key rotate; lists and objects (mediators,
+              approvals, tls, ...) have their commands or are edited by
+              hand.
     fsck      Read the whole store and check it, with ledgerd stopped: every
               frame and entry checksum, the index and badger's tables; every
               entry rehashed into the tree and the tiles, each tile compared
@@ -155,7 +181,10 @@ Options:
     --data DIR        The data directory; its config is DIR/ledgerd.json.
                       Default ./ledgerd-data.
     --listen ADDR     serve: serve on ADDR (host:port) instead of the
-                      config's listen. init: the listen address to write.
+                      config's listen; a first start does not write it
+                      in the config it creates. init: the listen address
+                      to write (without it, none is written: the default
+                      127.0.0.1:8080).
     --name ORIGIN     The log's name, in every checkpoint, such as
                       ledger.example.com/log. It cannot change later.
     --mediator NAME   init: the mediator to create. Default "local".
@@ -171,6 +200,12 @@ Options:
                       signed checkpoint.
     --signatures      fsck: also verify every entry's signature.
     --max-damage N    fsck: report at most N problems (default 100).
+    --json            config show: one JSON object instead: "members", each
+                      scalar member by name, in the config's order, as
+                      {"value": …, "default": true|false} (a number for an
+                      integer member, else a string; no value but
+                      "means" for a default that is none), and
+                      "also_set", the other members' names.
 
 Environment:
     GOMEMLIMIT        The Go memory limit, as the Go runtime reads it (such
@@ -188,6 +223,9 @@ Examples:
     $ ledgerd init --data /var/lib/ledgerd --name ledger.example.com/log
     $ ledgerd token add billing --data /var/lib/ledgerd > billing.token
     $ ledgerd approver add alice --actions send_email,refund --data /var/lib/ledgerd < alice.password
+    $ ledgerd config set catalog_dir /etc/ledgerd/declarations --data /var/lib/ledgerd
+    $ ledgerd config get listen --data /var/lib/ledgerd
+    $ ledgerd config show --data /var/lib/ledgerd
     $ ledgerd serve --config /var/lib/ledgerd/ledgerd.json
     $ ledgerd fsck --config /var/lib/ledgerd/ledgerd.json
     $ ledgerd fsck --online --data /var/lib/ledgerd
@@ -219,6 +257,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return token(rest, stdout, stderr)
 	case "approver":
 		return approverCommand(rest, stdout, stderr)
+	case "config":
+		return configCommand(rest, stdout, stderr)
 	case "fsck", "check":
 		return fsckCommand(ctx, cmd, rest, stdout, stderr)
 	case "keygen":
@@ -428,7 +468,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var firstToken, created string
 	if df.config == "" {
 		if _, err := os.Stat(configPath); errors.Is(err, fs.ErrNotExist) {
-			res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: config.DefaultListen, reuseKey: true})
+			// No listen: --listen is this start's, not a choice to pin
+			// in the file; later starts listen on the default.
+			res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, reuseKey: true})
 			if err != nil {
 				return fail(stderr, "%v", err)
 			}

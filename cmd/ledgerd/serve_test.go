@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/catalog"
+	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/apitest"
 	"github.com/decisionledger/ledger/storage/badger"
 )
@@ -122,6 +123,44 @@ func TestFirstStartBusyPort(t *testing.T) {
 	}
 }
 
+// A first start writes only what it chose and Load requires: the key,
+// the store and the mediator. Its --listen is that start's, not pinned
+// in the file, so that a later plain start listens on the default. (The
+// later start is made to find the default busy, held here or by another
+// process, so that it names the address it tried without serving.)
+func TestFirstStartWritesOnlyWhatItChose(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s := startServing(t, "--data", dir, "--listen", "127.0.0.1:0")
+	if code := s.stop(); code != 0 {
+		t.Fatalf("first start: exit %d", code)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, configName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name := range top {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if got := strings.Join(names, ","); got != "key_file,mediators,store_dir" {
+		t.Errorf("the first start wrote the members %s, want key_file,mediators,store_dir:\n%s", got, b)
+	}
+
+	if held, err := net.Listen("tcp", config.DefaultListen); err == nil {
+		defer held.Close()
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"serve", "--data", dir}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "ledgerd: hint: another process listens on "+config.DefaultListen+":") {
+		t.Errorf("a later plain start: exit %d, stderr %q; want it to try %s", code, stderr.String(), config.DefaultListen)
+	}
+}
+
 // A first start prints lines to paste into a shell, which set TOKEN and
 // VKEY to the token and verifier key it shows; its log names the catalog
 // at start and the tree's size at shutdown. Later starts print only VKEY,
@@ -168,11 +207,9 @@ func TestFirstStartOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, configName)
-	b, _ := os.ReadFile(path)
-	b = bytes.Replace(b, []byte(`"catalog_dir": ""`), []byte(`"catalog_dir": "`+catalogDir+`"`), 1)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"config", "set", "catalog_dir", catalogDir, "--data", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("config set catalog_dir: exit %d: %s", code, stderr.String())
 	}
 	s = startServing(t, "--data", dir, "--listen", "127.0.0.1:0")
 	if _, ok := s.line("export TOKEN="); ok {

@@ -83,6 +83,12 @@ func token(args []string, stdout, stderr io.Writer) int {
 // changes of package config, given the file's text: the file is replaced
 // with the changed text (replaceConfig), unless that is the text it had.
 func editConfig(path string, change func(old []byte) ([]byte, error)) error {
+	return editConfigMode(path, false, change)
+}
+
+// editConfigMode is editConfig, keeping the file's permission bits if
+// keepMode (ledgerd config), else making them 0600.
+func editConfigMode(path string, keepMode bool, change func(old []byte) ([]byte, error)) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -94,26 +100,36 @@ func editConfig(path string, change func(old []byte) ([]byte, error)) error {
 	if bytes.Equal(text, old) {
 		return nil
 	}
-	return replaceConfig(path, old, text)
+	return replaceConfigMode(path, old, text, keepMode)
 }
 
 // replaceConfig replaces the config at path, whose text was old, by text:
 // atomically, mode 0600, and with the owner of the file it replaces (when
 // the owner differs from the user running ledgerd, which must then be
 // root, a file of its own would leave ledgerd unable to read its config).
-// It refuses if the file changed since old was read (another ledgerd
-// token running at once).
+// It refuses if the file changed since old was read (another command
+// changing it at once).
 func replaceConfig(path string, old, text []byte) error {
+	return replaceConfigMode(path, old, text, false)
+}
+
+// replaceConfigMode is replaceConfig, keeping the file's permission bits
+// if keepMode.
+func replaceConfigMode(path string, old, text []byte, keepMode bool) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(path, text, atomicfile.Options{BeforeRename: func(tmp string) error {
+	var mode os.FileMode // 0600
+	if keepMode {
+		mode = st.Mode().Perm()
+	}
+	return atomicfile.Write(path, text, atomicfile.Options{Mode: mode, BeforeRename: func(tmp string) error {
 		if err := keepOwner(tmp, st); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, old) {
-			return fmt.Errorf("%s changed while ledgerd token ran: nothing was written; run it again", path)
+			return fmt.Errorf("%s changed while this command ran (another ledgerd token, approver or config at once?): nothing was written; run it again", path)
 		}
 		return nil
 	}})

@@ -34,7 +34,7 @@ func initDataDir(dir string) (configPath, token string, err error) {
 	if _, err := os.Stat(configPath); err == nil {
 		return configPath, "", nil
 	}
-	res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, listen: config.DefaultListen, reuseKey: true})
+	res, err := createDataDir(newDataDir{config: configPath, origin: localOrigin, mediator: localMediator, reuseKey: true})
 	if err != nil {
 		return "", "", err
 	}
@@ -178,7 +178,7 @@ func TestReplaceConfigRefusesChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := replaceConfig(path, []byte("{}\n"), []byte("{\"listen\": \"127.0.0.1:8082\"}\n"))
-	if err == nil || !strings.Contains(err.Error(), "changed while ledgerd token ran") {
+	if err == nil || !strings.Contains(err.Error(), "changed while this command ran") {
 		t.Fatalf("replaceConfig over a changed file: %v", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "{\"listen\": \"127.0.0.1:8081\"}\n" {
@@ -199,7 +199,7 @@ func TestTokenRefusesAmbiguousConfig(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	_, hash := newToken()
-	b = bytes.Replace(b, []byte(`"listen"`), []byte(`"Mediators": [{"name": "other", "token_sha256": "`+hash+`"}], "listen"`), 1)
+	b = bytes.Replace(b, []byte(`"key_file"`), []byte(`"Mediators": [{"name": "other", "token_sha256": "`+hash+`"}], "key_file"`), 1)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
