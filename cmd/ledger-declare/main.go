@@ -58,7 +58,7 @@ const programName = "ledger-declare"
 // refused declaration, and other errors for unreadable input.
 type command struct {
 	name, synopsis, usage string
-	run                   func(args []string, stdout io.Writer) error
+	run                   func(args []string, stdout, stderr io.Writer) error
 }
 
 var commands = []command{
@@ -255,7 +255,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, c.usage)
 		return 2
 	}
-	err := c.run(rest, stdout)
+	err := c.run(rest, stdout, stderr)
 	var ue *usageError
 	var rf *refusal
 	switch {
@@ -309,7 +309,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func version(args []string, stdout io.Writer) error {
+func version(args []string, stdout, _ io.Writer) error {
 	rest, err := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args)
 	if err != nil {
 		return err
@@ -352,7 +352,7 @@ func load(paths []string) ([]*declare.Declaration, error) {
 	return decls, nil
 }
 
-func render(args []string, stdout io.Writer) error {
+func render(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	out := fs.String("out", ".", "")
 	paths, err := parseFlags(fs, args)
@@ -440,7 +440,7 @@ type leakage struct {
 	Never      []string `json:"never"`
 }
 
-func report(args []string, stdout io.Writer) error {
+func report(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "")
 	files, err := parseFlags(fs, args)
@@ -503,7 +503,7 @@ func percent(n, total int) int {
 	return (200*n + total) / (2 * total) // rounded
 }
 
-func digest(args []string, stdout io.Writer) error {
+func digest(args []string, stdout, _ io.Writer) error {
 	files, err := parseFlags(flag.NewFlagSet("digest", flag.ContinueOnError), args)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/internal/progress"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 )
@@ -103,14 +104,20 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		os.Remove(tmp.Name()) // gone once renamed
 	}()
 	token, _ := c.token(io.Discard, false)
-	if err := httpDownload(ctx, strings.TrimSuffix(*c.url, "/")+"/v1/export?"+q.Encode(), token, tmp); err != nil {
+	if err := httpDownload(ctx, strings.TrimSuffix(*c.url, "/")+"/v1/export?"+q.Encode(), token, tmp, stderr); err != nil {
 		return c.failed(stderr, "export", err)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		errorf(stderr, "export: %v", err)
 		return exitFailed
 	}
-	report, err := verify.VerifyExport(tmp, c.key, verify.ExportOptions{Trusted: trusted})
+	opts := verify.ExportOptions{Trusted: trusted}
+	meter := progress.New(stderr, programName+": export: verifying", "entries")
+	if meter != nil {
+		opts.Progress = meter.Update
+	}
+	report, err := verify.VerifyExport(tmp, c.key, opts)
+	meter.Finish()
 	if err != nil {
 		return c.failed(stderr, "export", fmt.Errorf("%w: %w", client.ErrUnverified, err))
 	}
@@ -155,8 +162,9 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 }
 
 // httpDownload GETs url with the bearer token if any and copies the body
-// of a 200 to w; another status is a *client.Error.
-func httpDownload(ctx context.Context, url, token string, w io.Writer) error {
+// of a 200 to w, with a progress line on stderr if a terminal; another
+// status is a *client.Error.
+func httpDownload(ctx context.Context, url, token string, w io.Writer, stderr io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		return err
@@ -177,6 +185,10 @@ func httpDownload(ctx context.Context, url, token string, w io.Writer) error {
 		json.Unmarshal(b, &e)
 		return &client.Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
 	}
+	if meter := progress.New(stderr, programName+": export: downloading", "bytes"); meter != nil {
+		w = &meteredWriter{w: w, meter: meter, total: uint64(max(resp.ContentLength, 0))}
+		defer meter.Finish()
+	}
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", url, ctx.Err())
@@ -184,4 +196,19 @@ func httpDownload(ctx context.Context, url, token string, w io.Writer) error {
 		return fmt.Errorf("%s: %w", url, err)
 	}
 	return nil
+}
+
+// meteredWriter counts the bytes written through it on a progress line.
+type meteredWriter struct {
+	w     io.Writer
+	meter *progress.Meter
+	n     uint64
+	total uint64 // 0: unknown
+}
+
+func (m *meteredWriter) Write(b []byte) (int, error) {
+	n, err := m.w.Write(b)
+	m.n += uint64(n)
+	m.meter.Update(m.n, m.total)
+	return n, err
 }

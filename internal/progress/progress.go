@@ -40,7 +40,8 @@
 //	unset, "auto"  as above
 //	"off"          never draw
 //	"now"          draw from the first update, without the one-second
-//	               wait (for a demonstration, or a test of a short run)
+//	               wait, even when that update is the last (for a
+//	               demonstration, or a test of a short run)
 //
 // Any other value is taken as "auto".
 //
@@ -171,13 +172,21 @@ func (m *Meter) look() {
 	}
 	m.skip = m.stride
 	m.looked = t
-	if m.total > 0 && m.done >= m.total {
+	end := m.total > 0 && m.done >= m.total
+	if end && (m.wait > 0 || !m.drawn.IsZero()) {
 		m.erase()
 		return
 	}
 	if t.Sub(m.start) < m.wait || (m.shown && t.Sub(m.drawn) < redraw) {
 		return
 	}
+	m.draw(t)
+	if end { // "now", and the first update is the last: drawn once, erased
+		m.erase()
+	}
+}
+
+func (m *Meter) draw(t time.Time) {
 	m.drawn = t
 	m.shown = true
 	m.buf = append(m.buf[:0], '\r')
@@ -210,8 +219,7 @@ func (m *Meter) line(elapsed time.Duration) string {
 		b = append(b, m.unit...)
 	}
 	if m.total > 0 {
-		// Never 100: a run that reaches its total erases the line.
-		pct := min(uint64(float64(m.done)/float64(m.total)*100), 99)
+		pct := min(uint64(float64(m.done)/float64(m.total)*100), 100)
 		b = append(b, " ("...)
 		b = strconv.AppendUint(b, pct, 10)
 		b = append(b, "%)"...)

@@ -146,6 +146,23 @@ func TestImmediate(t *testing.T) {
 	}
 }
 
+// "now" draws a run whose first update is its last, and erases it; auto
+// draws nothing for it.
+func TestImmediateOneUpdate(t *testing.T) {
+	m, out, c := newTest("entries", 600, true)
+	run(m, c, 0, 600, 0)
+	m.Update(600, 600)
+	if out.String() != "\rcmd: run: 600 of 600 entries (100%)\x1b[K\r\x1b[K" {
+		t.Fatalf("one update with LEDGER_PROGRESS=now drew %q", out.String())
+	}
+	m, out, c = newTest("entries", 600, false)
+	c.t = c.t.Add(2 * time.Second)
+	m.Update(600, 600)
+	if out.Len() != 0 {
+		t.Fatalf("one update, the last, after 2 s without LEDGER_PROGRESS=now drew %q", out.String())
+	}
+}
+
 // A line wider than the terminal is cut to one column less.
 func TestWidth(t *testing.T) {
 	var out bytes.Buffer

@@ -70,4 +70,3 @@ func (p *PTY) Output() []byte {
 	defer p.mu.Unlock()
 	return bytes.Clone(p.out.Bytes())
 }
-
