@@ -125,6 +125,13 @@ Commands:
 Options may come before or after the files. --version prints the version,
 as the version command does.
 
+Environment:
+    LEDGER_PROGRESS  policy whatif's progress line on stderr, drawn only
+                     when stderr is a terminal (never on a pipe or a
+                     file): auto or unset, after the run's first second;
+                     off, never; now, from the first entry
+                     (docs/operations.md, "Progress").
+
 Exit status: 0 success, 1 a declaration (or, for policy, a policy set, a
 test case or an export) refused, 2 bad usage or unreadable input.
 

@@ -262,3 +262,26 @@ func TestNew(t *testing.T) {
 		t.Errorf("on the terminal: %q", got)
 	}
 }
+
+// BenchmarkUpdate is the cost of one update in a hot loop on a terminal
+// while the meter does not draw (the run's first second, stretched): the
+// counter, and the clock read every stride.
+func BenchmarkUpdate(b *testing.B) {
+	var out bytes.Buffer
+	m := newMeter(&out, "cmd: run", "entries", 0, time.Now, false)
+	m.wait = time.Hour
+	for i := range uint64(b.N) {
+		m.Update(i, uint64(b.N)+1)
+	}
+	if out.Len() != 0 {
+		b.Fatal("drawn")
+	}
+}
+
+// BenchmarkNil is the cost of an update of a Meter that never draws.
+func BenchmarkNil(b *testing.B) {
+	var m *Meter
+	for i := range uint64(b.N) {
+		m.Update(i, uint64(b.N)+1)
+	}
+}
