@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/decisionledger/ledger/internal/progress"
 	"github.com/decisionledger/ledger/internal/ptytest"
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // The progress line through the binary (this test binary run as
@@ -111,4 +113,35 @@ func TestProgressTerminal(t *testing.T) {
 			t.Fatalf("LEDGER_PROGRESS=off on a terminal: exit %d, stdout %q, terminal %q; want 0, %q and nothing", code, out, term, okOut)
 		}
 	})
+}
+
+// monitor --init draws the progress of the new entries it verifies on a
+// terminal, and erases it; on a pipe, nothing.
+func TestMonitorProgress(t *testing.T) {
+	skey, vkey, err := ledger.GenerateKey("ledger.example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newTileLog(t, skey)
+	tl.add(t, "a", 300)
+	t.Setenv(progress.Env, "now")
+	t.Setenv("TERM", "xterm")
+	dir := t.TempDir()
+	pty := ptytest.Open(t)
+	var stdout bytes.Buffer
+	args := []string{"monitor", "--init", "--key", vkey, "--state", filepath.Join(dir, "state"), tl.srv.URL}
+	code := run(args, nil, &stdout, pty.Terminal)
+	term := string(pty.Output())
+	if code != exitOK || !strings.Contains(stdout.String(), "verified: entries 0 to 299 (300 new)") {
+		t.Fatalf("monitor --init: exit %d, stdout %q, terminal %q", code, stdout.String(), term)
+	}
+	if !regexp.MustCompile(`^\rledger-verify: monitor: 1 of 300 entries \(0%\)\x1b\[K(\r[^\r]*\x1b\[K)*\r\x1b\[K$`).MatchString(term) {
+		t.Fatalf("on the terminal: %q; want the progress line of 300 entries, then erased", term)
+	}
+	tl.add(t, "a", 10)
+	var stderr bytes.Buffer
+	stdout.Reset()
+	if code := run(append([]string{"monitor", "--key", vkey, "--state", filepath.Join(dir, "state")}, tl.srv.URL), nil, &stdout, &stderr); code != exitOK || stderr.Len() != 0 {
+		t.Fatalf("monitor, stderr not a terminal: exit %d, stderr %q; want 0 and nothing", code, stderr.String())
+	}
 }
