@@ -176,9 +176,7 @@ func policyWhatif(args []string, stdout, stderr io.Writer) error {
 		rep.Entries = append(rep.Entries, changedEntry{Index: index, Action: e.Action, Old: old, New: now})
 	}}
 	meter := progress.New(stderr, programName+": policy whatif", "entries")
-	if meter != nil {
-		opts.Progress = meter.Update
-	}
+	opts.Progress = meter.Hook()
 	ex, err := verify.VerifyExport(f, key, opts)
 	meter.Finish()
 	if err != nil {

@@ -248,9 +248,7 @@ func (r *exportRun) options(stderr io.Writer) (*verify.Key, verify.ExportOptions
 // before printing what the verification found.
 func (r *exportRun) meter(stderr io.Writer, opts *verify.ExportOptions) *progress.Meter {
 	m := progress.New(stderr, programName+": "+r.cmd, "entries")
-	if m != nil {
-		opts.Progress = m.Update
-	}
+	opts.Progress = m.Hook()
 	return m
 }
 

@@ -113,9 +113,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := verify.ExportOptions{Trusted: trusted}
 	meter := progress.New(stderr, programName+": export: verifying", "entries")
-	if meter != nil {
-		opts.Progress = meter.Update
-	}
+	opts.Progress = meter.Hook()
 	report, err := verify.VerifyExport(tmp, c.key, opts)
 	meter.Finish()
 	if err != nil {

@@ -77,11 +77,7 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 		repairs = store.Badger.Repairs()
 		fmt.Fprintf(stderr, "ledgerd: %s: checking the frames, the index and badger's tables of %s\n", name, store.Where)
 		records, _ := fsckMeter(stderr, name+": the store's records")
-		var update func(done, total uint64)
-		if records != nil {
-			update = records.Update
-		}
-		err := store.Badger.CheckProgress(ctx, update)
+		err := store.Badger.CheckProgress(ctx, records.Hook())
 		records.Finish()
 		if err != nil {
 			if ctx.Err() != nil || !errors.Is(err, ledger.ErrCorrupt) {

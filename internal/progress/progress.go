@@ -48,10 +48,11 @@
 // # Cost
 //
 // New returns nil when the meter would never draw, and a nil *Meter's
-// methods do nothing: a command passes Update as its hook only when New
-// returned a Meter. A Meter's Update reads the clock only every so many
-// calls, a stride adapted to the rate so that it looks about twenty times
-// a second; between, an update stores two numbers and counts down.
+// methods do nothing; its Hook is nil, so that a loop calling a hook only
+// when set does not even make the call. A Meter's Update reads the clock
+// only every so many calls, a stride adapted to the rate so that it looks
+// about twenty times a second; between, an update stores two numbers and
+// counts down.
 //
 // A Meter is not safe for concurrent use: its updates and Finish MUST come
 // from one goroutine at a time, in order (verify.ExportOptions.Progress is
@@ -144,6 +145,16 @@ func (m *Meter) Update(done, total uint64) {
 		return
 	}
 	m.look()
+}
+
+// Hook returns m.Update, or nil for a nil Meter: a hook, such as
+// verify.ExportOptions.Progress, that the caller skips when nothing would
+// draw.
+func (m *Meter) Hook() func(done, total uint64) {
+	if m == nil {
+		return nil
+	}
+	return m.Update
 }
 
 // Finish ends the run: a line drawn is erased. Later updates draw nothing.

@@ -192,10 +192,20 @@ func TestStride(t *testing.T) {
 	}
 }
 
+// A nil Meter does nothing, and its hook is nil; a Meter's hook is its
+// Update.
 func TestNil(t *testing.T) {
 	var m *Meter
 	m.Update(1, 2)
 	m.Finish()
+	if m.Hook() != nil {
+		t.Error("a nil Meter's hook is not nil")
+	}
+	m2, out, _ := newTest("entries", 2, true)
+	m2.Hook()(1, 2)
+	if out.Len() == 0 {
+		t.Error("a Meter's hook does not update it")
+	}
 }
 
 // New draws only on a terminal: not on a buffer, a pipe, a file or
