@@ -16,7 +16,7 @@
 // second old, before which they mean little. With the total unknown (0)
 // the line is "LABEL: 120000 entries, 85000 entries/s". A Meter of bytes
 // (unit "bytes") shows binary multiples: "1.5 MiB of 12.0 MiB (12%),
-// 3.2 MiB/s, 4s left". A line wider than the terminal is cut to its width
+// 3.2 MiB/s, 3s left". A line wider than the terminal is cut to its width
 // less one column, so that it never wraps (a wrapped line cannot be
 // rewritten).
 //
