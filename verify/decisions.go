@@ -202,7 +202,7 @@ func VerifyDecisions(r io.ReadSeeker, key *Key, opts DecisionOptions) (*Decision
 		}
 		rp.published = map[commit.Digest]bool{}
 		second := opts.Export
-		second.Progress = nil
+		second.Progress = nil   // the caller's count is of one reading; a second would start again from 0
 		second.rereading = true // the root comparison below proves the same entries
 		second.OnEntry = func(index uint64, b []byte) {
 			rp.entry(index, b, func(d commit.Digest) bool { return !supplied[d] }, false)

@@ -50,7 +50,8 @@ type ExportOptions struct {
 	// All reports every failure instead of stopping at the first.
 	All bool
 	// Progress, if set, is called after each entry with the number
-	// verified and the number in the export.
+	// verified and the number in the export, in order, from one goroutine
+	// at a time, and not after VerifyExport has returned.
 	Progress func(done, total uint64)
 	// OnEntry, if set, is called with each entry's index and bytes after
 	// its own checks. The entry is only known authentic, and in the tree,

@@ -58,7 +58,7 @@ const programName = "ledger-declare"
 // refused declaration, and other errors for unreadable input.
 type command struct {
 	name, synopsis, usage string
-	run                   func(args []string, stdout io.Writer) error
+	run                   func(args []string, stdout, stderr io.Writer) error
 }
 
 var commands = []command{
@@ -124,6 +124,13 @@ Commands:
 	b.WriteString(`
 Options may come before or after the files. --version prints the version,
 as the version command does.
+
+Environment:
+    LEDGER_PROGRESS  policy whatif's progress line on stderr, drawn only
+                     when stderr is a terminal (never on a pipe or a
+                     file): auto or unset, after the run's first second;
+                     off, never; now, from the first entry
+                     (docs/operations.md, "Progress").
 
 Exit status: 0 success, 1 a declaration (or, for policy, a policy set, a
 test case or an export) refused, 2 bad usage or unreadable input.
@@ -255,7 +262,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, c.usage)
 		return 2
 	}
-	err := c.run(rest, stdout)
+	err := c.run(rest, stdout, stderr)
 	var ue *usageError
 	var rf *refusal
 	switch {
@@ -309,7 +316,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func version(args []string, stdout io.Writer) error {
+func version(args []string, stdout, _ io.Writer) error {
 	rest, err := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args)
 	if err != nil {
 		return err
@@ -352,7 +359,7 @@ func load(paths []string) ([]*declare.Declaration, error) {
 	return decls, nil
 }
 
-func render(args []string, stdout io.Writer) error {
+func render(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	out := fs.String("out", ".", "")
 	paths, err := parseFlags(fs, args)
@@ -440,7 +447,7 @@ type leakage struct {
 	Never      []string `json:"never"`
 }
 
-func report(args []string, stdout io.Writer) error {
+func report(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "")
 	files, err := parseFlags(fs, args)
@@ -503,7 +510,7 @@ func percent(n, total int) int {
 	return (200*n + total) / (2 * total) // rounded
 }
 
-func digest(args []string, stdout io.Writer) error {
+func digest(args []string, stdout, _ io.Writer) error {
 	files, err := parseFlags(flag.NewFlagSet("digest", flag.ContinueOnError), args)
 	if err != nil {
 		return err

@@ -104,7 +104,7 @@ type refusal struct {
 func (r *refusal) Error() string { return r.msg }
 func (r *refusal) Unwrap() error { return errRefused }
 
-func policyCheck(args []string, stdout io.Writer) error {
+func policyCheck(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("policy check", flag.ContinueOnError)
 	catalogDir := fs.String("catalog", "", "")
 	rest, err := parseFlags(fs, args)

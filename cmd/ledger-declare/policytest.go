@@ -168,7 +168,7 @@ func (c testCase) passes(o caseOutcome) bool {
 		(c.PolicyErrors == nil || slices.Equal(slices.Sorted(slices.Values(c.PolicyErrors)), o.PolicyErrors))
 }
 
-func policyTest(args []string, stdout io.Writer) error {
+func policyTest(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("policy test", flag.ContinueOnError)
 	catalogDir := fs.String("catalog", "", "")
 	rest, err := parseFlags(fs, args)

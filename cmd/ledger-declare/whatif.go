@@ -11,6 +11,7 @@ import (
 
 	"github.com/decisionledger/ledger/catalog"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/progress"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/policy"
 	"github.com/decisionledger/ledger/verify"
@@ -98,7 +99,7 @@ type whatifReport struct {
 	Entries   []changedEntry `json:"entries"`
 }
 
-func policyWhatif(args []string, stdout io.Writer) error {
+func policyWhatif(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("policy whatif", flag.ContinueOnError)
 	var keys stringList
 	fs.Var(&keys, "key", "")
@@ -174,7 +175,10 @@ func policyWhatif(args []string, stdout io.Writer) error {
 		rep.Changed++
 		rep.Entries = append(rep.Entries, changedEntry{Index: index, Action: e.Action, Old: old, New: now})
 	}}
+	meter := progress.New(stderr, programName+": policy whatif", "entries")
+	opts.Progress = meter.Hook()
 	ex, err := verify.VerifyExport(f, key, opts)
+	meter.Finish()
 	if err != nil {
 		var fail *verify.Failure
 		if errors.As(err, &fail) {

@@ -105,7 +105,9 @@ func runApprovals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return inputError(stderr, "approvals", err)
 	}
 	defer f.Close()
+	meter := r.meter(stderr, &opts)
 	rep, err := verify.VerifyApprovals(br, key, opts)
+	meter.Finish()
 	switch {
 	case err != nil && isFailure(err):
 		return reportFailures(stdout, stderr, err, r.json)

@@ -117,7 +117,9 @@ func runDecisions(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return inputError(stderr, "decisions", err)
 	}
+	meter := r.meter(stderr, &opts)
 	rep, err := verify.VerifyDecisions(f, key, verify.DecisionOptions{Export: opts, Sets: sets})
+	meter.Finish()
 	var ue *verify.UnnamedSetError
 	switch {
 	case errors.As(err, &ue):

@@ -13,6 +13,7 @@ import (
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/internal/atomicfile"
 	"github.com/decisionledger/ledger/internal/keyflag"
+	"github.com/decisionledger/ledger/internal/progress"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/transparency-dev/formats/log"
@@ -117,19 +118,10 @@ func (k *keyFlags) load() (*verify.Key, error) {
 	return k.witnessPolicy(key)
 }
 
-// isTerminal reports whether w is a terminal, for the progress line.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // exportRun holds what export and params share: parsed options and the
 // verification of the export file.
 type exportRun struct {
+	cmd     string // the command's name, for its progress line
 	keys    keyFlags
 	trusted string
 	prev    string
@@ -161,6 +153,7 @@ func writeCheckpointFile(cmd, file string, signed []byte, stderr io.Writer) (cod
 }
 
 func (r *exportRun) register(fs *flag.FlagSet) {
+	r.cmd = fs.Name()
 	r.keys.register(fs)
 	fs.StringVar(&r.trusted, "trusted", "", "")
 	fs.StringVar(&r.prev, "prev", "", "")
@@ -193,7 +186,9 @@ func (r *exportRun) verifyWith(name string, stderr io.Writer, set func(*verify.E
 		return nil, nil, err
 	}
 	defer f.Close()
+	meter := r.meter(stderr, &opts)
 	report, err = verify.VerifyExport(br, key, opts)
+	meter.Finish()
 	return report, err, nil
 }
 
@@ -245,17 +240,16 @@ func (r *exportRun) options(stderr io.Writer) (*verify.Key, verify.ExportOptions
 		}
 		opts.Prev = &d
 	}
-	if isTerminal(stderr) {
-		opts.Progress = func(done, total uint64) {
-			if done%10000 == 0 || done == total {
-				fmt.Fprintf(stderr, "\r%s: %d of %d entries verified", programName, done, total)
-				if done == total {
-					fmt.Fprintln(stderr)
-				}
-			}
-		}
-	}
 	return key, opts, nil
+}
+
+// meter starts the progress line of the export's verification on stderr,
+// if a terminal (internal/progress), and hooks it to opts: Finish it
+// before printing what the verification found.
+func (r *exportRun) meter(stderr io.Writer, opts *verify.ExportOptions) *progress.Meter {
+	m := progress.New(stderr, programName+": "+r.cmd, "entries")
+	opts.Progress = m.Hook()
+	return m
 }
 
 func runExport(args []string, _ io.Reader, stdout, stderr io.Writer) int {

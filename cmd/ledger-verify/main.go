@@ -116,6 +116,17 @@ Commands:
 Options may come before or after the file argument. --version prints the
 version, as the version command does.
 
+Environment:
+    LEDGER_TOKEN     A reader's bearer token (consistency --url, monitor),
+                     when --token-file is not given.
+    LEDGER_PROGRESS  The progress line of a long verification (every
+                     command that verifies an export, monitor) on stderr,
+                     drawn only when stderr is a terminal (never on a pipe
+                     or a file): auto or unset, after the run's first
+                     second and at most four times a second; off, never;
+                     now, from the first entry (docs/operations.md,
+                     "Progress").
+
 Exit status: 0 verified (find: an entry matches; params, tiers: match;
 decisions: all agree; approvals: no violation), 1 verification failed
 (find: no entry matches; params, tiers: mismatch or refused; decisions:

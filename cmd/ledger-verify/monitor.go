@@ -17,6 +17,7 @@ import (
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/internal/atomicfile"
 	"github.com/decisionledger/ledger/internal/keyflag"
+	"github.com/decisionledger/ledger/internal/progress"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 	"github.com/transparency-dev/formats/log"
@@ -454,15 +455,18 @@ func (m *monitorRun) run(ctx context.Context, base string, stdout, stderr io.Wri
 		}
 		defer arch.abort()
 	}
+	meter := progress.New(stderr, programName+": monitor", "entries")
 	err = tiles.entries(ctx, old.cp.Size, cp.Size, func(index uint64, e []byte) error {
 		if err := r.Add(e); err != nil {
 			return err
 		}
+		meter.Update(index-old.cp.Size+1, cp.Size-old.cp.Size)
 		if arch != nil {
 			return arch.add(e)
 		}
 		return nil
 	})
+	meter.Finish()
 	switch {
 	case errors.As(err, &fe):
 		return unreachable(stderr, err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/decisionledger/ledger/client"
+	"github.com/decisionledger/ledger/internal/progress"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/verify"
 )
@@ -83,8 +84,11 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	token, _ := c.token(io.Discard, false)
+	var finish func()
 	job := &exportJob{base: strings.TrimSuffix(*c.url, "/"), token: token, key: c.key,
 		start: start, end: end, endGiven: *endText != "", size: cp.Size, trusted: trusted}
+	job.hooks, finish = exportProgress(stderr)
+	defer finish()
 	if *out == "-" {
 		return c.exportToStdout(ctx, stdout, stderr, job)
 	}
@@ -255,6 +259,40 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 		c.hook(c.n)
 	}
 	return n, err
+}
+
+// exportProgress returns the hooks that draw an export's progress on
+// stderr if it is a terminal (internal/progress), one phase at a time:
+// checking a partial download's entries, downloading (bytes), verifying
+// the whole file (entries). A phase that begins ends the line of the one
+// before and starts its own run, whose first second is silent; finish
+// erases the last.
+func exportProgress(stderr io.Writer) (hooks exportHooks, finish func()) {
+	if !progress.IsTerminal(stderr) {
+		return exportHooks{}, func() {}
+	}
+	var meter *progress.Meter
+	phase := ""
+	enter := func(name, unit string) {
+		if phase != name {
+			meter.Finish()
+			phase = name
+			meter = progress.New(stderr, programName+": export: "+name, unit)
+		}
+	}
+	hooks.Downloaded = func(n int64) {
+		enter("downloading", "bytes")
+		meter.Update(uint64(n), 0)
+	}
+	hooks.Checked = func(done, total uint64) {
+		enter("checking the partial download", "entries")
+		meter.Update(done, total)
+	}
+	hooks.Verified = func(done, total uint64) {
+		enter("verifying", "entries")
+		meter.Update(done, total)
+	}
+	return hooks, func() { meter.Finish() }
 }
 
 // httpDownload GETs url with the bearer token if any and copies the body

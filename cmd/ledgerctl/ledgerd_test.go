@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -25,6 +26,8 @@ import (
 	"github.com/decisionledger/ledger/commit/declare"
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/daemon"
+	"github.com/decisionledger/ledger/internal/progress"
+	"github.com/decisionledger/ledger/internal/ptytest"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -337,18 +340,22 @@ func mustRead(t *testing.T, name string) []byte {
 	return b
 }
 
-// An export that does not verify is not written: one changed byte in an
-// entry's signature, and nothing is left in the directory.
-func TestExportTampered(t *testing.T) {
+// exportLedgerd starts a ledgerd holding three entries (its own first
+// and two decisions) under a signed checkpoint, behind a proxy that
+// changes a byte of the last signature in exports once tamper is set, and
+// returns a directory to run ledgerctl in, the proxy's URL and the
+// --key option.
+func exportLedgerd(t *testing.T) (dir, url, key string, tamper *atomic.Bool) {
+	t.Helper()
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	d, token, err := startLedgerd(t.TempDir(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Shutdown(context.Background())
-	dir := t.TempDir()
+	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	dir = t.TempDir()
 	os.WriteFile(filepath.Join(dir, "mail.json"), []byte(`{"recipient":"dave@example.com","subject":"lunch","body":"at noon"}`), 0o600)
-	key := "--key=" + d.VerifierKey()
+	key = "--key=" + d.VerifierKey()
 	code, body, stderr := ledgerctl(t, dir, token, "minimize", "--url", d.URL(), "--action", "send_email", "--principal", "agent:example-1", "mail.json")
 	if code != exitOK {
 		t.Fatal(stderr)
@@ -359,7 +366,7 @@ func TestExportTampered(t *testing.T) {
 			t.Fatal(stderr)
 		}
 	}
-	var tamper atomic.Bool
+	tamper = new(atomic.Bool)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, err := http.Get(d.URL() + r.URL.RequestURI())
 		if err != nil {
@@ -380,7 +387,7 @@ func TestExportTampered(t *testing.T) {
 		w.WriteHeader(resp.StatusCode)
 		w.Write(b)
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	// The checkpoint covers both entries once it is signed (10 ms).
 	for i := 0; ; i++ {
 		code, out, _ := ledgerctl(t, dir, "", "checkpoint", "--url", srv.URL, key, "--json")
@@ -389,11 +396,18 @@ func TestExportTampered(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if code, _, stderr := ledgerctl(t, dir, "", "export", "--url", srv.URL, key, "--out", "good.ledger"); code != exitOK {
+	return dir, srv.URL, key, tamper
+}
+
+// An export that does not verify is not written: one changed byte in an
+// entry's signature, and nothing is left in the directory.
+func TestExportTampered(t *testing.T) {
+	dir, url, key, tamper := exportLedgerd(t)
+	if code, _, stderr := ledgerctl(t, dir, "", "export", "--url", url, key, "--out", "good.ledger"); code != exitOK {
 		t.Fatalf("the honest export: %s", stderr)
 	}
 	tamper.Store(true)
-	code, stdout, stderr := ledgerctl(t, dir, "", "export", "--url", srv.URL, key, "--out", "bad.ledger")
+	code, stdout, stderr := ledgerctl(t, dir, "", "export", "--url", url, key, "--out", "bad.ledger")
 	if code != exitFailed || stdout != "" || !strings.Contains(stderr, "does not verify") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and does not verify", code, stdout, stderr)
 	}
@@ -402,5 +416,29 @@ func TestExportTampered(t *testing.T) {
 		if n.Name() != "mail.json" && n.Name() != "request.json" && n.Name() != "good.ledger" {
 			t.Errorf("left in the directory: %s", n.Name())
 		}
+	}
+}
+
+// ledgerctl export with stderr a terminal (LEDGER_PROGRESS=now) draws the
+// download's progress, then the verification's, each erased; on a pipe
+// (TestExportTampered) stderr says nothing of it.
+func TestExportProgress(t *testing.T) {
+	dir, url, key, _ := exportLedgerd(t)
+	t.Setenv(progress.Env, "now")
+	t.Setenv("TERM", "xterm")
+	if code, _, stderr := ledgerctl(t, dir, "", "export", "--url", url, key, "--out", "pipe.ledger"); code != exitOK || stderr != "" {
+		t.Fatalf("export, stderr not a terminal: exit %d, stderr %q; want 0 and nothing", code, stderr)
+	}
+	pty := ptytest.Open(t)
+	var stdout bytes.Buffer
+	code := run([]string{"export", "--url", url, key, "--out", "term.ledger"}, nil, &stdout, pty.Terminal)
+	term := string(pty.Output())
+	if code != exitOK || !strings.HasPrefix(stdout.String(), "wrote ") {
+		t.Fatalf("export: exit %d, stdout %q, terminal %q", code, stdout.String(), term)
+	}
+	want := regexp.MustCompile(`^\rledgerctl: export: downloading: [0-9.]+ K?i?B( of [0-9.]+ K?i?B \(\d+%\))?\x1b\[K(\r[^\r]*\x1b\[K)*\r\x1b\[K` +
+		`\rledgerctl: export: verifying: 1 of \d+ entries \(\d+%\)\x1b\[K(\r[^\r]*\x1b\[K)*\r\x1b\[K$`)
+	if !want.MatchString(term) {
+		t.Fatalf("on the terminal: %q; want the download's line, erased, then the verification's, erased", term)
 	}
 }

@@ -256,6 +256,12 @@ Options:
 Environment:
     LEDGER_URL              ledgerd's base URL, when --url is not given.
     LEDGER_TOKEN            The bearer token, when --token-file is not given.
+    LEDGER_PROGRESS         export's progress line (the download, then the
+                            verification) on stderr, drawn only when stderr
+                            is a terminal (never on a pipe or a file): auto
+                            or unset, after the run's first second; off,
+                            never; now, from the start (docs/operations.md,
+                            "Progress").
 
 Exit status: 0 done and verified, 1 refused by the server, not verified or
 no answer, 2 bad usage or unreadable input.

@@ -95,9 +95,11 @@ type exportHooks struct {
 	// Downloaded is called as bytes of the export arrive, with the number
 	// received in this run so far.
 	Downloaded func(bytes int64)
-	// Verified is called as entries verify, with the number verified and
-	// the number in the range: first the kept entries of a partial
-	// download (of its range), then the whole file's
+	// Checked is called as a partial download's entries verify, with the
+	// number checked and the number in its range.
+	Checked func(done, total uint64)
+	// Verified is called as the whole file's entries verify, with the
+	// number verified and the number in the range
 	// (verify.ExportOptions.Progress).
 	Verified func(done, total uint64)
 }
@@ -224,8 +226,8 @@ func readPartial(path string, job *exportJob) (*partial, error) {
 		}
 		p.count++
 		p.length += fr.last
-		if job.hooks.Verified != nil {
-			job.hooks.Verified(p.count, end-start)
+		if job.hooks.Checked != nil {
+			job.hooks.Checked(p.count, end-start)
 		}
 		tag, payload, err = fr.next()
 		if errors.Is(err, errCut) || errors.Is(err, io.EOF) {

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/daemon"
+	"github.com/decisionledger/ledger/internal/progress"
 	"github.com/decisionledger/ledger/internal/termtext"
 	"github.com/decisionledger/ledger/ledger"
 )
@@ -24,10 +24,10 @@ import (
 // opens the store as serve does, which may re-index frames and erase a
 // write a crash cut short, and says what that repaired (not damage: what
 // a crash leaves, and serve would repair the same), then reads
-// everything: every frame and entry
-// checksum, the index against the frames, badger's table checksums
-// (badger.Store.Check), and every entry, tile, checkpoint and key as
-// ledger.Fsck checks them. A progress line goes to stderr, the summary to
+// everything: every frame and entry checksum, the index against the
+// frames, badger's table checksums (badger.Store.Check), and every entry,
+// tile, checkpoint and key as ledger.Fsck checks them. A progress line
+// goes to stderr if it is a terminal (internal/progress), the summary to
 // stdout, each damage found to stderr. It signs nothing and appends
 // nothing. Exit 0: no damage; 1: damage or an error, named.
 func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
@@ -77,12 +77,9 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	if store.Badger != nil {
 		repairs = store.Badger.Repairs()
 		fmt.Fprintf(stderr, "ledgerd: %s: checking the frames, the index and badger's tables of %s\n", name, store.Where)
-		bp := newProgress(stderr, name+": the store's records")
-		started := time.Now()
-		err := store.Badger.CheckProgress(ctx, func(done, total uint64) {
-			bp.update(ledger.FsckProgress{Checked: done, Total: total, Elapsed: time.Since(started)})
-		})
-		bp.done()
+		records, _ := fsckMeter(stderr, name+": the store's records")
+		err := store.Badger.CheckProgress(ctx, records.Hook())
+		records.Finish()
 		if err != nil {
 			if ctx.Err() != nil || !errors.Is(err, ledger.ErrCorrupt) {
 				release()
@@ -93,11 +90,11 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 			fmt.Fprintf(stderr, "ledgerd: damage: %v\n", err)
 		}
 	}
-	p := newProgress(stderr, name+": the ledger's checks")
+	meter, update := fsckMeter(stderr, name+": the ledger's checks")
 	rep, err := ledger.Fsck(ctx, store.Store, key, ledger.FsckOptions{
-		PreviousKeys: cfg.PreviousKeys, Signatures: *signatures, MaxDamage: *maxDamage, Progress: p.update,
+		PreviousKeys: cfg.PreviousKeys, Signatures: *signatures, MaxDamage: *maxDamage, Progress: update,
 	})
-	p.done()
+	meter.Finish()
 	if rerr := release(); rerr != nil && err == nil {
 		return fail(stderr, "%s: %v", name, rerr)
 	}
@@ -113,7 +110,7 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 // latest checkpoint.
 func fsckOnline(ctx context.Context, name string, cfg *config.Config, key *ledger.Key, req ledger.FsckOptions, stdout, stderr io.Writer) int {
 	start := time.Now()
-	p := newProgress(stderr, name)
+	meter, update := fsckMeter(stderr, name)
 	if cfg.Store != "" {
 		store, err := daemon.OpenStore(ctx, cfg, nil)
 		if err != nil {
@@ -125,12 +122,12 @@ func fsckOnline(ctx context.Context, name string, cfg *config.Config, key *ledge
 			return fail(stderr, "%v", err)
 		}
 		rep, err := ledger.Fsck(ctx, store.Store, key, ledger.FsckOptions{PreviousKeys: cfg.PreviousKeys, Online: true, Size: st.CheckpointSize,
-			Signatures: req.Signatures, MaxDamage: req.MaxDamage, Progress: p.update})
-		p.done()
+			Signatures: req.Signatures, MaxDamage: req.MaxDamage, Progress: update})
+		meter.Finish()
 		return fsckSummary(stdout, stderr, name, store.Where, nil, rep, err, nil, time.Since(start), true)
 	}
-	rep, err := daemon.FsckOnline(ctx, cfg.StoreDir, ledger.FsckOptions{Signatures: req.Signatures, MaxDamage: req.MaxDamage, Progress: p.update})
-	p.done()
+	rep, err := daemon.FsckOnline(ctx, cfg.StoreDir, ledger.FsckOptions{Signatures: req.Signatures, MaxDamage: req.MaxDamage, Progress: update})
+	meter.Finish()
 	if err != nil {
 		code := fail(stderr, "%s --online: %v", name, err)
 		if errors.As(err, new(*daemon.NotServedError)) {
@@ -206,71 +203,12 @@ func rate(n uint64, d time.Duration) string {
 	return strconv.FormatFloat(float64(n)/d.Seconds(), 'f', 0, 64)
 }
 
-// progress prints fsck's progress line on w: on a terminal one line,
-// rewritten in place at most five times a second; otherwise a line every
-// progressEvery, so that a log keeps a few.
-type progress struct {
-	w        io.Writer
-	name     string
-	terminal bool
-	every    time.Duration
-	last     time.Time
-	shown    bool
-}
-
-var progressEvery = 5 * time.Second
-
-func newProgress(w io.Writer, name string) *progress {
-	p := &progress{w: w, name: name, terminal: isTerminal(w), every: progressEvery, last: time.Now()}
-	if p.terminal {
-		p.every = 200 * time.Millisecond
+// fsckMeter is the progress line of one part of fsck on stderr, if a
+// terminal (internal/progress), and the hook ledger.Fsck calls with it.
+func fsckMeter(stderr io.Writer, label string) (*progress.Meter, func(ledger.FsckProgress)) {
+	m := progress.New(stderr, "ledgerd: "+label, "entries")
+	if m == nil {
+		return nil, nil
 	}
-	return p
-}
-
-func (p *progress) update(f ledger.FsckProgress) {
-	if time.Since(p.last) < p.every {
-		return
-	}
-	p.last = time.Now()
-	p.shown = true
-	line := fmt.Sprintf("ledgerd: %s: %d of %d entries (%d%%), %s entries/s, %s left", p.name, f.Checked, f.Total,
-		percent(f.Checked, f.Total), rate(f.Checked, f.Elapsed), eta(f).Round(time.Second))
-	if p.terminal {
-		fmt.Fprintf(p.w, "\r%s\x1b[K", line)
-	} else {
-		fmt.Fprintln(p.w, line)
-	}
-}
-
-// done ends a terminal's progress line.
-func (p *progress) done() {
-	if p.terminal && p.shown {
-		fmt.Fprintln(p.w)
-	}
-}
-
-func percent(n, total uint64) uint64 {
-	if total == 0 {
-		return 100
-	}
-	return n * 100 / total
-}
-
-// eta is the time left at the rate so far.
-func eta(f ledger.FsckProgress) time.Duration {
-	if f.Checked == 0 || f.Total <= f.Checked {
-		return 0
-	}
-	return time.Duration(float64(f.Elapsed) * float64(f.Total-f.Checked) / float64(f.Checked))
-}
-
-// isTerminal reports whether w is a terminal, for the progress line.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return m, func(p ledger.FsckProgress) { m.Update(p.Checked, p.Total) }
 }

@@ -214,6 +214,11 @@ Environment:
                       RSS at most 96 MiB under load, docs/performance.md).
                       The start's log line reports it as go_memory_limit.
                       Set it higher for a large store or many connections.
+    LEDGER_PROGRESS   fsck's progress line on stderr, drawn only when
+                      stderr is a terminal (never on a pipe or a file):
+                      auto or unset, after the run's first second and at
+                      most four times a second; off, never; now, from
+                      the first entry (docs/operations.md, "Progress").
 
 Exit status:
     0 success, 1 failure (fsck: damage found), 2 bad usage.

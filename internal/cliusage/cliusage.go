@@ -18,14 +18,16 @@ type Text struct {
 	Usage   string
 	// Default is the command run when none is named ("serve"): its usage
 	// line reads "PROGRAM [Default] ...", its examples may be PROGRAM alone,
-	// and it alone shows the Environment section.
+	// and it alone shows the whole Environment section (another command
+	// shows the variables whose entry names it).
 	Default string
 }
 
 // Command is the part of the usage that concerns one command (word, the
 // first word of its name, such as "token"): its usage lines, its
 // paragraph under Commands, the options its usage lines name, the
-// environment (the default command only), the exit statuses and its
+// environment (all of it for the default command, for another the
+// variables whose entry names the command), the exit statuses and its
 // examples.
 func (u Text) Command(word string) string {
 	sections := u.Sections()
@@ -50,8 +52,18 @@ func (u Text) Command(word string) string {
 	if len(opts) > 0 {
 		b.WriteString("\nOptions:\n" + strings.Join(opts, "\n") + "\n")
 	}
-	if word == u.Default && len(sections["Environment"]) > 0 {
-		b.WriteString("\nEnvironment:\n" + strings.Join(sections["Environment"], "\n") + "\n")
+	env := sections["Environment"]
+	if word != u.Default {
+		env = nil
+		named := regexp.MustCompile(`\b` + regexp.QuoteMeta(word) + `\b`)
+		for _, entry := range variables(sections["Environment"]) {
+			if named.MatchString(strings.Join(entry, " ")) {
+				env = append(env, entry...)
+			}
+		}
+	}
+	if len(env) > 0 {
+		b.WriteString("\nEnvironment:\n" + strings.Join(env, "\n") + "\n")
 	}
 	b.WriteString("\nExit status:\n" + strings.Join(sections["Exit status"], "\n") + "\n")
 	var examples []string
@@ -127,6 +139,20 @@ func Paragraph(lines []string, word string) []string {
 
 // entries splits an options section into its entries: a line starting
 // "    --" and the deeper-indented lines after it.
+// variables splits an Environment section into its entries, each
+// starting with a line "    NAME".
+func variables(lines []string) [][]string {
+	var out [][]string
+	for _, line := range lines {
+		if len(line) > 4 && strings.HasPrefix(line, "    ") && line[4] != ' ' || len(out) == 0 {
+			out = append(out, []string{line})
+			continue
+		}
+		out[len(out)-1] = append(out[len(out)-1], line)
+	}
+	return out
+}
+
 func entries(lines []string) [][]string {
 	var out [][]string
 	for _, line := range lines {
