@@ -68,7 +68,7 @@ const firstUnstable = 0x0897
 
 // hasUnstableNormalization reports whether the well-formed UTF-8 text s
 // holds a code point of unstableNormalization.
-func hasUnstableNormalization(s []byte) bool {
+func hasUnstableNormalization[T ~string | ~[]byte](s T) bool {
 	for i := 0; i < len(s); {
 		switch c := s[i]; {
 		case c < 0xe0: // ASCII, a continuation byte, or a 2-byte sequence: below U+0800
@@ -78,7 +78,7 @@ func hasUnstableNormalization(s []byte) bool {
 		case c > 0xf0: // U+40000 and above: none listed
 			i += 4
 		default:
-			r, n := utf8.DecodeRune(s[i:])
+			r, n := decodeRune(s[i:])
 			if r >= firstUnstable && unicode.Is(unstableNormalization, r) {
 				return true
 			}
@@ -88,27 +88,17 @@ func hasUnstableNormalization(s []byte) bool {
 	return false
 }
 
+// decodeRune is utf8.DecodeRune or DecodeRuneInString, as s is.
+func decodeRune[T ~string | ~[]byte](s T) (rune, int) {
+	if b, ok := any(s).([]byte); ok {
+		return utf8.DecodeRune(b)
+	}
+	return utf8.DecodeRuneInString(string(s))
+}
+
 // NormalizationStable reports whether s holds no code point whose
 // normalization implementations may judge differently (docs/commitment.md
 // §2.4): for such text, NFC means the same to every implementation that
 // has Unicode 14.0 or later. Text that is not stable is refused with
 // ErrUnstableNormalization.
-func NormalizationStable(s string) bool {
-	for i := 0; i < len(s); {
-		switch c := s[i]; {
-		case c < 0xe0:
-			i++
-		case c > 0xe1 && c < 0xf0:
-			i += 3
-		case c > 0xf0:
-			i += 4
-		default:
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r >= firstUnstable && unicode.Is(unstableNormalization, r) {
-				return false
-			}
-			i += n
-		}
-	}
-	return true
-}
+func NormalizationStable(s string) bool { return !hasUnstableNormalization(s) }

@@ -161,13 +161,9 @@ func SetMember(text []byte, path, name, value string) ([]byte, error) {
 	default:
 		raw = quote(value)
 	}
-	top, err := members(text)
+	top, at, err := topMember(text, path, name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	at, err := findOptional(top, name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if at >= 0 {
 		top[at].value = raw
@@ -175,6 +171,20 @@ func SetMember(text []byte, path, name, value string) ([]byte, error) {
 		top = slices.Insert(top, insertionPoint(top, name), member{name, raw})
 	}
 	return changedText(text, top, path)
+}
+
+// topMember splits text, the config file at path, into its top-level
+// members and finds name among them (-1 if absent).
+func topMember(text []byte, path, name string) ([]member, int, error) {
+	top, err := members(text)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	at, err := findOptional(top, name)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return top, at, nil
 }
 
 // UnsetMember returns text, the config file at path, without scalar
@@ -185,13 +195,9 @@ func UnsetMember(text []byte, path, name string) ([]byte, error) {
 	if err := CheckSettableMember(name); err != nil {
 		return nil, err
 	}
-	top, err := members(text)
+	top, at, err := topMember(text, path, name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	at, err := findOptional(top, name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if at < 0 {
 		return text, nil

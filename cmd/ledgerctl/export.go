@@ -200,7 +200,7 @@ func downloadFresh(ctx context.Context, job *exportJob, path string) error {
 		return err
 	}
 	defer f.Close()
-	err = httpDownload(ctx, job.query(job.start), job.token, &countingWriter{w: f, hook: job.hooks.Downloaded})
+	err = httpDownload(ctx, job.query(job.start), job.token, f, job.hooks.Downloaded)
 	if serr := f.Sync(); err == nil {
 		err = serr
 	}
@@ -219,7 +219,7 @@ func (c *common) exportToStdout(ctx context.Context, stdout, stderr io.Writer, j
 		tmp.Close()
 		os.Remove(tmp.Name())
 	}()
-	if err := httpDownload(ctx, job.query(job.start), job.token, &countingWriter{w: tmp, hook: job.hooks.Downloaded}); err != nil {
+	if err := httpDownload(ctx, job.query(job.start), job.token, tmp, job.hooks.Downloaded); err != nil {
 		return c.failed(stderr, "export", err)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
@@ -243,22 +243,6 @@ func (c *common) exportToStdout(ctx context.Context, stdout, stderr io.Writer, j
 		return exitFailed
 	}
 	return exitOK
-}
-
-// countingWriter reports the bytes written through it.
-type countingWriter struct {
-	w    io.Writer
-	n    int64
-	hook func(int64)
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	if c.hook != nil && n > 0 {
-		c.hook(c.n)
-	}
-	return n, err
 }
 
 // exportProgress returns the hooks that draw an export's progress on
@@ -296,14 +280,15 @@ func exportProgress(stderr io.Writer) (hooks exportHooks, finish func()) {
 }
 
 // httpDownload GETs url with the bearer token if any and copies the body
-// of a 200 to w; another status is a *client.Error.
-func httpDownload(ctx context.Context, url, token string, w io.Writer) error {
+// of a 200 to w, telling downloaded (if set) the bytes so far; another
+// status is a *client.Error.
+func httpDownload(ctx context.Context, url, token string, w io.Writer, downloaded func(int64)) error {
 	body, err := httpOpen(ctx, url, token)
 	if err != nil {
 		return err
 	}
 	defer body.Close()
-	if _, err := io.Copy(w, body); err != nil {
+	if _, err := io.Copy(w, &countingReader{r: body, hook: downloaded}); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			err = ctx.Err()
 		}
