@@ -314,9 +314,12 @@ func (e *Entry) checkPublication() error {
 }
 
 // canonicalAttributes returns the canonical form of an attributes object
-// or a *FieldError naming where it leaves the strict domain.
+// or a *FieldError naming where it leaves the strict domain. The domain is
+// the one Parse reads attributes in (attributesDomain: the entry encloses
+// them, so they nest one level less deep than a document alone), so that
+// every entry written can be read back.
 func canonicalAttributes(attrs []byte) ([]byte, error) {
-	canonical, err := commit.Canonicalize(attrs)
+	canonical, err := attributesDomain.Canonicalize(attrs)
 	if err != nil {
 		var de *commit.DomainError
 		if errors.As(err, &de) {

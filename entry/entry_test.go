@@ -505,3 +505,25 @@ func TestSizeHint(t *testing.T) {
 		t.Errorf("sizeHint %d over-allocates by %d bytes", e.sizeHint(), slack)
 	}
 }
+
+// Attributes nest at most as deep as Parse reads them inside an entry
+// (one level less than a document alone): an entry is never written that
+// cannot be read back.
+func TestAttributesDepthReadBack(t *testing.T) {
+	nested := func(depth int) []byte {
+		return []byte(strings.Repeat(`{"a":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1))
+	}
+	e, priv := sampleEntry(t)
+	if err := e.SetAttributes(nested(commit.DefaultMaxDepth - 1)); err != nil {
+		t.Fatalf("attributes at depth %d: %v", commit.DefaultMaxDepth-1, err)
+	}
+	if _, err := e.Sign(e.KeyID, func(m []byte) []byte { return ed25519.Sign(priv, m) }); err != nil {
+		t.Fatal(err)
+	}
+	testRoundTrip(t, e, priv)
+	err := e.SetAttributes(nested(commit.DefaultMaxDepth))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "attributes" || !strings.Contains(err.Error(), "too_deep") {
+		t.Errorf("attributes at depth %d: %v, want a too_deep FieldError on attributes", commit.DefaultMaxDepth, err)
+	}
+}
