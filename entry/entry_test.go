@@ -527,3 +527,28 @@ func TestAttributesDepthReadBack(t *testing.T) {
 		t.Errorf("attributes at depth %d: %v, want a too_deep FieldError on attributes", commit.DefaultMaxDepth, err)
 	}
 }
+
+// BenchmarkSetAttributes: attributes that arrive canonical (as a client's
+// minimized attributes do) against the same members out of order, which
+// are parsed and written anew.
+func BenchmarkSetAttributes(b *testing.B) {
+	canonical := []byte(`{"amount_minor":125000,"attachment_count":2,"body_size":48213,"currency":"EUR",` +
+		`"endpoint_host":"api.example.org","payee_known":true,"purpose":"monthly-billing-run",` +
+		`"recipient_domain":"example.com","resource_dir":"/records/2026/11","route_shape":"/v1/invoices/{id}","urgent":false}`)
+	shuffled := []byte(`{"urgent":false,"recipient_domain":"example.com","amount_minor":125000,"currency":"EUR",` +
+		`"payee_known":true,"endpoint_host":"api.example.org","route_shape":"/v1/invoices/{id}",` +
+		`"resource_dir":"/records/2026/11","attachment_count":2,"body_size":48213,"purpose":"monthly-billing-run"}`)
+	for name, attrs := range map[string][]byte{"canonical": canonical, "unordered": shuffled} {
+		b.Run(name, func(b *testing.B) {
+			var e Entry
+			for b.Loop() {
+				if err := e.SetAttributes(attrs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if !bytes.Equal(e.Attributes, canonical) {
+				b.Fatalf("attributes %s", e.Attributes)
+			}
+		})
+	}
+}
