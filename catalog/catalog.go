@@ -166,7 +166,14 @@ func (a *Action) CheckAttributes(attributes, request []byte) error {
 	if err != nil {
 		return errors.New("the attributes are not JSON")
 	}
-	err = a.schema.Validate(v)
+	return a.CheckAttributeValue(v, request)
+}
+
+// CheckAttributeValue is CheckAttributes for attributes already decoded,
+// as encoding/json decodes them with UseNumber (commit.Value.Any), so that
+// a request's attributes are parsed once.
+func (a *Action) CheckAttributeValue(v any, request []byte) error {
+	err := a.schema.Validate(v)
 	if err == nil {
 		return nil
 	}

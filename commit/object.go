@@ -1,5 +1,10 @@
 package commit
 
+import (
+	"encoding/json"
+	"strconv"
+)
+
 // Object is a JSON object checked against the strict domain, for reading
 // its members: a request body, say, decoded under the same rules as the
 // parameters it describes.
@@ -73,3 +78,45 @@ func (v Value) IsObject() bool { return v.n.kind == kindObject }
 
 // Canonical returns the value's RFC 8785 form.
 func (v Value) Canonical() []byte { return appendCanonical(nil, v.n) }
+
+// Any returns the value as encoding/json decodes its text with UseNumber:
+// map[string]any for an object, []any, string, json.Number (the
+// canonical spelling), bool or nil. It is the form JSON Schema validators
+// and the policy package read, built from the checked tree so that a
+// request's attributes are parsed once.
+func (v Value) Any() any { return nodeAny(v.n) }
+
+// Any returns the object as Value.Any does.
+func (o Object) Any() map[string]any { return membersAny(o.members) }
+
+func nodeAny(n *node) any {
+	switch n.kind {
+	case kindFalse:
+		return false
+	case kindTrue:
+		return true
+	case kindInteger:
+		return json.Number(strconv.FormatInt(n.num, 10))
+	case kindNumber:
+		return json.Number(n.text)
+	case kindString:
+		return string(n.text)
+	case kindArray:
+		list := make([]any, len(n.elems))
+		for i := range n.elems {
+			list[i] = nodeAny(&n.elems[i])
+		}
+		return list
+	case kindObject:
+		return membersAny(n.members)
+	}
+	return nil
+}
+
+func membersAny(members []member) map[string]any {
+	m := make(map[string]any, len(members))
+	for i := range members {
+		m[string(members[i].name)] = nodeAny(&members[i].value)
+	}
+	return m
+}

@@ -2,6 +2,7 @@ package commit
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -350,6 +351,40 @@ func TestPropertyCanonicalFixedPoint(t *testing.T) {
 		again, err := Canonicalize(canonical)
 		if err != nil || !bytes.Equal(again, canonical) {
 			t.Fatalf("%q -> %q, %v", canonical, again, err)
+		}
+	})
+}
+
+// TestPropertyAnyIsTheCanonicalTextDecoded holds Object.Any, which the
+// server hands the schema check and the policies instead of parsing the
+// attributes again, to what encoding/json makes of their canonical form
+// with UseNumber, for every spelling of every value.
+func TestPropertyAnyIsTheCanonicalTextDecoded(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		v := genObject(t)
+		var b strings.Builder
+		spell(t, &b, v)
+		obj, err := Domain{}.Object([]byte(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		canonical, err := CanonicalizeValue(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(canonical))
+		dec.UseNumber()
+		var want any
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if got := obj.Any(); !reflect.DeepEqual(any(got), want) {
+			t.Fatalf("Any of %q = %#v, want %#v", b.String(), got, want)
+		}
+		for name, w := range want.(map[string]any) {
+			if m, _ := obj.Get(name); !reflect.DeepEqual(m.Any(), w) {
+				t.Fatalf("member %q: Any = %#v, want %#v", name, m.Any(), w)
+			}
 		}
 	})
 }

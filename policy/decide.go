@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,12 +60,20 @@ func (it iterator) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] {
 // checked against a schema; attributes outside the strict domain are
 // still refused with Invalid set.
 func (s *Set) Decide(principal, action string, attributes json.RawMessage) Result {
-	deny := func(problem string) Result {
-		return Result{Decision: entry.Deny, Determining: []string{}, Errored: []string{}, Invalid: &RequestError{Action: action, Problem: problem}}
+	obj, err := commit.Domain{}.Object(attributes)
+	if err != nil {
+		return deny(action, errAttributes.Error())
 	}
+	return s.DecideValue(principal, action, obj.Any())
+}
+
+// DecideValue is Decide for attributes already checked against the strict
+// domain and decoded (commit.Object.Any), so that a request's attributes
+// are parsed once.
+func (s *Set) DecideValue(principal, action string, attributes map[string]any) Result {
 	ctx, err := contextRecord(attributes)
 	if err != nil {
-		return deny(err.Error())
+		return deny(action, err.Error())
 	}
 	req := cedar.Request{
 		Principal: types.NewEntityUID(declare.CedarPrincipal, types.String(principal)),
@@ -77,7 +84,7 @@ func (s *Set) Decide(principal, action string, attributes json.RawMessage) Resul
 	if s.validator != nil { // nil for a replay set: no schema to admit the request
 		if err := s.validator.Request(req); err != nil {
 			// cedar-go's message quotes the context's values: not repeated.
-			return deny("not valid for the declarations' schema (undeclared action, or attributes outside its context)")
+			return deny(action, "not valid for the declarations' schema (undeclared action, or attributes outside its context)")
 		}
 	}
 	_, diag := cedar.Authorize(iterator{s}, types.EntityMap{}, req)
@@ -127,29 +134,22 @@ func (s *Set) Decide(principal, action string, attributes json.RawMessage) Resul
 
 var errAttributes = errors.New("attributes are not a JSON object in the strict domain")
 
-// contextRecord maps the attributes to a Cedar record: an object to a
-// record, an array to a set, a string to a String, an integer to a Long,
-// true and false to Bools. null and anything outside the strict domain
-// of package commit are refused.
-func contextRecord(attributes []byte) (types.Record, error) {
-	if _, err := commit.Canonicalize(attributes); err != nil {
-		return types.Record{}, errAttributes
-	}
-	dec := json.NewDecoder(bytes.NewReader(attributes))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return types.Record{}, errAttributes
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return types.Record{}, errAttributes
-	}
-	rec, err := cedarValue(m)
+// contextRecord maps the attributes, checked against the strict domain of
+// package commit and decoded, to a Cedar record: an object to a record, an
+// array to a set, a string to a String, an integer to a Long, true and
+// false to Bools. null and numbers that are not integers are refused.
+func contextRecord(attributes map[string]any) (types.Record, error) {
+	rec, err := cedarValue(attributes)
 	if err != nil {
 		return types.Record{}, err
 	}
 	return rec.(types.Record), nil
+}
+
+// deny is the decision on a request that is not evaluated: problem says
+// why, naming no value.
+func deny(action, problem string) Result {
+	return Result{Decision: entry.Deny, Determining: []string{}, Errored: []string{}, Invalid: &RequestError{Action: action, Problem: problem}}
 }
 
 func cedarValue(v any) (types.Value, error) {

@@ -69,6 +69,15 @@ func TestDecisionTable(t *testing.T) {
 			if got.Decision != tc.Decision || !slices.Equal(got.Determining, tc.Determining) || len(got.Errored) != 0 || got.Invalid != nil {
 				t.Errorf("attributes %s:\ngot  %s %v errored %v invalid %v\nwant %s %v", attrs, got.Decision, got.Determining, got.Errored, got.Invalid, tc.Decision, tc.Determining)
 			}
+			// The server's path: the attributes decoded once, from the
+			// request's checked tree.
+			obj, err := commit.Domain{}.Object(attrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := s.DecideValue(tc.Principal, tc.Action, obj.Any()); v.Decision != got.Decision || !slices.Equal(v.Determining, got.Determining) || v.Invalid != nil {
+				t.Errorf("DecideValue: %s %v invalid %v, Decide: %s %v", v.Decision, v.Determining, v.Invalid, got.Decision, got.Determining)
+			}
 		})
 	}
 }

@@ -5,8 +5,8 @@ package policy
 // file names and bounds, that every file parses, and every policy's
 // annotations and ids, with the same *LoadError values (file:line:col).
 // It does not typecheck the policies, and Decide on the set does not check
-// the request against a schema; contextRecord's strict-domain refusal
-// still applies.
+// the request against a schema; the strict-domain refusal of
+// the attributes still applies.
 //
 // Cedar's evaluation does not read the schema, so for every request a
 // set New built from the same files admits, the replay set's Decide

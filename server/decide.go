@@ -11,6 +11,7 @@ import (
 
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
+	"github.com/decisionledger/ledger/policy"
 )
 
 // decideFields are the members a decide body may have: an append's but
@@ -37,7 +38,12 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, mediator string)
 	}
 	// One load: the set that decides is the set whose digest is recorded.
 	set := s.pol.Current()
-	res := set.Decide(in.rec.Principal, in.rec.Action, in.rec.Attributes)
+	var res policy.Result
+	if in.attributes != nil {
+		res = set.DecideValue(in.rec.Principal, in.rec.Action, in.attributes)
+	} else {
+		res = set.Decide(in.rec.Principal, in.rec.Action, in.rec.Attributes)
+	}
 	if res.Invalid != nil {
 		// The catalog's check passed, so the set's schema and the
 		// catalog disagree: nothing is recorded.

@@ -40,6 +40,10 @@ type appendRequest struct {
 	ParamsSize   int
 	TiersDigest  string
 	Attributes   []byte // canonical JSON
+	// attributes is the attributes' checked tree, for decoding them
+	// without parsing them again (has: the body has them).
+	attributes    commit.Value
+	hasAttributes bool
 	// Preview is the preview document (canonical JSON), nil if the body
 	// has none.
 	Preview []byte
@@ -74,6 +78,9 @@ type intake struct {
 	rec     ledger.Record
 	wait    bool
 	preview *preview.Preview
+	// attributes are rec.Attributes decoded (commit.Object.Any), when
+	// the catalog's check decoded them and they are an object.
+	attributes map[string]any
 }
 
 // readRecord reads and checks the body of a mediator's request whose
@@ -108,6 +115,7 @@ func (s *Server) readRecord(w http.ResponseWriter, r *http.Request, mediator str
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	}
 	var err error
+	var decoded any
 	if rec.Params.Digest, rec.Params.Hiding, err = commit.ParseParamsDigest(req.ParamsDigest); err != nil {
 		s.refuse(w, http.StatusBadRequest, "invalid_request", "params_digest: %v", err)
 		return intake{}, false
@@ -123,7 +131,15 @@ func (s *Server) readRecord(w http.ResponseWriter, r *http.Request, mediator str
 			s.refuse(w, http.StatusUnprocessableEntity, "unknown_action", "the action is not in the server's catalog")
 			return intake{}, false
 		}
-		if err := a.CheckAttributes(req.Attributes, body); err != nil {
+		var err error
+		if req.hasAttributes {
+			// Decoded once, for the schema and the policies.
+			decoded = req.attributes.Any()
+			err = a.CheckAttributeValue(decoded, body)
+		} else {
+			err = a.CheckAttributes(req.Attributes, body)
+		}
+		if err != nil {
 			s.refuse(w, http.StatusUnprocessableEntity, "attributes_not_declared", "attributes of %s: %v", req.Action, err)
 			return intake{}, false
 		}
@@ -136,6 +152,7 @@ func (s *Server) readRecord(w http.ResponseWriter, r *http.Request, mediator str
 		rec.Definition = a.DefinitionDigest()
 	}
 	in := intake{rec: rec, wait: wait == "checkpoint"}
+	in.attributes, _ = decoded.(map[string]any)
 	if req.Preview != nil {
 		// Checked last: rendering is the dearest check.
 		if in.preview, ok = s.readPreview(w, req, fields); !ok {
@@ -411,7 +428,7 @@ func decodeRequest(body []byte, fields []string) (appendRequest, string) {
 		req.ParamsSize = int(n)
 	}
 	if v, ok := obj.Get("attributes"); ok {
-		req.Attributes = v.Canonical()
+		req.Attributes, req.attributes, req.hasAttributes = v.Canonical(), v, true
 	}
 	if v, ok := obj.Get("preview"); ok {
 		req.Preview = v.Canonical()
