@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,12 +38,17 @@ import (
 //
 //	go test -run '^$' -bench Open -benchtime 10x ./ledger/
 //
+// LEDGER_BENCH_OPEN_SIZES, a comma-separated list of entry counts,
+// replaces the two sizes: "10000000" builds and opens the store of ten
+// million entries that bench/at-size.sh then serves with ledgerd (about
+// ten times the 1M store's build time, and 6 GB of disk).
+//
 // The first build of the 1M store takes about a minute (signing). With
 // LEDGER_BENCH_COLD=1 the page cache is dropped before each open (root
 // only: /proc/sys/vm/drop_caches), which every other process on the
 // machine feels too.
 func BenchmarkOpen(b *testing.B) {
-	for _, n := range []int{100_000, 1_000_000} {
+	for _, n := range benchOpenSizes(b) {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) { benchmarkOpen(b, n) })
 	}
 }
@@ -93,6 +100,79 @@ func benchmarkOpen(b *testing.B, n int) {
 	b.ReportMetric(float64(times[len(times)-1].Microseconds())/1000, "ms/open-max")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(times)), "ms-CPU/open")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkReadAtSize reads BenchmarkOpen's cached stores (the same sizes,
+// LEDGER_BENCH_OPEN_SIZES) at random indices through the opened ledger:
+// each op is one Entry and one InclusionProof at the store's size, of a
+// fresh random index, and it reports each one's p50 and p99. The
+// ledger caches no entry and no tile between reads, so the page cache is
+// what a read meets (warm after the first pass; cold with
+// LEDGER_BENCH_COLD=1, which drops it once before the reads).
+//
+//	LEDGER_BENCH_OPEN_SIZES=10000000 go test -run '^$' -bench ReadAtSize -benchtime 20000x ./ledger/
+func BenchmarkReadAtSize(b *testing.B) {
+	for _, n := range benchOpenSizes(b) {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			dir, key := openBenchStore(b, n)
+			s, err := badger.Open(ctx, dir, badger.Options{Logger: discardLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			l, err := ledger.Open(ctx, s, key, ledger.Options{CheckpointInterval: -1, Logger: discardLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			if os.Getenv("LEDGER_BENCH_COLD") == "1" {
+				dropCaches(b)
+			}
+			size := l.Size()
+			rng := rand.New(rand.NewPCG(uint64(n), 29))
+			var entries, proofs []time.Duration
+			for b.Loop() {
+				index := rng.Uint64N(size)
+				t0 := time.Now()
+				if _, err := l.Entry(ctx, index); err != nil {
+					b.Fatalf("entry %d: %v", index, err)
+				}
+				t1 := time.Now()
+				if _, err := l.InclusionProof(ctx, index, size); err != nil {
+					b.Fatalf("proof of %d: %v", index, err)
+				}
+				entries, proofs = append(entries, t1.Sub(t0)), append(proofs, time.Since(t1))
+			}
+			for _, m := range []struct {
+				name string
+				d    []time.Duration
+			}{{"entry", entries}, {"proof", proofs}} {
+				slices.Sort(m.d)
+				b.ReportMetric(float64(m.d[len(m.d)/2].Nanoseconds())/1e3, "µs-"+m.name+"-p50")
+				b.ReportMetric(float64(m.d[len(m.d)*99/100].Nanoseconds())/1e3, "µs-"+m.name+"-p99")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// benchOpenSizes are the store sizes of BenchmarkOpen and
+// BenchmarkReadAtSize: LEDGER_BENCH_OPEN_SIZES, or 100,000 and 1,000,000.
+func benchOpenSizes(b *testing.B) []int {
+	v := os.Getenv("LEDGER_BENCH_OPEN_SIZES")
+	if v == "" {
+		return []int{100_000, 1_000_000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			b.Fatalf("LEDGER_BENCH_OPEN_SIZES: %q is not an entry count", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }
 
 func dropCaches(b *testing.B) {

@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -21,7 +22,24 @@ import (
 
 var hasher = rfc6962.DefaultHasher
 
-var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
+var rangeFactory = &compact.RangeFactory{Hash: hashChildren}
+
+// hashChildren is RFC 6962's interior node hash, SHA-256(0x01 || l || r),
+// as rfc6962.Hasher.HashChildren computes it but without its new hash
+// state per node: a proof at a random index recomputes up to a few
+// hundred nodes from the tiles, and the allocations were most of it.
+func hashChildren(l, r []byte) []byte {
+	h := hashChildrenArray(l, r)
+	return h[:]
+}
+
+func hashChildrenArray(l, r []byte) [HashSize]byte {
+	var buf [1 + 2*HashSize]byte
+	buf[0] = rfc6962.RFC6962NodeHashPrefix
+	copy(buf[1:], l)
+	copy(buf[1+HashSize:], r)
+	return sha256.Sum256(buf[:])
+}
 
 // edge is the right edge of the tree: the compact range [0, size) and the
 // partial tile at each tile level, which the next batch extends.
@@ -154,17 +172,15 @@ func (r *tileReader) node(id compact.NodeID) ([]byte, error) {
 	if uint64(len(t)) < to {
 		return nil, fmt.Errorf("%w: tile %d/%d too short for node (%d, %d)", ErrCorrupt, base/TileHeight, tileIndex, id.Level, id.Index)
 	}
-	hashes := make([][]byte, count)
-	for i := range hashes {
-		hashes[i] = t[from+uint64(i)*HashSize : from+uint64(i+1)*HashSize]
-	}
-	for len(hashes) > 1 {
-		for i := 0; i < len(hashes)/2; i++ {
-			hashes[i] = hasher.HashChildren(hashes[2*i], hashes[2*i+1])
+	// Reduced in place, a level at a time, in one buffer.
+	hashes := bytes.Clone(t[from:to])
+	for n := count; n > 1; n /= 2 {
+		for i := range n / 2 {
+			h := hashChildrenArray(hashes[2*i*HashSize:(2*i+1)*HashSize], hashes[(2*i+1)*HashSize:(2*i+2)*HashSize])
+			copy(hashes[i*HashSize:], h[:])
 		}
-		hashes = hashes[:len(hashes)/2]
 	}
-	return hashes[0], nil
+	return hashes[:HashSize:HashSize], nil
 }
 
 func (r *tileReader) nodes(ids []compact.NodeID) ([][]byte, error) {
@@ -250,5 +266,5 @@ func (r *tileReader) proof(nodes proof.Nodes, err error) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nodes.Rehash(hashes, hasher.HashChildren)
+	return nodes.Rehash(hashes, hashChildren)
 }
