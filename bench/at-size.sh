@@ -11,12 +11,13 @@
 # build. The script then
 #   1. runs BenchmarkOpen on it (badger.Open + ledger.Open, warm; cold too
 #      with LEDGER_BENCH_COLD=1, which needs root);
-#   2. reports its disk use per entry (allocated blocks, and the bytes of
-#      the entries themselves, from the frame log's frames);
+#   2. reports its disk use per entry (allocated blocks, by directory);
 #   3. copies it (appends change it) and starts ledgerd on the copy with
 #      the store's key, timing the start until /readyz answers;
-#   4. reads GET /v1/entries/{i} and GET /v1/inclusion?index=i at random
-#      indices with wrk (1 thread, 4 connections, --latency: p50, p99);
+#   4. reports the entries' mean size (from eight entry bundles spread
+#      over the log), and reads GET /v1/entries/{i} and
+#      GET /v1/inclusion?index=i at random indices with wrk (1 thread, 1
+#      connection, --latency: p50, p90, p99);
 #   5. appends with bench/append.lua (2 threads, 64 connections) for the
 #      given seconds (default 30) and reports ledgerd's peak RSS (VmHWM),
 #      with no memory setting of its own beyond ledgerd's defaults.
@@ -65,6 +66,22 @@ t1=$(date +%s.%N)
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "ledgerd ready after %.3f s (process start to /readyz)\n", b - a }'
 echo "ledgerd RSS when ready: $(awk '/^VmRSS/ {print $2/1024 " MiB"}' /proc/$pid/status)"
 
+# The C2SP tlog-tiles path of index N: groups of three digits, all but the
+# last prefixed with x (1234067 is x001/x234/067).
+tilepath() {
+  local n=$1 p
+  p=$(printf %03d $((n % 1000)))
+  n=$((n / 1000))
+  while [ "$n" -gt 0 ]; do p=$(printf x%03d $((n % 1000)))/$p; n=$((n / 1000)); done
+  echo "$p"
+}
+bytes=0
+for k in 1 2 3 4 5 6 7 8; do
+  c=$(curl -sf "http://127.0.0.1:$port/tile/entries/$(tilepath $(( (n / 256 - 1) * k / 8 )))" | wc -c)
+  bytes=$((bytes + c - 256 * 2)) # less each entry's 2-byte length
+done
+echo "mean entry: $((bytes / 2048)) bytes (8 bundles of 256)"
+
 for path in entries inclusion; do
   cat >"$work/$path.lua" <<EOF
 math.randomseed(os.time())
@@ -78,7 +95,7 @@ response = function(status, headers, body)
 end
 EOF
   echo "== GET /v1/$path at random indices"
-  wrk -t1 -c4 -d10s --latency -s "$work/$path.lua" "http://127.0.0.1:$port" |
+  wrk -t1 -c1 -d10s --latency -s "$work/$path.lua" "http://127.0.0.1:$port" |
     grep -E 'Requests/sec|^ +(50|90|99)%'
 done
 
