@@ -139,11 +139,11 @@ func parseCPNote(b []byte) (size uint64, signed []byte, ok bool) {
 // that a crash left unfinished at the end of either file (never
 // acknowledged: an append returns once both are synced); it says what it
 // did in repairs. Anything else that does not hold is ErrCorrupt.
-func openCPHistory(dir string) (h *cpHistory, repairs []string, err error) {
+func openCPHistory(dir string) (_ *cpHistory, repairs []string, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("ledger: creating the checkpoint history %s: %w", dir, err)
 	}
-	h = &cpHistory{dir: dir}
+	h := &cpHistory{dir: dir}
 	defer func() {
 		if err != nil {
 			h.close()
@@ -434,13 +434,6 @@ func (h *cpHistory) check(storeDir string, treeSize uint64) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case n > 0 && fileCP == nil:
-		return fmt.Errorf("%w: the checkpoint history holds checkpoints but there is no checkpoint file", ledger.ErrCorrupt)
-	case n > 0 && (fileSize < latestSize || fileSize == latestSize && !bytes.Equal(fileCP, latest) && !ledger.AddsSignatures(latest, fileCP)):
-		return fmt.Errorf("%w: the checkpoint file's checkpoint, for tree size %d, is older than the checkpoint history's latest, for %d, or differs from it",
-			ledger.ErrCorrupt, fileSize, latestSize)
-	}
 	var prev []byte
 	var prevSize uint64
 	var off int64
@@ -477,6 +470,13 @@ func (h *cpHistory) check(storeDir string, treeSize uint64) error {
 	}
 	if n > 0 && (prevSize != latestSize || !bytes.Equal(prev, latest)) {
 		return fmt.Errorf("%w: the checkpoint history's last checkpoint, for tree size %d, is not the one it serves as the latest", ledger.ErrCorrupt, prevSize)
+	}
+	switch {
+	case n > 0 && fileCP == nil:
+		return fmt.Errorf("%w: the checkpoint history holds checkpoints but there is no checkpoint file", ledger.ErrCorrupt)
+	case n > 0 && (fileSize < latestSize || fileSize == latestSize && !bytes.Equal(fileCP, latest) && !ledger.AddsSignatures(latest, fileCP)):
+		return fmt.Errorf("%w: the checkpoint file's checkpoint, for tree size %d, is older than the checkpoint history's latest, for %d, or differs from it",
+			ledger.ErrCorrupt, fileSize, latestSize)
 	}
 	return nil
 }

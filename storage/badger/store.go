@@ -632,11 +632,13 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 }
 
 // Repairs says what Open repaired, one sentence each, in the order done:
-// a frame a crash cut short erased, frames the index lost indexed again,
-// the latest signed checkpoint restored into the index from the
-// checkpoint file, or the file rebuilt from the index. It is empty when
-// Open found the store as Close leaves it. Each is also logged, as a
-// warning but for the frames indexed again (routine after a crash).
+// a checkpoint a crash cut short at the end of the checkpoint history
+// cut, or the history's index made whole, a frame a crash cut short
+// erased, frames the index lost indexed again, the latest signed
+// checkpoint restored into the history from the checkpoint file, or the
+// file rebuilt from the history. It is empty when Open found the store as
+// Close leaves it. Each is also logged, as a warning but for the frames
+// indexed again (routine after a crash).
 func (s *Store) Repairs() []string { return slices.Clone(s.repairs) }
 
 // tileFlushInterval is how often the indexer writes the partial tiles
