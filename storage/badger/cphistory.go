@@ -149,11 +149,22 @@ func openCPHistory(dir string) (_ *cpHistory, repairs []string, err error) {
 			h.close()
 		}
 	}()
+	_, statErr := os.Stat(filepath.Join(dir, cpIndexFile))
+	if _, err := os.Stat(filepath.Join(dir, cpNotesFile)); err != nil {
+		statErr = err
+	}
 	if h.notes, err = os.OpenFile(filepath.Join(dir, cpNotesFile), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
 		return nil, nil, fmt.Errorf("ledger: opening the checkpoint history: %w", err)
 	}
 	if h.index, err = os.OpenFile(filepath.Join(dir, cpIndexFile), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
 		return nil, nil, fmt.Errorf("ledger: opening the checkpoint history: %w", err)
+	}
+	if statErr != nil {
+		// New files, or the index made again: their names must outlive a
+		// power loss as their records do.
+		if err := errors.Join(syncDir(dir), syncDir(filepath.Dir(dir))); err != nil {
+			return nil, nil, fmt.Errorf("ledger: creating the checkpoint history %s: %w", dir, err)
+		}
 	}
 	indexLen, err := fileSize(h.index)
 	if err != nil {
@@ -342,6 +353,10 @@ func (h *cpHistory) validRecord(i int64) (cpRecord, error) {
 // readNote reads the note that index record r names and checks it
 // against r and its own checksum.
 func (h *cpHistory) readNote(r cpRecord) ([]byte, error) {
+	if r.length > maxCheckpointFile {
+		return nil, fmt.Errorf("%w: the checkpoint history's index gives the checkpoint for tree size %d a length of %d bytes",
+			ledger.ErrCorrupt, r.size, r.length)
+	}
 	b := make([]byte, cpNoteHeader+int64(r.length))
 	if _, err := h.notes.ReadAt(b, r.offset); errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: the checkpoint for tree size %d is past the end of the checkpoint history %s (byte %d)",
