@@ -384,7 +384,8 @@ func (h *cpHistory) read(i int64) (cpRecord, []byte, error) {
 
 // get returns the checkpoint for exactly size, the later record of it if
 // two are, or ok false. A size outside the first and last records' is
-// answered without reading; any other by binary search of the index.
+// answered without reading, the latest's from memory, any other by
+// searching the index (search).
 func (h *cpHistory) get(size uint64) (signed []byte, ok bool, err error) {
 	h.mu.RLock()
 	n, first, latestSize, latest := h.n, h.firstSize, h.latestSize, h.latest
@@ -395,43 +396,83 @@ func (h *cpHistory) get(size uint64) (signed []byte, ok bool, err error) {
 	case size == latestSize:
 		return bytes.Clone(latest), true, nil
 	}
-	// The last record whose size is at most size is in [lo, hi).
-	lo, hi := int64(0), n
-	for hi-lo > cpSearchSpan {
-		mid := lo + (hi-lo)/2
-		r, err := h.validRecord(mid)
+	r, found, err := h.search(n, first, latestSize, size)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	signed, err = h.readNote(r)
+	return signed, err == nil, err
+}
+
+// search finds the last of the n index records whose size is size, given
+// that the first record's size, first, is at most size and the last's,
+// last, above it. It probes where the sizes' spread puts size
+// (interpolation: checkpoints come at a steady pace, so a probe usually
+// lands within a few records of it) and a little past that probe, to
+// bracket size within one read of cpSearchSpan records, which it then
+// reads whole; a probe that fails to halve the range is followed by one
+// at its middle, so that uneven sizes cost at most about twice a binary
+// search.
+func (h *cpHistory) search(n int64, first, last, size uint64) (cpRecord, bool, error) {
+	// size[lo] <= size < size[hi]
+	lo, hi, loSize, hiSize := int64(0), n-1, first, last
+	interpolate := true
+	probe := func(i int64) (bool, error) {
+		r, err := h.validRecord(i)
 		if err != nil {
-			return nil, false, err
+			return false, err
 		}
 		if r.size <= size {
-			lo = mid
-		} else {
-			hi = mid
+			lo, loSize = i, r.size
+			return true, nil
 		}
+		hi, hiSize = i, r.size
+		return false, nil
 	}
-	buf := make([]byte, (hi-lo)*cpIndexRecord)
+	for hi-lo > cpSearchSpan {
+		before := hi - lo
+		pos := lo + (hi-lo)/2
+		if interpolate {
+			pos = lo + int64(float64(size-loSize)/float64(hiSize-loSize)*float64(hi-lo))
+		}
+		pos = min(max(pos, lo+1), hi-1)
+		below, err := probe(pos)
+		if err != nil {
+			return cpRecord{}, false, err
+		}
+		if interpolate {
+			next := max(pos-cpSearchSpan/2, lo+1)
+			if below {
+				next = min(pos+cpSearchSpan/2, hi-1)
+			}
+			if next > lo && next < hi {
+				if _, err := probe(next); err != nil {
+					return cpRecord{}, false, err
+				}
+			}
+		}
+		interpolate = hi-lo <= before/2
+	}
+	buf := make([]byte, (hi-lo+1)*cpIndexRecord)
 	if _, err := h.index.ReadAt(buf, lo*cpIndexRecord); err != nil {
-		return nil, false, fmt.Errorf("ledger: reading the checkpoint history's index: %w", err)
+		return cpRecord{}, false, fmt.Errorf("ledger: reading the checkpoint history's index: %w", err)
 	}
-	var found *cpRecord
-	for i := range hi - lo {
-		r, ok := parseCPIndexRecord(buf[i*cpIndexRecord:])
-		if !ok {
-			return nil, false, fmt.Errorf("%w: record %d of the checkpoint history's index %s fails its checksum",
+	var found cpRecord
+	ok := false
+	for i := range hi - lo + 1 {
+		r, valid := parseCPIndexRecord(buf[i*cpIndexRecord:])
+		if !valid {
+			return cpRecord{}, false, fmt.Errorf("%w: record %d of the checkpoint history's index %s fails its checksum",
 				ledger.ErrCorrupt, lo+i, filepath.Join(h.dir, cpIndexFile))
 		}
 		if r.size > size {
 			break
 		}
 		if r.size == size {
-			found = &r
+			found, ok = r, true
 		}
 	}
-	if found == nil {
-		return nil, false, nil
-	}
-	signed, err = h.readNote(*found)
-	return signed, err == nil, err
+	return found, ok, nil
 }
 
 // check reads the whole history, records and notes, against their
