@@ -44,9 +44,9 @@ import (
 // Sizes increase from record to record, but for a key rotation's second
 // signature (Store.AddCheckpoint), which repeats the latest size with
 // signature lines added: the later record of a size is the checkpoint for
-// it. Checkpoint(size) searches the index by binary search, one pread per
-// step until the range left fits in one read of 4 KiB, then reads the note
-// with one pread.
+// it. Checkpoint(size) searches the index with pread, probing where the
+// sizes' spread puts size (cpHistory.search) until the range left fits in
+// one read of 4 KiB, then reads the note with one pread.
 //
 // An append writes the note's record and fdatasyncs notes, then writes
 // the index record and fdatasyncs index: an index record is written only
