@@ -49,10 +49,12 @@ import (
 // one read of 4 KiB, then reads the note with one pread.
 //
 // An append writes the note's record and fdatasyncs notes, then writes
-// the index record and fdatasyncs index: an index record is written only
-// once its note is durable, so each file can lose at most its last record
-// in a crash, and the index is made whole again at open from the notes
-// after its last record. The checkpoint file (cpfile.go) is written
+// the index record, and fdatasyncs index every cpIndexSync records (and
+// at Close): the notes are the durable copy. An index record is written
+// only once its note is durable, so a crash can lose at most the last
+// record of notes, never acknowledged, and the index records written
+// since its last sync, which open writes again from the notes after the
+// last index record that holds. The checkpoint file (cpfile.go) is written
 // before either, so the latest checkpoint survives the loss of both
 // records; open puts it back (Store.recover).
 //
@@ -71,6 +73,11 @@ const (
 	// cpSearchSpan is how many index records a search reads at once when
 	// few are left: 4 KiB.
 	cpSearchSpan = 4096 / cpIndexRecord
+	// cpIndexSync is how many index records are written between two
+	// syncs of the index (and Close syncs it): the notes are the durable
+	// copy, and at most this many index records are made again from them
+	// after a power loss.
+	cpIndexSync = 64
 )
 
 // cpHistory is a Store's checkpoint history in its directory. Appends come
@@ -179,14 +186,16 @@ func openCPHistory(dir string) (_ *cpHistory, repairs []string, err error) {
 		repairs = append(repairs, fmt.Sprintf("cut %d bytes of an index record a crash left unfinished at the end of the checkpoint history's index",
 			indexLen%cpIndexRecord))
 	}
-	// The last index record, if written by an append a crash cut short,
-	// may not hold; the one before it must.
-	if h.n > 0 {
-		if _, ok, err := h.record(h.n - 1); err != nil {
+	// The index records after its last sync, at most cpIndexSync, may
+	// be lost or unfinished after a power loss: from the first that does
+	// not hold, they are cut and written again from the notes. The ones
+	// before must hold.
+	for i := max(0, h.n-cpIndexSync); i < h.n; i++ {
+		if _, ok, err := h.record(i); err != nil {
 			return nil, nil, err
 		} else if !ok {
-			h.n--
-			repairs = append(repairs, "cut the last record of the checkpoint history's index, which a crash left unfinished")
+			repairs = append(repairs, fmt.Sprintf("cut the checkpoint history's index at record %d of %d, a record a crash left unfinished after the index's last sync", i, h.n))
+			h.n = i
 		}
 	}
 	if h.n > 0 {
@@ -286,14 +295,17 @@ func (h *cpHistory) zerosFrom(off int64) bool {
 	}
 }
 
-// writeIndex appends r, the record of signed, to the index, synced, and
-// makes it the last record. Only the appender calls it.
+// writeIndex appends r, the record of signed, to the index, syncing it
+// every cpIndexSync records, and makes it the last record. Only the
+// appender calls it.
 func (h *cpHistory) writeIndex(r cpRecord, signed []byte) error {
 	if _, err := h.index.WriteAt(appendCPIndexRecord(nil, r), h.n*cpIndexRecord); err != nil {
 		return fmt.Errorf("ledger: writing the checkpoint history's index: %w", err)
 	}
-	if err := syncData(h.index); err != nil {
-		return fmt.Errorf("ledger: syncing the checkpoint history's index: %w", err)
+	if (h.n+1)%cpIndexSync == 0 {
+		if err := syncData(h.index); err != nil {
+			return fmt.Errorf("ledger: syncing the checkpoint history's index: %w", err)
+		}
 	}
 	h.mu.Lock()
 	if h.n == 0 {
@@ -539,6 +551,9 @@ func (h *cpHistory) check(storeDir string, treeSize uint64) error {
 
 func (h *cpHistory) close() error {
 	var errs []error
+	if h.index != nil {
+		errs = append(errs, syncData(h.index))
+	}
 	for _, f := range []*os.File{h.notes, h.index} {
 		if f != nil {
 			errs = append(errs, f.Close())

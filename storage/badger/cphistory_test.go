@@ -347,7 +347,19 @@ func TestBadgerCheckpointHistoryTornTail(t *testing.T) {
 		{"index record cut short", func(t *testing.T, f *cpStore) { truncateBy(t, f.path("index"), 10) },
 			[]string{"cut 14 bytes of an index record", "indexed the last 1 checkpoints"}},
 		{"index record torn", func(t *testing.T, f *cpStore) { flip(t, f.path("index"), 24*int64(len(f.sizes))-3) },
-			[]string{"cut the last record of the checkpoint history's index", "indexed the last 1 checkpoints"}},
+			[]string{"cut the checkpoint history's index at record 400 of 401", "indexed the last 1 checkpoints"}},
+		{"index records lost after the last sync", func(t *testing.T, f *cpStore) {
+			// A power loss kept the index file's size but not the
+			// records written since its last sync, at 384.
+			b, err := os.ReadFile(f.path("index"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			clear(b[24*390:])
+			if err := os.WriteFile(f.path("index"), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"cut the checkpoint history's index at record 390 of 401", "indexed the last 11 checkpoints"}},
 		{"index lost", func(t *testing.T, f *cpStore) { truncateBy(t, f.path("index"), 24*int64(len(f.sizes))) },
 			[]string{"indexed the last 401 checkpoints"}},
 	} {

@@ -24,9 +24,10 @@
 //     and read with pread, for the same reason; their layout is in
 //     leafindex.go.
 //   - checkpoints/, the checkpoint history: every signed checkpoint,
-//     appended to a file of checksummed records with a dense index of
-//     fixed records beside it, both synced before AddCheckpoint returns
-//     and read with pread, for the same reason; their layout is in
+//     appended to a file of checksummed records, synced before
+//     AddCheckpoint returns, with a dense index of fixed records beside
+//     it, which open makes whole again from the records after a crash;
+//     both are read with pread, for the same reason; their layout is in
 //     cphistory.go.
 //   - checkpoint, the latest signed checkpoint with its tree size and a
 //     CRC-32C, replaced whole and synced before the history records it

@@ -1425,9 +1425,10 @@ func (s *Store) findTile(level uint8, index uint64) ([]byte, bool, error) {
 
 // AddCheckpoint implements Store: the checkpoint file first, synced, so
 // that no loss of the history or the index can lose the latest signed
-// checkpoint, then the checkpoint history (cphistory.go), synced, then
-// badger's DB.Sync, which makes durable the index of every batch before
-// it (so that a reopen after a crash has fewer frames to index again).
+// checkpoint, then the checkpoint history (cphistory.go), synced; beside
+// them, badger's DB.Sync, which makes durable the index of every batch
+// before it (so that a reopen after a crash has fewer frames to index
+// again).
 func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
 	if len(signed) == 0 {
 		return errEmptyCheckpoint
@@ -1454,10 +1455,16 @@ func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) e
 	}
 	// The reserve is not checked: it exists for the index and for this
 	// (the floor, below it, is).
-	// Outside writeMu, as badger's sync below: commits go on meanwhile.
+	// Badger's sync, of every index written before it, does not depend on
+	// the checkpoint, which badger no longer holds: it runs beside the
+	// files' writes and syncs, and is waited for.
+	synced := make(chan error, 1)
+	go func() { synced <- s.db.Sync() }()
+	// Outside writeMu, as badger's sync: commits go on meanwhile.
 	// AddCheckpoint runs one call at a time, so latestCP stays as
 	// checked.
 	if err := writeCheckpointFile(s.dir, size, signed); err != nil {
+		<-synced
 		// The file may hold the old checkpoint or the new one.
 		s.writeMu.Lock()
 		s.broken = err
@@ -1466,10 +1473,8 @@ func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) e
 	}
 	s.latestCP, s.hasCP = size, true
 	err = s.cps.add(size, signed)
-	if err == nil {
-		// Outside writeMu: commits go on while badger syncs. The sync
-		// covers every index written before it.
-		err = s.db.Sync()
+	if serr := <-synced; err == nil {
+		err = serr
 	}
 	if err != nil {
 		// The history may hold the checkpoint without having synced it.
@@ -1494,7 +1499,8 @@ func (s *Store) extendsLatestCP(size uint64, signed []byte) bool {
 
 // Checkpoint implements Store, from the checkpoint history: a size
 // above the latest's or below the first's is answered without a read,
-// any other with a binary search of the history's index.
+// the latest's from memory, any other with a search of the history's
+// index (cpHistory.search).
 func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 	v, ok, err := s.cps.get(size)
 	switch {
