@@ -578,7 +578,7 @@ func (s *Store) openCheckpoints(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	dir := filepath.Join(s.dir, cpHistoryDir)
-	var keys [][]byte
+	keys := 0 // 'c' keys seen; without a migration, whether there are any
 	_, statErr := os.Stat(dir)
 	migrate := errors.Is(statErr, fs.ErrNotExist)
 	if statErr != nil && !migrate {
@@ -601,13 +601,13 @@ func (s *Store) openCheckpoints(ctx context.Context, log *slog.Logger) error {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
-			key := item.KeyCopy(nil)
+			keys++
+			if !migrate {
+				break
+			}
+			key := item.Key()
 			if len(key) != 9 {
 				return fmt.Errorf("%w: a checkpoint key of %d bytes in the index", ledger.ErrCorrupt, len(key))
-			}
-			keys = append(keys, key)
-			if !migrate {
-				continue
 			}
 			if err := item.Value(func(v []byte) error {
 				return tmp.appendUnsynced(binary.BigEndian.Uint64(key[1:]), v)
@@ -636,24 +636,22 @@ func (s *Store) openCheckpoints(ctx context.Context, log *slog.Logger) error {
 			return fmt.Errorf("ledger: moving the checkpoints from the index to %s: %w", cpHistoryDir, err)
 		}
 	}
-	if len(keys) > 0 {
-		w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
-		defer func() { w.txn.Discard() }()
-		for _, key := range keys {
-			w.delete(key)
+	if keys > 0 {
+		// No other badger writer runs yet.
+		err := s.db.DropPrefix([]byte{prefixCheckpoint})
+		if err == nil {
+			err = s.db.Update(func(txn *badgerdb.Txn) error { return txn.Delete(keyLatestCheckpoint) })
 		}
-		w.delete(keyLatestCheckpoint)
-		if w.err == nil {
-			w.err = w.txn.Commit()
+		if err == nil {
+			err = s.db.Sync()
 		}
-		if w.err == nil {
-			w.err = s.db.Sync()
+		if err != nil {
+			return fmt.Errorf("ledger: deleting the checkpoints moved to %s from the index: %w", cpHistoryDir, err)
 		}
-		if w.err != nil {
-			return fmt.Errorf("ledger: deleting the checkpoints moved to %s from the index: %w", cpHistoryDir, w.err)
+		if migrate {
+			log.InfoContext(ctx, "ledger: moved the signed checkpoints from the index to their files",
+				slog.Int("checkpoints", keys), slog.String("dir", cpHistoryDir))
 		}
-		log.InfoContext(ctx, "ledger: moved the signed checkpoints from the index to their files",
-			slog.Int("checkpoints", len(keys)), slog.String("dir", cpHistoryDir))
 	}
 	h, repairs, err := openCPHistory(dir)
 	if err != nil {
