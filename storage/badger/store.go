@@ -499,8 +499,8 @@ func ownerOnly(dir string) error {
 
 // recover indexes the frames after the last one badger holds, writes the
 // partial tiles of those after the last tiles badger holds, brings the
-// latest signed checkpoint's two copies (badger's and the checkpoint
-// file's) to the later of the two, makes the result durable, and returns
+// latest signed checkpoint's two copies (the checkpoint history's and
+// the checkpoint file's) to the later of the two, makes the result durable, and returns
 // the number of entries.
 func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	var size, end, tilesEnd uint64
