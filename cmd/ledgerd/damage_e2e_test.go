@@ -192,10 +192,11 @@ func TestZeroedTileSlotIsDamage(t *testing.T) {
 }
 
 // A store whose entries outlived every copy of its latest checkpoint (the
-// index and the checkpoint file lost, issue 23): ledgerd refuses to start,
+// checkpoint history and the checkpoint file lost, issue 23): ledgerd refuses to start,
 // naming the state and the remedy, rather than sign a tree that may be
 // smaller than one it signed and fork the log; fsck calls it damage. The
-// checkpoint file alone lost is rebuilt from the index, with a warning.
+// checkpoint file alone lost is rebuilt from the checkpoint history, with
+// a warning.
 func TestStartRefusesLostCheckpoint(t *testing.T) {
 	bin := clusterLedgerd(t)
 	dir := t.TempDir()
@@ -206,7 +207,7 @@ func TestStartRefusesLostCheckpoint(t *testing.T) {
 		data := filepath.Join(t.TempDir(), "data")
 		copyTree(t, filepath.Join(dir, "data"), data)
 		store := filepath.Join(data, "store")
-		for _, lost := range []string{"index", "checkpoint"} {
+		for _, lost := range []string{"index", "checkpoints", "checkpoint"} {
 			if err := os.RemoveAll(filepath.Join(store, lost)); err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +237,7 @@ func TestStartRefusesLostCheckpoint(t *testing.T) {
 		}
 		d := startDaemon(t, bin, dir)
 		stopDaemon(t, d)
-		if !strings.Contains(d.stderr.String(), "rebuilt the checkpoint file from the index's latest signed checkpoint") {
+		if !strings.Contains(d.stderr.String(), "rebuilt the checkpoint file from the checkpoint history's latest signed checkpoint") {
 			t.Fatalf("ledgerd rebuilt the checkpoint file without a warning:\n%s", d.stderr)
 		}
 		if _, err := os.Stat(filepath.Join(store, "checkpoint")); err != nil {
@@ -269,7 +270,7 @@ func TestFsckSaysWhatItRepaired(t *testing.T) {
 	if err := os.Mkdir(saved, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	kept := []string{"index", "checkpoint", "approvals"}
+	kept := []string{"index", "checkpoints", "checkpoint", "approvals"}
 	for _, name := range kept {
 		if _, err := os.Stat(filepath.Join(store, name)); err == nil {
 			copyTree(t, filepath.Join(store, name), filepath.Join(saved, name))

@@ -26,6 +26,9 @@ import (
 //   - every idempotency key in the index against its frame;
 //   - every stored tile against the version of it the last frame to
 //     write it holds;
+//   - every checkpoint of the checkpoint history against its checksums,
+//     the sizes increasing and none above the tree size, and the latest
+//     against the checkpoint file;
 //   - the checksum of every badger table.
 //
 // Check reads the frames durable when it starts; it does not hold back
@@ -111,6 +114,9 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 	}
 	if next != size {
 		return fmt.Errorf("%w: the frames hold %d entries, the store %d", ledger.ErrCorrupt, next, size)
+	}
+	if err := s.cps.check(s.dir, size); err != nil {
+		return err
 	}
 	for id, v := range tiles {
 		stored, err := s.Tile(ctx, id.level, id.index)

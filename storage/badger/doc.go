@@ -12,9 +12,9 @@
 //     to segment files with one write and one fdatasync. It is the
 //     durable copy of the log; its byte layout is in framelog.go.
 //   - index/, a badger database indexing the frames (entry positions and
-//     checksums, the latest leaf hashes, idempotency keys, partial tiles,
-//     checkpoints), written behind the frames without a sync of its own;
-//     its key layout is on Store.
+//     checksums, the latest leaf hashes, idempotency keys, partial tiles),
+//     written behind the frames without a sync of its own; its key layout
+//     is on Store.
 //   - tiles/, the full tiles, one file per level, written with pwrite and
 //     read with pread, so that their pages are the kernel's page cache
 //     rather than the process's memory (badger maps its tables); their
@@ -23,24 +23,35 @@
 //     run, which badger keeps: sorted runs of leaf hashes, written whole
 //     and read with pread, for the same reason; their layout is in
 //     leafindex.go.
+//   - checkpoints/, the checkpoint history: every signed checkpoint,
+//     appended to a file of checksummed records, synced before
+//     AddCheckpoint returns, with a dense index of fixed records beside
+//     it, which open makes whole again from the records after a crash;
+//     both are read with pread, for the same reason; their layout is in
+//     cphistory.go.
 //   - checkpoint, the latest signed checkpoint with its tree size and a
-//     CRC-32C, replaced whole and synced before the index records it
-//     (cpfile.go), so that no loss of the index loses a signed checkpoint.
+//     CRC-32C, replaced whole and synced before the history records it
+//     (cpfile.go), so that no loss of the history or the index loses the
+//     latest signed checkpoint.
 //
 // # Guarantees
 //
 // Open takes an exclusive flock on the directory, refusing at once, and
 // changing nothing, while another Store holds it. It re-indexes every
 // frame the index lost in a crash, erases a frame whose write a crash cut
-// short (never acknowledged), restores either copy of the latest signed
-// checkpoint from the other, says what it repaired (Store.Repairs), and
-// refuses, wrapping ledger.ErrCorrupt, a frame log that is damaged, does
-// not continue the index, or holds fewer entries than the latest signed
-// checkpoint. Reads report what they find damaged, or lost (a tile of the
-// tree in neither a tile file nor the index), as ledger.ErrCorrupt, never
-// as ledger.ErrNotFound. Store.Check (ledgerd fsck) reads every frame,
-// entry, index record, tile and badger table against its checksum and
-// against each other.
+// short (never acknowledged), cuts a checkpoint a crash cut short at the
+// end of the history (never acknowledged either) and makes the history's
+// index whole, restores either copy of the latest signed checkpoint from
+// the other, moves the checkpoints of a store written before the history
+// out of badger, says what it repaired (Store.Repairs), and refuses,
+// wrapping ledger.ErrCorrupt, a frame log that is damaged, does not
+// continue the index, or holds fewer entries than the latest signed
+// checkpoint, and a checkpoint history damaged at its end. Reads report
+// what they find damaged, or lost (a tile of the tree in neither a tile
+// file nor the index), as ledger.ErrCorrupt, never as ledger.ErrNotFound.
+// Store.Check (ledgerd fsck) reads every frame, entry, index record, tile,
+// checkpoint and badger table against its checksum and against each
+// other.
 //
 // Commit refuses a batch, writing nothing and wrapping ErrNoSpace, while
 // the file system has less than Options.ReserveBytes free: badger writes

@@ -1,6 +1,9 @@
 package badger
 
 import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -74,3 +77,66 @@ func SetFreeSpace(t testing.TB, free func() uint64) {
 // CloseIndex closes the badger index that s.Close left open on a full
 // disk, as the end of the process would release it.
 func CloseIndex(s *Store) error { return s.db.Close() }
+
+// CheckpointKeys counts the keys badger holds of the layout before the
+// checkpoint history: 'c' checkpoints and the 'm' "checkpoint" size.
+func CheckpointKeys(s *Store) (int, error) {
+	n := 0
+	err := s.db.View(func(txn *badgerdb.Txn) error {
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte{prefixCheckpoint}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		if _, ok, err := getUint64(txn, keyLatestCheckpoint); err != nil {
+			return err
+		} else if ok {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// ToOldCheckpoints makes the store in dir one written before the
+// checkpoint history: its checkpoints in badger, as 'c' keys and the 'm'
+// "checkpoint" key, and no checkpoints/ unless keepHistory (as a crash
+// of the migration after it renamed the history into place leaves it).
+func ToOldCheckpoints(t testing.TB, dir string, opts Options, keepHistory bool) {
+	t.Helper()
+	s, err := Open(t.Context(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.db.Update(func(txn *badgerdb.Txn) error {
+		var latest uint64
+		for i := range s.cps.n {
+			r, signed, err := s.cps.read(i)
+			if err != nil {
+				return err
+			}
+			if err := txn.Set(binary.BigEndian.AppendUint64([]byte{prefixCheckpoint}, r.size), signed); err != nil {
+				return err
+			}
+			latest = r.size
+		}
+		return txn.Set(keyLatestCheckpoint, binary.BigEndian.AppendUint64(nil, latest))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if keepHistory {
+		return
+	}
+	if err := os.RemoveAll(filepath.Join(dir, cpHistoryDir)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// AddCheckpointRecord appends a checkpoint to s's history as
+// AddCheckpoint would, without its checks, as a history written by
+// something else could hold it.
+func AddCheckpointRecord(s *Store, size uint64, signed []byte) error { return s.cps.add(size, signed) }

@@ -12,7 +12,8 @@ import (
 )
 
 // What Open repairs it says, in Repairs and in a warning: a frame a crash
-// cut short, erased; the checkpoint file, lost, rebuilt from the index. A
+// cut short, erased; the checkpoint file, lost, rebuilt from the
+// checkpoint history; the history, lost or cut short, rebuilt. A
 // store closed cleanly needs no repair.
 func TestBadgerRepairs(t *testing.T) {
 	opened := func(t *testing.T, f *frameStore) ([]string, []loggedRecord) {
@@ -82,7 +83,7 @@ func TestBadgerRepairs(t *testing.T) {
 		if err := os.Remove(filepath.Join(f.dir, "checkpoint")); err != nil {
 			t.Fatal(err)
 		}
-		wantRepair(t, f, "rebuilt the checkpoint file from the index")
+		wantRepair(t, f, "rebuilt the checkpoint file from the checkpoint history")
 		if _, err := os.Stat(filepath.Join(f.dir, "checkpoint")); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -25,8 +26,9 @@ import (
 
 // Store is a ledger.Store in one directory: a frame log (framelog.go) in
 // frames/ that makes each batch durable with one write and one fdatasync,
-// a badger database in index/ that indexes the frames, and the checkpoint
-// file (cpfile.go) with the latest signed checkpoint. The directory is
+// a badger database in index/ that indexes the frames, the checkpoint
+// history in checkpoints/ (cphistory.go) with every signed checkpoint, and
+// the checkpoint file (cpfile.go) with the latest. The directory is
 // flock'ed while the store is open (docs/log.md §5).
 //
 // Badger keys start with one byte naming their kind; integers in keys are
@@ -44,7 +46,6 @@ import (
 //	't' u8 level, u64 index     a partial tile's hashes, the last version
 //	                            committed (full tiles are in tiles/,
 //	                            tilefile.go)
-//	'c' u64 size                signed checkpoint for that tree size
 //	'k' idempotency key         u64 index of the entry committed with it
 //	'm' "size"                  u64 tree size (number of entries indexed)
 //	'm' "end"                   u64 log position after the last frame indexed
@@ -52,12 +53,15 @@ import (
 //	                            holds every frame's tiles, partial ones
 //	                            here and full ones in synced tile files
 //	                            (absent: 0)
-//	'm' "checkpoint"            u64 tree size of the latest checkpoint
 //	'm' "tilefiles"             u64 size of each tile file (levels 0 to 7)
 //	                            when the tiles mark was last written
 //	'm' "leaves"                u64 entry up to which leaf-hash runs were
 //	                            written (absent: 0); 'h' keys hold the
 //	                            leaf hashes of the entries after the runs
+//
+// A store written before the checkpoint history kept its checkpoints here,
+// 'c' u64 size → signed checkpoint and 'm' "checkpoint" → u64 size of the
+// latest; open moves them to checkpoints/ and deletes the keys.
 //
 // Commit writes the frame and syncs it, then returns: the frame is the
 // durable copy. An indexer goroutine indexes it in badger afterwards,
@@ -76,6 +80,7 @@ type Store struct {
 	log     *frameLog
 	tiles   *tileFiles // the full tiles (tilefile.go)
 	leaves  *leafIndex // the leaf-hash index (leafindex.go)
+	cps     *cpHistory // every signed checkpoint (cphistory.go)
 	reserve uint64     // Options.ReserveBytes
 	floor   uint64     // indexFloor(reserve): less free, nothing is written to badger
 	logger  *slog.Logger
@@ -113,7 +118,7 @@ const (
 	prefixLeafHash   = 'h'
 	prefixKey        = 'k'
 	prefixTile       = 't'
-	prefixCheckpoint = 'c'
+	prefixCheckpoint = 'c' // before the checkpoint history only
 	prefixMeta       = 'm'
 )
 
@@ -123,7 +128,7 @@ var (
 	keyTilesEnd         = []byte{prefixMeta, 't', 'i', 'l', 'e', 's'}
 	keyLeavesEnd        = []byte{prefixMeta, 'l', 'e', 'a', 'v', 'e', 's'}
 	keyTileFiles        = []byte{prefixMeta, 't', 'i', 'l', 'e', 'f', 'i', 'l', 'e', 's'}
-	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'}
+	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'} // before the checkpoint history only
 )
 
 func frameKey(start uint64) []byte {
@@ -140,10 +145,6 @@ func idempotencyKey(key []byte) []byte {
 
 func tileKey(level uint8, index uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{prefixTile, level}, index)
-}
-
-func checkpointKey(size uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixCheckpoint}, size)
 }
 
 // Options configures Open. The zero value is a profile for a
@@ -381,6 +382,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		if s.leaves != nil {
 			s.leaves.close()
 		}
+		if s.cps != nil {
+			s.cps.close()
+		}
 		lock.Close()
 		return nil, err
 	}
@@ -421,6 +425,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	if err := s.migrateLeaves(ctx, opts.Logger); err != nil {
+		return fail(err)
+	}
+	if err := s.openCheckpoints(ctx, opts.Logger); err != nil {
 		return fail(err)
 	}
 	size, err := s.recover(ctx, opts.Logger)
@@ -492,21 +499,18 @@ func ownerOnly(dir string) error {
 
 // recover indexes the frames after the last one badger holds, writes the
 // partial tiles of those after the last tiles badger holds, brings the
-// latest signed checkpoint's two copies (badger's and the checkpoint
-// file's) to the later of the two, makes the result durable, and returns
+// latest signed checkpoint's two copies (the checkpoint history's and
+// the checkpoint file's) to the later of the two, makes the result durable, and returns
 // the number of entries.
 func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
-	var size, end, tilesEnd, cpSize uint64
-	var hasCP bool
+	var size, end, tilesEnd uint64
+	cpSize, latest, hasCP := s.cps.last()
 	err := s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
 		if size, _, err = getUint64(txn, keySize); err != nil {
 			return err
 		}
 		if end, _, err = getUint64(txn, keyLogEnd); err != nil {
-			return err
-		}
-		if cpSize, hasCP, err = getUint64(txn, keyLatestCheckpoint); err != nil {
 			return err
 		}
 		// Absent (a new store, or one whose mark was never synced):
@@ -579,37 +583,23 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	restored, rebuilt := false, false
 	switch {
 	case fileCP != nil && (!hasCP || fileSize > cpSize):
-		// The index lost it (rebuilt, or its last sync lost).
-		err = s.db.Update(func(txn *badgerdb.Txn) error {
-			if err := txn.Set(checkpointKey(fileSize), fileCP); err != nil {
-				return err
-			}
-			return txn.Set(keyLatestCheckpoint, binary.BigEndian.AppendUint64(nil, fileSize))
-		})
+		// The history lost it (a crash between the file and the
+		// history, or the history lost).
+		err = s.cps.add(fileSize, fileCP)
 		restored = true
-	case fileCP != nil && hasCP && fileSize == cpSize:
-		// The index may hold the latest checkpoint as it was before
+	case fileCP != nil && hasCP && fileSize == cpSize && !bytes.Equal(latest, fileCP):
+		// The history may hold the latest checkpoint as it was before
 		// signature lines were added to it (AddCheckpoint writes the file
 		// first).
-		var cp []byte
-		if err = s.db.View(func(txn *badgerdb.Txn) error {
-			cp, err = getValue(txn, checkpointKey(cpSize))
-			return err
-		}); err == nil && ledger.AddsSignatures(cp, fileCP) {
-			err = s.db.Update(func(txn *badgerdb.Txn) error { return txn.Set(checkpointKey(fileSize), fileCP) })
+		if ledger.AddsSignatures(latest, fileCP) {
+			err = s.cps.add(fileSize, fileCP)
 			restored = true
 		}
 	case hasCP && (fileCP == nil || cpSize > fileSize):
-		// The file lost, or older than the index's copy (a file restored
-		// alone), or a store from before the checkpoint file.
-		var cp []byte
-		if err = s.db.View(func(txn *badgerdb.Txn) error {
-			cp, err = getValue(txn, checkpointKey(cpSize))
-			return err
-		}); err == nil {
-			err = writeCheckpointFile(s.dir, cpSize, cp)
-			rebuilt = true
-		}
+		// The file lost, or older than the history's latest (a file
+		// restored alone), or a store from before the checkpoint file.
+		err = writeCheckpointFile(s.dir, cpSize, latest)
+		rebuilt = true
 	}
 	if err != nil {
 		return 0, fmt.Errorf("ledger: restoring the latest checkpoint: %w", err)
@@ -625,15 +615,15 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 		s.repairs = append(s.repairs, fmt.Sprintf("indexed %d frames the index had lost (a crash, or a lost index), up to %d entries", replayed, size))
 	}
 	if restored {
-		log.WarnContext(ctx, "ledger: restored the latest signed checkpoint from the checkpoint file into the index", slog.Uint64("checkpoint_size", fileSize))
-		s.repairs = append(s.repairs, fmt.Sprintf("restored the latest signed checkpoint, for tree size %d, from the checkpoint file into the index", fileSize))
+		log.WarnContext(ctx, "ledger: restored the latest signed checkpoint from the checkpoint file into the checkpoint history", slog.Uint64("checkpoint_size", fileSize))
+		s.repairs = append(s.repairs, fmt.Sprintf("restored the latest signed checkpoint, for tree size %d, from the checkpoint file into the checkpoint history", fileSize))
 	}
 	if rebuilt {
-		log.WarnContext(ctx, "ledger: rebuilt the checkpoint file from the index's latest signed checkpoint (the file was missing or older)",
+		log.WarnContext(ctx, "ledger: rebuilt the checkpoint file from the checkpoint history's latest signed checkpoint (the file was missing or older)",
 			slog.Uint64("checkpoint_size", cpSize))
-		s.repairs = append(s.repairs, fmt.Sprintf("rebuilt the checkpoint file from the index's latest signed checkpoint, for tree size %d (the file was missing or older)", cpSize))
+		s.repairs = append(s.repairs, fmt.Sprintf("rebuilt the checkpoint file from the checkpoint history's latest signed checkpoint, for tree size %d (the file was missing or older)", cpSize))
 	}
-	if replayed > 0 || dropped > 0 || restored {
+	if replayed > 0 || dropped > 0 {
 		if err := s.db.Sync(); err != nil {
 			return 0, fmt.Errorf("ledger: syncing the index: %w", err)
 		}
@@ -642,11 +632,13 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 }
 
 // Repairs says what Open repaired, one sentence each, in the order done:
-// a frame a crash cut short erased, frames the index lost indexed again,
-// the latest signed checkpoint restored into the index from the
-// checkpoint file, or the file rebuilt from the index. It is empty when
-// Open found the store as Close leaves it. Each is also logged, as a
-// warning but for the frames indexed again (routine after a crash).
+// a checkpoint a crash cut short at the end of the checkpoint history
+// cut, or the history's index made whole, a frame a crash cut short
+// erased, frames the index lost indexed again, the latest signed
+// checkpoint restored into the history from the checkpoint file, or the
+// file rebuilt from the history. It is empty when Open found the store as
+// Close leaves it. Each is also logged, as a warning but for the frames
+// indexed again (routine after a crash).
 func (s *Store) Repairs() []string { return slices.Clone(s.repairs) }
 
 // tileFlushInterval is how often the indexer writes the partial tiles
@@ -783,6 +775,9 @@ func (s *Store) Close() error {
 		if err := s.tiles.close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: closing the tile files: %w", err))
 		}
+		if err := s.cps.close(); err != nil {
+			errs = append(errs, fmt.Errorf("ledger: closing the checkpoint history: %w", err))
+		}
 		// Last: until here this process may still write.
 		if err := s.lock.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: unlocking the store: %w", err))
@@ -795,20 +790,8 @@ func (s *Store) Close() error {
 // State implements Store.
 func (s *Store) State(ctx context.Context) (ledger.State, error) {
 	var st ledger.State
-	err := s.db.View(func(txn *badgerdb.Txn) error {
-		size, ok, err := getUint64(txn, keyLatestCheckpoint)
-		if err != nil || !ok {
-			return err
-		}
-		st.CheckpointSize = size
-		st.Checkpoint, err = getValue(txn, checkpointKey(size))
-		if errors.Is(err, badgerdb.ErrKeyNotFound) {
-			return fmt.Errorf("%w: the latest checkpoint, for tree size %d, is missing from the index", ledger.ErrCorrupt, size)
-		}
-		return err
-	})
-	if err != nil {
-		return ledger.State{}, fmt.Errorf("ledger: reading state: %w", err)
+	if size, signed, ok := s.cps.last(); ok {
+		st.CheckpointSize, st.Checkpoint = size, bytes.Clone(signed)
 	}
 	// After the checkpoint: the size only grows, so it covers it.
 	st.Size = s.ov.durableSize()
@@ -1441,9 +1424,11 @@ func (s *Store) findTile(level uint8, index uint64) ([]byte, bool, error) {
 }
 
 // AddCheckpoint implements Store: the checkpoint file first, synced, so
-// that no loss of the index can lose a signed checkpoint, then one badger
-// transaction, synced with DB.Sync, which also makes durable the index of
-// every batch before it.
+// that no loss of the history or the index can lose the latest signed
+// checkpoint, then the checkpoint history (cphistory.go), synced; beside
+// them, badger's DB.Sync, which makes durable the index of every batch
+// before it (so that a reopen after a crash has fewer frames to index
+// again).
 func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) error {
 	if len(signed) == 0 {
 		return errEmptyCheckpoint
@@ -1470,10 +1455,16 @@ func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) e
 	}
 	// The reserve is not checked: it exists for the index and for this
 	// (the floor, below it, is).
-	// Outside writeMu, as badger's sync below: commits go on meanwhile.
+	// Badger's sync, of every index written before it, does not depend on
+	// the checkpoint, which badger no longer holds: it runs beside the
+	// files' writes and syncs, and is waited for.
+	synced := make(chan error, 1)
+	go func() { synced <- s.db.Sync() }()
+	// Outside writeMu, as badger's sync: commits go on meanwhile.
 	// AddCheckpoint runs one call at a time, so latestCP stays as
 	// checked.
 	if err := writeCheckpointFile(s.dir, size, signed); err != nil {
+		<-synced
 		// The file may hold the old checkpoint or the new one.
 		s.writeMu.Lock()
 		s.broken = err
@@ -1481,21 +1472,12 @@ func (s *Store) AddCheckpoint(ctx context.Context, size uint64, signed []byte) e
 		return fmt.Errorf("ledger: adding checkpoint for size %d: %w", size, err)
 	}
 	s.latestCP, s.hasCP = size, true
-	s.writeMu.Lock()
-	err = s.db.Update(func(txn *badgerdb.Txn) error {
-		if err := txn.Set(checkpointKey(size), signed); err != nil {
-			return err
-		}
-		return txn.Set(keyLatestCheckpoint, binary.BigEndian.AppendUint64(nil, size))
-	})
-	s.writeMu.Unlock()
-	if err == nil {
-		// Outside writeMu: commits go on while badger syncs. The sync
-		// covers this transaction and every index written before it.
-		err = s.db.Sync()
+	err = s.cps.add(size, signed)
+	if serr := <-synced; err == nil {
+		err = serr
 	}
 	if err != nil {
-		// Badger may hold the checkpoint without having synced it.
+		// The history may hold the checkpoint without having synced it.
 		s.writeMu.Lock()
 		s.broken = err
 		s.writeMu.Unlock()
@@ -1511,36 +1493,21 @@ func (s *Store) extendsLatestCP(size uint64, signed []byte) bool {
 	if size != s.latestCP {
 		return false
 	}
-	var latest []byte
-	err := s.db.View(func(txn *badgerdb.Txn) error {
-		var err error
-		latest, err = getValue(txn, checkpointKey(size))
-		return err
-	})
-	return err == nil && ledger.AddsSignatures(latest, signed)
+	latestSize, latest, ok := s.cps.last()
+	return ok && latestSize == size && ledger.AddsSignatures(latest, signed)
 }
 
-// Checkpoint implements Store.
+// Checkpoint implements Store, from the checkpoint history: a size
+// above the latest's or below the first's is answered without a read,
+// the latest's from memory, any other with a search of the history's
+// index (cpHistory.search).
 func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
-	var v []byte
-	err := s.db.View(func(txn *badgerdb.Txn) error {
-		var err error
-		v, err = getValue(txn, checkpointKey(size))
-		if errors.Is(err, badgerdb.ErrKeyNotFound) {
-			// Not stored, unless the index says it is the latest.
-			if latest, ok, lerr := getUint64(txn, keyLatestCheckpoint); lerr != nil {
-				return lerr
-			} else if ok && latest == size {
-				return fmt.Errorf("%w: the latest checkpoint, for tree size %d, is missing from the index", ledger.ErrCorrupt, size)
-			}
-		}
-		return err
-	})
+	v, ok, err := s.cps.get(size)
 	switch {
-	case errors.Is(err, badgerdb.ErrKeyNotFound):
-		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ledger.ErrNotFound)
 	case err != nil:
 		return nil, fmt.Errorf("ledger: reading checkpoint for size %d: %w", size, err)
+	case !ok:
+		return nil, fmt.Errorf("ledger: checkpoint for size %d: %w", size, ledger.ErrNotFound)
 	}
 	return v, nil
 }
