@@ -215,8 +215,9 @@ type Options struct {
 
 	// Tune, if set, is called last with the badger options this store
 	// would use and may change any of them, at the caller's risk.
-	// Optional. Open refuses InMemory rather than silently undo
-	// the durability of checkpoints.
+	// Optional. Open refuses InMemory: the index must outlive the
+	// process, since its marks say how far the files beside it are
+	// complete.
 	Tune func(*badgerdb.Options)
 }
 
