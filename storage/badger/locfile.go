@@ -248,20 +248,27 @@ func (s *Store) locationsDone(w *indexWriter, end int64) {
 // records than the mark says were synced, and moves the locations of a
 // store written before the file out of badger into it.
 func (s *Store) openLocations(ctx context.Context, log *slog.Logger) error {
-	var err error
-	if s.locations, err = openLocationFile(s.dir); err != nil {
-		return err
-	}
 	var records uint64
 	if err := s.db.View(func(txn *badgerdb.Txn) error {
+		var err error
 		_, records, err = readLocationsMark(txn)
 		return err
 	}); err != nil {
 		return fmt.Errorf("ledger: reading the index: %w", err)
 	}
+	path := filepath.Join(s.dir, locationsFile)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && records > 0 {
+		// Refused before the file is made again.
+		return fmt.Errorf("%w: %s is missing, but the locations of %d entries were written and synced to it; "+
+			"it was removed after its sync: restore the store directory from a backup", ledger.ErrCorrupt, path, records)
+	}
+	var err error
+	if s.locations, err = openLocationFile(s.dir); err != nil {
+		return err
+	}
 	if n := s.locations.records(); n < records {
 		return fmt.Errorf("%w: %s holds the locations of %d entries, but %d were written and synced; "+
-			"the frame log holds the entries, but this store does not rebuild the file", ledger.ErrCorrupt, s.locations.path, n, records)
+			"it was cut or replaced after its sync: restore the store directory from a backup", ledger.ErrCorrupt, s.locations.path, n, records)
 	}
 	return s.migrateLocations(ctx, log)
 }

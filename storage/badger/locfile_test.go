@@ -162,7 +162,10 @@ func TestBadgerLocationFileShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.open()
-	wantCorrupt(t, err, "locations holds the locations of 0 entries, but 300 were written and synced")
+	wantCorrupt(t, err, "locations is missing, but the locations of 300 entries were written and synced to it")
+	if _, err := os.Stat(locationsPath(f.dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused open made the locations file again: %v", err)
+	}
 }
 
 // setLocationsMark sets the locations mark of the closed store in dir.
