@@ -109,21 +109,23 @@ func openLocationFile(dir string) (*locationFile, error) {
 	return &locationFile{path: path, f: f, size: info.Size()}, nil
 }
 
-// appendLocation appends record index, locating loc, to b.
-func appendLocation(b []byte, index uint64, loc entryLocation) []byte {
+// appendLocation appends record index, locating loc, to b; sum is
+// scratch space for locationSum.
+func appendLocation(b []byte, sum *[24]byte, index uint64, loc entryLocation) []byte {
 	at := len(b)
 	b = binary.BigEndian.AppendUint64(b, uint64(loc.pos))
 	b = binary.BigEndian.AppendUint32(b, loc.length)
 	b = binary.BigEndian.AppendUint32(b, loc.crc)
-	return binary.BigEndian.AppendUint32(b, locationSum(index, b[at:]))
+	return binary.BigEndian.AppendUint32(b, locationSum(sum, index, b[at:]))
 }
 
 // locationSum is the checksum of record index whose first 16 bytes are
-// rec.
-func locationSum(index uint64, rec []byte) uint32 {
-	var i [8]byte
-	binary.BigEndian.PutUint64(i[:], index)
-	return crc32.Update(crc32.Checksum(i[:], castagnoli), castagnoli, rec[:16])
+// rec, computed in scratch (one per call of write or read: a local array
+// would escape to the heap through crc32, once per record).
+func locationSum(scratch *[24]byte, index uint64, rec []byte) uint32 {
+	binary.BigEndian.PutUint64(scratch[:], index)
+	copy(scratch[8:], rec[:16])
+	return crc32.Checksum(scratch[:], castagnoli)
 }
 
 // write writes the records of the entries from start, located at locs
@@ -133,8 +135,9 @@ func (lf *locationFile) write(start uint64, locs []entryLocation) error {
 		return fmt.Errorf("ledger: the location of entry %d is beyond any log", start)
 	}
 	b := make([]byte, 0, len(locs)*locRecordSize)
+	var sum [24]byte
 	for i, loc := range locs {
-		b = appendLocation(b, start+uint64(i), loc)
+		b = appendLocation(b, &sum, start+uint64(i), loc)
 	}
 	off := int64(start) * locRecordSize
 	if _, err := lf.f.WriteAt(b, off); err != nil {
@@ -167,13 +170,14 @@ func (lf *locationFile) read(start uint64, locs []entryLocation) error {
 	case err != nil:
 		return fmt.Errorf("ledger: reading the locations of %s: %w", entriesName(start, end), err)
 	}
+	var sum [24]byte
 	for i := range locs {
 		rec := b[i*locRecordSize : (i+1)*locRecordSize]
 		index := start + uint64(i)
 		switch {
 		case allZero(rec):
 			return fmt.Errorf("%w: entry %d's location is missing: its record in %s is zeros", ledger.ErrCorrupt, index, lf.path)
-		case locationSum(index, rec) != binary.BigEndian.Uint32(rec[16:]):
+		case locationSum(&sum, index, rec) != binary.BigEndian.Uint32(rec[16:]):
 			return fmt.Errorf("%w: entry %d's location record in %s fails its checksum", ledger.ErrCorrupt, index, lf.path)
 		}
 		locs[i] = entryLocation{
