@@ -34,6 +34,8 @@ import (
 //	u32 CRC-32C (Castagnoli) of the entry's bytes
 //	u32 CRC-32C of the entry's index (u64) and the 16 bytes before
 //
+// For example, entry 7, the 5 bytes "hello" at log position 4096, has the
+// record (hex) 0000000000001000 00000005 9a71bb4c 542b75e9, at byte 140.
 // The last checksum covers the index, so a record written to another
 // slot fails it too. A record that fails it, one of zeros (a hole, or a
 // slot the crash lost; no entry is at log position 0), and one beyond the

@@ -3,6 +3,7 @@ package badger_test
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"hash/crc32"
 	"os"
@@ -33,6 +34,14 @@ func locRecord(index uint64, pos uint64, length, crc uint32) []byte {
 	b = binary.BigEndian.AppendUint32(b, length)
 	b = binary.BigEndian.AppendUint32(b, crc)
 	return binary.BigEndian.AppendUint32(b[8:], crc32.Checksum(b, castagnoli))
+}
+
+// The record of locfile.go's example, as written there.
+func TestLocationRecordExample(t *testing.T) {
+	const want = "0000000000001000" + "00000005" + "9a71bb4c" + "542b75e9"
+	if got := hex.EncodeToString(locRecord(7, 4096, 5, crc32.Checksum([]byte("hello"), castagnoli))); got != want {
+		t.Fatalf("the record of entry 7, \"hello\" at log position 4096, is %s; want %s", got, want)
+	}
 }
 
 func locationsPath(dir string) string { return filepath.Join(dir, "locations") }

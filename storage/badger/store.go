@@ -499,7 +499,8 @@ func ownerOnly(dir string) error {
 }
 
 // recover indexes the frames after the last one badger holds, writes the
-// partial tiles of those after the last tiles badger holds, brings the
+// partial tiles of those after the last tiles badger holds and the entry
+// locations of those after the locations mark (locfile.go), brings the
 // latest signed checkpoint's two copies (badger's and the checkpoint
 // file's) to the later of the two, makes the result durable, and returns
 // the number of entries.
@@ -1303,7 +1304,7 @@ func (s *Store) readIndexed(ctx context.Context, r *entryReader, start, end uint
 	for index := start; index < end; {
 		chunk := locs[:min(end-index, uint64(len(locs)))]
 		if err := s.locations.read(index, chunk); err != nil {
-			return fmt.Errorf("ledger: reading entry %d: %w", index, err)
+			return err // it names the entry
 		}
 		for _, loc := range chunk {
 			if err := ctx.Err(); err != nil {
