@@ -130,6 +130,14 @@ func FrameKeys(dir string) ([]uint64, error) {
 	return starts, err
 }
 
+// SetMigrateChunk sets how many 'f' keys Open moves to the locations file
+// at a time for the rest of the test.
+func SetMigrateChunk(t testing.TB, n int) {
+	old := migrateChunk
+	migrateChunk = n
+	t.Cleanup(func() { migrateChunk = old })
+}
+
 // LocationsMark returns the locations mark of s's index: the log
 // position up to which its locations file holds every frame's records,
 // and the records it held then.

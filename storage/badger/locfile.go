@@ -281,8 +281,8 @@ func (s *Store) openLocations(ctx context.Context, log *slog.Logger) error {
 
 // migrateChunk is how many 'f' keys migrateLocations moves at a time, so
 // that the keys it holds in memory stay few (a store of frames of one
-// entry has a key per entry).
-const migrateChunk = 1 << 14
+// entry has a key per entry). A variable for the tests.
+var migrateChunk = 1 << 14
 
 // migrateLocations moves the 'f' keys of a store written before the
 // locations file into it, migrateChunk keys at a time: it writes their

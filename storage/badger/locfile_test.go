@@ -228,21 +228,25 @@ func TestBadgerRewritesLostLocations(t *testing.T) {
 // during the move (the file written or not, synced or not, keys deleted
 // in part) moves them again.
 func TestBadgerMovesLocationsFromIndex(t *testing.T) {
+	removeFile := func(t *testing.T, dir string) {
+		if err := os.Remove(locationsPath(dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name    string
 		prepare func(t *testing.T, dir string)
 		keys    int
+		chunk   int // keys moved at a time, if set
 	}{
-		{"no file", func(t *testing.T, dir string) {
-			if err := os.Remove(locationsPath(dir)); err != nil {
-				t.Fatal(err)
-			}
-		}, 5},
+		{"no file", removeFile, 5, 0},
+		{"no file, two keys at a time", removeFile, 5, 2},
+		{"no file, five keys at a time", removeFile, 5, 5},
 		{"file of zeros, its writes lost", func(t *testing.T, dir string) {
 			if err := os.WriteFile(locationsPath(dir), make([]byte, 300*locRecordSize), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, 5},
+		}, 5, 0},
 		{"keys deleted in part", func(t *testing.T, dir string) {
 			updateIndex(t, dir, func(txn *badgerdb.Txn) error {
 				for _, start := range []uint64{0, 100} {
@@ -252,9 +256,12 @@ func TestBadgerMovesLocationsFromIndex(t *testing.T) {
 				}
 				return nil
 			})
-		}, 3},
+		}, 3, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.chunk > 0 {
+				badger.SetMigrateChunk(t, tc.chunk)
+			}
 			f := newFrameStore(t)
 			f.commit(5)
 			if n, err := badger.OldLocationLayout(f.dir); err != nil || n != 5 {
