@@ -191,6 +191,53 @@ func TestZeroedTileSlotIsDamage(t *testing.T) {
 	}
 }
 
+// An entry's location record zeroed in the store's locations file (issue
+// 29): ledgerd starts (the record is below the tree's right edge), but a
+// read of the entry answers 500 internal naming damage, never 404, and
+// its neighbours are served; fsck names the entry, with exit 1.
+func TestZeroedLocationIsDamage(t *testing.T) {
+	bin := clusterLedgerd(t)
+	dir := t.TempDir()
+	data := servedDataDir(t, bin, dir)
+	fillStore(t, data, 0, 4200)
+	// Served once, so that it starts from its approval snapshot (written
+	// by an open that read 4,096 entries or more), not by reading every
+	// entry, which the damaged one would stop, naming it.
+	stopDaemon(t, startDaemon(t, bin, dir))
+	f, err := os.OpenFile(filepath.Join(data, "store", "locations"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const record = 20 // bytes per entry
+	if _, err := f.WriteAt(make([]byte, record), 100*record); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	d := startDaemon(t, bin, dir)
+	url := "http://" + d.addr
+	if code, body := httpGet(t, url+"/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	code, body := httpGet(t, url+"/v1/entries/100")
+	var answer struct{ Error apitest.APIError }
+	json.Unmarshal([]byte(body), &answer)
+	if code != 500 || answer.Error.Code != "internal" || !strings.Contains(answer.Error.Message, "the store is damaged") {
+		t.Errorf("GET /v1/entries/100 with its location zeroed: %d %s; want 500 internal, the store is damaged", code, body)
+	}
+	for _, path := range []string{"/v1/entries/99", "/v1/entries/101"} {
+		if code, body := httpGet(t, url+path); code != 200 {
+			t.Errorf("GET %s, undamaged: %d %s", path, code, body)
+		}
+	}
+	stopDaemon(t, d)
+
+	code, stdout, stderr := runBinary(t, bin, "fsck", "--data", data)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "entry 100's location is missing") || strings.Contains(stderr, "not found") {
+		t.Fatalf("fsck with entry 100's location zeroed: exit %d, stdout %q, stderr %s; want exit 1 naming entry 100, never \"not found\"", code, stdout, stderr)
+	}
+}
+
 // A store whose entries outlived every copy of its latest checkpoint (the
 // checkpoint history and the checkpoint file lost, issue 23): ledgerd refuses to start,
 // naming the state and the remedy, rather than sign a tree that may be

@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"sync"
 
-	badgerdb "github.com/dgraph-io/badger/v4"
-
 	"github.com/decisionledger/ledger/ledger"
 )
 
@@ -22,7 +20,8 @@ import (
 //     tree size;
 //   - every entry's leaf hash in its frame against the hash of its bytes,
 //     and the leaf-hash index against it;
-//   - every entry's location and checksum in the index against its frame;
+//   - every entry's location and checksum in the locations file
+//     (locfile.go) against its frame;
 //   - every idempotency key in the index against its frame;
 //   - every stored tile against the version of it the last frame to
 //     write it holds;
@@ -205,7 +204,7 @@ func (s *Store) checkFrame(ctx context.Context, pos int64, b ledger.Batch, locs 
 			return fmt.Errorf("%w: entry %d: the leaf-hash index gives %d (%v)", ledger.ErrCorrupt, index, got, err)
 		}
 		if loc := indexed[i]; loc != locs[i] {
-			return fmt.Errorf("%w: entry %d: the index locates it at log position %d (%d bytes, CRC %08x), its frame at %d (%d bytes, CRC %08x)",
+			return fmt.Errorf("%w: entry %d: the locations file locates it at log position %d (%d bytes, CRC %08x), its frame at %d (%d bytes, CRC %08x)",
 				ledger.ErrCorrupt, index, loc.pos, loc.length, loc.crc, locs[i].pos, locs[i].length, locs[i].crc)
 		}
 		if len(b.Keys) > 0 && len(b.Keys[i]) > 0 {
@@ -217,12 +216,12 @@ func (s *Store) checkFrame(ctx context.Context, pos int64, b ledger.Batch, locs 
 	return nil
 }
 
-// frameLocations returns where the index (the overlay's, or badger's) says
-// the n entries from start, a frame's, are: from badger, the frame's
-// record, read once for all its entries.
+// frameLocations returns where the index (the overlay's, or the
+// locations file) says the n entries from start, a frame's, are: from the
+// file, with one read.
 func (s *Store) frameLocations(start uint64, n int) ([]entryLocation, error) {
+	locs := make([]entryLocation, n)
 	if _, pending := s.ov.location(start); pending {
-		locs := make([]entryLocation, n)
 		for i := range locs {
 			var err error
 			if locs[i], err = s.location(start + uint64(i)); err != nil {
@@ -231,38 +230,21 @@ func (s *Store) frameLocations(start uint64, n int) ([]entryLocation, error) {
 		}
 		return locs, nil
 	}
-	var locs []entryLocation
-	err := s.db.View(func(txn *badgerdb.Txn) error {
-		first, l, err := frameOf(txn, start)
-		if err == nil && (first != start || len(l) != n) {
-			err = fmt.Errorf("%w: the index records the frame of entry %d as entries %d to %d, the frame log as %d to %d",
-				ledger.ErrCorrupt, start, first, first+uint64(len(l))-1, start, start+uint64(n)-1)
-		}
-		locs = l
-		return err
-	})
-	if err != nil {
+	if err := s.locations.read(start, locs); err != nil {
 		return nil, fmt.Errorf("ledger: locating entry %d: %w", start, err)
 	}
 	return locs, nil
 }
 
-// location returns where the index (the overlay's, or badger's) says the
-// entry at index is.
+// location returns where the index (the overlay's, or the locations
+// file) says the entry at index is.
 func (s *Store) location(index uint64) (entryLocation, error) {
 	if loc, pending := s.ov.location(index); pending {
 		return loc, nil
 	}
-	var loc entryLocation
-	err := s.db.View(func(txn *badgerdb.Txn) error {
-		start, locs, err := frameOf(txn, index)
-		if err == nil {
-			loc = locs[index-start]
-		}
-		return err
-	})
-	if err != nil {
+	var loc [1]entryLocation
+	if err := s.locations.read(index, loc[:]); err != nil {
 		return entryLocation{}, fmt.Errorf("ledger: locating entry %d: %w", index, err)
 	}
-	return loc, nil
+	return loc[0], nil
 }

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/decisionledger/ledger/storage/badger"
 )
 
 // frameFields are the offsets, in a segment, of parts of the frame that
@@ -115,18 +113,18 @@ func TestBadgerCheck(t *testing.T) {
 			wantCorrupt(t, err, tc.want)
 		})
 	}
-	// The index's record of a frame's entries, against the frame.
+	// The locations file's record of an entry, against the frame, under a
+	// checksum made to match.
 	t.Run("entry location", func(t *testing.T) {
 		f := build(t)
+		rec := readLocations(t, f.dir)[:locRecordSize]
+		writeRecord(t, f.dir, 0, locRecord(0, binary.BigEndian.Uint64(rec), binary.BigEndian.Uint32(rec[8:]), binary.BigEndian.Uint32(rec[12:])^1))
 		s, err := f.open()
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if err := badger.DamageFrameIndex(s, 0); err != nil {
-			t.Fatal(err)
-		}
-		wantCorrupt(t, s.Check(t.Context()), "entry 0: the index locates it at log position")
+		wantCorrupt(t, s.Check(t.Context()), "entry 0: the locations file locates it at log position")
 	})
 	t.Run("badger table", func(t *testing.T) {
 		f := build(t)

@@ -11,10 +11,10 @@
 //     batch's entries, leaf hashes, idempotency keys and tiles), appended
 //     to segment files with one write and one fdatasync. It is the
 //     durable copy of the log; its byte layout is in framelog.go.
-//   - index/, a badger database indexing the frames (entry positions and
-//     checksums, the latest leaf hashes, idempotency keys, partial tiles),
-//     written behind the frames without a sync of its own; its key layout
-//     is on Store.
+//   - index/, a badger database indexing the frames (the latest leaf
+//     hashes, idempotency keys, partial tiles, the tree size and the
+//     marks of how far the files below are complete), written behind the
+//     frames without a sync of its own; its key layout is on Store.
 //   - tiles/, the full tiles, one file per level, written with pwrite and
 //     read with pread, so that their pages are the kernel's page cache
 //     rather than the process's memory (badger maps its tables); their
@@ -29,6 +29,11 @@
 //     it, which open makes whole again from the records after a crash;
 //     both are read with pread, for the same reason; their layout is in
 //     cphistory.go.
+//   - locations, where each entry's bytes are in the frame log, with
+//     their length and CRC-32C: a record of 20 bytes per entry, under a
+//     checksum of its own, written with pwrite and read with pread, for
+//     the same reason; its layout is in locfile.go. A store written
+//     before it, its locations in badger, has them moved at Open.
 //   - checkpoint, the latest signed checkpoint with its tree size and a
 //     CRC-32C, replaced whole and synced before the history records it
 //     (cpfile.go), so that no loss of the history or the index loses the
@@ -42,16 +47,17 @@
 // short (never acknowledged), cuts a checkpoint a crash cut short at the
 // end of the history (never acknowledged either) and makes the history's
 // index whole, restores either copy of the latest signed checkpoint from
-// the other, moves the checkpoints of a store written before the history
-// out of badger, says what it repaired (Store.Repairs), and refuses,
-// wrapping ledger.ErrCorrupt, a frame log that is damaged, does not
-// continue the index, or holds fewer entries than the latest signed
-// checkpoint, and a checkpoint history damaged at its end. Reads report
-// what they find damaged, or lost (a tile of the tree in neither a tile
-// file nor the index), as ledger.ErrCorrupt, never as ledger.ErrNotFound.
-// Store.Check (ledgerd fsck) reads every frame, entry, index record, tile,
-// checkpoint and badger table against its checksum and against each
-// other.
+// the other, moves the checkpoints and entry locations of a store written
+// before the history and the locations file out of badger, says what it
+// repaired (Store.Repairs), and refuses, wrapping ledger.ErrCorrupt, a
+// frame log that is damaged, does not continue the index, or holds fewer
+// entries than the latest signed checkpoint, and a checkpoint history
+// damaged at its end. Reads report what they find damaged, or lost (a
+// tile of the tree in neither a tile file nor the index, the location
+// record of an entry below the tree size), as ledger.ErrCorrupt, never as
+// ledger.ErrNotFound. Store.Check (ledgerd fsck) reads every frame,
+// entry, location record, index record, tile, checkpoint and badger table
+// against its checksum and against each other.
 //
 // Commit refuses a batch, writing nothing and wrapping ErrNoSpace, while
 // the file system has less than Options.ReserveBytes free: badger writes

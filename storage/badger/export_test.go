@@ -2,6 +2,7 @@ package badger
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,18 +54,100 @@ func SetLeafRunSize(t testing.TB, n uint64) {
 	t.Cleanup(func() { leafRunSize = old })
 }
 
-// DamageFrameIndex changes the checksum the index records for the first
-// entry of the frame that starts at entry start, as a damaged index would,
-// for the tests of Check.
-func DamageFrameIndex(s *Store, start uint64) error {
-	return s.db.Update(func(txn *badgerdb.Txn) error {
-		first, locs, err := frameOf(txn, start)
-		if err != nil {
-			return err
+// OldLocationLayout puts the closed store in dir in the layout before
+// the locations file, as the store of an earlier version: each indexed
+// frame's entry locations in an 'f' key of badger, and no locations mark;
+// the file itself stays, for the caller to remove or keep (as a crash
+// during the move leaves it).
+func OldLocationLayout(dir string) (frames int, err error) {
+	db, err := badgerdb.Open(badgerdb.DefaultOptions(filepath.Join(dir, indexDir)).WithLogger(nil))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	l, err := openFrameLog(filepath.Join(dir, framesDir), minSegment, func(int64) bool { return false })
+	if err != nil {
+		return 0, err
+	}
+	defer l.close()
+	var logEnd uint64
+	if err := db.View(func(txn *badgerdb.Txn) error {
+		logEnd, _, err = getUint64(txn, keyLogEnd)
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	txn := db.NewTransaction(true)
+	defer txn.Discard()
+	for _, seg := range l.segments {
+		for pos := seg.first; pos < seg.end(); {
+			payload, whole, err := readFrame(seg, pos)
+			if err != nil {
+				return 0, err
+			}
+			end := pos + frameHeaderSize + int64(len(payload))
+			if !whole || uint64(end) > logEnd {
+				break
+			}
+			b, locs, err := decodeFrame(payload)
+			if err != nil {
+				return 0, err
+			}
+			v := binary.BigEndian.AppendUint64(nil, uint64(pos+locs[0].pos))
+			for _, loc := range locs {
+				v = binary.BigEndian.AppendUint32(v, loc.length)
+				v = binary.BigEndian.AppendUint32(v, loc.crc)
+			}
+			if err := txn.Set(binary.BigEndian.AppendUint64([]byte{prefixFrame}, b.Start), v); err != nil {
+				return 0, err
+			}
+			frames++
+			pos = end
 		}
-		locs[0].crc ^= 1
-		return txn.Set(frameKey(first), appendFrameIndex(nil, locs))
+	}
+	if err := txn.Delete(keyLocations); err != nil {
+		return 0, err
+	}
+	return frames, txn.Commit()
+}
+
+// FrameKeys returns the start of every frame whose entry locations
+// badger holds in an 'f' key in the closed store in dir.
+func FrameKeys(dir string) ([]uint64, error) {
+	db, err := badgerdb.Open(badgerdb.DefaultOptions(filepath.Join(dir, indexDir)).WithLogger(nil))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var starts []uint64
+	err = db.View(func(txn *badgerdb.Txn) error {
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte{prefixFrame}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			starts = append(starts, binary.BigEndian.Uint64(it.Item().Key()[1:]))
+		}
+		return nil
 	})
+	return starts, err
+}
+
+// SetMigrateChunk sets how many 'f' keys Open moves to the locations file
+// at a time for the rest of the test.
+func SetMigrateChunk(t testing.TB, n int) {
+	old := migrateChunk
+	migrateChunk = n
+	t.Cleanup(func() { migrateChunk = old })
+}
+
+// LocationsMark returns the locations mark of s's index: the log
+// position up to which its locations file holds every frame's records,
+// and the records it held then.
+func LocationsMark(s *Store) (end, records uint64, err error) {
+	err = s.db.View(func(txn *badgerdb.Txn) error {
+		end, records, err = readLocationsMark(txn)
+		return err
+	})
+	return end, records, err
 }
 
 // SetFreeSpace makes the stores opened from now on, until the test ends,

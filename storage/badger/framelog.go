@@ -19,9 +19,10 @@ import (
 
 // The frame log is where a Store makes a batch durable: one frame
 // per Commit, appended to segment files with one write and one fdatasync.
-// Badger then indexes the frame (entry positions, leaf hashes, idempotency
-// keys, tiles, tree size) without a sync of its own, and a reopen replays
-// whatever frames the index had not recorded durably. So the acknowledged
+// The store then indexes the frame (entry positions in the locations
+// file, leaf hashes, idempotency keys, tiles, tree size) without a sync of
+// its own, and a reopen replays whatever frames the index had not
+// recorded durably. So the acknowledged
 // state is the frame log; badger's copy of it is rebuilt on open.
 //
 // A frame, all integers big-endian:
@@ -54,38 +55,11 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // entryLocation is where an entry's bytes are in the frame log, and their
-// checksum; badger keeps one per entry.
+// checksum; the locations file keeps one per entry (locfile.go).
 type entryLocation struct {
 	pos    int64
 	length uint32
 	crc    uint32
-}
-
-// appendFrameIndex appends badger's value for a frame's entries: the log
-// position of the first entry's bytes, then each entry's length and
-// checksum. The entries are contiguous, so each position follows.
-func appendFrameIndex(b []byte, locs []entryLocation) []byte {
-	b = binary.BigEndian.AppendUint64(b, uint64(locs[0].pos))
-	for _, l := range locs {
-		b = binary.BigEndian.AppendUint32(b, l.length)
-		b = binary.BigEndian.AppendUint32(b, l.crc)
-	}
-	return b
-}
-
-// parseFrameIndex reads a value appendFrameIndex wrote.
-func parseFrameIndex(b []byte) ([]entryLocation, error) {
-	if len(b) < 16 || (len(b)-8)%8 != 0 {
-		return nil, fmt.Errorf("%w: a frame index of %d bytes", ledger.ErrCorrupt, len(b))
-	}
-	pos := int64(binary.BigEndian.Uint64(b))
-	locs := make([]entryLocation, 0, (len(b)-8)/8)
-	for rest := b[8:]; len(rest) > 0; rest = rest[8:] {
-		l := entryLocation{pos: pos, length: binary.BigEndian.Uint32(rest), crc: binary.BigEndian.Uint32(rest[4:])}
-		locs = append(locs, l)
-		pos += int64(l.length)
-	}
-	return locs, nil
 }
 
 // encodeFrame appends the frame of b to buf and returns it, with the

@@ -36,10 +36,6 @@ import (
 // entries can be located with one forward iterator. Integer values are
 // big-endian uint64.
 //
-//	'f' u64 first index         where a frame's entries are: u64 log position
-//	                            of the first entry's bytes, then per entry
-//	                            u32 length and u32 CRC-32C (the entries are
-//	                            contiguous in the frame)
 //	'h' [32]byte leaf hash,     (empty), for the entries after the leaf-hash
 //	    u64 index               runs (leafindex.go); the lowest index under
 //	                            a leaf hash is the first key with its prefix
@@ -58,6 +54,14 @@ import (
 //	'm' "leaves"                u64 entry up to which leaf-hash runs were
 //	                            written (absent: 0); 'h' keys hold the
 //	                            leaf hashes of the entries after the runs
+//	'm' "locations"             u64 log position up to which the locations
+//	                            file holds every frame's entry locations,
+//	                            u64 records it held when synced for this
+//	                            mark (absent: 0, 0; locfile.go)
+//
+// Where each entry is in the frame log is in the locations file
+// (locfile.go), not in badger; stores written before it kept it in 'f'
+// keys, which Open moves there.
 //
 // A store written before the checkpoint history kept its checkpoints here,
 // 'c' u64 size → signed checkpoint and 'm' "checkpoint" → u64 size of the
@@ -84,6 +88,9 @@ type Store struct {
 	reserve uint64     // Options.ReserveBytes
 	floor   uint64     // indexFloor(reserve): less free, nothing is written to badger
 	logger  *slog.Logger
+
+	// locations holds where each entry is (locfile.go).
+	locations *locationFile
 
 	// ov holds the durable frames the indexer has not yet written to
 	// badger (overlay.go); indexerDone is closed when the indexer stops,
@@ -114,7 +121,6 @@ type Store struct {
 var _ ledger.Store = (*Store)(nil)
 
 const (
-	prefixFrame      = 'f'
 	prefixLeafHash   = 'h'
 	prefixKey        = 'k'
 	prefixTile       = 't'
@@ -130,10 +136,6 @@ var (
 	keyTileFiles        = []byte{prefixMeta, 't', 'i', 'l', 'e', 'f', 'i', 'l', 'e', 's'}
 	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'} // before the checkpoint history only
 )
-
-func frameKey(start uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixFrame}, start)
-}
 
 func leafHashKey(h [ledger.HashSize]byte, index uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte{prefixLeafHash}, h[:]...), index)
@@ -386,6 +388,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		if s.cps != nil {
 			s.cps.close()
 		}
+		if s.locations != nil {
+			s.locations.close()
+		}
 		lock.Close()
 		return nil, err
 	}
@@ -429,6 +434,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	if err := s.openCheckpoints(ctx, opts.Logger); err != nil {
+		return fail(err)
+	}
+	if err := s.openLocations(ctx, opts.Logger); err != nil {
 		return fail(err)
 	}
 	size, err := s.recover(ctx, opts.Logger)
@@ -499,12 +507,13 @@ func ownerOnly(dir string) error {
 }
 
 // recover indexes the frames after the last one badger holds, writes the
-// partial tiles of those after the last tiles badger holds, brings the
+// partial tiles of those after the last tiles badger holds and the entry
+// locations of those after the locations mark (locfile.go), brings the
 // latest signed checkpoint's two copies (the checkpoint history's and
-// the checkpoint file's) to the later of the two, makes the result durable, and returns
-// the number of entries.
+// the checkpoint file's) to the later of the two, makes the result
+// durable, and returns the number of entries.
 func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
-	var size, end, tilesEnd uint64
+	var size, end, tilesEnd, locsEnd uint64
 	cpSize, latest, hasCP := s.cps.last()
 	err := s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
@@ -515,8 +524,11 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 			return err
 		}
 		// Absent (a new store, or one whose mark was never synced):
-		// replay every frame's tiles.
-		tilesEnd, _, err = getUint64(txn, keyTilesEnd)
+		// replay every frame's tiles, and locations.
+		if tilesEnd, _, err = getUint64(txn, keyTilesEnd); err != nil {
+			return err
+		}
+		locsEnd, _, err = readLocationsMark(txn)
 		return err
 	})
 	if err != nil {
@@ -524,6 +536,9 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	}
 	if tilesEnd > end {
 		return 0, fmt.Errorf("%w: the index holds tiles up to log position %d but frames only up to %d", ledger.ErrCorrupt, tilesEnd, end)
+	}
+	if locsEnd > end {
+		return 0, fmt.Errorf("%w: the locations file holds entry locations up to log position %d but the index frames only up to %d", ledger.ErrCorrupt, locsEnd, end)
 	}
 	fileSize, fileCP, err := readCheckpointFile(s.dir)
 	if err != nil {
@@ -538,7 +553,7 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	known := false
 	complete := tilesEnd // badger holds every tile up to here
 	ack := acknowledged{indexEnd: int64(end), signed: signed}
-	dropped, err := s.log.recover(int64(tilesEnd), size, ack, func(pos int64, payload []byte) (uint64, error) {
+	dropped, err := s.log.recover(int64(min(tilesEnd, locsEnd)), size, ack, func(pos int64, payload []byte) (uint64, error) {
 		b, locs, err := decodeFrame(payload)
 		if err != nil {
 			return 0, fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
@@ -548,16 +563,24 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, not %d", ledger.ErrCorrupt, pos, b.Start, next)
 		}
 		known, next, complete = true, b.Start+uint64(len(b.Entries)), uint64(frameEnd)
+		for i := range locs {
+			locs[i].pos += pos
+		}
 		if uint64(frameEnd) <= end {
-			// Indexed already; only its tiles may be missing. The tiles
-			// mark is set once, at the end.
-			return next, s.indexTiles(b.Tiles, -1)
+			// Indexed already; only its tiles and entry locations may be
+			// missing. The marks are set once, at the end.
+			if uint64(frameEnd) > locsEnd {
+				if err := s.locations.write(b.Start, locs); err != nil {
+					return 0, err
+				}
+			}
+			if uint64(frameEnd) > tilesEnd {
+				return next, s.indexTiles(b.Tiles, -1)
+			}
+			return next, nil
 		}
 		if b.Start != size {
 			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, the index holds %d entries", ledger.ErrCorrupt, pos, b.Start, size)
-		}
-		for i := range locs {
-			locs[i].pos += pos
 		}
 		// The tiles mark is set once, at the end, after the tile
 		// files are synced.
@@ -575,9 +598,9 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 		return 0, fmt.Errorf("%w: the frame log holds %d entries, but a checkpoint for a tree of %d was signed: "+
 			"acknowledged entries are missing, and serving on would give their indices to other entries", ledger.ErrCorrupt, size, signed)
 	}
-	// From here on, tiles not yet flushed are replayed from this point:
-	// record it even for a new store, whose index has no tiles mark yet
-	// (indexTiles syncs the tile files first).
+	// From here on, tiles and locations not yet flushed are replayed from
+	// this point: record it even for a new store, whose index has no marks
+	// yet (indexTiles syncs the files first).
 	if err := s.indexTiles(nil, int64(complete)); err != nil {
 		return 0, err
 	}
@@ -779,6 +802,9 @@ func (s *Store) Close() error {
 		if err := s.cps.close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: closing the checkpoint history: %w", err))
 		}
+		if err := s.locations.close(); err != nil {
+			errs = append(errs, fmt.Errorf("ledger: closing the locations file: %w", err))
+		}
 		// Last: until here this process may still write.
 		if err := s.lock.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: unlocking the store: %w", err))
@@ -971,7 +997,9 @@ func (s *Store) checkKeysUnused(b ledger.Batch) error {
 func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []ledger.Tile, tilesDone bool) error {
 	w := indexWriter{db: s.db, txn: s.db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
-	w.set(frameKey(b.Start), appendFrameIndex(nil, locs))
+	// The locations file before badger: a frame leaves the overlay only
+	// once both hold it.
+	w.err = s.locations.write(b.Start, locs)
 	// The leaf hashes after the last leaf-hash run (leafindex.go).
 	for i := range locs {
 		w.set(leafHashKey(b.LeafHashes[i], b.Start+uint64(i)), nil)
@@ -1029,6 +1057,8 @@ func (s *Store) tilesDone(w *indexWriter, end int64) {
 		// Open refuses files shorter than this: lost, not replayable.
 		w.set(keyTileFiles, s.tiles.sizesRecord())
 	}
+	// The entry locations have the same mark, one of their own.
+	s.locationsDone(w, end)
 }
 
 // checkTileFiles refuses tile files shorter than they were when the tiles
@@ -1212,15 +1242,15 @@ func (r *entryReader) read(log *frameLog, index uint64, loc entryLocation) ([]by
 	return e, nil
 }
 
-// ReadEntries implements Store: the indexed entries with one iterator over
-// their locations in one read transaction, then those still in the
+// ReadEntries implements Store: the indexed entries, their locations read
+// from the locations file a range at a time, then those still in the
 // overlay, from the frames pending when it started.
 func (s *Store) ReadEntries(ctx context.Context, start, end uint64, fn func(index uint64, entry []byte) error) error {
 	size, pending := s.ov.snapshot()
 	if start > end || end > size {
 		return fmt.Errorf("ledger: entries [%d, %d) of %d: %w", start, end, size, ledger.ErrNotFound)
 	}
-	indexed := size // entries below this are in badger
+	indexed := size // entries below this are indexed
 	if len(pending) > 0 {
 		indexed = pending[0].batch.Start
 	}
@@ -1251,78 +1281,30 @@ func (s *Store) ReadEntries(ctx context.Context, start, end uint64, fn func(inde
 	return nil
 }
 
-// readIndexed reads entries [start, end), all indexed in badger, frame by
-// frame.
+// readIndexed reads entries [start, end), all indexed, their locations
+// locReadChunk at a time.
 func (s *Store) readIndexed(ctx context.Context, r *entryReader, start, end uint64, fn func(index uint64, entry []byte) error) error {
-	return s.db.View(func(txn *badgerdb.Txn) error {
-		first, _, err := frameOf(txn, start)
-		if err != nil {
-			return fmt.Errorf("ledger: reading entry %d: %w", start, err)
+	locs := make([]entryLocation, min(end-start, locReadChunk))
+	for index := start; index < end; {
+		chunk := locs[:min(end-index, uint64(len(locs)))]
+		if err := s.locations.read(index, chunk); err != nil {
+			return err // it names the entry
 		}
-		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte{prefixFrame}, PrefetchValues: true, PrefetchSize: 16})
-		defer it.Close()
-		index := start
-		for it.Seek(frameKey(first)); index < end; it.Next() {
-			if !it.Valid() {
-				return fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
-			}
-			key := it.Item().Key()
-			frameStart := binary.BigEndian.Uint64(key[1:])
-			if len(key) != 9 || frameStart > index {
-				return fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
-			}
-			var locs []entryLocation
-			if err := it.Item().Value(func(v []byte) error {
-				var err error
-				locs, err = parseFrameIndex(v)
+		for _, loc := range chunk {
+			if err := ctx.Err(); err != nil {
 				return err
-			}); err != nil {
-				return fmt.Errorf("ledger: reading entry %d: %w", index, err)
 			}
-			if index >= frameStart+uint64(len(locs)) {
-				return fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
+			e, err := r.read(s.log, index, loc)
+			if err != nil {
+				return err
 			}
-			for ; index < end && index < frameStart+uint64(len(locs)); index++ {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				e, err := r.read(s.log, index, locs[index-frameStart])
-				if err != nil {
-					return err
-				}
-				if err := fn(index, e); err != nil {
-					return err
-				}
+			if err := fn(index, e); err != nil {
+				return err
 			}
+			index++
 		}
-		return nil
-	})
-}
-
-// frameOf returns the index entry of the frame holding entry index: its
-// first index and its entries' locations.
-func frameOf(txn *badgerdb.Txn, index uint64) (uint64, []entryLocation, error) {
-	it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte{prefixFrame}, Reverse: true})
-	defer it.Close()
-	// In reverse, Seek finds the last key at or before frameKey(index).
-	it.Seek(frameKey(index))
-	if !it.Valid() || len(it.Item().Key()) != 9 {
-		return 0, nil, fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
 	}
-	start := binary.BigEndian.Uint64(it.Item().Key()[1:])
-	var locs []entryLocation
-	err := it.Item().Value(func(v []byte) error {
-		var err error
-		locs, err = parseFrameIndex(v)
-		return err
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	if index >= start+uint64(len(locs)) {
-		return 0, nil, fmt.Errorf("%w: entry %d is missing from the index", ledger.ErrCorrupt, index)
-	}
-	return start, locs, nil
+	return nil
 }
 
 // IndexOf implements Store: the overlay first (a frame leaves it only once
