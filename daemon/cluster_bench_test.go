@@ -51,16 +51,16 @@ func readyzCode(url string) int {
 // clients alternately straight to the sequencer and through a follower,
 // b.N of each, in four rounds each, in this one sitting, and reports
 // appends/s of each, their ratio (issue 29: through a follower at least
-// 0.8 of straight to the sequencer) and the CPU per append of this
-// process, which runs the three instances and the clients (PostgreSQL,
-// which is another, not counted). Run it with
+// 0.8 of straight to the sequencer), the CPU per append of this
+// process, which runs the three instances and the clients, and that of
+// the PostgreSQL server (Linux only). Run it with
 //
 //	go test ./daemon/ -run '^$' -bench BenchmarkClusterAppend -benchtime 4000x
 func BenchmarkClusterAppend(b *testing.B) {
 	f, seq, followers := benchCluster(b)
 	client := benchClient()
 	var n atomic.Int64 // numbers the bodies, unique in the run
-	send := func(url string, count int) (time.Duration, time.Duration) {
+	send := func(url string, count int) (time.Duration, cpuTimes) {
 		return benchRequests(b, count, func() error {
 			i := int(n.Add(1))
 			req, _ := http.NewRequest("POST", url+"/v1/entries", strings.NewReader(appendLuaBody(i)))
@@ -74,39 +74,42 @@ func BenchmarkClusterAppend(b *testing.B) {
 	send(followers[0].url, benchClients)
 	b.ResetTimer()
 	const rounds = 4
-	var seqTime, seqCPU, fwdTime, fwdCPU time.Duration
+	var seqTime, fwdTime time.Duration
+	var seqCPU, fwdCPU cpuTimes
 	for r := range rounds {
 		count := b.N / rounds
 		if r == rounds-1 {
 			count = b.N - count*(rounds-1)
 		}
 		el, cpu := send(seq.url, count)
-		seqTime, seqCPU = seqTime+el, seqCPU+cpu
+		seqTime, seqCPU = seqTime+el, seqCPU.add(cpu)
 		el, cpu = send(followers[0].url, count)
-		fwdTime, fwdCPU = fwdTime+el, fwdCPU+cpu
+		fwdTime, fwdCPU = fwdTime+el, fwdCPU.add(cpu)
 	}
 	b.StopTimer()
 	seqRate, fwdRate := float64(b.N)/seqTime.Seconds(), float64(b.N)/fwdTime.Seconds()
 	b.ReportMetric(seqRate, "seq-appends/s")
 	b.ReportMetric(fwdRate, "fwd-appends/s")
 	b.ReportMetric(fwdRate/seqRate, "fwd/seq")
-	b.ReportMetric(float64(seqCPU.Microseconds())/float64(b.N), "seq-cpu-µs/req")
-	b.ReportMetric(float64(fwdCPU.Microseconds())/float64(b.N), "fwd-cpu-µs/req")
+	seqCPU.report(b, "seq-", b.N)
+	fwdCPU.report(b, "fwd-", b.N)
 	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkClusterReads reads a log of 5,000 entries from 64 clients,
+// BenchmarkClusterReads reads a log of 1,300 entries from 64 clients,
 // spread round-robin over 1, 2 and 3 instances (the sequencer first,
-// then its followers), and reports reads/s of each. A read is, in turn,
-// GET /checkpoint, a full hash tile, a full entry bundle, an entry, an
-// inclusion proof (/v1/inclusion) and a tlog-proof (/v1/proofs). Run it
-// with
+// then its followers), and reports reads/s of each, the CPU per read of
+// this process (the instances and the clients) and of PostgreSQL. A read is, in turn, GET /checkpoint, a full hash tile, a
+// full entry bundle, an entry, an inclusion proof (/v1/inclusion) and a
+// tlog-proof (/v1/proofs), of entries spread over the log's five full
+// tiles; every instance has read each of them once before (its cache
+// warm: the working set fits in it). Run it with
 //
 //	go test ./daemon/ -run '^$' -bench BenchmarkClusterReads -benchtime 20000x
 func BenchmarkClusterReads(b *testing.B) {
 	f, seq, followers := benchCluster(b)
 	client := benchClient()
-	const size = 5000
+	const size = 1300
 	var n atomic.Int64
 	benchRequests(b, size, func() error {
 		req, _ := http.NewRequest("POST", seq.url+"/v1/entries", strings.NewReader(appendLuaBody(int(n.Add(1)))))
@@ -136,6 +139,13 @@ func BenchmarkClusterReads(b *testing.B) {
 			return fmt.Sprintf("/v1/proofs/%d", e)
 		}
 	}
+	for _, s := range all {
+		var next atomic.Int64
+		benchRequests(b, 6*full*256, func() error {
+			resp, err := client.Get(s.url + paths(int(next.Add(1))))
+			return expect(resp, err)(http.StatusOK)
+		})
+	}
 	for k := 1; k <= len(all); k++ {
 		b.Run(fmt.Sprintf("instances=%d", k), func(b *testing.B) {
 			var next atomic.Int64
@@ -145,7 +155,7 @@ func BenchmarkClusterReads(b *testing.B) {
 				return expect(resp, err)(http.StatusOK)
 			})
 			b.ReportMetric(float64(b.N)/el.Seconds(), "reads/s")
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+			cpu.report(b, "", b.N)
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -159,12 +169,12 @@ func benchClient() *http.Client {
 
 // benchRequests makes count requests with do from benchClients
 // goroutines, and returns how long they took and the CPU this process
-// used meanwhile. The first error fails the benchmark.
-func benchRequests(b *testing.B, count int, do func() error) (elapsed, cpu time.Duration) {
+// and the database used meanwhile. The first error fails the benchmark.
+func benchRequests(b *testing.B, count int, do func() error) (elapsed time.Duration, cpu cpuTimes) {
 	var left atomic.Int64
 	left.Store(int64(count))
 	var wg sync.WaitGroup
-	start, cpu0 := time.Now(), processCPU()
+	start, cpu0 := time.Now(), measureCPU()
 	for range benchClients {
 		wg.Go(func() {
 			for left.Add(-1) >= 0 {
@@ -176,7 +186,22 @@ func benchRequests(b *testing.B, count int, do func() error) (elapsed, cpu time.
 		})
 	}
 	wg.Wait()
-	return time.Since(start), processCPU() - cpu0
+	elapsed, cpu1 := time.Since(start), measureCPU()
+	return elapsed, cpuTimes{cpu1.process - cpu0.process, cpu1.db - cpu0.db}
+}
+
+// cpuTimes are the CPU times of this process, which runs the instances
+// and the clients, and of the PostgreSQL server's processes.
+type cpuTimes struct{ process, db time.Duration }
+
+func measureCPU() cpuTimes { return cpuTimes{processCPU(), databaseCPU()} }
+
+func (c cpuTimes) add(d cpuTimes) cpuTimes { return cpuTimes{c.process + d.process, c.db + d.db} }
+
+// report reports c per request, of n.
+func (c cpuTimes) report(b *testing.B, prefix string, n int) {
+	b.ReportMetric(float64(c.process.Microseconds())/float64(n), prefix+"cpu-µs/req")
+	b.ReportMetric(float64(c.db.Microseconds())/float64(n), prefix+"db-cpu-µs/req")
 }
 
 // expect reads an answer whole (so that its connection is kept) and
