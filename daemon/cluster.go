@@ -127,6 +127,9 @@ type node struct {
 	stopWitnesses context.CancelFunc
 	witnessesDone sync.WaitGroup
 	proxy         *httputil.ReverseProxy
+	// reads caches the entries and full tiles clients read, for the
+	// follower's view and every term (readcache.go).
+	reads *readCache
 
 	// term is the sequencing term, nil while following. Only the loop
 	// (and, after it, shutdown) changes it.
@@ -297,14 +300,15 @@ func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catal
 		return nil, err
 	}
 	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: metrics.New(),
-		instance: cfg.Instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval)}
+		instance: cfg.Instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval),
+		reads: newReadCache(readCacheBytes)}
 	n.leaseCtx, n.leaseMoved = context.WithCancelCause(context.Background())
 	n.m.SetLog(n.size, n.checkpointTime)
 	n.m.MustRegister((*clusterSeries)(n))
 	if n.followStore, err = openPostgres(ctx, cfg); err != nil {
 		return nil, err
 	}
-	if n.followL, err = ledger.Follow(ctx, n.followStore, key, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys}); err != nil {
+	if n.followL, err = ledger.Follow(ctx, &cachingStore{n.followStore, n.reads}, key, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys}); err != nil {
 		n.followStore.Close()
 		return nil, fmt.Errorf("following the log on %s: %w", postgres.RedactURL(cfg.Store), err)
 	}
@@ -360,8 +364,12 @@ func (n *node) witnessSnapshot() witness.Snapshot {
 	return n.followWit.Snapshot()
 }
 
-// serveHTTP serves r with the handler of the instance's role now.
+// serveHTTP serves r with the handler of the instance's role now. The
+// log's reads may be answered from the instance's cache (readcache.go).
 func (n *node) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		r = r.WithContext(withCachedReads(r.Context()))
+	}
 	(*n.handler.Load()).ServeHTTP(w, r)
 }
 
@@ -511,7 +519,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 	cfg, log := n.cfg, n.log
 	interval, _ := cfg.CheckpointIntervalDuration()
 	commitInterval, _ := cfg.MinCommitIntervalDuration()
-	l, err := ledger.Open(ctx, store, n.key, ledger.Options{
+	l, err := ledger.Open(ctx, &cachingStore{store, n.reads}, n.key, ledger.Options{
 		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: n.m.ObserveBatch,
 		PreviousKeys: cfg.PreviousKeys,
 	})
