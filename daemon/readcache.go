@@ -30,9 +30,12 @@ import (
 // as before.
 
 // readCacheBytes bounds the bytes an instance's cache holds, with
-// itemOverhead an item: some 4,000 full tiles (8 KiB each), or 45,000
-// entries of 600 bytes.
-const readCacheBytes = 32 << 20
+// itemOverhead an item: some 1,000 full tiles (8 KiB each: the level-0
+// tiles of 256,000 entries), or 11,000 entries of 600 bytes. It is kept
+// well within ledgerd's default Go memory limit of 48 MiB (docs/config.md
+// "Memory"), which a larger live cache would make the collector run
+// against.
+const readCacheBytes = 8 << 20
 
 // cachedReadsKey marks a context whose reads the cache may answer.
 type cachedReadsKey struct{}
