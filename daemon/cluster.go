@@ -784,8 +784,12 @@ func (n *node) newProxy() (*httputil.ReverseProxy, error) {
 			pr.SetURL(fw.target)
 			if fw.body != nil {
 				// The proxy wraps the body it forwards, which hides
-				// from the Transport that it is in memory.
+				// from the Transport that it is in memory. The body in
+				// hand, the follower does not ask the sequencer for a
+				// 100 Continue before sending it (its client had it
+				// from the follower): that would cost a round trip.
 				pr.Out.Body = io.NopCloser(bytes.NewReader(fw.body))
+				pr.Out.Header.Del("Expect")
 			}
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()

@@ -29,17 +29,20 @@ func (c countingConn) Write(p []byte) (int, error) {
 }
 
 // A forwarded append reaches the sequencer whole, its header and body
-// in one write (the follower reads the body first), and a body that does
-// not arrive whole is answered 400 unreadable by the follower without
-// anything sent to the sequencer.
+// in one write (the follower reads the body first), without the client's
+// Expect: 100-continue (the follower has the body: waiting for the
+// sequencer's 100 would cost a round trip); a body that does not arrive
+// whole is answered 400 unreadable by the follower without anything
+// sent to the sequencer.
 func TestClusterForwardBody(t *testing.T) {
 	f := apitest.NewClusterFixture(t)
 	var mu sync.Mutex
-	var bodies []string
+	var bodies, expects []string
 	seq := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		bodies = append(bodies, string(b))
+		expects = append(expects, r.Header.Get("Expect"))
 		mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"recorded":true}`)
@@ -62,13 +65,17 @@ func TestClusterForwardBody(t *testing.T) {
 	}
 
 	for i := range 3 {
-		status, _, body := f.Post(t, url, i, nil)
+		var h map[string]string
+		if i == 2 {
+			h = map[string]string{"Expect": "100-continue"}
+		}
+		status, _, body := f.Post(t, url, i, h)
 		if status != http.StatusCreated {
 			t.Fatalf("append %d through b: %d %s", i, status, body)
 		}
 	}
 	mu.Lock()
-	got := append([]string(nil), bodies...)
+	got, expects := append([]string(nil), bodies...), append([]string(nil), expects...)
 	mu.Unlock()
 	for i, b := range got {
 		if b != apitest.AppendBody(i) {
@@ -77,6 +84,9 @@ func TestClusterForwardBody(t *testing.T) {
 	}
 	if w := writes.Load(); w != 3 {
 		t.Errorf("3 appends forwarded in %d writes, want one each", w)
+	}
+	if expects[2] != "" {
+		t.Errorf("the sequencer got Expect: %s", expects[2])
 	}
 
 	// A body cut short: the client sends less than its Content-Length
