@@ -47,16 +47,19 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -124,6 +127,9 @@ type node struct {
 	stopWitnesses context.CancelFunc
 	witnessesDone sync.WaitGroup
 	proxy         *httputil.ReverseProxy
+	// reads caches the entries and full tiles clients read, for the
+	// follower's view and every term (readcache.go).
+	reads *readCache
 
 	// term is the sequencing term, nil while following. Only the loop
 	// (and, after it, shutdown) changes it.
@@ -294,14 +300,15 @@ func newNode(ctx context.Context, cfg *config.Config, key *ledger.Key, cat catal
 		return nil, err
 	}
 	n := &node{cfg: cfg, key: key, cat: cat, set: set, log: log, m: metrics.New(),
-		instance: cfg.Instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval)}
+		instance: cfg.Instance(), advertise: advertise, ttl: ttl, forwardTimeout: forwardTimeout(ttl, checkpointInterval),
+		reads: newReadCache(readCacheBytes)}
 	n.leaseCtx, n.leaseMoved = context.WithCancelCause(context.Background())
 	n.m.SetLog(n.size, n.checkpointTime)
 	n.m.MustRegister((*clusterSeries)(n))
 	if n.followStore, err = openPostgres(ctx, cfg); err != nil {
 		return nil, err
 	}
-	if n.followL, err = ledger.Follow(ctx, n.followStore, key, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys}); err != nil {
+	if n.followL, err = ledger.Follow(ctx, &cachingStore{n.followStore, n.reads}, key, ledger.Options{Logger: log, PreviousKeys: cfg.PreviousKeys}); err != nil {
 		n.followStore.Close()
 		return nil, fmt.Errorf("following the log on %s: %w", postgres.RedactURL(cfg.Store), err)
 	}
@@ -357,8 +364,12 @@ func (n *node) witnessSnapshot() witness.Snapshot {
 	return n.followWit.Snapshot()
 }
 
-// serveHTTP serves r with the handler of the instance's role now.
+// serveHTTP serves r with the handler of the instance's role now. The
+// log's reads may be answered from the instance's cache (readcache.go).
 func (n *node) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		r = r.WithContext(withCachedReads(r.Context()))
+	}
 	(*n.handler.Load()).ServeHTTP(w, r)
 }
 
@@ -508,7 +519,7 @@ func (n *node) startTerm(ctx context.Context, store *postgres.Store, lease postg
 	cfg, log := n.cfg, n.log
 	interval, _ := cfg.CheckpointIntervalDuration()
 	commitInterval, _ := cfg.MinCommitIntervalDuration()
-	l, err := ledger.Open(ctx, store, n.key, ledger.Options{
+	l, err := ledger.Open(ctx, &cachingStore{store, n.reads}, n.key, ledger.Options{
 		CheckpointInterval: interval, MinCommitInterval: commitInterval, Logger: log, OnBatch: n.m.ObserveBatch,
 		PreviousKeys: cfg.PreviousKeys,
 	})
@@ -724,7 +735,27 @@ func forwardTimeout(ttl, checkpointInterval time.Duration) time.Duration {
 func (n *node) newProxy() (*httputil.ReverseProxy, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	tr.MaxIdleConnsPerHost = 64
+	// A forward holds one connection to the sequencer, and a follower
+	// has at most max_connections requests in flight, one per client's
+	// connection: it keeps as many idle, so that a load that needed them
+	// reuses them rather than dialing and closing one a forward
+	// (net/http's defaults keep 2, and 100 in all). They exist only once
+	// a load needed them, and close after IdleConnTimeout; the sequencer
+	// closes idle ones itself when its own max_connections needs room.
+	// No MaxConnsPerHost: a forward waiting for a connection would wait
+	// with no bound but the client's, before forwardTimeout begins.
+	maxConns, _, err := n.cfg.ConnectionCaps()
+	if err != nil {
+		return nil, err
+	}
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = maxConns, maxConns
+	// The sequencer closes a connection idle for idle_timeout (the
+	// instances share their config): closed here first, an idle
+	// connection is never taken for a forward just as the sequencer
+	// closes it.
+	if idle, err := n.cfg.IdleTimeoutDuration(); err == nil {
+		tr.IdleConnTimeout = idle / 2
+	}
 	tr.ResponseHeaderTimeout = n.forwardTimeout
 	if n.cfg.TLS != nil {
 		// The sequencer's certificate is checked against the system's
@@ -749,8 +780,17 @@ func (n *node) newProxy() (*httputil.ReverseProxy, error) {
 	return &httputil.ReverseProxy{
 		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			target := pr.In.Context().Value(forwardKey{}).(*forwarding).target
-			pr.SetURL(target)
+			fw := pr.In.Context().Value(forwardKey{}).(*forwarding)
+			pr.SetURL(fw.target)
+			if fw.body != nil {
+				// The proxy wraps the body it forwards, which hides
+				// from the Transport that it is in memory. The body in
+				// hand, the follower does not ask the sequencer for a
+				// 100 Continue before sending it (its client had it
+				// from the follower): that would cost a round trip.
+				pr.Out.Body = io.NopCloser(bytes.NewReader(fw.body))
+				pr.Out.Header.Del("Expect")
+			}
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
 			pr.Out.Header.Set(forwardedByHeader, n.instance)
@@ -765,12 +805,29 @@ func (n *node) newProxy() (*httputil.ReverseProxy, error) {
 		},
 		ErrorHandler: n.forwardFailed,
 		ErrorLog:     server.ErrorLog(n.log),
+		// The answer is copied with a pooled buffer; without one each
+		// forward would allocate 32 KiB (nearly half of what a forward
+		// allocated, by BenchmarkClusterAppend's profile).
+		BufferPool: proxyBuffers{},
 	}, nil
 }
+
+// proxyBuffers are the forwarding proxy's copy buffers, reused across
+// forwards (httputil.BufferPool).
+type proxyBuffers struct{}
+
+var proxyBufferPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (proxyBuffers) Get() []byte { return *proxyBufferPool.Get().(*[]byte) }
+
+func (proxyBuffers) Put(b []byte) { proxyBufferPool.Put(&b) }
 
 // forwarding is a forward in flight, in its request's context.
 type forwarding struct {
 	target *url.URL
+	// body is the request's body, when the follower read it whole
+	// (readForwardBody).
+	body []byte
 	// keep stops the forward's abandon should the lease move, and
 	// reports whether it was not abandoned already.
 	keep func() bool
@@ -808,6 +865,10 @@ func (n *node) forward(w http.ResponseWriter, r *http.Request) {
 		server.WriteError(w, http.StatusServiceUnavailable, "no_sequencer", "the sequencer's address is not a URL; retry")
 		return
 	}
+	body, ok := n.readForwardBody(w, r)
+	if !ok {
+		return
+	}
 	n.forwarded.Add(1)
 	// The forward is abandoned if the lease moves before the answer
 	// begins: the instance it went to (frozen, cut off) no longer
@@ -816,7 +877,46 @@ func (n *node) forward(w http.ResponseWriter, r *http.Request) {
 	defer cancel(nil)
 	keep := context.AfterFunc(moved, func() { cancel(errLeaseMoved) })
 	defer keep()
-	n.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, forwardKey{}, &forwarding{target: target, keep: keep})))
+	n.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, forwardKey{}, &forwarding{target: target, body: body, keep: keep})))
+}
+
+// forwardBodyMax is the largest request body a follower reads whole
+// before it forwards the request (readForwardBody): an append's, a
+// decision's, an approver's form are far smaller. Larger ones, and those
+// of unknown length, are streamed to the sequencer as they arrive (which
+// refuses what exceeds its max_body_bytes). It bounds what a forward in
+// flight holds, and so what max_connections forwards hold at once.
+const forwardBodyMax = 64 << 10
+
+// readForwardBody reads r's body whole, if its length is known and at
+// most forwardBodyMax, before anything is sent to the sequencer, and
+// returns it (nil for a body left to stream). Forwarded from memory, the
+// request's header and body go in one write (a body the Transport has to
+// read it writes after flushing the header, a second write, which the
+// sequencer may well read separately), copied with no 32 KiB buffer of
+// the Transport's own. The body in, the connection's read deadline
+// (BodyDeadline's) goes, as for an append the sequencer reads itself:
+// left, net/http's background read would cancel the forward once it
+// passed. A body that does not arrive is answered as the sequencer
+// answers one, 408 body_timeout or 400 unreadable, and nothing is
+// forwarded. ok reports whether the request is to be forwarded.
+func (n *node) readForwardBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	if r.ContentLength <= 0 || r.ContentLength > forwardBodyMax {
+		return nil, true
+	}
+	body = make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			timeout, _ := n.cfg.BodyTimeoutDuration()
+			w.Header().Set("Connection", "close")
+			server.WriteError(w, http.StatusRequestTimeout, "body_timeout", "the body did not arrive within %v", timeout)
+		} else {
+			server.WriteError(w, http.StatusBadRequest, "unreadable", "the body could not be read")
+		}
+		return nil, false
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return body, true
 }
 
 // forwardFailed answers a request the sequencer did not answer: 503

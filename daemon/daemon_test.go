@@ -29,7 +29,7 @@ type instance struct {
 
 // startInstance starts an instance from the config file at path, or
 // fails the test; the test's end shuts it down.
-func startInstance(t *testing.T, path string) *instance {
+func startInstance(t testing.TB, path string) *instance {
 	t.Helper()
 	cfg, err := config.Load(path)
 	if err != nil {

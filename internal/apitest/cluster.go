@@ -69,7 +69,7 @@ type ClusterFixture struct {
 
 // NewClusterFixture makes a ClusterFixture: a data directory (DataDir)
 // whose config names a new database, with a checkpoint every 50 ms.
-func NewClusterFixture(t *testing.T) *ClusterFixture {
+func NewClusterFixture(t testing.TB) *ClusterFixture {
 	t.Helper()
 	pg := pgtest.Shared(t)
 	f := &ClusterFixture{PG: pg, DB: pg.NewDatabase(t), Dir: t.TempDir()}
@@ -98,7 +98,7 @@ func NewClusterFixture(t *testing.T) *ClusterFixture {
 
 // Config writes the config of instance name, with its own store_dir,
 // listening on a free port, and returns its path.
-func (f *ClusterFixture) Config(t *testing.T, name, ttl string) string {
+func (f *ClusterFixture) Config(t testing.TB, name, ttl string) string {
 	t.Helper()
 	dir := filepath.Join(f.Dir, name)
 	if err := os.MkdirAll(filepath.Join(dir, "store"), 0o700); err != nil {
