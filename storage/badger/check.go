@@ -23,7 +23,9 @@ import (
 //   - every entry's leaf hash in its frame against the hash of its bytes,
 //     and the leaf-hash index against it;
 //   - every entry's location and checksum in the index against its frame;
-//   - every idempotency key in the index against its frame;
+//   - every idempotency key in the index against its frame, and that the
+//     idempotency-key runs hold as many records as the frames before
+//     their end hold keys (every block read against its checksum);
 //   - every stored tile against the version of it the last frame to
 //     write it holds;
 //   - the checksum of every badger table.
@@ -42,6 +44,12 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 	if err := s.verifyTables(); err != nil {
 		return fmt.Errorf("%w: the index: %w", ledger.ErrCorrupt, err)
 	}
+	// Before the size: the runs end below it.
+	keysEnd, keyRecords, err := s.keys.scan()
+	if err != nil {
+		return err
+	}
+	var keys uint64 // in the frames, of the entries below keysEnd
 	size := s.ov.durableSize()
 	s.log.mu.RLock()
 	segments := append([]*segment(nil), s.log.segments...)
@@ -88,7 +96,7 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 			}
 		}()
 	}
-	err := func() error {
+	err = func() error {
 		defer func() {
 			close(jobs)
 			wg.Wait()
@@ -97,6 +105,11 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 			select {
 			case jobs <- job{pos, b, locs}:
 			case <-ctx.Done():
+			}
+			for i, k := range b.Keys {
+				if len(k) > 0 && b.Start+uint64(i) < keysEnd {
+					keys++
+				}
 			}
 			if progress != nil {
 				progress(b.Start+uint64(len(b.Entries)), size)
@@ -111,6 +124,12 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 	}
 	if next != size {
 		return fmt.Errorf("%w: the frames hold %d entries, the store %d", ledger.ErrCorrupt, next, size)
+	}
+	if keys != keyRecords {
+		// Each frame's keys were found at their entries: the runs hold
+		// records of no key.
+		return fmt.Errorf("%w: the idempotency-key runs in %s hold %d records, the frames of their %d entries %d keys",
+			ledger.ErrCorrupt, keysDir, keyRecords, keysEnd, keys)
 	}
 	for id, v := range tiles {
 		stored, err := s.Tile(ctx, id.level, id.index)
