@@ -16,15 +16,15 @@ var WriteCheckpointFile = writeCheckpointFile
 // any, is written or given up.
 func WaitForSpare(s *Store) { s.log.prepared.Wait() }
 
-// WaitMerges waits until s has indexed every frame committed and its
-// leaf-hash and idempotency-key runs are merged as far as they call for;
-// no commit may be under way.
+// WaitMerges waits until s has indexed every frame committed, or its
+// indexer failed, and its leaf-hash and idempotency-key runs are merged
+// as far as they call for; no commit may be under way.
 func WaitMerges(s *Store) {
 	for {
 		s.ov.mu.RLock()
-		n := len(s.ov.frames)
+		n, failed := len(s.ov.frames), s.ov.failed
 		s.ov.mu.RUnlock()
-		if n == 0 {
+		if n == 0 || failed != nil {
 			break
 		}
 		time.Sleep(time.Millisecond)

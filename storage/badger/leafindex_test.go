@@ -623,3 +623,48 @@ func TestBadgerKeyRunsDamaged(t *testing.T) {
 	_, err = badger.Open(t.Context(), dir, badger.Options{Logger: testLogger(t)})
 	wantCorrupt(t, err, "the idempotency-key runs in keys reach entry 100, but runs up to 200 were written")
 }
+
+// BenchmarkIndexOfKey looks up idempotency keys in a store of 100,000
+// keyed entries in runs of 1,024 (about as many runs, 7, as 10 million
+// entries in runs of the default size would leave, 10): keys no entry
+// has, as every commit's check of its keys does, and keys of old
+// entries.
+func BenchmarkIndexOfKey(b *testing.B) {
+	badger.SetRunSize(b, 1024)
+	dir := b.TempDir()
+	s, err := badger.Open(b.Context(), dir, badger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const n = 100_000
+	for start := uint64(0); start < n; start += 500 {
+		batch := testBatch(start, 500)
+		batch.Keys = make([][]byte, len(batch.Entries))
+		for j := range batch.Keys {
+			batch.Keys[j] = fmt.Appendf(nil, "mediator-1\x00key-%d", start+uint64(j))
+		}
+		if err := s.Commit(b.Context(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	badger.WaitMerges(s)
+	b.Run("absent", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i++
+			if _, err := s.IndexOfKey(b.Context(), fmt.Appendf(nil, "mediator-1\x00other-%d", i)); !errors.Is(err, ledger.ErrNotFound) {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("present", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i = (i + 7919) % n
+			if got, err := s.IndexOfKey(b.Context(), fmt.Appendf(nil, "mediator-1\x00key-%d", i)); err != nil || got != uint64(i) {
+				b.Fatal(got, err)
+			}
+		}
+	})
+}

@@ -702,15 +702,15 @@ func (r *indexRun) checkBlock(b []byte, k int) ([]byte, error) {
 	return b[:n*runRecSize], nil
 }
 
-// find returns the lowest index under h in the run.
-func (r *indexRun) find(h [ledger.HashSize]byte) (uint64, bool, error) {
+// find returns the lowest index under h in the run, reading its blocks
+// into b, of runBlockSize bytes.
+func (r *indexRun) find(h [ledger.HashSize]byte, b []byte) (uint64, bool, error) {
 	prefix := binary.BigEndian.Uint64(h[:8])
 	// The first block whose first hash starts at or after prefix; h can
 	// be no further than there, and, its prefix shared, may begin in the
 	// block before. A run with no record has no block.
 	k, _ := slices.BinarySearch(r.fences, prefix)
 	k = max(k-1, 0)
-	b := make([]byte, runBlockSize)
 	for ; k < len(r.fences) && r.fences[k] <= prefix; k++ {
 		if _, err := r.f.ReadAt(b, int64(k)*runBlockSize); err != nil && !errors.Is(err, io.EOF) {
 			return 0, false, fmt.Errorf("ledger: reading %s run %s: %w", r.kind.what, r.name(), err)
@@ -738,15 +738,21 @@ func (r *indexRun) find(h [ledger.HashSize]byte) (uint64, bool, error) {
 // lookup returns the lowest index under h: the runs, oldest first, then
 // badger, which inBadger reads.
 func (ri *runIndex) lookup(h [ledger.HashSize]byte, inBadger func() (uint64, bool, error)) (uint64, bool, error) {
+	b := blockPool.Get().(*[runBlockSize]byte)
+	defer blockPool.Put(b)
 	ri.mu.RLock()
 	defer ri.mu.RUnlock()
 	for _, r := range ri.runs {
-		if i, ok, err := r.find(h); err != nil || ok {
+		if i, ok, err := r.find(h, b[:]); err != nil || ok {
 			return i, ok, err
 		}
 	}
 	return inBadger()
 }
+
+// blockPool holds the blocks lookups read into: a commit looks up each of
+// its keys, in every run, and a block each would be most of its garbage.
+var blockPool = sync.Pool{New: func() any { return new([runBlockSize]byte) }}
 
 // leafInBadger returns the lowest index badger holds under leaf hash h.
 func leafInBadger(db *badgerdb.DB, h [ledger.HashSize]byte) (uint64, bool, error) {
