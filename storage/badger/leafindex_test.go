@@ -468,9 +468,11 @@ func TestBadgerKeyRuns(t *testing.T) {
 }
 
 // Once a run is written, badger holds the keys of no entry below the
-// runs' end: its keys grow with the entries after the runs only.
+// runs' end: its keys grow with the entries after the runs only. (Runs
+// sorted in chunks of 30 entries here, to delete the keys of each.)
 func TestBadgerKeyRunsLeaveNoKeysInBadger(t *testing.T) {
 	badger.SetRunSize(t, 100)
+	badger.SetSortChunk(t, 30)
 	dir := t.TempDir()
 	s := openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	every := func(uint64) bool { return true }

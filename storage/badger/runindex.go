@@ -443,23 +443,35 @@ func (ri *runIndex) indexed(db *badgerdb.DB, size uint64) error {
 
 // flush writes the records badger holds of the entries from the runs' end
 // up to size as runs (one, or, for a kind not sorted in badger, one per
-// sortChunk entries), then deletes from badger every key of the kind of
-// an entry below size (a first run over a whole older store's drops the
-// prefix instead), and starts the merger if the runs call for it. Called
-// by the indexer, when badger holds the keys of every entry below size
-// and none above, or by Open before recovery, which writes again the keys
-// of the frames after the indexed ones.
+// sortChunk entries), then deletes from badger the keys it read of the
+// entries below each run's end (a first run over a whole older store's
+// drops the prefix instead), and starts the merger if the runs call for
+// it. Called by the indexer, when badger holds the keys of every entry
+// below size and none above, or by Open before recovery, which writes
+// again the keys of the frames after the indexed ones.
 func (ri *runIndex) flush(db *badgerdb.DB, size uint64) error {
 	ri.mu.RLock()
 	start := ri.end()
 	ri.mu.RUnlock()
+	what := ri.kind.what
+	// A first run over a whole older store's keys drops the prefix;
+	// otherwise the keys read are deleted, about a run's worth.
+	drop := start == 0 && size > 4*runSize
 	for first := start; first < size; {
 		end := size
 		if !ri.kind.sorted {
 			end = min(size, first+sortChunk)
 		}
+		var keys [][]byte
 		r, err := ri.createRun(first, end, func(add func(runRecord) error) error {
-			return ri.badgerRecords(db, first, end, add)
+			return ri.badgerRecords(db, first, end, add, func(item *badgerdb.Item, rec runRecord) {
+				// Those of the run, and those a crash left below the
+				// runs (read again by every chunk: deleted with the
+				// first).
+				if !drop && rec.index < end && (rec.index >= first || first == start) {
+					keys = append(keys, item.KeyCopy(nil))
+				}
+			})
 		})
 		if err != nil {
 			return err
@@ -468,39 +480,39 @@ func (ri *runIndex) flush(db *badgerdb.DB, size uint64) error {
 		ri.runs = append(ri.runs, r)
 		ri.startMerger()
 		ri.mu.Unlock()
+		// Lookups find these entries in the runs from here on.
+		if !drop {
+			if err := ri.written(db, end, keys); err != nil {
+				return err
+			}
+		}
 		first = end
 	}
-	// Lookups find these entries in the runs from here on. A first run
-	// over a whole older store's keys drops the prefix; otherwise the
-	// keys below size are deleted, about a run's worth.
-	what := ri.kind.what
-	drop := start == 0 && size > 4*runSize
 	if drop {
 		if err := db.DropPrefix([]byte{ri.kind.prefix}); err != nil {
 			return fmt.Errorf("ledger: dropping the %s keys written to runs from badger: %w", what, err)
 		}
+		return ri.written(db, size, nil)
 	}
+	return nil
+}
+
+// written records in badger that the runs reach end, the runs being
+// durable, so that a run file lost later is found missing at Open, and
+// deletes keys, which the runs hold.
+func (ri *runIndex) written(db *badgerdb.DB, end uint64, keys [][]byte) error {
 	w := indexWriter{db: db, txn: db.NewTransaction(true)}
 	defer func() { w.txn.Discard() }()
-	// The run is durable: record that the runs reach size, so that a
-	// run file lost later is found missing at Open.
-	w.set(ri.kind.mark, binary.BigEndian.AppendUint64(nil, size))
-	if !drop {
-		if err := ri.eachBadgerKey(db, func(item *badgerdb.Item, rec runRecord) error {
-			if rec.index < size {
-				w.delete(item.KeyCopy(nil))
-			}
-			return w.err
-		}); err != nil {
-			return fmt.Errorf("ledger: deleting the %s keys written to a run from badger: %w", what, err)
-		}
+	w.set(ri.kind.mark, binary.BigEndian.AppendUint64(nil, end))
+	for _, k := range keys {
+		w.delete(k)
 	}
 	err := w.err
 	if err == nil {
 		err = w.txn.Commit()
 	}
 	if err != nil {
-		return fmt.Errorf("ledger: deleting the %s keys written to a run from badger: %w", what, err)
+		return fmt.Errorf("ledger: deleting the %s keys written to a run from badger: %w", ri.kind.what, err)
 	}
 	return nil
 }
@@ -525,8 +537,9 @@ func (ri *runIndex) eachBadgerKey(db *badgerdb.DB, fn func(item *badgerdb.Item, 
 }
 
 // badgerRecords yields, sorted, the records badger holds of the entries
-// [first, end), the lowest index only under a hash that repeats.
-func (ri *runIndex) badgerRecords(db *badgerdb.DB, first, end uint64, add func(runRecord) error) error {
+// [first, end), the lowest index only under a hash that repeats, and
+// gives seen every key of the kind it reads, in the same pass.
+func (ri *runIndex) badgerRecords(db *badgerdb.DB, first, end uint64, add func(runRecord) error, seen func(*badgerdb.Item, runRecord)) error {
 	var last runRecord
 	n := 0
 	once := func(rec runRecord) error {
@@ -538,7 +551,8 @@ func (ri *runIndex) badgerRecords(db *badgerdb.DB, first, end uint64, add func(r
 		return add(rec)
 	}
 	var recs []runRecord // of a kind badger does not keep in order
-	err := ri.eachBadgerKey(db, func(_ *badgerdb.Item, rec runRecord) error {
+	err := ri.eachBadgerKey(db, func(item *badgerdb.Item, rec runRecord) error {
+		seen(item, rec)
 		switch {
 		case rec.index < first || rec.index >= end:
 			// Left by a crash after a run was written, or of a frame
