@@ -615,6 +615,13 @@ func TestBadgerKeyRunsDamaged(t *testing.T) {
 	}
 	s = openBadger(t, other, badger.Options{Logger: testLogger(t)})
 	wantCorrupt(t, s.Check(t.Context()), "the idempotency-key runs in keys hold 114 records, the frames of their 200 entries 29 keys")
+	// A run cut short under the open store: its block is not read from
+	// the buffer of another's.
+	if err := os.Truncate(filepath.Join(other, "keys", runs[1]), 100); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.IndexOfKey(t.Context(), []byte("mediator-1\x00key-105"))
+	wantCorrupt(t, err, "is cut short")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

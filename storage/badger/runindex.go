@@ -726,7 +726,11 @@ func (r *indexRun) find(h [ledger.HashSize]byte, b []byte) (uint64, bool, error)
 	k, _ := slices.BinarySearch(r.fences, prefix)
 	k = max(k-1, 0)
 	for ; k < len(r.fences) && r.fences[k] <= prefix; k++ {
-		if _, err := r.f.ReadAt(b, int64(k)*runBlockSize); err != nil && !errors.Is(err, io.EOF) {
+		// b may hold another run's block: a short read is an error.
+		if n, err := r.f.ReadAt(b, int64(k)*runBlockSize); n < len(b) {
+			if err == nil || errors.Is(err, io.EOF) {
+				return 0, false, fmt.Errorf("%w: %s run %s: block %d is cut short (the file shrank since it was opened)", ledger.ErrCorrupt, r.kind.what, r.name(), k)
+			}
 			return 0, false, fmt.Errorf("ledger: reading %s run %s: %w", r.kind.what, r.name(), err)
 		}
 		recs, err := r.checkBlock(b, k)
