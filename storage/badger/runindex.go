@@ -45,14 +45,15 @@ import (
 // entry (fewer only if hashes repeat: only the lowest index under a hash
 // is kept, which IndexOf returns); not every entry has a key, so a key
 // run holds the keys of those of its entries that have one, possibly
-// none.
+// none. Neither index forgets: idempotency keys are kept for the life of
+// the log, at a resident cost of the fences alone.
 //
 // Once runSize entries follow an index's runs, the indexer writes their
 // records as a run, then deletes their keys from badger; keys a crash
 // left behind are below the runs' end, where lookups find the runs first,
-// and are deleted with the next run's. A background merger merges the
-// last two runs while the later one covers more than half as many entries
-// as the one before it, so that sizes at least halve from the oldest run
+// and are deleted with the next run's. A background merger merges two
+// neighbouring runs while the later one covers more than half as many
+// entries as the one before it, so that sizes at least halve from the oldest run
 // to the newest and a log of n entries has at most about
 // log2(n/runSize)+1 runs, each searched with one read, rarely two.
 //
