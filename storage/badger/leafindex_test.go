@@ -637,8 +637,8 @@ func TestBadgerKeyRunsDamaged(t *testing.T) {
 // BenchmarkIndexOfKey looks up idempotency keys in a store of 100,000
 // keyed entries in runs of 1,024 (about as many runs, 7, as 10 million
 // entries in runs of the default size would leave, 10): keys no entry
-// has, as every commit's check of its keys does, and keys of old
-// entries.
+// has, as every commit's check of its keys does, a commit's check of 256
+// keys, and keys of old entries.
 func BenchmarkIndexOfKey(b *testing.B) {
 	badger.SetRunSize(b, 1024)
 	dir := b.TempDir()
@@ -664,6 +664,27 @@ func BenchmarkIndexOfKey(b *testing.B) {
 		for b.Loop() {
 			i++
 			if _, err := s.IndexOfKey(b.Context(), fmt.Appendf(nil, "mediator-1\x00other-%d", i)); !errors.Is(err, ledger.ErrNotFound) {
+				b.Fatal(err)
+			}
+		}
+	})
+	// A batch of 256 keys of which only the last is stored: Commit looks
+	// every one up and refuses the batch, writing nothing.
+	b.Run("commit-check-256", func(b *testing.B) {
+		st, err := s.State(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := testBatch(st.Size, 256)
+		batch.Keys = make([][]byte, len(batch.Entries))
+		i := 0
+		for b.Loop() {
+			for j := range batch.Keys {
+				i++
+				batch.Keys[j] = fmt.Appendf(batch.Keys[j][:0], "mediator-1\x00other-%d", i)
+			}
+			batch.Keys[255] = fmt.Appendf(nil, "mediator-1\x00key-%d", i%n)
+			if err := s.Commit(b.Context(), batch); !errors.Is(err, ledger.ErrConflict) {
 				b.Fatal(err)
 			}
 		}
