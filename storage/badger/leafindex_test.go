@@ -459,7 +459,7 @@ func TestBadgerKeyRuns(t *testing.T) {
 	}
 	runs = keyRuns(t, dir)
 	if len(runs) == 0 || len(runs) > 6 || !strings.HasPrefix(runs[0], "00000000000000000000-") {
-		t.Fatalf("keys/ holds %v; want at most 6 runs (log2(2000/100)+1) from entry 0", runs)
+		t.Fatalf("keys/ holds %v; want at most 6 runs (log4(2000/100)+1 for keys) from entry 0", runs)
 	}
 	s = openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	defer s.Close()
@@ -528,8 +528,10 @@ func TestBadgerMovesKeysToRuns(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Chunks of 300 entries, merged while sizes do not halve.
-	want := []string{"00000000000000000000-00000000000000000600.keys", "00000000000000000600-00000000000000000900.keys", "00000000000000000900-00000000000000001000.keys"}
+	// Chunks of 300 entries, merged while a run is more than a quarter
+	// of the one before it (a key run's ratio; leaf-hash runs, of ratio
+	// 2, would leave [0, 600) and [600, 900) unmerged).
+	want := []string{"00000000000000000000-00000000000000000900.keys", "00000000000000000900-00000000000000001000.keys"}
 	if runs := keyRuns(t, dir); !slices.Equal(runs, want) {
 		t.Fatalf("keys/ holds %v; want the runs of the 1,000 entries moved, %v", runs, want)
 	}
@@ -635,10 +637,10 @@ func TestBadgerKeyRunsDamaged(t *testing.T) {
 }
 
 // BenchmarkIndexOfKey looks up idempotency keys in a store of 100,000
-// keyed entries in runs of 1,024 (about as many runs, 7, as 10 million
-// entries in runs of the default size would leave, 10): keys no entry
-// has, as every commit's check of its keys does, a commit's check of 256
-// keys, and keys of old entries.
+// keyed entries in runs of 1,024 (it logs how many runs are left: 3;
+// ten million entries in runs of the default size would leave up to 5):
+// keys no entry has, as every commit's check of its keys does, a
+// commit's check of 256 keys, and keys of old entries.
 func BenchmarkIndexOfKey(b *testing.B) {
 	badger.SetRunSize(b, 1024)
 	dir := b.TempDir()
@@ -659,6 +661,11 @@ func BenchmarkIndexOfKey(b *testing.B) {
 		}
 	}
 	badger.WaitMerges(s)
+	runs, err := filepath.Glob(filepath.Join(dir, "keys", "*.keys"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d key runs", len(runs))
 	b.Run("absent", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
