@@ -780,16 +780,36 @@ func (r *indexRun) find(h [ledger.HashSize]byte, b []byte) (uint64, bool, error)
 // lookup returns the lowest index under h: the runs, oldest first, then
 // badger, which inBadger reads.
 func (ri *runIndex) lookup(h [ledger.HashSize]byte, inBadger func() (uint64, bool, error)) (uint64, bool, error) {
+	var index uint64
+	var found bool
+	err := ri.withRuns(func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error {
+		var err error
+		if index, found, err = inRuns(h); err != nil || found {
+			return err
+		}
+		index, found, err = inBadger()
+		return err
+	})
+	return index, found, err
+}
+
+// withRuns calls fn with inRuns, which returns the lowest index under a
+// hash in the runs, oldest first, holding mu for reading until fn
+// returns: fn may read badger after the runs, for the entries after
+// them, as no run is added, and so no key deleted from badger, meanwhile.
+func (ri *runIndex) withRuns(fn func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error) error {
 	b := blockPool.Get().(*[runBlockSize]byte)
 	defer blockPool.Put(b)
 	ri.mu.RLock()
 	defer ri.mu.RUnlock()
-	for _, r := range ri.runs {
-		if i, ok, err := r.find(h, b[:]); err != nil || ok {
-			return i, ok, err
+	return fn(func(h [ledger.HashSize]byte) (uint64, bool, error) {
+		for _, r := range ri.runs {
+			if i, ok, err := r.find(h, b[:]); err != nil || ok {
+				return i, ok, err
+			}
 		}
-	}
-	return inBadger()
+		return 0, false, nil
+	})
 }
 
 // blockPool holds the blocks lookups read into: a commit looks up each of

@@ -974,20 +974,53 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 }
 
 // checkKeysUnused refuses a batch with an idempotency key already stored:
-// in the overlay, the key runs or badger (keyIndexOf).
+// in the overlay, the key runs or badger, as keyIndexOf looks, but with
+// one hold of the runs and one badger transaction for the batch. The
+// overlay is read first: a frame leaves it only once badger has it, so
+// badger's transaction, begun after, holds every key the overlay lacked.
 func (s *Store) checkKeysUnused(b ledger.Batch) error {
+	stored := func() error {
+		return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
+	}
+	n := 0
 	for _, k := range b.Keys {
 		if len(k) == 0 {
 			continue
 		}
-		switch _, ok, err := s.keyIndexOf(k); {
-		case err != nil:
-			return fmt.Errorf("ledger: batch at %d: looking up idempotency keys: %w", b.Start, err)
-		case ok:
-			return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
+		if _, ok := s.ov.keyIndex(k); ok {
+			return stored()
 		}
+		n++
 	}
-	return nil
+	if n == 0 {
+		return nil // most batches: no read transaction on the commit path
+	}
+	err := s.keys.withRuns(func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error {
+		return s.db.View(func(txn *badgerdb.Txn) error {
+			for _, k := range b.Keys {
+				if len(k) == 0 {
+					continue
+				}
+				if _, ok, err := inRuns(keyHash(k)); err != nil || ok {
+					if ok {
+						return stored()
+					}
+					return err
+				}
+				switch _, err := txn.Get(idempotencyKey(k)); {
+				case err == nil:
+					return stored()
+				case !errors.Is(err, badgerdb.ErrKeyNotFound):
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil && !errors.Is(err, ledger.ErrConflict) {
+		return fmt.Errorf("ledger: batch at %d: looking up idempotency keys: %w", b.Start, err)
+	}
+	return err
 }
 
 // index writes badger's index of the frame of b, ending at log position
