@@ -22,7 +22,9 @@ import (
 //     and the leaf-hash index against it;
 //   - every entry's location and checksum in the locations file
 //     (locfile.go) against its frame;
-//   - every idempotency key in the index against its frame;
+//   - every idempotency key in the index against its frame, and that the
+//     idempotency-key runs hold as many records as the frames before
+//     their end hold keys (every block read against its checksum);
 //   - every stored tile against the version of it the last frame to
 //     write it holds;
 //   - every checkpoint of the checkpoint history against its checksums,
@@ -44,6 +46,12 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 	if err := s.verifyTables(); err != nil {
 		return fmt.Errorf("%w: the index: %w", ledger.ErrCorrupt, err)
 	}
+	// Before the size: the runs end below it.
+	keysEnd, keyRecords, err := s.keys.scan()
+	if err != nil {
+		return err
+	}
+	var keys uint64 // in the frames, of the entries below keysEnd
 	size := s.ov.durableSize()
 	s.log.mu.RLock()
 	segments := append([]*segment(nil), s.log.segments...)
@@ -90,7 +98,7 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 			}
 		}()
 	}
-	err := func() error {
+	err = func() error {
 		defer func() {
 			close(jobs)
 			wg.Wait()
@@ -99,6 +107,11 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 			select {
 			case jobs <- job{pos, b, locs}:
 			case <-ctx.Done():
+			}
+			for i, k := range b.Keys {
+				if len(k) > 0 && b.Start+uint64(i) < keysEnd {
+					keys++
+				}
 			}
 			if progress != nil {
 				progress(b.Start+uint64(len(b.Entries)), size)
@@ -113,6 +126,12 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 	}
 	if next != size {
 		return fmt.Errorf("%w: the frames hold %d entries, the store %d", ledger.ErrCorrupt, next, size)
+	}
+	if keys != keyRecords {
+		// Each frame's keys were found at their entries: the runs hold
+		// records of no key.
+		return fmt.Errorf("%w: the idempotency-key runs in %s hold %d records, the frames of their %d entries %d keys",
+			ledger.ErrCorrupt, keysDir, keyRecords, keysEnd, keys)
 	}
 	if err := s.cps.check(s.dir, size); err != nil {
 		return err

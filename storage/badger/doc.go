@@ -12,7 +12,7 @@
 //     to segment files with one write and one fdatasync. It is the
 //     durable copy of the log; its byte layout is in framelog.go.
 //   - index/, a badger database indexing the frames (the latest leaf
-//     hashes, idempotency keys, partial tiles, the tree size and the
+//     hashes and idempotency keys, partial tiles, the tree size and the
 //     marks of how far the files below are complete), written behind the
 //     frames without a sync of its own; its key layout is on Store.
 //   - tiles/, the full tiles, one file per level, written with pwrite and
@@ -22,7 +22,11 @@
 //   - leaves/, the leaf-hash index but for the entries after its last
 //     run, which badger keeps: sorted runs of leaf hashes, written whole
 //     and read with pread, for the same reason; their layout is in
-//     leafindex.go.
+//     runindex.go.
+//   - keys/, the idempotency-key index but for the entries after its
+//     last run, which badger keeps: sorted runs of the keys' SHA-256, in
+//     the same layout, so that the keys are kept for the life of the log
+//     at a resident cost of 8 bytes per 102 keys.
 //   - checkpoints/, the checkpoint history: every signed checkpoint,
 //     appended to a file of checksummed records, synced before
 //     AddCheckpoint returns, with a dense index of fixed records beside

@@ -20,38 +20,39 @@ var WriteCheckpointFile = writeCheckpointFile
 // any, is written or given up.
 func WaitForSpare(s *Store) { s.log.prepared.Wait() }
 
-// WaitLeafMerges waits until s has indexed every frame committed and its
-// leaf-hash runs are merged as far as they call for; no commit may be
-// under way.
-func WaitLeafMerges(s *Store) {
+// WaitMerges waits until s has indexed every frame committed, or its
+// indexer failed, and its leaf-hash and idempotency-key runs are merged
+// as far as they call for; no commit may be under way.
+func WaitMerges(s *Store) {
 	for {
 		s.ov.mu.RLock()
-		n := len(s.ov.frames)
+		n, failed := len(s.ov.frames), s.ov.failed
 		s.ov.mu.RUnlock()
-		if n == 0 {
+		if n == 0 || failed != nil {
 			break
 		}
 		time.Sleep(time.Millisecond)
 	}
 	s.leaves.merged.Wait()
+	s.keys.merged.Wait()
 }
 
-// SetLeafMergesOff stops leaf-hash runs from being merged for the rest
-// of the test.
-func SetLeafMergesOff(t testing.TB) {
-	leafMergesOff = true
-	t.Cleanup(func() { leafMergesOff = false })
+// SetMergesOff stops leaf-hash and idempotency-key runs from being merged
+// for the rest of the test.
+func SetMergesOff(t testing.TB) {
+	mergesOff = true
+	t.Cleanup(func() { mergesOff = false })
 }
 
-// SetLeafMergesOn lets leaf-hash runs be merged again.
-func SetLeafMergesOn() { leafMergesOff = false }
+// SetMergesOn lets runs be merged again.
+func SetMergesOn() { mergesOff = false }
 
-// SetLeafRunSize sets how many leaf hashes make a leaf-hash run for the
-// rest of the test.
-func SetLeafRunSize(t testing.TB, n uint64) {
-	old := leafRunSize
-	leafRunSize = n
-	t.Cleanup(func() { leafRunSize = old })
+// SetRunSize sets after how many entries their leaf hashes and
+// idempotency keys are written as runs, for the rest of the test.
+func SetRunSize(t testing.TB, n uint64) {
+	old := runSize
+	runSize = n
+	t.Cleanup(func() { runSize = old })
 }
 
 // OldLocationLayout puts the closed store in dir in the layout before
@@ -223,3 +224,11 @@ func ToOldCheckpoints(t testing.TB, dir string, opts Options, keepHistory bool) 
 // AddCheckpoint would, without its checks, as a history written by
 // something else could hold it.
 func AddCheckpointRecord(s *Store, size uint64, signed []byte) error { return s.cps.add(size, signed) }
+
+// SetSortChunk sets how many entries' idempotency keys are sorted at once
+// into a run, for the rest of the test.
+func SetSortChunk(t testing.TB, n uint64) {
+	old := sortChunk
+	sortChunk = n
+	t.Cleanup(func() { sortChunk = old })
+}

@@ -37,12 +37,14 @@ import (
 // big-endian uint64.
 //
 //	'h' [32]byte leaf hash,     (empty), for the entries after the leaf-hash
-//	    u64 index               runs (leafindex.go); the lowest index under
+//	    u64 index               runs (runindex.go); the lowest index under
 //	                            a leaf hash is the first key with its prefix
 //	't' u8 level, u64 index     a partial tile's hashes, the last version
 //	                            committed (full tiles are in tiles/,
 //	                            tilefile.go)
-//	'k' idempotency key         u64 index of the entry committed with it
+//	'k' idempotency key         u64 index of the entry committed with it,
+//	                            for the entries after the idempotency-key
+//	                            runs (runindex.go)
 //	'm' "size"                  u64 tree size (number of entries indexed)
 //	'm' "end"                   u64 log position after the last frame indexed
 //	'm' "tiles"                 u64 log position up to which the store
@@ -58,6 +60,9 @@ import (
 //	                            file holds every frame's entry locations,
 //	                            u64 records it held when synced for this
 //	                            mark (absent: 0, 0; locfile.go)
+//	'm' "keys"                  u64 entry up to which idempotency-key runs
+//	                            were written (absent: 0); 'k' keys hold the
+//	                            keys of the entries after the runs
 //
 // Where each entry is in the frame log is in the locations file
 // (locfile.go), not in badger; stores written before it kept it in 'f'
@@ -83,8 +88,9 @@ type Store struct {
 	db      *badgerdb.DB
 	log     *frameLog
 	tiles   *tileFiles // the full tiles (tilefile.go)
-	leaves  *leafIndex // the leaf-hash index (leafindex.go)
+	leaves  *runIndex  // the leaf-hash index (runindex.go)
 	cps     *cpHistory // every signed checkpoint (cphistory.go)
+	keys    *runIndex  // the idempotency-key index (runindex.go)
 	reserve uint64     // Options.ReserveBytes
 	floor   uint64     // indexFloor(reserve): less free, nothing is written to badger
 	logger  *slog.Logger
@@ -133,6 +139,7 @@ var (
 	keyLogEnd           = []byte{prefixMeta, 'e', 'n', 'd'}
 	keyTilesEnd         = []byte{prefixMeta, 't', 'i', 'l', 'e', 's'}
 	keyLeavesEnd        = []byte{prefixMeta, 'l', 'e', 'a', 'v', 'e', 's'}
+	keyKeysEnd          = []byte{prefixMeta, 'k', 'e', 'y', 's'}
 	keyTileFiles        = []byte{prefixMeta, 't', 'i', 'l', 'e', 'f', 'i', 'l', 'e', 's'}
 	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'} // before the checkpoint history only
 )
@@ -391,6 +398,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		if s.locations != nil {
 			s.locations.close()
 		}
+		if s.keys != nil {
+			s.keys.close()
+		}
 		lock.Close()
 		return nil, err
 	}
@@ -427,11 +437,16 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := s.migrateTiles(ctx, opts.Logger); err != nil {
 		return fail(err)
 	}
-	if s.leaves, err = openLeafIndex(filepath.Join(dir, leavesDir), opts.Logger); err != nil {
+	if s.leaves, err = openRunIndex(&leafRunKind, filepath.Join(dir, leavesDir), opts.Logger); err != nil {
 		return fail(err)
 	}
-	if err := s.migrateLeaves(ctx, opts.Logger); err != nil {
+	if s.keys, err = openRunIndex(&keyRunKind, filepath.Join(dir, keysDir), opts.Logger); err != nil {
 		return fail(err)
+	}
+	for _, ri := range []*runIndex{s.leaves, s.keys} {
+		if err := s.migrateRuns(ctx, ri, opts.Logger); err != nil {
+			return fail(err)
+		}
 	}
 	if err := s.openCheckpoints(ctx, opts.Logger); err != nil {
 		return fail(err)
@@ -721,6 +736,10 @@ func (s *Store) runIndexer() {
 			fail(err)
 			return
 		}
+		if err := s.keys.indexed(s.db, f.batch.Start+uint64(len(f.locs))); err != nil {
+			fail(err)
+			return
+		}
 		if flush {
 			lastFlush, pendingTilesEnd = time.Now(), -1
 		} else {
@@ -785,6 +804,9 @@ func (s *Store) Close() error {
 		<-s.indexerDone // it indexes what is pending first, if there is room
 		if err := s.leaves.close(); err != nil {
 			errs = append(errs, fmt.Errorf("ledger: closing the leaf-hash index: %w", err))
+		}
+		if err := s.keys.close(); err != nil {
+			errs = append(errs, fmt.Errorf("ledger: closing the idempotency-key index: %w", err))
 		}
 		if err := s.roomForIndex("closing the index"); err != nil {
 			s.logger.Error("ledger: the store closed without writing its index: the next open indexes the frame log's entries again",
@@ -961,30 +983,54 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	return nil
 }
 
-// checkKeysUnused refuses a batch with an idempotency key already stored.
+// checkKeysUnused refuses a batch with an idempotency key already stored:
+// in the overlay, the key runs or badger, as keyIndexOf looks, but with
+// one hold of the runs and one badger transaction for the batch. The
+// overlay is read first: a frame leaves it only once badger has it, so
+// badger's transaction, begun after, holds every key the overlay lacked.
 func (s *Store) checkKeysUnused(b ledger.Batch) error {
-	if len(b.Keys) == 0 {
+	stored := func() error {
+		return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
+	}
+	n := 0
+	for _, k := range b.Keys {
+		if len(k) == 0 {
+			continue
+		}
+		if _, ok := s.ov.keyIndex(k); ok {
+			return stored()
+		}
+		n++
+	}
+	if n == 0 {
 		return nil // most batches: no read transaction on the commit path
 	}
-	for _, k := range b.Keys {
-		if _, ok := s.ov.keyIndex(k); ok && len(k) > 0 {
-			return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
-		}
-	}
-	return s.db.View(func(txn *badgerdb.Txn) error {
-		for _, k := range b.Keys {
-			if len(k) == 0 {
-				continue
+	err := s.keys.withRuns(func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error {
+		return s.db.View(func(txn *badgerdb.Txn) error {
+			for _, k := range b.Keys {
+				if len(k) == 0 {
+					continue
+				}
+				if _, ok, err := inRuns(keyHash(k)); err != nil || ok {
+					if ok {
+						return stored()
+					}
+					return err
+				}
+				switch _, err := txn.Get(idempotencyKey(k)); {
+				case err == nil:
+					return stored()
+				case !errors.Is(err, badgerdb.ErrKeyNotFound):
+					return err
+				}
 			}
-			switch _, err := txn.Get(idempotencyKey(k)); {
-			case err == nil:
-				return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
-			case !errors.Is(err, badgerdb.ErrKeyNotFound):
-				return fmt.Errorf("ledger: batch at %d: looking up idempotency keys: %w", b.Start, err)
-			}
-		}
-		return nil
+			return nil
+		})
 	})
+	if err != nil && !errors.Is(err, ledger.ErrConflict) {
+		return fmt.Errorf("ledger: batch at %d: looking up idempotency keys: %w", b.Start, err)
+	}
+	return err
 }
 
 // index writes badger's index of the frame of b, ending at log position
@@ -1000,10 +1046,11 @@ func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []l
 	// The locations file before badger: a frame leaves the overlay only
 	// once both hold it.
 	w.err = s.locations.write(b.Start, locs)
-	// The leaf hashes after the last leaf-hash run (leafindex.go).
+	// The leaf hashes after the last leaf-hash run (runindex.go).
 	for i := range locs {
 		w.set(leafHashKey(b.LeafHashes[i], b.Start+uint64(i)), nil)
 	}
+	// The idempotency keys after the last key run (runindex.go).
 	for i, k := range b.Keys {
 		if len(k) > 0 {
 			w.set(idempotencyKey(k), binary.BigEndian.AppendUint64(nil, b.Start+uint64(i)))
@@ -1132,16 +1179,18 @@ func (s *Store) migrateTiles(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// migrateLeaves moves the leaf-hash index of a store written before the
-// leaf-hash runs, all of it in badger, into one run of the entries badger
-// indexed, if they are more than a run holds, and then drops the keys; a
-// crash before the drop leaves the run, and the keys, harmless, until the
-// next run is written.
-func (s *Store) migrateLeaves(ctx context.Context, log *slog.Logger) error {
-	var indexed, runsEnd uint64
+// migrateRuns checks that ri's runs reach its mark, and writes as runs
+// the records badger holds of the entries it indexed after them, if they
+// are more than a run holds: for a store written before the runs of ri's
+// kind, all of them, whose keys are then dropped (a crash before the drop
+// leaves the runs, and the keys, harmless, until the next run is
+// written); after a crash between the index of a frame and its run, the
+// run.
+func (s *Store) migrateRuns(ctx context.Context, ri *runIndex, log *slog.Logger) error {
+	var indexed, mark uint64
 	err := s.db.View(func(txn *badgerdb.Txn) error {
 		var err error
-		if runsEnd, _, err = getUint64(txn, keyLeavesEnd); err != nil {
+		if mark, _, err = getUint64(txn, ri.kind.mark); err != nil {
 			return err
 		}
 		indexed, _, err = getUint64(txn, keySize)
@@ -1152,17 +1201,19 @@ func (s *Store) migrateLeaves(ctx context.Context, log *slog.Logger) error {
 	}
 	// The merger may be running already (merges a close cut short), so
 	// the runs are read under the index's lock.
-	end := s.leaves.runsEnd()
-	if end < runsEnd {
-		return fmt.Errorf("%w: the leaf-hash runs in %s reach entry %d, but runs up to %d were written", ledger.ErrCorrupt, leavesDir, end, runsEnd)
+	end := ri.runsEnd()
+	if end < mark {
+		return fmt.Errorf("%w: the %s runs in %s reach entry %d, but runs up to %d were written", ledger.ErrCorrupt, ri.kind.what, ri.kind.dir, end, mark)
 	}
-	if end > 0 || indexed < leafRunSize {
+	if indexed < end || indexed-end < runSize {
 		return nil
 	}
-	if err := s.leaves.flush(s.db, indexed); err != nil {
+	if err := ri.flush(s.db, indexed); err != nil {
 		return err
 	}
-	log.InfoContext(ctx, "ledger: moved the leaf-hash index from badger to a leaf-hash run", slog.Uint64("entries", indexed), slog.String("dir", leavesDir))
+	if end == 0 {
+		log.InfoContext(ctx, "ledger: moved the "+ri.kind.what+" index from badger to runs", slog.Uint64("entries", indexed), slog.String("dir", ri.kind.dir))
+	}
 	return nil
 }
 
@@ -1308,11 +1359,11 @@ func (s *Store) readIndexed(ctx context.Context, r *entryReader, start, end uint
 }
 
 // IndexOf implements Store: the overlay first (a frame leaves it only once
-// badger has it), then the leaf-hash index (leafindex.go), whose runs hold
+// badger has it), then the leaf-hash index (runindex.go), whose runs hold
 // the older leaf hashes and badger the others; the lower of the two.
 func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (uint64, error) {
 	index, found := s.ov.leafIndex(leafHash)
-	i, ok, err := s.leaves.lookup(s.db, leafHash)
+	i, ok, err := s.leaves.lookup(leafHash, func() (uint64, bool, error) { return leafInBadger(s.db, leafHash) })
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("ledger: looking up leaf hash %x: %w", leafHash, err)
@@ -1329,21 +1380,13 @@ func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (ui
 	return index, nil
 }
 
-// IndexOfKey implements Store: the overlay first, then badger.
+// IndexOfKey implements Store: the overlay first, then the
+// idempotency-key index (keyIndexOf).
 func (s *Store) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 	if len(key) == 0 {
 		return 0, fmt.Errorf("ledger: idempotency key: %w", ledger.ErrNotFound)
 	}
-	if index, ok := s.ov.keyIndex(key); ok {
-		return index, nil
-	}
-	var index uint64
-	var found bool
-	err := s.db.View(func(txn *badgerdb.Txn) error {
-		var err error
-		index, found, err = getUint64(txn, idempotencyKey(key))
-		return err
-	})
+	index, found, err := s.keyIndexOf(key)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("ledger: looking up an idempotency key: %w", err)
@@ -1353,6 +1396,27 @@ func (s *Store) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 		return 0, fmt.Errorf("%w: the index gives an idempotency key entry %d, beyond the %d stored", ledger.ErrCorrupt, index, s.ov.durableSize())
 	}
 	return index, nil
+}
+
+// keyIndexOf returns the index of the entry committed with the non-empty
+// key, and whether one was: the overlay (a frame leaves it only once
+// badger has it), then the key runs, which hold the SHA-256 of the keys
+// of the older entries (keyHash), then badger, which holds the keys of
+// the others.
+func (s *Store) keyIndexOf(key []byte) (uint64, bool, error) {
+	if index, ok := s.ov.keyIndex(key); ok {
+		return index, true, nil
+	}
+	return s.keys.lookup(keyHash(key), func() (uint64, bool, error) {
+		var index uint64
+		var found bool
+		err := s.db.View(func(txn *badgerdb.Txn) error {
+			var err error
+			index, found, err = getUint64(txn, idempotencyKey(key))
+			return err
+		})
+		return index, found, err
+	})
 }
 
 // Tile implements Store: the overlay's version if a pending frame wrote

@@ -354,7 +354,7 @@ func TestBadgerIndexFloor(t *testing.T) {
 	// Space again: indexing resumes, and checkpoints are signed.
 	highAnswers.Store(math.MaxInt64)
 	waitLogged("ledger: indexing resumed", 1)
-	badger.WaitLeafMerges(s)
+	badger.WaitMerges(s)
 	if err := s.AddCheckpoint(t.Context(), 300, testCheckpoint(300)); err != nil {
 		t.Fatal(err)
 	}
