@@ -42,13 +42,17 @@ import (
 // LEDGER_BENCH_MIN_COMMIT_INTERVAL sets Options.MinCommitInterval.
 func BenchmarkAppend(b *testing.B) {
 	for _, depth := range []int{1, 4} {
-		b.Run(fmt.Sprintf("appenders=64/depth=%d", depth), func(b *testing.B) { benchmarkAppend(b, 64, depth) })
+		b.Run(fmt.Sprintf("appenders=64/depth=%d", depth), func(b *testing.B) { benchmarkAppend(b, 64, depth, false) })
 	}
+	// As a gateway appends: every entry with an idempotency key, which
+	// the ledger looks up before sequencing it and the store checks again
+	// when it commits.
+	b.Run("appenders=64/depth=4/keyed", func(b *testing.B) { benchmarkAppend(b, 64, 4, true) })
 }
 
 // benchmarkAppend runs appenders that each keep depth appends in flight
 // (depth goroutines in closed loops).
-func benchmarkAppend(b *testing.B, appenders, depth int) {
+func benchmarkAppend(b *testing.B, appenders, depth int, keyed bool) {
 	badger.SetMemoryLimit()
 	ctx := context.Background()
 	s, err := badger.Open(ctx, b.TempDir(), badger.Options{Logger: discardLogger()})
@@ -140,8 +144,12 @@ func benchmarkAppend(b *testing.B, appenders, depth int) {
 				if i >= b.N {
 					return
 				}
+				rec := records[i%len(records)]
+				if keyed {
+					rec.IdempotencyKey = "bench-" + strconv.Itoa(i)
+				}
 				t0 := time.Now()
-				r, err := l.Append(ctx, records[i%len(records)])
+				r, err := l.Append(ctx, rec)
 				if err != nil {
 					b.Error(err)
 					return
