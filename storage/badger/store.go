@@ -163,9 +163,13 @@ func tileKey(level uint8, index uint64) []byte {
 //
 // Entries live in the frame log, which is read and written with plain
 // file I/O, so their pages are the kernel's page cache, not the process's
-// memory. Badger holds about 60 bytes of keys and values per entry plus
-// the tiles; it maps its table files into memory, so their pages count in
-// RSS until the kernel needs them back. Each table it builds, on flush
+// memory, and so are the files that index them (locations, full tiles,
+// leaf-hash and idempotency-key runs, the checkpoint history). Badger
+// holds what does not grow with the log: the leaf hashes and keys of the
+// latest entries (at most a run's worth and a frame's), the partial
+// tiles and the marks, about 41 bytes per entry of that window (and each
+// key's length); it maps its table files into memory, so their pages
+// count in RSS until the kernel needs them back. Each table it builds, on flush
 // and compaction, takes a buffer of about twice the table's size, of
 // which it keeps up to 8 for reuse: hence small memtables and tables. The
 // Go heap also grows to twice what is live unless the process sets a
