@@ -232,3 +232,17 @@ func SetSortChunk(t testing.TB, n uint64) {
 	sortChunk = n
 	t.Cleanup(func() { sortChunk = old })
 }
+
+// RememberMissedKey records, as a lookup that found key in no run does,
+// that no run holds it while the runs end at end.
+func RememberMissedKey(s *Store, key []byte, end uint64) { s.keys.rememberMissed(keyHash(key), end) }
+
+// KeyRunsEnd is the entry after the idempotency-key runs.
+func KeyRunsEnd(s *Store) uint64 { return s.keys.runsEnd() }
+
+// MissedKeys is how many lookups' misses the key runs remember.
+func MissedKeys(s *Store) int {
+	s.keys.missedMu.Lock()
+	defer s.keys.missedMu.Unlock()
+	return len(s.keys.missed)
+}

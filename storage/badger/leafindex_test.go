@@ -706,3 +706,48 @@ func BenchmarkIndexOfKey(b *testing.B) {
 		}
 	})
 }
+
+// A lookup that finds a key in no run spares the commit that follows it
+// the runs' reads, and only while the runs end where they did: a miss
+// remembered before the runs moved on, or a key the runs hold, is
+// searched again, and Commit refuses a key a run holds whatever was
+// remembered of it.
+func TestBadgerKeyLookupMissSparesCommit(t *testing.T) {
+	badger.SetRunSize(t, 100)
+	every := func(uint64) bool { return true }
+	s := openBadger(t, t.TempDir(), badger.Options{Logger: testLogger(t)})
+	defer s.Close()
+	batches := keyedStore(t, s, 0, 5, every) // 250 entries, runs up to 200
+	badger.WaitMerges(s)
+	end := badger.KeyRunsEnd(s)
+	if end == 0 {
+		t.Fatal("no key run written")
+	}
+	fresh := []byte("mediator-1\x00a key of no entry yet")
+	if _, err := s.IndexOfKey(t.Context(), fresh); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("IndexOfKey(a new key) = %v, want ErrNotFound", err)
+	}
+	if n := badger.MissedKeys(s); n != 1 {
+		t.Fatalf("the key runs remember %d misses after one, want 1", n)
+	}
+	b := testBatch(250, 1)
+	b.Keys = [][]byte{fresh}
+	if err := s.Commit(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	if n := badger.MissedKeys(s); n != 0 {
+		t.Fatalf("the key runs remember %d misses after the commit used it, want 0", n)
+	}
+	// A key a run holds, remembered as missed by runs that ended earlier
+	// or, wrongly, where they end now: refused either way but the second,
+	// which shows that the remembered miss is what spares the runs' read.
+	inRun := keyOf(batches, 10)
+	badger.RememberMissedKey(s, inRun, end-1)
+	wantRepeatsRefused(t, s, inRun)
+	badger.RememberMissedKey(s, inRun, end)
+	c := testBatch(251, 1)
+	c.Keys = [][]byte{inRun}
+	if err := s.Commit(t.Context(), c); err != nil {
+		t.Fatalf("a commit trusting a remembered miss searched the runs anyway: %v", err)
+	}
+}

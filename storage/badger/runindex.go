@@ -90,6 +90,9 @@ type runKind struct {
 	mark   []byte // badger key of the entry up to which runs were written
 	// sparse: a run may hold no record (entries without a key).
 	sparse bool
+	// rememberMisses: lookups remember what the runs do not hold
+	// (runIndex.missed), for the commit's check that follows them.
+	rememberMisses bool
 	// sorted: badger's order of the kind's keys is the records' order.
 	sorted bool
 	// ratio: each run covers at least ratio times the entries of the
@@ -122,7 +125,7 @@ var (
 	}
 	keyRunKind = runKind{
 		what: "idempotency-key", dir: keysDir, suffix: ".keys", magic: "KEYS",
-		prefix: prefixKey, mark: keyKeysEnd, sparse: true, ratio: 4,
+		prefix: prefixKey, mark: keyKeysEnd, sparse: true, rememberMisses: true, ratio: 4,
 		record: func(item *badgerdb.Item) (runRecord, error) {
 			rec := runRecord{hash: keyHash(item.Key()[1:])}
 			err := item.Value(func(v []byte) error {
@@ -189,6 +192,42 @@ type runIndex struct {
 	merging bool
 	merged  sync.WaitGroup
 	stop    bool
+
+	// missed remembers hashes a lookup found in no run, with the runs'
+	// end then (kinds with rememberMisses). Runs gain records only when
+	// their end moves (a merge rewrites the same records), so while it
+	// has not, a hash in none of them is still in none: Commit's check of
+	// an idempotency key the ledger looked up just before, to find a
+	// replay, then reads no run for it, where a key no entry has costs a
+	// block read per run. At most missedMax, all forgotten when full.
+	missedMu sync.Mutex
+	missed   map[[ledger.HashSize]byte]uint64
+}
+
+// missedMax bounds runIndex.missed: more than the appends a ledger holds
+// in flight, about 1.3 MB at most.
+const missedMax = 1 << 14
+
+// rememberMissed records that no run holds h while the runs end at end.
+func (ri *runIndex) rememberMissed(h [ledger.HashSize]byte, end uint64) {
+	ri.missedMu.Lock()
+	defer ri.missedMu.Unlock()
+	if ri.missed == nil || len(ri.missed) >= missedMax {
+		ri.missed = make(map[[ledger.HashSize]byte]uint64)
+	}
+	ri.missed[h] = end
+}
+
+// takeMissed reports whether a lookup found h in none of the runs that
+// end at end, the runs' end now (read with mu held), and forgets h.
+func (ri *runIndex) takeMissed(h [ledger.HashSize]byte, end uint64) bool {
+	ri.missedMu.Lock()
+	defer ri.missedMu.Unlock()
+	at, ok := ri.missed[h]
+	if ok {
+		delete(ri.missed, h)
+	}
+	return ok && at == end
 }
 
 // openRunIndex opens the runs of kind in dir, creating dir if need be;
@@ -786,6 +825,9 @@ func (ri *runIndex) lookup(h [ledger.HashSize]byte, inBadger func() (uint64, boo
 		var err error
 		if index, found, err = inRuns(h); err != nil || found {
 			return err
+		}
+		if ri.kind.rememberMisses {
+			ri.rememberMissed(h, ri.end())
 		}
 		index, found, err = inBadger()
 		return err
