@@ -153,3 +153,23 @@ func (l *Ledger) SnapshotSize() uint64 { return l.snapSize.Load() }
 
 // Queued is the number of records waiting in l's queue for the sequencer.
 func (l *Ledger) Queued() int { return len(l.queue) }
+
+// SubtreeCache is the ledger's cache of the subtrees of the tiles above
+// level 0, for ProofsWithSubtrees.
+type SubtreeCache = subtreeCache
+
+// NewSubtreeCache returns an empty cache.
+func NewSubtreeCache() *SubtreeCache { return newSubtreeCache() }
+
+// ProofsWithSubtrees is the inclusion proof of index and the consistency
+// proof from size1, in the tree of size entries, read as the ledger's
+// proofs are, with c.
+func ProofsWithSubtrees(ctx context.Context, store Store, c *SubtreeCache, index, size1, size uint64) (inclusion, consistency [][]byte, err error) {
+	r := newTileReader(ctx, store)
+	r.subtrees = c
+	if inclusion, err = r.inclusionProof(index, size); err != nil {
+		return nil, nil, err
+	}
+	consistency, err = r.consistencyProof(size1, size)
+	return inclusion, consistency, err
+}

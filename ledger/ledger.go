@@ -295,6 +295,10 @@ type Ledger struct {
 	// (a send that would block is dropped: one wake-up is pending). Nil
 	// without the loop, and then never sent on.
 	grown chan struct{}
+
+	// subtrees keeps the interior nodes of the tiles above level 0 for
+	// the proofs the ledger serves (tree.go).
+	subtrees *subtreeCache
 }
 
 type request struct {
@@ -346,7 +350,8 @@ type result struct {
 // starting it.
 func check(ctx context.Context, store Store, key *Key, opts Options) (*Ledger, error) {
 	l := &Ledger{
-		store: store, key: key, opts: opts, log: opts.Logger,
+		subtrees: newSubtreeCache(),
+		store:    store, key: key, opts: opts, log: opts.Logger,
 		queue: make(chan *request, opts.QueueSize),
 		stop:  make(chan struct{}),
 
@@ -1230,7 +1235,7 @@ func (l *Ledger) InclusionProof(ctx context.Context, index, size uint64) ([][]by
 	if index >= size {
 		return nil, fmt.Errorf("%w: index %d not below size %d", ErrSize, index, size)
 	}
-	return newTileReader(ctx, l.store).inclusionProof(index, size)
+	return l.proofReader(ctx).inclusionProof(index, size)
 }
 
 // InclusionProofByHash finds the entry with the given leaf hash and returns
@@ -1249,7 +1254,7 @@ func (l *Ledger) InclusionProofByHash(ctx context.Context, leafHash [HashSize]by
 	// The tree's own leaf hash at index, from the tile the proof reads
 	// anyway: a leaf-hash index that names another entry is damaged, and
 	// its proof would be of another entry.
-	r := newTileReader(ctx, l.store)
+	r := l.proofReader(ctx)
 	leaf, err := r.node(compact.NodeID{Level: 0, Index: index})
 	if err != nil {
 		return 0, nil, err
@@ -1270,7 +1275,7 @@ func (l *Ledger) ConsistencyProof(ctx context.Context, size1, size2 uint64) ([][
 	if size1 > size2 {
 		return nil, fmt.Errorf("%w: size1 %d exceeds size2 %d", ErrSize, size1, size2)
 	}
-	return newTileReader(ctx, l.store).consistencyProof(size1, size2)
+	return l.proofReader(ctx).consistencyProof(size1, size2)
 }
 
 func (l *Ledger) checkSize(size uint64) error {
@@ -1288,7 +1293,7 @@ func (l *Ledger) verifyConsistency(ctx context.Context, size1 uint64, root1 []by
 	if size1 == 0 {
 		return nil
 	}
-	p, err := newTileReader(ctx, l.store).consistencyProof(size1, size2)
+	p, err := l.proofReader(ctx).consistencyProof(size1, size2)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"sync"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -133,10 +134,90 @@ type tileReader struct {
 	ctx   context.Context
 	store Store
 	cache map[tileID][]byte
+	// subtrees, if set, keeps the interior nodes of the tiles above
+	// level 0 between readers (the ledger's proofs).
+	subtrees *subtreeCache
+}
+
+// subtreeCache keeps, for tiles above level 0, the hashes of every
+// complete subtree within the tile: a proof at a random index recomputes
+// up to 247 node hashes from each tile on its path, and above level 0
+// there are few tiles (one per 65,536 entries), which every proof
+// crosses. A tile's first w hashes never change, so the subtrees of a
+// tile read with w hashes are kept under its width. Level-0 tiles, one
+// per 256 entries, would only churn it. At most subtreeCacheTiles, about
+// 2 MiB: one is dropped, whichever, to make room.
+type subtreeCache struct {
+	mu    sync.Mutex
+	trees map[subtreeKey][]byte
+}
+
+type subtreeKey struct {
+	tile  tileID
+	width uint64
+}
+
+const subtreeCacheTiles = 256
+
+func newSubtreeCache() *subtreeCache {
+	return &subtreeCache{trees: map[subtreeKey][]byte{}}
+}
+
+// subtrees returns the subtree hashes of tile t at id, tree level by tree
+// level above the tile's own (w/2 hashes, then w/4, … for a tile of w),
+// computing them once.
+func (c *subtreeCache) subtrees(id tileID, t []byte) []byte {
+	key := subtreeKey{id, uint64(len(t)) / HashSize}
+	c.mu.Lock()
+	tree, ok := c.trees[key]
+	c.mu.Unlock()
+	if ok {
+		return tree
+	}
+	tree = make([]byte, 0, key.width*HashSize)
+	below := t
+	for n := key.width / 2; n > 0; n /= 2 {
+		start := len(tree)
+		for i := range n {
+			h := hashChildrenArray(below[2*i*HashSize:(2*i+1)*HashSize], below[(2*i+1)*HashSize:(2*i+2)*HashSize])
+			tree = append(tree, h[:]...)
+		}
+		below = tree[start:]
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.trees) >= subtreeCacheTiles {
+		for k := range c.trees {
+			delete(c.trees, k)
+			break
+		}
+	}
+	c.trees[key] = tree
+	return tree
+}
+
+// subtreeAt returns the hash of the complete subtree span levels above
+// the tile's, whose first hash in the tile is at pos, from tree (as
+// subtreeCache.subtrees returns it for a tile of width hashes).
+func subtreeAt(tree []byte, width, span, pos uint64) []byte {
+	var off uint64
+	for s := uint64(1); s < span; s++ {
+		off += width >> s
+	}
+	off += pos >> span
+	return tree[off*HashSize : (off+1)*HashSize : (off+1)*HashSize]
 }
 
 func newTileReader(ctx context.Context, s Store) *tileReader {
 	return &tileReader{ctx: ctx, store: s, cache: map[tileID][]byte{}}
+}
+
+// proofReader is a tileReader for the proofs the ledger serves, with the
+// ledger's subtree cache.
+func (l *Ledger) proofReader(ctx context.Context) *tileReader {
+	r := newTileReader(ctx, l.store)
+	r.subtrees = l.subtrees
+	return r
 }
 
 func (r *tileReader) tile(level uint8, index uint64) ([]byte, error) {
@@ -171,6 +252,10 @@ func (r *tileReader) node(id compact.NodeID) ([]byte, error) {
 	from, to := (first%TileWidth)*HashSize, (first%TileWidth+count)*HashSize
 	if uint64(len(t)) < to {
 		return nil, fmt.Errorf("%w: tile %d/%d too short for node (%d, %d)", ErrCorrupt, base/TileHeight, tileIndex, id.Level, id.Index)
+	}
+	if r.subtrees != nil && base > 0 && span > 0 {
+		tree := r.subtrees.subtrees(tileID{uint8(base / TileHeight), tileIndex}, t)
+		return subtreeAt(tree, uint64(len(t))/HashSize, uint64(span), first%TileWidth), nil
 	}
 	// Reduced in place, a level at a time, in one buffer.
 	hashes := bytes.Clone(t[from:to])
