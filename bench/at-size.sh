@@ -8,7 +8,9 @@
 # The store of N entries is BenchmarkOpen's (ledger/open_bench_test.go),
 # built once under $LEDGER_BENCH_DIR (default $TMPDIR/ledger-bench-open)
 # and kept for the next run: ten million entries take several minutes to
-# build. The script then
+# build. LEDGER_BENCH_NO_APPROVALS=1 builds and serves one of decisions
+# alone (store-N-plain), without the approval lifecycles whose state stays
+# in memory. The script then
 #   1. runs BenchmarkOpen on it (badger.Open + ledger.Open, warm; cold too
 #      with LEDGER_BENCH_COLD=1, which needs root);
 #   2. reports its disk use per entry (allocated blocks, by directory);
@@ -37,6 +39,7 @@ echo "== open (BenchmarkOpen, 5 opens; builds the store if it is not cached)"
   "$work/ledger.test" -test.run '^$' -test.bench "^BenchmarkOpen/entries=$n\$" -test.benchtime 5x -test.v) |
   grep -E 'built|first open|Benchmark'
 store=$root/store-$n
+[ "${LEDGER_BENCH_NO_APPROVALS:-}" = 1 ] && store=$store-plain
 
 echo "== disk"
 alloc=$(du -s --block-size=1 "$store" | cut -f1)

@@ -221,7 +221,11 @@ func benchRoot(b *testing.B, def, keyFile string) (string, *ledger.Key) {
 func openBenchStore(b *testing.B, n int) (string, *ledger.Key) {
 	b.Helper()
 	root, key := benchRoot(b, "ledger-bench-open", "key")
-	dir := filepath.Join(root, "store-"+strconv.Itoa(n))
+	name := "store-" + strconv.Itoa(n)
+	if !benchApprovals {
+		name += "-plain"
+	}
+	dir := filepath.Join(root, name)
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 		return dir, key
 	}
@@ -316,6 +320,13 @@ func buildBenchStore(dir string, key *ledger.Key, n int) error {
 	return l.Close()
 }
 
+// benchApprovals: the benchmark's stores hold the approval lifecycles
+// (every 50th entry a request), unless LEDGER_BENCH_NO_APPROVALS=1, which
+// makes them of decisions alone (in store-N-plain): the lifecycle state
+// of an approval stays in memory (docs/approvals.md), and 2 % of the
+// entries is far more approvals than most logs hold.
+var benchApprovals = os.Getenv("LEDGER_BENCH_NO_APPROVALS") != "1"
+
 // benchRequest is an approval request of the benchmark's log.
 type benchRequest struct {
 	id        commit.Digest
@@ -353,7 +364,7 @@ func benchEntry(i int, requests map[uint64]benchRequest) (*entry.Entry, error) {
 	}
 	e := &entry.Entry{Mediator: rec.Mediator, Principal: rec.Principal, Action: rec.Action, Decision: rec.Decision,
 		Policies: entry.SortPolicies(rec.Policies), Params: rec.Params, Tiers: rec.Tiers}
-	if i%50 == 1 {
+	if i%50 == 1 && benchApprovals {
 		e.Decision = entry.NeedsApproval
 	}
 	if err := e.SetAttributes(rec.Attributes); err != nil {
