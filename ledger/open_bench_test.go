@@ -41,7 +41,7 @@ import (
 // LEDGER_BENCH_OPEN_SIZES, a comma-separated list of entry counts,
 // replaces the two sizes: "10000000" builds and opens the store of ten
 // million entries that bench/at-size.sh then serves with ledgerd (about
-// ten times the 1M store's build time, and 6 GB of disk).
+// ten times the 1M store's build time, and 11 GB of disk).
 //
 // The first build of the 1M store takes about a minute (signing). With
 // LEDGER_BENCH_COLD=1 the page cache is dropped before each open (root
