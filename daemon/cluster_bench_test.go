@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/internal/apitest"
+	"github.com/decisionledger/ledger/internal/proccpu"
 )
 
 // Issue 29 item 4: several instances on one PostgreSQL database, in this
@@ -194,7 +195,7 @@ func benchRequests(b *testing.B, count int, do func() error) (elapsed time.Durat
 // and the clients, and of the PostgreSQL server's processes.
 type cpuTimes struct{ process, db time.Duration }
 
-func measureCPU() cpuTimes { return cpuTimes{processCPU(), databaseCPU()} }
+func measureCPU() cpuTimes { return cpuTimes{proccpu.Used(), databaseCPU()} }
 
 func (c cpuTimes) add(d cpuTimes) cpuTimes { return cpuTimes{c.process + d.process, c.db + d.db} }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/internal/proccpu"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/badger"
 	"github.com/transparency-dev/merkle/proof"
@@ -132,7 +133,7 @@ func benchmarkAppend(b *testing.B, appenders, depth int, keyed bool) {
 
 	b.ResetTimer()
 	start := time.Now()
-	cpu0 := cpuTime(b)
+	cpu0 := proccpu.Used()
 	cps0, _ := ts.checkpoints()
 	var wg sync.WaitGroup
 	for range appenders * depth {
@@ -165,7 +166,7 @@ func benchmarkAppend(b *testing.B, appenders, depth int, keyed bool) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := cpuTime(b) - cpu0
+	cpu := proccpu.Used() - cpu0
 	cps, cpBytes := ts.checkpoints()
 	cps -= cps0
 	b.StopTimer()

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/internal/proccpu"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/badger"
 )
@@ -45,7 +45,7 @@ func BenchmarkFsck(b *testing.B) {
 	for _, signatures := range []bool{false, true} {
 		b.Run(fmt.Sprintf("entries=%d/signatures=%v", n, signatures), func(b *testing.B) {
 			var elapsed time.Duration
-			cpu0 := cpuTime(b)
+			cpu0 := proccpu.Used()
 			for b.Loop() {
 				rep, err := ledger.Fsck(ctx, s, key, ledger.FsckOptions{Signatures: signatures})
 				if err != nil {
@@ -56,21 +56,12 @@ func BenchmarkFsck(b *testing.B) {
 				}
 				elapsed += rep.Elapsed
 			}
-			cpu := cpuTime(b) - cpu0
+			cpu := proccpu.Used() - cpu0
 			b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "entries/s")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(n)/float64(b.N), "µs-cpu/entry")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fsckBenchStore returns the directory of a closed badger store of n
@@ -194,7 +185,7 @@ func BenchmarkAppendDuringFsck(b *testing.B) {
 					fsckTime.Add(int64(rep.Elapsed))
 				}
 			}()
-			cpu0 := cpuTime(b)
+			cpu0 := proccpu.Used()
 			start := time.Now()
 			var next atomic.Int64
 			var wg sync.WaitGroup
@@ -216,7 +207,7 @@ func BenchmarkAppendDuringFsck(b *testing.B) {
 			}
 			wg.Wait()
 			elapsed := time.Since(start)
-			cpu := cpuTime(b) - cpu0
+			cpu := proccpu.Used() - cpu0
 			close(stop)
 			<-fsckDone
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")

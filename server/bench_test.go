@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/internal/apitest"
+	"github.com/decisionledger/ledger/internal/proccpu"
 	"github.com/decisionledger/ledger/storage/badger"
 )
 
@@ -44,7 +45,7 @@ func benchmarkPost(b *testing.B, url, token string, bodies []string, unit string
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), proccpu.Used()
 	for range clients {
 		wg.Add(1)
 		go func() {
@@ -74,7 +75,7 @@ func benchmarkPost(b *testing.B, url, token string, bodies []string, unit string
 		}()
 	}
 	wg.Wait()
-	elapsed, used := time.Since(start), processCPU()-cpu
+	elapsed, used := time.Since(start), proccpu.Used()-cpu
 	b.StopTimer()
 	slices.Sort(latencies)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)

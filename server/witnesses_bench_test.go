@@ -8,6 +8,7 @@ import (
 
 	"github.com/decisionledger/ledger/config"
 	"github.com/decisionledger/ledger/internal/apitest"
+	"github.com/decisionledger/ledger/internal/proccpu"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/storage/badger"
 )
@@ -89,9 +90,9 @@ func BenchmarkHTTPAppendWitnesses(b *testing.B) {
 			for i := range bodies {
 				bodies[i] = apitest.AppendBody(i)
 			}
-			cpu := processCPU()
+			cpu := proccpu.Used()
 			benchmarkPost(b, s.url+"/v1/entries", s.token, bodies, "appends/s")
-			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "µs-CPU/append")
+			b.ReportMetric(float64((proccpu.Used()-cpu).Microseconds())/float64(b.N), "µs-CPU/append")
 			cancel()
 			<-done
 			cosigned := 0

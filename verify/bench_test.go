@@ -22,6 +22,7 @@ import (
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/proccpu"
 	"github.com/decisionledger/ledger/verify"
 	tlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
@@ -230,7 +231,7 @@ func BenchmarkVerifyRatio(b *testing.B) {
 
 	limit := func() (rate, cpu float64) {
 		workers := runtime.GOMAXPROCS(0)
-		cpu0 := processCPU()
+		cpu0 := proccpu.Used()
 		var wg sync.WaitGroup
 		var failed atomic.Bool
 		start := time.Now()
@@ -247,18 +248,18 @@ func BenchmarkVerifyRatio(b *testing.B) {
 		}
 		wg.Wait()
 		elapsed := time.Since(start)
-		cpu1 := processCPU()
+		cpu1 := proccpu.Used()
 		if failed.Load() {
 			b.Fatal("a signature of the export does not verify")
 		}
 		return float64(n) / elapsed.Seconds(), float64((cpu1 - cpu0).Microseconds()) / float64(n)
 	}
 	export := func() (rate, cpu float64) {
-		cpu0 := processCPU()
+		cpu0 := proccpu.Used()
 		start := time.Now()
 		report, err := verify.VerifyExport(bytes.NewReader(file.Bytes()), key, verify.ExportOptions{})
 		elapsed := time.Since(start)
-		cpu1 := processCPU()
+		cpu1 := proccpu.Used()
 		if err != nil {
 			b.Fatal(err)
 		}

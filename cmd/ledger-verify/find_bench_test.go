@@ -18,12 +18,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
+	"github.com/decisionledger/ledger/internal/proccpu"
 	"github.com/decisionledger/ledger/verify"
 	tlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
@@ -61,9 +61,9 @@ func BenchmarkFindExport(b *testing.B) {
 	keyArgs := []string{"--key-file", path + ".vkey"}
 	timed := func(args []string) (rate, cpuPerEntry float64) {
 		var stderr bytes.Buffer
-		cpu0, t0 := processCPU(), time.Now()
+		cpu0, t0 := proccpu.Used(), time.Now()
 		code := run(args, nil, io.Discard, &stderr)
-		elapsed, cpu1 := time.Since(t0), processCPU()
+		elapsed, cpu1 := time.Since(t0), proccpu.Used()
 		if code != exitOK {
 			b.Fatalf("ledger-verify %v: exit status %d: %s", args, code, stderr.Bytes())
 		}
@@ -100,15 +100,6 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// processCPU is the user and system CPU time of this process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchExport returns the path of an export of n entries, with its

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decisionledger/ledger/internal/proccpu"
 	"github.com/decisionledger/ledger/internal/progress"
 	"github.com/decisionledger/ledger/internal/ptytest"
 )
@@ -36,9 +37,9 @@ func BenchmarkProgressExport(b *testing.B) {
 	timed := func(mode string) (rate, cpuPerEntry float64) {
 		os.Setenv(progress.Env, mode)
 		defer os.Unsetenv(progress.Env)
-		cpu0, t0 := processCPU(), time.Now()
+		cpu0, t0 := proccpu.Used(), time.Now()
 		code := run(args, nil, io.Discard, pty.Terminal)
-		elapsed, cpu1 := time.Since(t0), processCPU()
+		elapsed, cpu1 := time.Since(t0), proccpu.Used()
 		if code != exitOK {
 			b.Fatalf("ledger-verify export: exit status %d", code)
 		}

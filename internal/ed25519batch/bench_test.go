@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/decisionledger/ledger/internal/ed25519batch"
+	"github.com/decisionledger/ledger/internal/proccpu"
 )
 
 // benchMessages returns n distinct messages of 600 bytes, about the size
@@ -35,7 +36,7 @@ func BenchmarkSign(b *testing.B) {
 	}
 	msgs := benchMessages(128)
 	b.Run("stdlib", func(b *testing.B) {
-		cpu, i := cpuTime(), 0
+		cpu, i := proccpu.Used(), 0
 		for b.Loop() {
 			ed25519.Sign(priv, msgs[i%len(msgs)])
 			i++
@@ -43,7 +44,7 @@ func BenchmarkSign(b *testing.B) {
 		report(b, cpu, 1)
 	})
 	b.Run("parallel-stdlib", func(b *testing.B) {
-		cpu := cpuTime()
+		cpu := proccpu.Used()
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
 			for pb.Next() {
@@ -55,14 +56,14 @@ func BenchmarkSign(b *testing.B) {
 	})
 	for _, n := range []int{1, 16, 64, 128} {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
-			cpu := cpuTime()
+			cpu := proccpu.Used()
 			for b.Loop() {
 				k.SignBatch(msgs[:n])
 			}
 			report(b, cpu, n)
 		})
 		b.Run(fmt.Sprintf("parallel-batch=%d", n), func(b *testing.B) {
-			cpu := cpuTime()
+			cpu := proccpu.Used()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					k.SignBatch(msgs[:n])
@@ -78,5 +79,5 @@ func BenchmarkSign(b *testing.B) {
 func report(b *testing.B, cpu time.Duration, perOp int) {
 	sigs := float64(b.N * perOp)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/sigs, "ns/sig")
-	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/sigs, "cpu-ns/sig")
+	b.ReportMetric(float64((proccpu.Used()-cpu).Nanoseconds())/sigs, "cpu-ns/sig")
 }

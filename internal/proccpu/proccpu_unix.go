@@ -1,14 +1,13 @@
 //go:build unix
 
-package verify_test
+package proccpu
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the user and system CPU time the process has used.
-func processCPU() time.Duration {
+func used() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
