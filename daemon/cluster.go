@@ -873,7 +873,14 @@ func (n *node) forward(w http.ResponseWriter, r *http.Request) {
 	// The forward is abandoned if the lease moves before the answer
 	// begins: the instance it went to (frozen, cut off) no longer
 	// sequences, and the request, retried, reaches the one that does.
-	ctx, cancel := context.WithCancelCause(r.Context())
+	// Nothing else abandons it once sent, not even the client's
+	// connection: net/http cancels a request's context when its client
+	// half-closes after the body, or when a streamed body's read deadline
+	// passes after it was read, and a forward abandoned then would leave
+	// a client still reading an empty 200 for an append the sequencer may
+	// have made. forwardTimeout bounds the wait for the answer, and a
+	// client truly gone makes the answer's write fail.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	defer cancel(nil)
 	keep := context.AfterFunc(moved, func() { cancel(errLeaseMoved) })
 	defer keep()
@@ -927,9 +934,6 @@ func (n *node) readForwardBody(w http.ResponseWriter, r *http.Request) (body []b
 func (n *node) forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
 	n.forwardFailures.Add(1)
 	moved := errors.Is(err, errLeaseMoved) || errors.Is(context.Cause(r.Context()), errLeaseMoved)
-	if !moved && r.Context().Err() != nil {
-		return // the client went away
-	}
 	var op *net.OpError
 	if !moved && errors.As(err, &op) && op.Op == "dial" {
 		w.Header().Set("Retry-After", "1")

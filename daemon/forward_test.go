@@ -141,3 +141,50 @@ func TestClusterForwardProxyConfig(t *testing.T) {
 		t.Fatalf("max_connections %d: the test needs more than net/http's defaults", maxConns)
 	}
 }
+
+// A client that half-closes its connection after a whole request still
+// gets the sequencer's answer through a follower. net/http cancels the
+// request's context at the client's EOF; a forward that followed it
+// would be abandoned, and the client, still reading, would get an empty
+// 200 for an append the sequencer may have made.
+func TestClusterForwardHalfClosed(t *testing.T) {
+	f := apitest.NewClusterFixture(t)
+	clientGone := make(chan context.Context, 1)
+	seq := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		// Answer only once the follower's server has seen the client's
+		// EOF (and cancelled its request's context).
+		<-(<-clientGone).Done()
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"recorded":true}`)
+	}))
+	t.Cleanup(seq.Close)
+	if _, err := f.Store(t).AcquireLease(t.Context(), "seq", seq.URL, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	n, _, _ := testNode(t, f, "b", "3s")
+	n.observe(t.Context())
+	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		clientGone <- r.Context()
+		n.serveHTTP(w, r)
+	}))
+	t.Cleanup(follower.Close)
+
+	c, err := net.Dial("tcp", strings.TrimPrefix(follower.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	body := apitest.AppendBody(0)
+	fmt.Fprintf(c, "POST /v1/entries HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		f.Token, len(body), body)
+	c.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated || string(got) != `{"recorded":true}` {
+		t.Errorf("a half-closed client got %d %q, want the sequencer's 201", resp.StatusCode, got)
+	}
+}
