@@ -3,6 +3,9 @@
 -- state per thread, so the counter is per thread, offset by a random start.
 local token = os.getenv("LEDGERD_TOKEN")
 local n = math.random(1, 1000000000)
+-- LEDGERD_NOTE_BYTES sets the note's length (default 120), and so the
+-- entries' size (bench/disk-wrk.sh).
+local note = string.rep("x", tonumber(os.getenv("LEDGERD_NOTE_BYTES") or "120"))
 
 request = function()
   n = n + 1
@@ -12,7 +15,7 @@ request = function()
     '"tiers_digest":"sha256:0609cd08e13b2f4b07d5f0e3a86b4f7a4c9cbe2b4b8d4f4f3a4f8d0b3e2c9829",' ..
     '"attributes":{"amount_minor":%d,"currency":"EUR","payee_known":true,"memo_size":%d,' ..
     '"recipient":{"recipient_domain":"example.com"},"route":"/v1/payments/{id}","note":"%s"}}',
-    n % 64, n, n, n % 300, string.rep("x", 120))
+    n % 64, n, n, n % 300, note)
   return wrk.format("POST", "/v1/entries",
     {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, body)
 end
