@@ -90,7 +90,7 @@ func OldLocationLayout(dir string) (frames int, err error) {
 			if !whole || uint64(end) > logEnd {
 				break
 			}
-			b, locs, err := decodeFrame(payload)
+			b, _, locs, err := decodeFrame(payload)
 			if err != nil {
 				return 0, err
 			}
