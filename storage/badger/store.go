@@ -762,7 +762,11 @@ func (s *Store) Repairs() []string { return slices.Clone(s.repairs) }
 // carries only the tiles it completed: the partial tile at the tree's
 // right edge, rewritten by every commit, would otherwise be most of what
 // badger writes.
-const tileFlushInterval = 250 * time.Millisecond
+var tileFlushInterval = 250 * time.Millisecond // a var for tests
+
+// frameEncoder encodes a Commit's frame: encodeFrame, but in tests that
+// write the format before the delta format.
+var frameEncoder = encodeFrame
 
 // runIndexer indexes durable frames in badger, in order, until the store
 // closes and none is left, or until indexing fails. It writes each
@@ -1045,7 +1049,7 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	if err := s.checkTilesExtend(b); err != nil {
 		return err
 	}
-	frame, locs, err := encodeFrame(s.buf[:0], b, s.locs)
+	frame, locs, err := frameEncoder(s.buf[:0], b, s.locs)
 	if err != nil {
 		return err
 	}
