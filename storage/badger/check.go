@@ -143,7 +143,7 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 			return fmt.Errorf("%w: tile %d/%d, written by the frame at log position %d: %w", ledger.ErrCorrupt, id.level, id.index, v.pos, err)
 		}
 		if v.hashes != nil && !bytes.Equal(stored, v.hashes) || v.hashes == nil && sha256.Sum256(stored) != v.sum {
-			return fmt.Errorf("%w: tile %d/%d: the stored tile is not the version the frame at log position %d wrote, the last to write it",
+			return fmt.Errorf("%w: tile %d/%d: the stored tile is not the version the frame at log position %d left, the last to add to it",
 				ledger.ErrCorrupt, id.level, id.index, v.pos)
 		}
 	}
