@@ -41,7 +41,9 @@ import (
 //	                            a leaf hash is the first key with its prefix
 //	't' u8 level, u64 index     a partial tile's hashes, the last version
 //	                            committed (full tiles are in tiles/,
-//	                            tilefile.go)
+//	                            tilefile.go; a tile's last partial version
+//	                            stays until the tiles mark after it is
+//	                            full, see writeTiles)
 //	'k' idempotency key         u64 index of the entry committed with it,
 //	                            for the entries after the idempotency-key
 //	                            runs (runindex.go)
@@ -770,9 +772,9 @@ var frameEncoder = encodeFrame
 
 // runIndexer indexes durable frames in badger, in order, until the store
 // closes and none is left, or until indexing fails. It writes each
-// frame's full tiles with its index, and the partial tiles every
-// tileFlushInterval and when it stops; recovery replays the tiles of the
-// frames after the last flush.
+// frame's full tiles with its index, and every tile version the overlay
+// holds (pendingTiles) every tileFlushInterval and when it stops;
+// recovery replays the tiles of the frames after the last flush.
 //
 // While less than the floor is free (roomForIndex) it writes nothing: it
 // waits for space, and if the store closes first it stops, leaving the
