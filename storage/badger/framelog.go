@@ -66,7 +66,9 @@ import (
 // tile records of u8 level, u64 index, u16 hash count and the tile's
 // hashes from index 0: each a whole tile, of any level, written as it
 // was committed. They are read as ever (a whole tile is a delta from
-// width 0), and a log may hold old frames then new ones.
+// width 0), and a log may hold old frames then new ones. (A version
+// before the delta format refuses a delta frame, its tile count too large
+// for the frame, as damage.)
 //
 // Segment files are named by the log position of their first byte, as
 // 20 decimal digits and ".frames". A log position counts bytes across all
