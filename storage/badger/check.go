@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -25,8 +26,8 @@ import (
 //   - every idempotency key in the index against its frame, and that the
 //     idempotency-key runs hold as many records as the frames before
 //     their end hold keys (every block read against its checksum);
-//   - every stored tile against the version of it the last frame to
-//     write it holds;
+//   - every stored tile against the version of it the frames make, each
+//     adding its hashes to the version the frames before it left;
 //   - every checkpoint of the checkpoint history against its checksums,
 //     the sizes increasing and none above the tree size, and the latest
 //     against the checkpoint file;
@@ -141,8 +142,8 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 		if err != nil {
 			return fmt.Errorf("%w: tile %d/%d, written by the frame at log position %d: %w", ledger.ErrCorrupt, id.level, id.index, v.pos, err)
 		}
-		if sha256.Sum256(stored) != v.sum {
-			return fmt.Errorf("%w: tile %d/%d: the stored tile is not the version the frame at log position %d wrote, the last to write it",
+		if v.hashes != nil && !bytes.Equal(stored, v.hashes) || v.hashes == nil && sha256.Sum256(stored) != v.sum {
+			return fmt.Errorf("%w: tile %d/%d: the stored tile is not the version the frame at log position %d left, the last to add to it",
 				ledger.ErrCorrupt, id.level, id.index, v.pos)
 		}
 	}
@@ -151,7 +152,8 @@ func (s *Store) CheckProgress(ctx context.Context, progress func(done, total uin
 
 // readFrames reads the frames of segments (up to ends) in order, entry
 // next on, up to size entries, checks that they follow each other, records
-// the last version of each tile in tiles, and gives each frame to check.
+// the last version of each tile in tiles, rebuilt whole from the hashes
+// each frame adds to it (framelog.go), and gives each frame to check.
 func (s *Store) readFrames(ctx context.Context, segments []*segment, ends []int64, size uint64, next *uint64, tiles map[tileID]tileVersion,
 	check func(pos int64, b ledger.Batch, locs []entryLocation)) error {
 	for i, seg := range segments {
@@ -169,7 +171,7 @@ func (s *Store) readFrames(ctx context.Context, segments []*segment, ends []int6
 				return fmt.Errorf("%w: no whole frame at log position %d (segment %s, offset %d), where the frame for entry %d begins",
 					ledger.ErrCorrupt, pos, segmentName(seg.first), off, *next)
 			}
-			b, locs, err := decodeFrame(payload)
+			b, frameTiles, locs, err := decodeFrame(payload)
 			if err != nil {
 				return fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
 			}
@@ -180,8 +182,18 @@ func (s *Store) readFrames(ctx context.Context, segments []*segment, ends []int6
 				locs[i].pos += pos
 			}
 			check(pos, b, locs)
-			for _, t := range b.Tiles {
-				tiles[tileID{t.Level, t.Index}] = tileVersion{sha256.Sum256(t.Hashes), pos}
+			for _, ft := range frameTiles {
+				id := tileID{ft.level, ft.index}
+				hashes, err := ft.rebuild(tiles[id].hashes)
+				if err != nil {
+					return fmt.Errorf("%w: frame at log position %d: %w, in the frames before it", ledger.ErrCorrupt, pos, err)
+				}
+				if len(hashes) == tileBytes {
+					// No later frame adds to it: its sum will do.
+					tiles[id] = tileVersion{sum: sha256.Sum256(hashes), pos: pos}
+				} else {
+					tiles[id] = tileVersion{hashes: bytes.Clone(hashes), pos: pos}
+				}
 			}
 			*next += uint64(len(b.Entries))
 			off += frameHeaderSize + int64(len(payload))
@@ -190,9 +202,12 @@ func (s *Store) readFrames(ctx context.Context, segments []*segment, ends []int6
 	return nil
 }
 
+// tileVersion is a tile as the frames left it: a partial one's hashes, or
+// a full one's SHA-256.
 type tileVersion struct {
-	sum [sha256.Size]byte
-	pos int64 // of the frame that wrote it
+	hashes []byte // nil if full
+	sum    [sha256.Size]byte
+	pos    int64 // of the frame that wrote it last
 }
 
 // verifyTables checks every badger table's block checksums. Badger

@@ -13,9 +13,11 @@ import (
 
 // frameFields are the offsets, in a segment, of parts of the frame that
 // starts at off: the leaf hash and key of its first entry, and its first
-// tile's hashes.
+// tile record's hashes (a level-1 tile's: level-0 tiles have none), if
+// tiles, its number of tile records, is not 0.
 type frameFields struct {
 	crc, leafHash, key, tileHashes int
+	tiles                          int
 	payload                        [2]int // [start, end) of the payload
 }
 
@@ -25,6 +27,7 @@ func parseFrameFields(t *testing.T, b []byte, off int) frameFields {
 	f := frameFields{crc: off + 4, payload: [2]int{off + 8, off + 8 + n}}
 	at := off + 8 + 8
 	entries := int(binary.BigEndian.Uint32(b[at:]))
+	f.tiles = int(binary.BigEndian.Uint32(b[at+4:]) &^ (1 << 31))
 	at += 8
 	for i := range entries {
 		if i == 0 {
@@ -34,7 +37,7 @@ func parseFrameFields(t *testing.T, b []byte, off int) frameFields {
 		at += 8 + 32
 		at += 2 + int(binary.BigEndian.Uint16(b[at:]))
 	}
-	f.tileHashes = at + 1 + 8 + 2
+	f.tileHashes = at + 1 + 8 + 2 + 2 // level, index, first, count
 	return f
 }
 
@@ -72,8 +75,7 @@ func TestBadgerCheck(t *testing.T) {
 		{"frame checksum", false, func(b []byte, f frameFields) { b[f.crc] ^= 1 }, "no whole frame at log position 0"},
 		{"leaf hash", false, func(b []byte, f frameFields) { b[f.leafHash] ^= 1 }, "entry 0's leaf hash is not the hash of its bytes"},
 		{"idempotency key", false, func(b []byte, f frameFields) { b[f.key] ^= 1 }, "entry 0: the idempotency-key index gives"},
-		// The last frame to write its tiles: earlier versions are
-		// replaced.
+		// The last frame with a tile record.
 		{"tile", true, func(b []byte, f frameFields) { b[f.tileHashes+5] ^= 1 }, "is not the version the frame at log position"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,14 +89,16 @@ func TestBadgerCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for tc.last && off < len(b) {
-				n := int(binary.BigEndian.Uint32(b[off:]))
-				if n == 0 || off+8+n >= len(bytes.TrimRight(b, "\x00")) {
-					break
-				}
-				off += 8 + n
-			}
 			fields := parseFrameFields(t, b, off)
+			for at := off; tc.last && at < len(bytes.TrimRight(b, "\x00")); {
+				if f := parseFrameFields(t, b, at); f.tiles > 0 {
+					fields = f
+				}
+				at += 8 + int(binary.BigEndian.Uint32(b[at:]))
+			}
+			if tc.last && fields.tiles == 0 {
+				t.Fatal("no frame of the last segment has a tile record")
+			}
 			tc.damage(b, fields)
 			if tc.name != "frame checksum" {
 				// Damage the checksum cannot see.

@@ -8,9 +8,12 @@
 // A store's directory holds:
 //
 //   - frames/, the frame log: one checksummed frame per Commit (the
-//     batch's entries, leaf hashes, idempotency keys and tiles), appended
-//     to segment files with one write and one fdatasync. It is the
-//     durable copy of the log; its byte layout is in framelog.go.
+//     batch's entries, leaf hashes and idempotency keys, and the hashes
+//     it adds to the tiles above level 0: a level-0 tile's are the leaf
+//     hashes), appended to segment files with one write and one
+//     fdatasync. It is the durable copy of the log; its byte layout is
+//     in framelog.go. Frames written before that delta format, each
+//     tile whole, are read as ever.
 //   - index/, a badger database indexing the frames (the latest leaf
 //     hashes and idempotency keys, partial tiles, the tree size and the
 //     marks of how far the files below are complete), written behind the
@@ -59,7 +62,9 @@
 // damaged at its end. Reads report what they find damaged, or lost (a
 // tile of the tree in neither a tile file nor the index, the location
 // record of an entry below the tree size), as ledger.ErrCorrupt, never as
-// ledger.ErrNotFound. Store.Check (ledgerd fsck) reads every frame,
+// ledger.ErrNotFound. Commit refuses, wrapping ledger.ErrConflict, a
+// batch whose tile does not extend the stored tile (a frame holds only
+// the hashes a batch adds to it). Store.Check (ledgerd fsck) reads every frame,
 // entry, location record, index record, tile, checkpoint and badger table
 // against its checksum and against each other.
 //

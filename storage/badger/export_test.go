@@ -3,12 +3,17 @@ package badger
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	badgerdb "github.com/dgraph-io/badger/v4"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // WriteCheckpointFile lends the external tests the checkpoint file's
@@ -90,7 +95,7 @@ func OldLocationLayout(dir string) (frames int, err error) {
 			if !whole || uint64(end) > logEnd {
 				break
 			}
-			b, locs, err := decodeFrame(payload)
+			b, _, locs, err := decodeFrame(payload)
 			if err != nil {
 				return 0, err
 			}
@@ -245,4 +250,73 @@ func MissedKeys(s *Store) int {
 	s.keys.missedMu.Lock()
 	defer s.keys.missedMu.Unlock()
 	return len(s.keys.missed)
+}
+
+// SetOldFrames has Commit write frames in the format before the delta
+// format, as the store of an earlier version, for the rest of the test.
+func SetOldFrames(t testing.TB) {
+	frameEncoder = encodeOldFrame
+	t.Cleanup(func() { frameEncoder = encodeFrame })
+}
+
+// SetNewFrames has Commit write the delta format again.
+func SetNewFrames() { frameEncoder = encodeFrame }
+
+// SetTileFlushOff stops the indexer from writing the partial tiles (and
+// the tiles mark) but when it stops, for the rest of the test.
+func SetTileFlushOff(t testing.TB) {
+	old := tileFlushInterval
+	tileFlushInterval = math.MaxInt64
+	t.Cleanup(func() { tileFlushInterval = old })
+}
+
+// FrameLogEnd returns the log position where s's frames end.
+func FrameLogEnd(s *Store) int64 {
+	s.log.mu.RLock()
+	defer s.log.mu.RUnlock()
+	if n := len(s.log.segments); n > 0 {
+		return s.log.segments[n-1].end()
+	}
+	return 0
+}
+
+// encodeOldFrame is encodeFrame as it was before the delta format: every
+// tile of the batch whole, its hash count in a u16.
+func encodeOldFrame(buf []byte, b ledger.Batch, locs []entryLocation) ([]byte, []entryLocation, error) {
+	buf = append(buf, make([]byte, frameHeaderSize)...)
+	frame := len(buf) - frameHeaderSize
+	buf = binary.BigEndian.AppendUint64(buf, b.Start)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.Entries)))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.Tiles)))
+	locs = locs[:0]
+	for i, e := range b.Entries {
+		var key []byte
+		if len(b.Keys) != 0 {
+			key = b.Keys[i]
+		}
+		if len(key) > 0xFFFF {
+			return nil, nil, fmt.Errorf("ledger: batch at %d: an idempotency key of %d bytes: %w", b.Start, len(key), ledger.ErrConflict)
+		}
+		sum := crc32.Checksum(e, castagnoli)
+		locs = append(locs, entryLocation{length: uint32(len(e)), crc: sum})
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(e)))
+		buf = binary.BigEndian.AppendUint32(buf, sum)
+		buf = append(buf, b.LeafHashes[i][:]...)
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(key)))
+		buf = append(buf, key...)
+	}
+	for _, t := range b.Tiles {
+		buf = append(buf, t.Level)
+		buf = binary.BigEndian.AppendUint64(buf, t.Index)
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(t.Hashes)/ledger.HashSize))
+		buf = append(buf, t.Hashes...)
+	}
+	for i, e := range b.Entries {
+		locs[i].pos = int64(len(buf) - frame)
+		buf = append(buf, e...)
+	}
+	payload := buf[frame+frameHeaderSize:]
+	binary.BigEndian.PutUint32(buf[frame:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(buf[frame+4:], crc32.Checksum(payload, castagnoli))
+	return buf, locs, nil
 }

@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,11 +33,42 @@ import (
 //	payload:
 //	  u64 start             index of the first entry
 //	  u32 n                 number of entries, at least 1
-//	  u32 t                 number of tiles
+//	  u32 t                 bit 31 set (the delta format, below); bits 0
+//	                        to 30: number of tile records
 //	  n × entry record:     u32 entry length, u32 CRC-32C of the entry,
 //	                        [32]byte leaf hash, u16 key length, key
-//	  t × tile record:      u8 level, u64 index, u16 hash count, hashes
+//	  t × tile record:      u8 level, u64 index, u16 first, u16 count
+//	                        (at least 1, first+count at most 256),
+//	                        count hashes
 //	  the n entries' bytes, concatenated in index order
+//
+// A frame holds only the hashes its batch adds to the tree's tiles (the
+// delta format). A tile record holds a tile's hashes from index first on;
+// first is the tile's width in the tree of start entries, (start >> 8L)
+// − 256·index at level L, clamped to 0 to 256, which the reader checks (a
+// frame that disagrees is damage). The hashes before first are the tile
+// as the frames before this one left it: a reader rebuilds the whole tile
+// from that version and the record, and Commit refuses a batch whose tile
+// does not begin with the stored tile's first hashes (ledger.ErrConflict),
+// so that a tile rebuilt from the frames is the tile committed.
+//
+// Level-0 tiles have no records: the hashes a batch adds to them are its
+// leaf hashes, in the entry records. So a frame holds, before its tile
+// records, the level-0 tiles from start/256 to (start+n-1)/256, each
+// adding the leaf hashes of the frame's entries in it from its width at
+// start (even one the batch left out: a store cannot tell that from a
+// tile it lost). The records follow, in the batch's order, and a record
+// of a tile replaces what the frame held of it before: a batch's level-0
+// tile whose new hashes are not its leaf hashes (never a ledger's) has a
+// record too. A batch's tile that adds no hash has no record.
+//
+// Frames written before the delta format have bit 31 of t clear, and
+// tile records of u8 level, u64 index, u16 hash count and the tile's
+// hashes from index 0: each a whole tile, of any level, written as it
+// was committed. They are read as ever (a whole tile is a delta from
+// width 0), and a log may hold old frames then new ones. (A version
+// before the delta format refuses a delta frame, its tile count too large
+// for the frame, as damage.)
 //
 // Segment files are named by the log position of their first byte, as
 // 20 decimal digits and ".frames". A log position counts bytes across all
@@ -62,14 +94,48 @@ type entryLocation struct {
 	crc    uint32
 }
 
+// deltaFormat is bit 31 of a frame's tile count: its tiles are deltas.
+const deltaFormat = 1 << 31
+
+// tileWidth returns the number of hashes tile level/index has in the tree
+// of size entries: 0 to TileWidth.
+func tileWidth(size uint64, level uint8, index uint64) int {
+	if uint(level)*ledger.TileHeight >= 64 {
+		return 0
+	}
+	n := size >> (ledger.TileHeight * uint(level)) // nodes at that tree level
+	switch full := n / ledger.TileWidth; {
+	case index < full:
+		return ledger.TileWidth
+	case index == full:
+		return int(n % ledger.TileWidth)
+	}
+	return 0
+}
+
+// frameTile is what a frame holds of a tile: its hashes from index first
+// on, the ones before being the tile as the frames before left it (first
+// is 0 in frames written before the delta format, whose tiles are whole).
+type frameTile struct {
+	level  uint8
+	index  uint64
+	first  int
+	hashes []byte
+}
+
 // encodeFrame appends the frame of b to buf and returns it, with the
-// location of each entry relative to the frame's first byte.
+// location of each entry relative to the frame's first byte. It refuses,
+// wrapping ErrConflict, a batch with a tile that the delta format cannot
+// hold: one with fewer hashes than it has in the tree of b.Start entries.
+// (That a tile's first hashes are the stored ones is Commit's to check:
+// the frame does not hold them.)
 func encodeFrame(buf []byte, b ledger.Batch, locs []entryLocation) ([]byte, []entryLocation, error) {
 	buf = append(buf, make([]byte, frameHeaderSize)...)
 	frame := len(buf) - frameHeaderSize
 	buf = binary.BigEndian.AppendUint64(buf, b.Start)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.Entries)))
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.Tiles)))
+	count := len(buf)
+	buf = binary.BigEndian.AppendUint32(buf, 0) // the tile count, below
 	locs = locs[:0]
 	for i, e := range b.Entries {
 		var key []byte
@@ -87,12 +153,25 @@ func encodeFrame(buf []byte, b ledger.Batch, locs []entryLocation) ([]byte, []en
 		buf = binary.BigEndian.AppendUint16(buf, uint16(len(key)))
 		buf = append(buf, key...)
 	}
+	tiles := uint32(0)
 	for _, t := range b.Tiles {
+		first := tileWidth(b.Start, t.Level, t.Index)
+		have := len(t.Hashes) / ledger.HashSize
+		if have < first {
+			return nil, nil, fmt.Errorf("ledger: batch at %d: tile %d/%d has %d hashes, fewer than the %d it has in the tree of %d entries: %w",
+				b.Start, t.Level, t.Index, have, first, b.Start, ledger.ErrConflict)
+		}
+		if t.Level == 0 && addsLeaves(b, t, first) || have == first {
+			continue // it adds nothing
+		}
 		buf = append(buf, t.Level)
 		buf = binary.BigEndian.AppendUint64(buf, t.Index)
-		buf = binary.BigEndian.AppendUint16(buf, uint16(len(t.Hashes)/ledger.HashSize))
-		buf = append(buf, t.Hashes...)
+		buf = binary.BigEndian.AppendUint16(buf, uint16(first))
+		buf = binary.BigEndian.AppendUint16(buf, uint16(have-first))
+		buf = append(buf, t.Hashes[first*ledger.HashSize:]...)
+		tiles++
 	}
+	binary.BigEndian.PutUint32(buf[count:], tiles|deltaFormat)
 	for i, e := range b.Entries {
 		locs[i].pos = int64(len(buf) - frame)
 		buf = append(buf, e...)
@@ -106,16 +185,66 @@ func encodeFrame(buf []byte, b ledger.Batch, locs []entryLocation) ([]byte, []en
 	return buf, locs, nil
 }
 
+// addsLeaves reports whether level-0 tile t of batch b holds, after its
+// first hashes, exactly the leaf hashes of b's entries in that tile.
+func addsLeaves(b ledger.Batch, t ledger.Tile, first int) bool {
+	end := b.Start + uint64(len(b.LeafHashes))
+	switch {
+	case t.Index < b.Start/ledger.TileWidth:
+		// Full before the batch: it adds nothing.
+		return len(t.Hashes) == ledger.TileWidth*ledger.HashSize
+	case t.Index > (end-1)/ledger.TileWidth:
+		return false // past the batch
+	}
+	from := t.Index*ledger.TileWidth + uint64(first) // the tile's first new entry
+	end = min(end, (t.Index+1)*ledger.TileWidth)
+	if len(t.Hashes) != (first+int(end-from))*ledger.HashSize {
+		return false
+	}
+	rest := t.Hashes[first*ledger.HashSize:]
+	for i := from; i < end; i++ {
+		if !bytes.Equal(rest[:ledger.HashSize], b.LeafHashes[i-b.Start][:]) {
+			return false
+		}
+		rest = rest[ledger.HashSize:]
+	}
+	return true
+}
+
+// leafTiles returns the level-0 tiles of the frame of b, which the frame
+// does not write: for each tile its entries are in, their leaf hashes.
+func leafTiles(b ledger.Batch) []frameTile {
+	var tiles []frameTile
+	end := b.Start + uint64(len(b.LeafHashes))
+	for i := b.Start; i < end; {
+		index := i / ledger.TileWidth
+		next := min(end, (index+1)*ledger.TileWidth)
+		hashes := make([]byte, 0, (next-i)*ledger.HashSize)
+		for j := i; j < next; j++ {
+			hashes = append(hashes, b.LeafHashes[j-b.Start][:]...)
+		}
+		tiles = append(tiles, frameTile{level: 0, index: index, first: int(i % ledger.TileWidth), hashes: hashes})
+		i = next
+	}
+	return tiles
+}
+
 // decodeFrame parses a frame's payload (its checksum already checked)
-// into a batch whose slices alias payload, and the entries' locations
-// relative to the frame's first byte.
-func decodeFrame(payload []byte) (ledger.Batch, []entryLocation, error) {
+// into a batch whose slices alias payload, without its tiles, which it
+// returns as the frame holds them, and the entries' locations relative to
+// the frame's first byte.
+func decodeFrame(payload []byte) (ledger.Batch, []frameTile, []entryLocation, error) {
+	fail := func(err error) (ledger.Batch, []frameTile, []entryLocation, error) {
+		return ledger.Batch{}, nil, nil, err
+	}
 	r := frameReader{b: payload}
 	var b ledger.Batch
 	b.Start = r.u64()
 	n, t := r.u32(), r.u32()
+	delta := t&deltaFormat != 0
+	t &^= deltaFormat
 	if r.err != nil || n == 0 || uint64(n) > uint64(len(payload)) || uint64(t) > uint64(len(payload)) {
-		return ledger.Batch{}, nil, errors.New("malformed frame header")
+		return fail(errors.New("malformed frame header"))
 	}
 	b.Entries = make([][]byte, n)
 	b.LeafHashes = make([][ledger.HashSize]byte, n)
@@ -132,11 +261,31 @@ func decodeFrame(payload []byte) (ledger.Batch, []entryLocation, error) {
 		}
 	}
 	b.Keys = keys
-	b.Tiles = make([]ledger.Tile, t)
-	for i := range t {
-		b.Tiles[i].Level = r.u8()
-		b.Tiles[i].Index = r.u64()
-		b.Tiles[i].Hashes = r.bytes(int(r.u16()) * ledger.HashSize)
+	var tiles []frameTile
+	if delta && r.err == nil {
+		tiles = leafTiles(b)
+	}
+	for range t {
+		ft := frameTile{level: r.u8(), index: r.u64()}
+		if !delta {
+			ft.hashes = r.bytes(int(r.u16()) * ledger.HashSize)
+			tiles = append(tiles, ft)
+			continue
+		}
+		ft.first = int(r.u16())
+		count := int(r.u16())
+		ft.hashes = r.bytes(count * ledger.HashSize)
+		if r.err != nil {
+			break
+		}
+		switch width := tileWidth(b.Start, ft.level, ft.index); {
+		case count == 0 || ft.first+count > ledger.TileWidth:
+			return fail(fmt.Errorf("tile %d/%d: a record of %d hashes from %d", ft.level, ft.index, count, ft.first))
+		case ft.first != width:
+			return fail(fmt.Errorf("tile %d/%d: its record adds hashes from %d, but the tile has %d in the tree of %d entries",
+				ft.level, ft.index, ft.first, width, b.Start))
+		}
+		tiles = append(tiles, ft)
 	}
 	for i := range n {
 		locs[i].pos = int64(frameHeaderSize + r.off)
@@ -144,16 +293,34 @@ func decodeFrame(payload []byte) (ledger.Batch, []entryLocation, error) {
 	}
 	switch {
 	case r.err != nil:
-		return ledger.Batch{}, nil, r.err
+		return fail(r.err)
 	case r.off != len(payload):
-		return ledger.Batch{}, nil, fmt.Errorf("%d bytes after the last entry", len(payload)-r.off)
+		return fail(fmt.Errorf("%d bytes after the last entry", len(payload)-r.off))
 	}
 	for i, e := range b.Entries {
 		if crc32.Checksum(e, castagnoli) != locs[i].crc {
-			return ledger.Batch{}, nil, fmt.Errorf("entry %d fails its checksum", b.Start+uint64(i))
+			return fail(fmt.Errorf("entry %d fails its checksum", b.Start+uint64(i)))
 		}
 	}
-	return b, locs, b.Check()
+	for _, ft := range tiles {
+		if len(ft.hashes) == 0 || ft.first+len(ft.hashes)/ledger.HashSize > ledger.TileWidth {
+			return fail(fmt.Errorf("tile %d/%d: %d hashes from %d", ft.level, ft.index, len(ft.hashes)/ledger.HashSize, ft.first))
+		}
+	}
+	return b, tiles, locs, b.Check()
+}
+
+// rebuild returns the whole tile ft makes of base, the tile as the frames
+// before ft's left it: base's first ft.first hashes and ft's. It fails if
+// base has fewer than ft.first hashes.
+func (ft frameTile) rebuild(base []byte) ([]byte, error) {
+	if ft.first == 0 {
+		return ft.hashes, nil
+	}
+	if len(base) < ft.first*ledger.HashSize {
+		return nil, fmt.Errorf("tile %d/%d adds hashes from %d, but the tile it adds to has %d", ft.level, ft.index, ft.first, len(base)/ledger.HashSize)
+	}
+	return append(slices.Clip(base[:ft.first*ledger.HashSize]), ft.hashes...), nil
 }
 
 type frameReader struct {

@@ -56,7 +56,7 @@ func (f *frameStore) commit(n int) {
 	}
 	defer s.Close()
 	for range n {
-		b := testBatch(uint64(100*len(f.batches)), 100)
+		b := treeBatch(uint64(100*len(f.batches)), 100)
 		b.Keys = make([][]byte, len(b.Entries))
 		for i := range b.Keys {
 			b.Keys[i] = fmt.Appendf(nil, "key-%d", b.Start+uint64(i))
@@ -159,19 +159,24 @@ func copyDir(t *testing.T, src, dst string) {
 	}
 }
 
-// snapshotIndex returns a function that puts the index back as it is now,
-// as if badger had lost every unsynced write since.
+// snapshotIndex returns a function that puts the index and the tile
+// files back as they are now, as if badger had lost every unsynced write
+// since, and the tile files every write since (they are synced only
+// before the tiles mark).
 func (f *frameStore) snapshotIndex() (restore func()) {
 	f.t.Helper()
-	snap := filepath.Join(f.t.TempDir(), "index")
-	copyDir(f.t, filepath.Join(f.dir, "index"), snap)
+	snap := f.t.TempDir()
+	for _, d := range []string{"index", "tiles"} {
+		copyDir(f.t, filepath.Join(f.dir, d), filepath.Join(snap, d))
+	}
 	return func() {
 		f.t.Helper()
-		index := filepath.Join(f.dir, "index")
-		if err := os.RemoveAll(index); err != nil {
-			f.t.Fatal(err)
+		for _, d := range []string{"index", "tiles"} {
+			if err := os.RemoveAll(filepath.Join(f.dir, d)); err != nil {
+				f.t.Fatal(err)
+			}
+			copyDir(f.t, filepath.Join(snap, d), filepath.Join(f.dir, d))
 		}
-		copyDir(f.t, snap, index)
 	}
 }
 

@@ -145,15 +145,19 @@ func (o *overlay) indexed(f *pendingFrame, tilesWritten bool) {
 	o.cond.Broadcast()
 }
 
-// partialTiles returns the partial tile versions the overlay holds.
-func (o *overlay) partialTiles() []ledger.Tile {
+// pendingTiles returns the tile versions the overlay holds: the partial
+// ones of the frames indexed since the last flush, and the latest version
+// of every tile a frame not yet indexed wrote, partial or full. A flush
+// writes them all, so that with the tiles mark the store holds a version
+// of every tile at least as recent as the mark's frame: a full version in
+// the overlay has replaced the partial one of an earlier frame, which a
+// reopen replaying the frames after the mark needs (Store.replayTiles).
+func (o *overlay) pendingTiles() []ledger.Tile {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	var ts []ledger.Tile
+	ts := make([]ledger.Tile, 0, len(o.tiles))
 	for id, v := range o.tiles {
-		if len(v.hashes) < ledger.TileWidth*ledger.HashSize {
-			ts = append(ts, ledger.Tile{Level: id.level, Index: id.index, Hashes: v.hashes})
-		}
+		ts = append(ts, ledger.Tile{Level: id.level, Index: id.index, Hashes: v.hashes})
 	}
 	return ts
 }

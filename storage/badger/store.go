@@ -41,7 +41,9 @@ import (
 //	                            a leaf hash is the first key with its prefix
 //	't' u8 level, u64 index     a partial tile's hashes, the last version
 //	                            committed (full tiles are in tiles/,
-//	                            tilefile.go)
+//	                            tilefile.go; a tile's last partial version
+//	                            stays until the tiles mark after it is
+//	                            full, see writeTiles)
 //	'k' idempotency key         u64 index of the entry committed with it,
 //	                            for the entries after the idempotency-key
 //	                            runs (runindex.go)
@@ -119,6 +121,11 @@ type Store struct {
 
 	// repairs are what Open repaired (Repairs).
 	repairs []string
+
+	// filled are the tiles written full to the tile files since the tiles
+	// mark was last written, whose partial version badger keeps until
+	// the next mark (writeTiles); only recover, then the indexer, use it.
+	filled map[tileID]bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -382,7 +389,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: dir, lock: lock, reserve: uint64(opts.ReserveBytes), floor: indexFloor(uint64(opts.ReserveBytes)),
-		logger: opts.Logger, indexerDone: make(chan struct{}), stopping: make(chan struct{})}
+		logger: opts.Logger, indexerDone: make(chan struct{}), stopping: make(chan struct{}), filled: map[tileID]bool{}}
 	fail := func(err error) (*Store, error) {
 		if s.db != nil {
 			s.db.Close()
@@ -572,12 +579,20 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	known := false
 	complete := tilesEnd // badger holds every tile up to here
 	ack := acknowledged{indexEnd: int64(end), signed: signed}
+	// The partial tiles the frames replayed so far made, by which the
+	// next frames' tiles are rebuilt (replayTiles).
+	replayedTiles := map[tileID][]byte{}
 	dropped, err := s.log.recover(int64(min(tilesEnd, locsEnd)), size, ack, func(pos int64, payload []byte) (uint64, error) {
-		b, locs, err := decodeFrame(payload)
+		b, frameTiles, locs, err := decodeFrame(payload)
 		if err != nil {
 			return 0, fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
 		}
 		frameEnd := pos + frameHeaderSize + int64(len(payload))
+		if uint64(frameEnd) > tilesEnd {
+			if b.Tiles, err = s.replayTiles(frameTiles, replayedTiles); err != nil {
+				return 0, fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
+			}
+		}
 		if known && b.Start != next {
 			return 0, fmt.Errorf("%w: frame at log position %d starts at index %d, not %d", ledger.ErrCorrupt, pos, b.Start, next)
 		}
@@ -674,6 +689,66 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	return size, nil
 }
 
+// replayTiles returns the whole tiles a frame replayed at open writes,
+// from the tiles the frame holds (frameTile): each with the hashes before
+// its first from the version replayed last, kept in replayed, or else
+// from the version the store holds. Replay starts at the tiles mark, and
+// with the mark the store holds a version of every tile at least as
+// recent as the mark's frame (a flush writes every version the overlay
+// holds, pendingTiles; a tile's partial version in badger is deleted only
+// with a mark, once the files holding its full version are synced,
+// writeTiles); a later version begins with the same hashes, since Commit
+// refuses a tile that does not extend the stored one. Badger's partial
+// version is read first: a full tile written after the mark was not
+// synced, and a crash may have torn its slot.
+func (s *Store) replayTiles(frameTiles []frameTile, replayed map[tileID][]byte) ([]ledger.Tile, error) {
+	tiles := make([]ledger.Tile, 0, len(frameTiles))
+	for _, ft := range frameTiles {
+		id := tileID{ft.level, ft.index}
+		base, ok := replayed[id]
+		if !ok && ft.first > 0 {
+			var err error
+			if base, err = s.storedTile(id, ft.first*ledger.HashSize); err != nil {
+				return nil, err
+			}
+		}
+		hashes, err := ft.rebuild(base)
+		if err != nil {
+			return nil, err
+		}
+		if len(hashes) == tileBytes {
+			// No later frame adds to it.
+			delete(replayed, id)
+		} else {
+			replayed[id] = hashes
+		}
+		tiles = append(tiles, ledger.Tile{Level: ft.level, Index: ft.index, Hashes: hashes})
+	}
+	return tiles, nil
+}
+
+// storedTile returns the version of tile id that badger holds if it has
+// at least need bytes, else the one in the tile files if it reads whole,
+// else badger's (or nil).
+func (s *Store) storedTile(id tileID, need int) ([]byte, error) {
+	var t []byte
+	err := s.db.View(func(txn *badgerdb.Txn) error {
+		var err error
+		t, err = getValue(txn, tileKey(id.level, id.index))
+		return err
+	})
+	switch {
+	case err == nil && len(t) >= need:
+		return t, nil
+	case err != nil && !errors.Is(err, badgerdb.ErrKeyNotFound):
+		return nil, fmt.Errorf("ledger: reading tile %d/%d: %w", id.level, id.index, err)
+	}
+	if full, ok, err := s.tiles.read(id.level, id.index); err == nil && ok {
+		return full, nil
+	}
+	return t, nil
+}
+
 // Repairs says what Open repaired, one sentence each, in the order done:
 // a checkpoint a crash cut short at the end of the checkpoint history
 // cut, or the history's index made whole, a frame a crash cut short
@@ -689,13 +764,17 @@ func (s *Store) Repairs() []string { return slices.Clone(s.repairs) }
 // carries only the tiles it completed: the partial tile at the tree's
 // right edge, rewritten by every commit, would otherwise be most of what
 // badger writes.
-const tileFlushInterval = 250 * time.Millisecond
+var tileFlushInterval = 250 * time.Millisecond // a var for tests
+
+// frameEncoder encodes a Commit's frame: encodeFrame, but in tests that
+// write the format before the delta format.
+var frameEncoder = encodeFrame
 
 // runIndexer indexes durable frames in badger, in order, until the store
 // closes and none is left, or until indexing fails. It writes each
-// frame's full tiles with its index, and the partial tiles every
-// tileFlushInterval and when it stops; recovery replays the tiles of the
-// frames after the last flush.
+// frame's full tiles with its index, and every tile version the overlay
+// holds (pendingTiles) every tileFlushInterval and when it stops;
+// recovery replays the tiles of the frames after the last flush.
 //
 // While less than the floor is free (roomForIndex) it writes nothing: it
 // waits for space, and if the store closes first it stops, leaving the
@@ -715,7 +794,7 @@ func (s *Store) runIndexer() {
 		f := s.ov.next()
 		if f == nil {
 			if pendingTilesEnd >= 0 && s.waitForRoom() {
-				if err := s.indexTiles(s.ov.partialTiles(), pendingTilesEnd); err != nil {
+				if err := s.indexTiles(s.ov.pendingTiles(), pendingTilesEnd); err != nil {
 					fail(err)
 				}
 			}
@@ -728,9 +807,10 @@ func (s *Store) runIndexer() {
 		tiles := fullTiles(f.batch.Tiles)
 		if flush {
 			// Every tile version the overlay holds: this frame's and
-			// those of frames before it not yet written (later frames'
-			// are newer, and harmless: a tile only grows).
-			tiles = append(tiles, s.ov.partialTiles()...)
+			// those of frames before it not yet written, and later
+			// frames' (newer, and harmless: a tile only grows), full
+			// ones too (pendingTiles).
+			tiles = append(tiles, s.ov.pendingTiles()...)
 		}
 		if err := s.index(f.batch, f.locs, f.end, tiles, flush); err != nil {
 			fail(err)
@@ -968,7 +1048,10 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 	if err := s.checkKeysUnused(b); err != nil {
 		return err
 	}
-	frame, locs, err := encodeFrame(s.buf[:0], b, s.locs)
+	if err := s.checkTilesExtend(b); err != nil {
+		return err
+	}
+	frame, locs, err := frameEncoder(s.buf[:0], b, s.locs)
 	if err != nil {
 		return err
 	}
@@ -1042,6 +1125,38 @@ func (s *Store) checkKeysUnused(b ledger.Batch) error {
 	return err
 }
 
+// checkTilesExtend refuses, wrapping ErrConflict, a batch with a tile
+// that does not begin with the stored tile's hashes, as many as the tile
+// has in the tree of b.Start entries: the frame holds only the hashes
+// after those (framelog.go), so that a tile rebuilt from the frames would
+// not be the tile committed. A ledger's batches only ever extend a tile.
+// The overlay holds the latest version of a tile a pending frame wrote,
+// so the stored one is findTile's, as Tile reads it.
+func (s *Store) checkTilesExtend(b ledger.Batch) error {
+	for _, t := range b.Tiles {
+		first := tileWidth(b.Start, t.Level, t.Index) * ledger.HashSize
+		if first == 0 || len(t.Hashes) < first {
+			continue // whole, or for encodeFrame to refuse
+		}
+		var stored []byte
+		var ok bool
+		var err error
+		for range 2 { // as Tile: the indexer may move it meanwhile
+			if stored, ok, err = s.findTile(t.Level, t.Index); err != nil || ok {
+				break
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: batch at %d: reading tile %d/%d: %w", b.Start, t.Level, t.Index, err)
+		}
+		if len(stored) < first || !bytes.Equal(stored[:first], t.Hashes[:first]) {
+			return fmt.Errorf("ledger: batch at %d: tile %d/%d does not extend the stored tile: its first %d hashes are not the %d stored: %w",
+				b.Start, t.Level, t.Index, first/ledger.HashSize, len(stored)/ledger.HashSize, ledger.ErrConflict)
+		}
+	}
+	return nil
+}
+
 // index writes badger's index of the frame of b, ending at log position
 // end, with tiles; locs are the entries' locations (b.Entries and b.Tiles
 // are not read). tilesDone says tiles hold every tile version up to this
@@ -1080,21 +1195,27 @@ func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []l
 	return nil
 }
 
-// writeTiles writes tiles: a full one to the tile files (tilefile.go),
-// deleting from badger the partial version a flush may have written; a
+// writeTiles writes tiles: a full one to the tile files (tilefile.go); a
 // partial one to badger, removing a full version of it from the files.
+// The partial version a flush may have written of a tile now full stays
+// in badger until the next tiles mark (tilesDone deletes it, once the
+// files are synced): until then the full one may be lost in a crash, and
+// a reopen that replays the frames after the mark rebuilds the tile from
+// the partial one (replayTiles).
 func (s *Store) writeTiles(w *indexWriter, tiles []ledger.Tile) {
 	for _, t := range tiles {
 		if w.err != nil {
 			return
 		}
+		id := tileID{t.Level, t.Index}
 		if len(t.Hashes) == tileBytes {
 			if w.err = s.tiles.write(t.Level, t.Index, t.Hashes); w.err == nil {
-				w.delete(tileKey(t.Level, t.Index))
+				s.filled[id] = true
 			}
 			continue
 		}
 		if w.err = s.tiles.clear(t.Level, t.Index); w.err == nil {
+			delete(s.filled, id)
 			w.set(tileKey(t.Level, t.Index), t.Hashes)
 		}
 	}
@@ -1109,6 +1230,11 @@ func (s *Store) tilesDone(w *indexWriter, end int64) {
 		return
 	}
 	if w.err = s.tiles.sync(); w.err == nil {
+		// The partial versions of the tiles full in the files now synced.
+		for id := range s.filled {
+			w.delete(tileKey(id.level, id.index))
+		}
+		clear(s.filled)
 		w.set(keyTilesEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
 		// Open refuses files shorter than this: lost, not replayable.
 		w.set(keyTileFiles, s.tiles.sizesRecord())

@@ -273,29 +273,34 @@ func testLogger(t *testing.T) *slog.Logger {
 }
 
 // testBatch returns a batch of n entries of about 600 bytes at start, with
-// their leaf hashes and the level-0 tiles they change (holding only this
-// batch's hashes: enough for a store, which does not check them).
+// their leaf hashes and the level-0 tiles they change, whole (a store's
+// frames hold the hashes a batch adds to the stored tiles, so a batch's
+// tiles must extend them). Entry i is the same in every batch.
 func testBatch(start uint64, n int) ledger.Batch {
 	b := ledger.Batch{Start: start}
 	for i := range uint64(n) {
-		index := start + i
-		digest := sha256.Sum256(fmt.Append(nil, index))
-		e := fmt.Appendf(nil, `{"index":%d,"params":{"digest":"sha256:%x"},"sig":"`, index, digest)
-		for len(e) < 598 {
-			e = fmt.Appendf(e, "%x", digest)
-		}
-		e = append(e[:598], `"}`...)
-		b.Entries = append(b.Entries, e)
+		b.Entries = append(b.Entries, testEntry(start+i))
 		b.LeafHashes = append(b.LeafHashes, leafHash(b.Entries[i]))
 	}
 	for t := start / ledger.TileWidth; t*ledger.TileWidth < start+uint64(n); t++ {
 		var hashes []byte
-		for i := max(start, t*ledger.TileWidth); i < min(start+uint64(n), (t+1)*ledger.TileWidth); i++ {
-			hashes = append(hashes, b.LeafHashes[i-start][:]...)
+		for i := t * ledger.TileWidth; i < min(start+uint64(n), (t+1)*ledger.TileWidth); i++ {
+			h := leafHash(testEntry(i))
+			hashes = append(hashes, h[:]...)
 		}
 		b.Tiles = append(b.Tiles, ledger.Tile{Level: 0, Index: t, Hashes: hashes})
 	}
 	return b
+}
+
+// testEntry returns entry index of testBatch's log: about 600 bytes.
+func testEntry(index uint64) []byte {
+	digest := sha256.Sum256(fmt.Append(nil, index))
+	e := fmt.Appendf(nil, `{"index":%d,"params":{"digest":"sha256:%x"},"sig":"`, index, digest)
+	for len(e) < 598 {
+		e = fmt.Appendf(e, "%x", digest)
+	}
+	return append(e[:598], `"}`...)
 }
 
 func leafHash(e []byte) [ledger.HashSize]byte {
