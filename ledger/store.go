@@ -160,7 +160,11 @@ type Batch struct {
 	Entries [][]byte
 	// LeafHashes[i] is the RFC 6962 leaf hash of Entries[i].
 	LeafHashes [][HashSize]byte
-	// Tiles replace the stored tiles at the same (Level, Index).
+	// Tiles replace the stored tiles at the same (Level, Index), which
+	// they extend: a tile only grows, so each begins with the hashes
+	// stored. A Store may refuse, wrapping ErrConflict, one that does
+	// not (the badger store does: its frames hold only the hashes a
+	// batch adds).
 	Tiles []Tile
 	// Keys, if not empty, holds one idempotency key per entry (empty for
 	// an entry without one); IndexOfKey finds the entry by its key.
