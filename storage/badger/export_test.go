@@ -9,6 +9,8 @@ import (
 	"time"
 
 	badgerdb "github.com/dgraph-io/badger/v4"
+
+	"github.com/decisionledger/ledger/ledger"
 )
 
 // WriteCheckpointFile lends the external tests the checkpoint file's
@@ -245,4 +247,93 @@ func MissedKeys(s *Store) int {
 	s.keys.missedMu.Lock()
 	defer s.keys.missedMu.Unlock()
 	return len(s.keys.missed)
+}
+
+func leafHashKey(h [ledger.HashSize]byte, index uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{prefixLeafHash}, h[:]...), index)
+}
+
+func idempotencyKey(key []byte) []byte {
+	return append([]byte{prefixKey}, key...)
+}
+
+// OldWindowLayout puts the closed store in dir in the layout before the
+// window held in memory (window.go), as the store of an earlier version:
+// the leaf hash of each indexed entry after the leaf-hash runs in an 'h'
+// key of badger, the key of each after the key runs in a 'k' key, and
+// each run mark, if there is one, of 8 bytes, the entry alone. It
+// returns how many keys of each it wrote.
+func OldWindowLayout(dir string) (leaves, keys int, err error) {
+	db, err := badgerdb.Open(badgerdb.DefaultOptions(filepath.Join(dir, indexDir)).WithLogger(nil))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	l, err := openFrameLog(filepath.Join(dir, framesDir), minSegment, func(int64) bool { return false })
+	if err != nil {
+		return 0, 0, err
+	}
+	defer l.close()
+	ends := map[byte]uint64{}
+	for _, kind := range []*runKind{&leafRunKind, &keyRunKind} {
+		names, err := os.ReadDir(filepath.Join(dir, kind.dir))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, 0, err
+		}
+		for _, d := range names {
+			if _, end, ok := parseRunName(kind, d.Name()); ok {
+				ends[kind.prefix] = max(ends[kind.prefix], end)
+			}
+		}
+	}
+	var logEnd uint64
+	txn := db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	if logEnd, _, err = getUint64(txn, keyLogEnd); err != nil {
+		return 0, 0, err
+	}
+	for _, kind := range []*runKind{&leafRunKind, &keyRunKind} {
+		end, _, _, ok, err := readRunMark(txn, kind.mark)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			if err := txn.Set(kind.mark, binary.BigEndian.AppendUint64(nil, end)); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	for _, seg := range l.segments {
+		for pos := seg.first; pos < seg.end(); {
+			payload, whole, err := readFrame(seg, pos)
+			if err != nil {
+				return 0, 0, err
+			}
+			end := pos + frameHeaderSize + int64(len(payload))
+			if !whole || uint64(end) > logEnd {
+				break
+			}
+			b, _, err := decodeFrame(payload)
+			if err != nil {
+				return 0, 0, err
+			}
+			for i, h := range b.LeafHashes {
+				index := b.Start + uint64(i)
+				if index >= ends[prefixLeafHash] {
+					if err := txn.Set(leafHashKey(h, index), nil); err != nil {
+						return 0, 0, err
+					}
+					leaves++
+				}
+				if len(b.Keys) > 0 && len(b.Keys[i]) > 0 && index >= ends[prefixKey] {
+					if err := txn.Set(idempotencyKey(b.Keys[i]), binary.BigEndian.AppendUint64(nil, index)); err != nil {
+						return 0, 0, err
+					}
+					keys++
+				}
+			}
+			pos = end
+		}
+	}
+	return leaves, keys, txn.Commit()
 }

@@ -202,6 +202,13 @@ type runIndex struct {
 	// block read per run. At most missedMax, all forgotten when full.
 	missedMu sync.Mutex
 	missed   map[[ledger.HashSize]byte]uint64
+
+	// winMu guards the window (window.go): the records of the entries
+	// from entry from, the runs' end, on, each hash with its lowest
+	// index. Taken after mu by those that hold both.
+	winMu  sync.RWMutex
+	window map[[ledger.HashSize]byte]uint64
+	from   uint64
 }
 
 // missedMax bounds runIndex.missed: more than the appends a ledger holds
@@ -236,7 +243,7 @@ func openRunIndex(kind *runKind, dir string, logger *slog.Logger) (*runIndex, er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: creating the %s index directory: %w", kind.what, err)
 	}
-	ri := &runIndex{kind: kind, dir: dir, logger: logger}
+	ri := &runIndex{kind: kind, dir: dir, logger: logger, window: map[[ledger.HashSize]byte]uint64{}}
 	names, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: reading the %s index directory: %w", kind.what, err)
@@ -476,95 +483,6 @@ func (ri *runIndex) runsEnd() uint64 {
 	ri.mu.RLock()
 	defer ri.mu.RUnlock()
 	return ri.end()
-}
-
-// indexed tells the index that badger now indexes the entries below size
-// (called by the indexer after each frame); it writes a run when runSize
-// of them follow the runs.
-func (ri *runIndex) indexed(db *badgerdb.DB, size uint64) error {
-	ri.mu.RLock()
-	err, end := ri.err, ri.end()
-	ri.mu.RUnlock()
-	if err != nil || size-end < runSize {
-		return err
-	}
-	return ri.flush(db, size)
-}
-
-// flush writes the records badger holds of the entries from the runs' end
-// up to size as runs (one, or, for a kind not sorted in badger, one per
-// sortChunk entries), then deletes from badger the keys it read of the
-// entries below each run's end (a first run over a whole older store's
-// drops the prefix instead), and starts the merger if the runs call for
-// it. Called by the indexer, when badger holds the keys of every entry
-// below size and none above, or by Open before recovery, which writes
-// again the keys of the frames after the indexed ones.
-func (ri *runIndex) flush(db *badgerdb.DB, size uint64) error {
-	ri.mu.RLock()
-	start := ri.end()
-	ri.mu.RUnlock()
-	what := ri.kind.what
-	// A first run over a whole older store's keys drops the prefix;
-	// otherwise the keys read are deleted, about a run's worth.
-	drop := start == 0 && size > 4*runSize
-	for first := start; first < size; {
-		end := size
-		if !ri.kind.sorted {
-			end = min(size, first+sortChunk)
-		}
-		var keys [][]byte
-		r, err := ri.createRun(first, end, func(add func(runRecord) error) error {
-			return ri.badgerRecords(db, first, end, add, func(item *badgerdb.Item, rec runRecord) {
-				// Those of the run, and those a crash left below the
-				// runs (read again by every chunk: deleted with the
-				// first).
-				if !drop && rec.index < end && (rec.index >= first || first == start) {
-					keys = append(keys, item.KeyCopy(nil))
-				}
-			})
-		})
-		if err != nil {
-			return err
-		}
-		ri.mu.Lock()
-		ri.runs = append(ri.runs, r)
-		ri.startMerger()
-		ri.mu.Unlock()
-		// Lookups find these entries in the runs from here on.
-		if !drop {
-			if err := ri.written(db, end, keys); err != nil {
-				return err
-			}
-		}
-		first = end
-	}
-	if drop {
-		if err := db.DropPrefix([]byte{ri.kind.prefix}); err != nil {
-			return fmt.Errorf("ledger: dropping the %s keys written to runs from badger: %w", what, err)
-		}
-		return ri.written(db, size, nil)
-	}
-	return nil
-}
-
-// written records in badger that the runs reach end, the runs being
-// durable, so that a run file lost later is found missing at Open, and
-// deletes keys, which the runs hold.
-func (ri *runIndex) written(db *badgerdb.DB, end uint64, keys [][]byte) error {
-	w := indexWriter{db: db, txn: db.NewTransaction(true)}
-	defer func() { w.txn.Discard() }()
-	w.set(ri.kind.mark, binary.BigEndian.AppendUint64(nil, end))
-	for _, k := range keys {
-		w.delete(k)
-	}
-	err := w.err
-	if err == nil {
-		err = w.txn.Commit()
-	}
-	if err != nil {
-		return fmt.Errorf("ledger: deleting the %s keys written to a run from badger: %w", ri.kind.what, err)
-	}
-	return nil
 }
 
 // eachBadgerKey calls fn with each of the kind's keys in badger and its
@@ -816,9 +734,9 @@ func (r *indexRun) find(h [ledger.HashSize]byte, b []byte) (uint64, bool, error)
 	return 0, false, nil
 }
 
-// lookup returns the lowest index under h: the runs, oldest first, then
-// badger, which inBadger reads.
-func (ri *runIndex) lookup(h [ledger.HashSize]byte, inBadger func() (uint64, bool, error)) (uint64, bool, error) {
+// lookup returns the lowest index under h: the runs, oldest first,
+// then the window.
+func (ri *runIndex) lookup(h [ledger.HashSize]byte) (uint64, bool, error) {
 	var index uint64
 	var found bool
 	err := ri.withRuns(func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error {
@@ -829,16 +747,16 @@ func (ri *runIndex) lookup(h [ledger.HashSize]byte, inBadger func() (uint64, boo
 		if ri.kind.rememberMisses {
 			ri.rememberMissed(h, ri.end())
 		}
-		index, found, err = inBadger()
-		return err
+		index, found = ri.inWindow(h)
+		return nil
 	})
 	return index, found, err
 }
 
 // withRuns calls fn with inRuns, which returns the lowest index under a
 // hash in the runs, oldest first, holding mu for reading until fn
-// returns: fn may read badger after the runs, for the entries after
-// them, as no run is added, and so no key deleted from badger, meanwhile.
+// returns: fn may read the window after the runs, for the entries after
+// them, as no run is added, and so the window not drained, meanwhile.
 func (ri *runIndex) withRuns(fn func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error) error {
 	b := blockPool.Get().(*[runBlockSize]byte)
 	defer blockPool.Put(b)
@@ -857,27 +775,6 @@ func (ri *runIndex) withRuns(fn func(inRuns func([ledger.HashSize]byte) (uint64,
 // blockPool holds the blocks lookups read into: a commit looks up each of
 // its keys, in every run, and a block each would be most of its garbage.
 var blockPool = sync.Pool{New: func() any { return new([runBlockSize]byte) }}
-
-// leafInBadger returns the lowest index badger holds under leaf hash h.
-func leafInBadger(db *badgerdb.DB, h [ledger.HashSize]byte) (uint64, bool, error) {
-	var index uint64
-	var found bool
-	err := db.View(func(txn *badgerdb.Txn) error {
-		prefix := leafHashKey(h, 0)[:1+ledger.HashSize]
-		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		// Keys of a hash sort by index: the first is the lowest.
-		if it.Seek(prefix); it.Valid() {
-			key := it.Item().Key()
-			if len(key) != len(prefix)+8 {
-				return fmt.Errorf("%w: a leaf-hash key of %d bytes", ledger.ErrCorrupt, len(key))
-			}
-			index, found = binary.BigEndian.Uint64(key[len(prefix):]), true
-		}
-		return nil
-	})
-	return index, found, err
-}
 
 // scan reads every block of the runs, checking its checksum, that the
 // records are in order and of entries in the run, and that there are as

@@ -144,14 +144,6 @@ var (
 	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'} // before the checkpoint history only
 )
 
-func leafHashKey(h [ledger.HashSize]byte, index uint64) []byte {
-	return binary.BigEndian.AppendUint64(append([]byte{prefixLeafHash}, h[:]...), index)
-}
-
-func idempotencyKey(key []byte) []byte {
-	return append([]byte{prefixKey}, key...)
-}
-
 func tileKey(level uint8, index uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{prefixTile, level}, index)
 }
@@ -447,10 +439,13 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if s.keys, err = openRunIndex(&keyRunKind, filepath.Join(dir, keysDir), opts.Logger); err != nil {
 		return fail(err)
 	}
+	windowFrom := int64(math.MaxInt64)
 	for _, ri := range []*runIndex{s.leaves, s.keys} {
-		if err := s.migrateRuns(ctx, ri, opts.Logger); err != nil {
+		from, err := s.openWindow(ctx, ri, opts.Logger)
+		if err != nil {
 			return fail(err)
 		}
+		windowFrom = min(windowFrom, from)
 	}
 	if err := s.openCheckpoints(ctx, opts.Logger); err != nil {
 		return fail(err)
@@ -458,7 +453,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := s.openLocations(ctx, opts.Logger); err != nil {
 		return fail(err)
 	}
-	size, err := s.recover(ctx, opts.Logger)
+	size, err := s.recover(ctx, opts.Logger, &windowRebuild{from: windowFrom})
 	if err != nil {
 		return fail(err)
 	}
@@ -527,11 +522,12 @@ func ownerOnly(dir string) error {
 
 // recover indexes the frames after the last one badger holds, writes the
 // partial tiles of those after the last tiles badger holds and the entry
-// locations of those after the locations mark (locfile.go), brings the
+// locations of those after the locations mark (locfile.go), gives window
+// those it indexed already from its position on (window.go), brings the
 // latest signed checkpoint's two copies (the checkpoint history's and
 // the checkpoint file's) to the later of the two, makes the result
 // durable, and returns the number of entries.
-func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
+func (s *Store) recover(ctx context.Context, log *slog.Logger, window *windowRebuild) (uint64, error) {
 	var size, end, tilesEnd, locsEnd uint64
 	cpSize, latest, hasCP := s.cps.last()
 	err := s.db.View(func(txn *badgerdb.Txn) error {
@@ -572,7 +568,7 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	known := false
 	complete := tilesEnd // badger holds every tile up to here
 	ack := acknowledged{indexEnd: int64(end), signed: signed}
-	dropped, err := s.log.recover(int64(min(tilesEnd, locsEnd)), size, ack, func(pos int64, payload []byte) (uint64, error) {
+	dropped, err := s.log.recover(min(int64(min(tilesEnd, locsEnd)), window.from), size, ack, func(pos int64, payload []byte) (uint64, error) {
 		b, locs, err := decodeFrame(payload)
 		if err != nil {
 			return 0, fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
@@ -587,7 +583,11 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 		}
 		if uint64(frameEnd) <= end {
 			// Indexed already; only its tiles and entry locations may be
-			// missing. The marks are set once, at the end.
+			// missing, and its records in the windows. The marks are set
+			// once, at the end.
+			if err := window.frame(s, pos, frameEnd, b); err != nil {
+				return 0, err
+			}
 			if uint64(frameEnd) > locsEnd {
 				if err := s.locations.write(b.Start, locs); err != nil {
 					return 0, err
@@ -733,14 +733,6 @@ func (s *Store) runIndexer() {
 			tiles = append(tiles, s.ov.partialTiles()...)
 		}
 		if err := s.index(f.batch, f.locs, f.end, tiles, flush); err != nil {
-			fail(err)
-			return
-		}
-		if err := s.leaves.indexed(s.db, f.batch.Start+uint64(len(f.locs))); err != nil {
-			fail(err)
-			return
-		}
-		if err := s.keys.indexed(s.db, f.batch.Start+uint64(len(f.locs))); err != nil {
 			fail(err)
 			return
 		}
@@ -1011,30 +1003,26 @@ func (s *Store) checkKeysUnused(b ledger.Batch) error {
 	}
 	err := s.keys.withRuns(func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error {
 		end := s.keys.end() // withRuns holds the runs still
-		return s.db.View(func(txn *badgerdb.Txn) error {
-			for _, k := range b.Keys {
-				if len(k) == 0 {
-					continue
-				}
-				// A key the ledger looked up for a replay and found in no
-				// run is in none still, while the runs end where they did.
-				if h := keyHash(k); !s.keys.takeMissed(h, end) {
-					if _, ok, err := inRuns(h); err != nil || ok {
-						if ok {
-							return stored()
-						}
-						return err
+		for _, k := range b.Keys {
+			if len(k) == 0 {
+				continue
+			}
+			// A key the ledger looked up for a replay and found in no
+			// run is in none still, while the runs end where they did.
+			h := keyHash(k)
+			if !s.keys.takeMissed(h, end) {
+				if _, ok, err := inRuns(h); err != nil || ok {
+					if ok {
+						return stored()
 					}
-				}
-				switch _, err := txn.Get(idempotencyKey(k)); {
-				case err == nil:
-					return stored()
-				case !errors.Is(err, badgerdb.ErrKeyNotFound):
 					return err
 				}
 			}
-			return nil
-		})
+			if _, ok := s.keys.inWindow(h); ok {
+				return stored()
+			}
+		}
+		return nil
 	})
 	if err != nil && !errors.Is(err, ledger.ErrConflict) {
 		return fmt.Errorf("ledger: batch at %d: looking up idempotency keys: %w", b.Start, err)
@@ -1055,16 +1043,6 @@ func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []l
 	// The locations file before badger: a frame leaves the overlay only
 	// once both hold it.
 	w.err = s.locations.write(b.Start, locs)
-	// The leaf hashes after the last leaf-hash run (runindex.go).
-	for i := range locs {
-		w.set(leafHashKey(b.LeafHashes[i], b.Start+uint64(i)), nil)
-	}
-	// The idempotency keys after the last key run (runindex.go).
-	for i, k := range b.Keys {
-		if len(k) > 0 {
-			w.set(idempotencyKey(k), binary.BigEndian.AppendUint64(nil, b.Start+uint64(i)))
-		}
-	}
 	s.writeTiles(&w, tiles)
 	w.set(keySize, binary.BigEndian.AppendUint64(nil, b.Start+uint64(len(locs))))
 	w.set(keyLogEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
@@ -1077,7 +1055,9 @@ func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []l
 	if w.err != nil {
 		return fmt.Errorf("ledger: indexing batch at %d: %w", b.Start, w.err)
 	}
-	return nil
+	// The leaf hashes and keys, in the windows after the runs
+	// (window.go), which may become a run here.
+	return s.addToWindows(b, len(locs), end)
 }
 
 // writeTiles writes tiles: a full one to the tile files (tilefile.go),
@@ -1185,44 +1165,6 @@ func (s *Store) migrateTiles(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("ledger: deleting the full tiles moved to %s from the index: %w", tilesDir, w.err)
 	}
 	log.InfoContext(ctx, "ledger: moved the full tiles from the index to their files", slog.Int("tiles", len(moved)), slog.String("dir", tilesDir))
-	return nil
-}
-
-// migrateRuns checks that ri's runs reach its mark, and writes as runs
-// the records badger holds of the entries it indexed after them, if they
-// are more than a run holds: for a store written before the runs of ri's
-// kind, all of them, whose keys are then dropped (a crash before the drop
-// leaves the runs, and the keys, harmless, until the next run is
-// written); after a crash between the index of a frame and its run, the
-// run.
-func (s *Store) migrateRuns(ctx context.Context, ri *runIndex, log *slog.Logger) error {
-	var indexed, mark uint64
-	err := s.db.View(func(txn *badgerdb.Txn) error {
-		var err error
-		if mark, _, err = getUint64(txn, ri.kind.mark); err != nil {
-			return err
-		}
-		indexed, _, err = getUint64(txn, keySize)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("ledger: reading the index: %w", err)
-	}
-	// The merger may be running already (merges a close cut short), so
-	// the runs are read under the index's lock.
-	end := ri.runsEnd()
-	if end < mark {
-		return fmt.Errorf("%w: the %s runs in %s reach entry %d, but runs up to %d were written", ledger.ErrCorrupt, ri.kind.what, ri.kind.dir, end, mark)
-	}
-	if indexed < end || indexed-end < runSize {
-		return nil
-	}
-	if err := ri.flush(s.db, indexed); err != nil {
-		return err
-	}
-	if end == 0 {
-		log.InfoContext(ctx, "ledger: moved the "+ri.kind.what+" index from badger to runs", slog.Uint64("entries", indexed), slog.String("dir", ri.kind.dir))
-	}
 	return nil
 }
 
@@ -1372,7 +1314,7 @@ func (s *Store) readIndexed(ctx context.Context, r *entryReader, start, end uint
 // the older leaf hashes and badger the others; the lower of the two.
 func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (uint64, error) {
 	index, found := s.ov.leafIndex(leafHash)
-	i, ok, err := s.leaves.lookup(leafHash, func() (uint64, bool, error) { return leafInBadger(s.db, leafHash) })
+	i, ok, err := s.leaves.lookup(leafHash)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("ledger: looking up leaf hash %x: %w", leafHash, err)
@@ -1416,16 +1358,7 @@ func (s *Store) keyIndexOf(key []byte) (uint64, bool, error) {
 	if index, ok := s.ov.keyIndex(key); ok {
 		return index, true, nil
 	}
-	return s.keys.lookup(keyHash(key), func() (uint64, bool, error) {
-		var index uint64
-		var found bool
-		err := s.db.View(func(txn *badgerdb.Txn) error {
-			var err error
-			index, found, err = getUint64(txn, idempotencyKey(key))
-			return err
-		})
-		return index, found, err
-	})
+	return s.keys.lookup(keyHash(key))
 }
 
 // Tile implements Store: the overlay's version if a pending frame wrote
