@@ -37,9 +37,9 @@ import (
 // each the records of the entries [first, end) sorted by (hash, index),
 // in a file named by that range (first-end.leaves, first-end.keys; 20
 // decimal digits each), written whole, synced and renamed into place,
-// and never changed; and, in badger as before, the records of the
-// entries after the last run, written with each frame's index ('h' keys
-// of leaf hashes, 'k' keys of idempotency keys). A record is a 32-byte
+// and never changed; and, in memory, the window: the records of the
+// entries after the last run, added as each frame is indexed and rebuilt
+// at Open from the frame log (window.go). A record is a 32-byte
 // hash and a u64 index: a leaf hash, or the SHA-256 of an idempotency
 // key. Every entry has a leaf hash, so a leaf-hash run holds a record per
 // entry (fewer only if hashes repeat: only the lowest index under a hash
@@ -48,10 +48,8 @@ import (
 // none. Neither index forgets: idempotency keys are kept for the life of
 // the log, at a resident cost of the fences alone.
 //
-// Once runSize entries follow an index's runs, the indexer writes their
-// records as a run, then deletes their keys from badger; keys a crash
-// left behind are below the runs' end, where lookups find the runs first,
-// and are deleted with the next run's. A background merger merges two
+// Once runSize entries follow an index's runs, the indexer writes the
+// window as a run, then empties it. A background merger merges two
 // neighbouring runs while the later one covers more than 1/ratio as many
 // entries as the one before it (half for leaf hashes, a quarter for
 // keys: runKind.ratio), so that sizes shrink by that ratio from the
@@ -86,14 +84,15 @@ type runKind struct {
 	dir    string // under the store's directory
 	suffix string // of its run files
 	magic  string // the 4 bytes ending its run files
-	prefix byte   // of its badger keys
-	mark   []byte // badger key of the entry up to which runs were written
+	prefix byte   // of its badger keys, before the window in memory
+	mark   []byte // badger key of the runs' end (window.go)
 	// sparse: a run may hold no record (entries without a key).
 	sparse bool
 	// rememberMisses: lookups remember what the runs do not hold
 	// (runIndex.missed), for the commit's check that follows them.
 	rememberMisses bool
-	// sorted: badger's order of the kind's keys is the records' order.
+	// sorted: badger's order of the kind's keys is the records' order
+	// (a store from before the window in memory, moved at Open).
 	sorted bool
 	// ratio: each run covers at least ratio times the entries of the
 	// next, which merges keep. A log of n entries has at most about
@@ -104,7 +103,8 @@ type runKind struct {
 	// writes of a record over its life there, not 9.4: a simulation of
 	// the merges).
 	ratio uint64
-	// record returns the record of one of the kind's badger keys.
+	// record returns the record of one of the kind's badger keys (a
+	// store from before the window in memory).
 	record func(item *badgerdb.Item) (runRecord, error)
 }
 
@@ -146,17 +146,17 @@ var (
 // feasible, and the key runs do not hold the keys themselves.
 func keyHash(key []byte) [ledger.HashSize]byte { return sha256.Sum256(key) }
 
-// runSize is how many entries' records gather in badger before they are
-// written as a run: about 1 MiB of badger's tables of leaf hashes, and a
-// run written about once a second at full speed. A variable for the
-// tests.
+// runSize is how many entries' records gather in the window before they
+// are written as a run: about 1.5 MiB of memory for leaf hashes
+// (window.go), and a run written about once a second at full speed. A
+// variable for the tests.
 var runSize uint64 = 1 << 14
 
 // sortChunk is the most entries whose records a run of a kind that is
 // not sorted in badger is sorted from at once, in memory (40 bytes a
-// record): a store from before the key runs moves its keys into runs of
-// this many entries, which the merger then merges. A variable for the
-// tests.
+// record): a store from before the key runs, or from before the window
+// in memory, moves its keys from badger into runs of this many entries,
+// which the merger then merges. A variable for the tests.
 var sortChunk uint64 = 1 << 18
 
 // mergesOff stops merges from starting; for the tests.
@@ -183,8 +183,8 @@ type runIndex struct {
 	logger *slog.Logger
 
 	// mu guards the fields below; lookups hold it for reading while
-	// they read the runs and badger, so that the merger closes no file
-	// under them and a run's keys are not deleted from badger between.
+	// they read the runs and the window, so that the merger closes no
+	// file under them and no run takes the window's records between.
 	mu   sync.RWMutex
 	runs []*indexRun // ordered, contiguous from entry 0
 	err  error       // a failed background merge, reported by indexed

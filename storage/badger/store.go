@@ -36,15 +36,9 @@ import (
 // entries can be located with one forward iterator. Integer values are
 // big-endian uint64.
 //
-//	'h' [32]byte leaf hash,     (empty), for the entries after the leaf-hash
-//	    u64 index               runs (runindex.go); the lowest index under
-//	                            a leaf hash is the first key with its prefix
 //	't' u8 level, u64 index     a partial tile's hashes, the last version
 //	                            committed (full tiles are in tiles/,
 //	                            tilefile.go)
-//	'k' idempotency key         u64 index of the entry committed with it,
-//	                            for the entries after the idempotency-key
-//	                            runs (runindex.go)
 //	'm' "size"                  u64 tree size (number of entries indexed)
 //	'm' "end"                   u64 log position after the last frame indexed
 //	'm' "tiles"                 u64 log position up to which the store
@@ -54,19 +48,25 @@ import (
 //	'm' "tilefiles"             u64 size of each tile file (levels 0 to 7)
 //	                            when the tiles mark was last written
 //	'm' "leaves"                u64 entry up to which leaf-hash runs were
-//	                            written (absent: 0); 'h' keys hold the
-//	                            leaf hashes of the entries after the runs
+//	                            written, u64 log position of the frame
+//	                            holding that entry, from which Open
+//	                            rebuilds the window of the entries after
+//	                            the runs (absent: 0, 0; window.go)
 //	'm' "locations"             u64 log position up to which the locations
 //	                            file holds every frame's entry locations,
 //	                            u64 records it held when synced for this
 //	                            mark (absent: 0, 0; locfile.go)
 //	'm' "keys"                  u64 entry up to which idempotency-key runs
-//	                            were written (absent: 0); 'k' keys hold the
-//	                            keys of the entries after the runs
+//	                            were written, u64 log position of the
+//	                            frame holding it (absent: 0, 0; window.go)
 //
 // Where each entry is in the frame log is in the locations file
 // (locfile.go), not in badger; stores written before it kept it in 'f'
-// keys, which Open moves there.
+// keys, which Open moves there. The leaf hashes and idempotency keys of
+// the entries after their runs are in memory (window.go); stores written
+// before that kept them in 'h' keys ([32]byte leaf hash, u64 index →
+// empty) and 'k' keys (idempotency key → u64 index), with 8-byte run
+// marks, which Open moves to runs.
 //
 // A store written before the checkpoint history kept its checkpoints here,
 // 'c' u64 size → signed checkpoint and 'm' "checkpoint" → u64 size of the
@@ -156,11 +156,11 @@ func tileKey(level uint8, index uint64) []byte {
 // Entries live in the frame log, which is read and written with plain
 // file I/O, so their pages are the kernel's page cache, not the process's
 // memory, and so are the files that index them (locations, full tiles,
-// leaf-hash and idempotency-key runs, the checkpoint history). Badger
-// holds what does not grow with the log: the leaf hashes and keys of the
-// latest entries (at most a run's worth and a frame's), the partial
-// tiles and the marks, about 41 bytes per entry of that window (and each
-// key's length); it maps its table files into memory, so their pages
+// leaf-hash and idempotency-key runs, the checkpoint history). The leaf
+// hashes and keys of the latest entries (at most a run's worth and a
+// frame's) are in the process's memory, about 1.5 MiB for each index at
+// most (window.go). Badger holds what does not grow with the log: the
+// partial tiles and the marks; it maps its table files into memory, so their pages
 // count in RSS until the kernel needs them back. Each table it builds, on flush
 // and compaction, takes a buffer of about twice the table's size, of
 // which it keeps up to 8 for reuse: hence small memtables and tables. The
@@ -980,10 +980,11 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 }
 
 // checkKeysUnused refuses a batch with an idempotency key already stored:
-// in the overlay, the key runs or badger, as keyIndexOf looks, but with
-// one hold of the runs and one badger transaction for the batch. The
-// overlay is read first: a frame leaves it only once badger has it, so
-// badger's transaction, begun after, holds every key the overlay lacked.
+// in the overlay, the key runs or their window, as keyIndexOf looks, but
+// with one hold of the runs for the batch. The overlay is read first: a
+// frame leaves it only once the window has it, and the window's records
+// leave it only for a run, in one step under the runs' lock, so the runs
+// and the window, read after, hold every key the overlay lacked.
 func (s *Store) checkKeysUnused(b ledger.Batch) error {
 	stored := func() error {
 		return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
@@ -1031,9 +1032,10 @@ func (s *Store) checkKeysUnused(b ledger.Batch) error {
 }
 
 // index writes badger's index of the frame of b, ending at log position
-// end, with tiles; locs are the entries' locations (b.Entries and b.Tiles
-// are not read). tilesDone says tiles hold every tile version up to this
-// frame. A batch
+// end, with tiles, and adds its leaf hashes and keys to the windows
+// (window.go), writing a window as a run once it holds runSize entries;
+// locs are the entries' locations (b.Entries and b.Tiles are not read).
+// tilesDone says tiles hold every tile version up to this frame. A batch
 // too large for one badger transaction is written in several: the last
 // one sets the size and the log position. Re-indexing a frame after a
 // crash writes the same keys and values.
@@ -1310,8 +1312,9 @@ func (s *Store) readIndexed(ctx context.Context, r *entryReader, start, end uint
 }
 
 // IndexOf implements Store: the overlay first (a frame leaves it only once
-// badger has it), then the leaf-hash index (runindex.go), whose runs hold
-// the older leaf hashes and badger the others; the lower of the two.
+// the window has it), then the leaf-hash index (runindex.go), whose runs
+// hold the older leaf hashes and its window in memory the others; the
+// lower of the two.
 func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (uint64, error) {
 	index, found := s.ov.leafIndex(leafHash)
 	i, ok, err := s.leaves.lookup(leafHash)
@@ -1350,9 +1353,9 @@ func (s *Store) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 }
 
 // keyIndexOf returns the index of the entry committed with the non-empty
-// key, and whether one was: the overlay (a frame leaves it only once
-// badger has it), then the key runs, which hold the SHA-256 of the keys
-// of the older entries (keyHash), then badger, which holds the keys of
+// key, and whether one was: the overlay (a frame leaves it only once the
+// window has it), then the key runs, which hold the SHA-256 of the keys
+// of the older entries (keyHash), then the window, which holds those of
 // the others.
 func (s *Store) keyIndexOf(key []byte) (uint64, bool, error) {
 	if index, ok := s.ov.keyIndex(key); ok {

@@ -28,10 +28,12 @@ import (
 //
 // Once runSize entries follow the runs, the indexer writes the window as
 // a run after the frame that brought it there: it holds at most runSize
-// entries' records and one frame's. A record costs about 60 bytes
-// resident (40 of key and value in a map slot, the rest the map's spare
-// slots and control bytes): about 1 MiB for a leaf-hash window of
-// runSize entries, and as much again for keys if every entry has one.
+// entries' records and one frame's. A record costs 66 to 96 bytes
+// resident (a map slot of 40 bytes and a control byte; the map doubles
+// its slots as it grows, and is at its emptiest, 96, at runSize entries):
+// 1.5 MiB for a leaf-hash window of runSize entries
+// (TestBadgerWindowBytes), and as much again for keys if every entry has
+// one. The map keeps its slots when emptied, for the next run's records.
 // Stores written before it kept the window in badger ('h' and 'k' keys),
 // which Open moves to a run (openWindow).
 //
