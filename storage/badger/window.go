@@ -239,6 +239,7 @@ func (s *Store) openWindow(ctx context.Context, ri *runIndex, log *slog.Logger) 
 		return min(pos, int64(logEnd)), nil
 	}
 	// The window of an older store, in badger.
+	moved := indexed > end
 	for first := end; first < indexed; {
 		chunk := indexed
 		if !ri.kind.sorted {
@@ -266,8 +267,10 @@ func (s *Store) openWindow(ctx context.Context, ri *runIndex, log *slog.Logger) 
 	ri.winMu.Lock()
 	ri.dropWindow(end)
 	ri.winMu.Unlock()
-	log.InfoContext(ctx, "ledger: moved the "+ri.kind.what+" index of the latest entries from badger to runs",
-		slog.Uint64("entries", indexed), slog.String("dir", ri.kind.dir))
+	if moved {
+		log.InfoContext(ctx, "ledger: moved the "+ri.kind.what+" index of the latest entries from badger to runs",
+			slog.Uint64("entries", indexed), slog.String("dir", ri.kind.dir))
+	}
 	return int64(logEnd), nil
 }
 

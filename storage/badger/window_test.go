@@ -132,6 +132,9 @@ func TestBadgerMovesWindowFromBadger(t *testing.T) {
 	if leaves != 50 || keys != 7 {
 		t.Fatalf("the old layout holds %d leaf hashes and %d keys in badger; want those of the window, 50 and 7", leaves, keys)
 	}
+	// A copy, for a crash of the move after its runs were written.
+	crashed := filepath.Join(t.TempDir(), "store")
+	copyDir(t, dir, crashed)
 	s = openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	for _, kind := range []string{"leaves", "keys"} {
 		if end, _, ok, err := badger.RunMark(s, kind); err != nil || end != 250 || !ok {
@@ -161,6 +164,33 @@ func TestBadgerMovesWindowFromBadger(t *testing.T) {
 	defer s.Close()
 	wantLeaves(t, s, batches)
 	wantKeys(t, s, batches)
+
+	// The move's runs written, and neither the mark nor the drop: the
+	// next Open finishes it.
+	for _, run := range []string{"leaves/00000000000000000200-00000000000000000250.leaves", "keys/00000000000000000200-00000000000000000250.keys"} {
+		b, err := os.ReadFile(filepath.Join(dir, run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, run), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := openBadger(t, crashed, badger.Options{Logger: testLogger(t)})
+	if end, _, ok, err := badger.RunMark(c, "leaves"); err != nil || end != 250 || !ok {
+		t.Fatalf("the leaf-hash run mark after the move a crash cut short = %d (position recorded: %v), %v; want 250 with a position", end, ok, err)
+	}
+	wantLeaves(t, c, batches[:5])
+	wantKeys(t, c, batches[:5])
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := leafKeys(t, crashed); n != 0 {
+		t.Fatalf("badger holds %d leaf hashes after the move a crash cut short; want none", n)
+	}
+	if got := leafRuns(t, crashed); len(got) != 3 {
+		t.Fatalf("leaves/ holds %v after the move a crash cut short; want 3 runs", got)
+	}
 }
 
 // Lookups while the indexer writes runs find every entry committed
