@@ -14,22 +14,26 @@
 //     fdatasync. It is the durable copy of the log; its byte layout is
 //     in framelog.go. Frames written before that delta format, each
 //     tile whole, are read as ever.
-//   - index/, a badger database indexing the frames (the latest leaf
-//     hashes and idempotency keys, partial tiles, the tree size and the
-//     marks of how far the files below are complete), written behind the
-//     frames without a sync of its own; its key layout is on Store.
+//   - index/, a badger database indexing the frames (partial tiles, the
+//     tree size and the marks of how far the files below are complete),
+//     written behind the frames without a sync of its own; its key
+//     layout is on Store.
 //   - tiles/, the full tiles, one file per level, written with pwrite and
 //     read with pread, so that their pages are the kernel's page cache
 //     rather than the process's memory (badger maps its tables); their
 //     layout is in tilefile.go.
 //   - leaves/, the leaf-hash index but for the entries after its last
-//     run, which badger keeps: sorted runs of leaf hashes, written whole
-//     and read with pread, for the same reason; their layout is in
-//     runindex.go.
+//     run: sorted runs of leaf hashes, written whole and read with
+//     pread, for the same reason; their layout is in runindex.go.
 //   - keys/, the idempotency-key index but for the entries after its
-//     last run, which badger keeps: sorted runs of the keys' SHA-256, in
-//     the same layout, so that the keys are kept for the life of the log
-//     at a resident cost of 8 bytes per 102 keys.
+//     last run: sorted runs of the keys' SHA-256, in the same layout, so
+//     that the keys are kept for the life of the log at a resident cost
+//     of 8 bytes per 102 keys.
+//
+// The leaf hashes and keys of the entries after the runs (at most 16,384
+// entries' and a frame's) are held in memory, not written anywhere: Open
+// rebuilds them from the frames after the runs' end, whose position the
+// runs' marks in badger record (window.go).
 //   - checkpoints/, the checkpoint history: every signed checkpoint,
 //     appended to a file of checksummed records, synced before
 //     AddCheckpoint returns, with a dense index of fixed records beside
@@ -54,8 +58,9 @@
 // short (never acknowledged), cuts a checkpoint a crash cut short at the
 // end of the history (never acknowledged either) and makes the history's
 // index whole, restores either copy of the latest signed checkpoint from
-// the other, moves the checkpoints and entry locations of a store written
-// before the history and the locations file out of badger, says what it
+// the other, moves the checkpoints, entry locations, and latest leaf
+// hashes and keys of a store written before the history, the locations
+// file and the windows in memory out of badger, says what it
 // repaired (Store.Repairs), and refuses, wrapping ledger.ErrCorrupt, a
 // frame log that is damaged, does not continue the index, or holds fewer
 // entries than the latest signed checkpoint, and a checkpoint history

@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -319,4 +321,188 @@ func encodeOldFrame(buf []byte, b ledger.Batch, locs []entryLocation) ([]byte, [
 	binary.BigEndian.PutUint32(buf[frame:], uint32(len(payload)))
 	binary.BigEndian.PutUint32(buf[frame+4:], crc32.Checksum(payload, castagnoli))
 	return buf, locs, nil
+}
+
+func leafHashKey(h [ledger.HashSize]byte, index uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{prefixLeafHash}, h[:]...), index)
+}
+
+func idempotencyKey(key []byte) []byte {
+	return append([]byte{prefixKey}, key...)
+}
+
+// OldWindowLayout puts the closed store in dir in the layout before the
+// window held in memory (window.go), as the store of an earlier version:
+// the leaf hash of each indexed entry after the leaf-hash runs in an 'h'
+// key of badger, the key of each after the key runs in a 'k' key, and
+// each run mark, if there is one, of 8 bytes, the entry alone. It
+// returns how many keys of each it wrote.
+func OldWindowLayout(dir string) (leaves, keys int, err error) {
+	db, err := badgerdb.Open(badgerdb.DefaultOptions(filepath.Join(dir, indexDir)).WithLogger(nil))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	l, err := openFrameLog(filepath.Join(dir, framesDir), minSegment, func(int64) bool { return false })
+	if err != nil {
+		return 0, 0, err
+	}
+	defer l.close()
+	ends := map[byte]uint64{}
+	for _, kind := range []*runKind{&leafRunKind, &keyRunKind} {
+		names, err := os.ReadDir(filepath.Join(dir, kind.dir))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, 0, err
+		}
+		for _, d := range names {
+			if _, end, ok := parseRunName(kind, d.Name()); ok {
+				ends[kind.prefix] = max(ends[kind.prefix], end)
+			}
+		}
+	}
+	var logEnd uint64
+	txn := db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	if logEnd, _, err = getUint64(txn, keyLogEnd); err != nil {
+		return 0, 0, err
+	}
+	for _, kind := range []*runKind{&leafRunKind, &keyRunKind} {
+		end, _, _, ok, err := readRunMark(txn, kind.mark)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			if err := txn.Set(kind.mark, binary.BigEndian.AppendUint64(nil, end)); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	for _, seg := range l.segments {
+		for pos := seg.first; pos < seg.end(); {
+			payload, whole, err := readFrame(seg, pos)
+			if err != nil {
+				return 0, 0, err
+			}
+			end := pos + frameHeaderSize + int64(len(payload))
+			if !whole || uint64(end) > logEnd {
+				break
+			}
+			b, _, _, err := decodeFrame(payload)
+			if err != nil {
+				return 0, 0, err
+			}
+			for i, h := range b.LeafHashes {
+				index := b.Start + uint64(i)
+				if index >= ends[prefixLeafHash] {
+					if err := txn.Set(leafHashKey(h, index), nil); err != nil {
+						return 0, 0, err
+					}
+					leaves++
+				}
+				if len(b.Keys) > 0 && len(b.Keys[i]) > 0 && index >= ends[prefixKey] {
+					if err := txn.Set(idempotencyKey(b.Keys[i]), binary.BigEndian.AppendUint64(nil, index)); err != nil {
+						return 0, 0, err
+					}
+					keys++
+				}
+			}
+			pos = end
+		}
+	}
+	return leaves, keys, txn.Commit()
+}
+
+// RollBackRuns leaves the closed store in dir as a crash after the index
+// of the frame that brought its runs to end, but before their next runs
+// were written, leaves it: the runs from end on removed (the runs not
+// merged across end), and each run mark at end, with the position of the
+// frame that starts there.
+func RollBackRuns(dir string, end uint64) (err error) {
+	db, err := badgerdb.Open(badgerdb.DefaultOptions(filepath.Join(dir, indexDir)).WithLogger(nil))
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	l, err := openFrameLog(filepath.Join(dir, framesDir), minSegment, func(int64) bool { return false })
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	pos := int64(-1)
+	for _, seg := range l.segments {
+		for at := seg.first; at < seg.end() && pos < 0; {
+			payload, whole, err := readFrame(seg, at)
+			if err != nil || !whole {
+				return errors.Join(err, errors.New("no frame starts at the entry"))
+			}
+			b, _, _, err := decodeFrame(payload)
+			if err != nil {
+				return err
+			}
+			if b.Start == end {
+				pos = at
+			}
+			at += frameHeaderSize + int64(len(payload))
+		}
+	}
+	if pos < 0 {
+		return errors.New("no frame starts at the entry")
+	}
+	for _, kind := range []*runKind{&leafRunKind, &keyRunKind} {
+		names, err := os.ReadDir(filepath.Join(dir, kind.dir))
+		if err != nil {
+			return err
+		}
+		for _, d := range names {
+			if first, _, ok := parseRunName(kind, d.Name()); ok && first >= end {
+				if err := os.Remove(filepath.Join(dir, kind.dir, d.Name())); err != nil {
+					return err
+				}
+			}
+		}
+		v := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, end), uint64(pos))
+		if err := db.Update(func(txn *badgerdb.Txn) error { return txn.Set(kind.mark, v) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunMark returns the run mark of kind "leaves" or "keys" in s's index:
+// the entry the runs reach, the position of the frame that holds it, and
+// whether the mark has one.
+func RunMark(s *Store, kind string) (end uint64, pos int64, posKnown bool, err error) {
+	key := keyLeavesEnd
+	if kind == "keys" {
+		key = keyKeysEnd
+	}
+	err = s.db.View(func(txn *badgerdb.Txn) error {
+		end, pos, posKnown, _, err = readRunMark(txn, key)
+		return err
+	})
+	return end, pos, posKnown, err
+}
+
+// WindowBytes returns the heap bytes a leaf-hash window of n entries
+// takes, measured as the heap grows while one is filled: the least of
+// three tries, as other goroutines may free memory meanwhile.
+func WindowBytes(n int) float64 {
+	least := int64(-1)
+	for range 3 {
+		ri := &runIndex{kind: &leafRunKind, window: map[[ledger.HashSize]byte]uint64{}}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		ri.addToWindow(0, n, func(i int) ([ledger.HashSize]byte, bool) {
+			return sha256.Sum256(binary.BigEndian.AppendUint64(nil, uint64(i))), true
+		})
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(ri)
+		if d := int64(after.HeapAlloc) - int64(before.HeapAlloc); d > 0 && (least < 0 || d < least) {
+			least = d
+		}
+	}
+	return float64(least)
 }

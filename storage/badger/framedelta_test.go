@@ -273,6 +273,10 @@ func damageRecord(t *testing.T, r deltaRecord, off int, fixCRC bool) {
 // against the stored tile; a record whose first is not the tile's width
 // at the frame's start is refused, naming the frame.
 func TestBadgerDamagedDeltaFrames(t *testing.T) {
+	// Runs of 100 entries: the damaged frame is below the runs' end, so
+	// that Open, which reads the frames after it (window.go), does not
+	// read it unless it replays its tiles.
+	badger.SetRunSize(t, 100)
 	build := func(t *testing.T) (string, deltaRecord) {
 		dir := t.TempDir()
 		smallBatches(t, dir, 0, 3000)

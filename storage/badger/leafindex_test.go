@@ -18,8 +18,8 @@ import (
 )
 
 // The leaf-hash index keeps the older leaf hashes in runs in leaves/
-// and only those after the runs in badger (leafindex.go). These tests use
-// runs of 100 entries.
+// and those after the runs in memory, in its window (runindex.go,
+// window.go). These tests use runs of 100 entries.
 
 // leafStore commits n batches of 50 entries to the store in dir, keeping
 // it open, and returns the batches.
@@ -101,8 +101,7 @@ func badgerKeys(t *testing.T, dir string, prefix byte, fn func(key, value []byte
 }
 
 // Leaf hashes go to runs as they gather, the runs are merged, badger keeps
-// only those after the runs, and IndexOf finds every entry, before and
-// after a reopen.
+// none, and IndexOf finds every entry, before and after a reopen.
 func TestBadgerLeafRuns(t *testing.T) {
 	badger.SetRunSize(t, 100)
 	dir := t.TempDir()
@@ -126,8 +125,8 @@ func TestBadgerLeafRuns(t *testing.T) {
 	if len(runs) == 0 || len(runs) > 6 || !strings.HasPrefix(runs[0], "00000000000000000000-") {
 		t.Fatalf("leaves/ holds %v; want at most 6 runs (log2(2050/100)+1) from entry 0", runs)
 	}
-	if n := leafKeys(t, dir); n >= 200 {
-		t.Fatalf("badger holds %d leaf hashes; want fewer than two runs' worth", n)
+	if n := leafKeys(t, dir); n != 0 {
+		t.Fatalf("badger holds %d leaf hashes; want none (the window is in memory)", n)
 	}
 	s = openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	defer s.Close()
@@ -135,7 +134,8 @@ func TestBadgerLeafRuns(t *testing.T) {
 }
 
 // A store whose leaf hashes are all in badger, as every store written
-// before the runs, has them moved to a run at Open.
+// before the runs, has them moved to a run at Open, and keeps none in
+// badger after.
 func TestBadgerMovesLeafHashesToRuns(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, badger.Options{Logger: testLogger(t)})
@@ -145,6 +145,9 @@ func TestBadgerMovesLeafHashesToRuns(t *testing.T) {
 	}
 	if runs := leafRuns(t, dir); len(runs) != 0 {
 		t.Fatalf("leaves/ holds %v before any run", runs)
+	}
+	if _, _, err := badger.OldWindowLayout(dir); err != nil {
+		t.Fatal(err)
 	}
 	if n := leafKeys(t, dir); n != 1000 {
 		t.Fatalf("badger holds %d leaf hashes, want 1000", n)
@@ -159,8 +162,8 @@ func TestBadgerMovesLeafHashesToRuns(t *testing.T) {
 	if runs := leafRuns(t, dir); len(runs) != 1 || runs[0] != "00000000000000000000-00000000000000001000.leaves" {
 		t.Fatalf("leaves/ holds %v; want the run of the 1,000 entries moved", runs)
 	}
-	if n := leafKeys(t, dir); n != 50 {
-		t.Fatalf("badger holds %d leaf hashes after the move; want the 50 appended since", n)
+	if n := leafKeys(t, dir); n != 0 {
+		t.Fatalf("badger holds %d leaf hashes after the move; want none", n)
 	}
 	s = openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	defer s.Close()
@@ -468,12 +471,10 @@ func TestBadgerKeyRuns(t *testing.T) {
 	wantRepeatsRefused(t, s, keyOf(batches, 0), keyOf(batches, 2044))
 }
 
-// Once a run is written, badger holds the keys of no entry below the
-// runs' end: its keys grow with the entries after the runs only. (Runs
-// sorted in chunks of 30 entries here, to delete the keys of each.)
+// Badger holds no idempotency key: the runs hold those of the older
+// entries, the window in memory those after.
 func TestBadgerKeyRunsLeaveNoKeysInBadger(t *testing.T) {
 	badger.SetRunSize(t, 100)
-	badger.SetSortChunk(t, 30)
 	dir := t.TempDir()
 	s := openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	every := func(uint64) bool { return true }
@@ -482,9 +483,8 @@ func TestBadgerKeyRunsLeaveNoKeysInBadger(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	indices := keyIndices(t, dir)
-	if len(indices) != 50 || indices[0] != 400 {
-		t.Fatalf("badger holds the idempotency keys of %d entries from %v; want those of the 50 entries after the runs, [400, 450)", len(indices), indices[:min(len(indices), 1)])
+	if indices := keyIndices(t, dir); len(indices) != 0 {
+		t.Fatalf("badger holds the idempotency keys of %d entries; want none", len(indices))
 	}
 	s = openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	defer s.Close()
@@ -508,6 +508,9 @@ func TestBadgerMovesKeysToRuns(t *testing.T) {
 				keys++
 			}
 		}
+	}
+	if _, _, err := badger.OldWindowLayout(dir); err != nil {
+		t.Fatal(err)
 	}
 	if n := len(keyIndices(t, dir)); n != keys {
 		t.Fatalf("badger holds %d idempotency keys, want %d", n, keys)
@@ -535,8 +538,8 @@ func TestBadgerMovesKeysToRuns(t *testing.T) {
 	if runs := keyRuns(t, dir); !slices.Equal(runs, want) {
 		t.Fatalf("keys/ holds %v; want the runs of the 1,000 entries moved, %v", runs, want)
 	}
-	if indices := keyIndices(t, dir); len(indices) == 0 || indices[0] < 1000 {
-		t.Fatalf("badger holds the keys of the entries %v after the move; want only those appended since", indices)
+	if indices := keyIndices(t, dir); len(indices) != 0 {
+		t.Fatalf("badger holds the keys of the entries %v after the move; want none", indices)
 	}
 	s = openBadger(t, dir, badger.Options{Logger: testLogger(t)})
 	defer s.Close()

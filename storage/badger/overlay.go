@@ -13,7 +13,8 @@ import (
 // indexer goroutine writes badger's index behind it, so that a commit's
 // latency is one write and one fdatasync. Until a frame is indexed, reads
 // find its entries, leaf hashes, keys and tiles here. A frame leaves the
-// overlay only after its index is committed to badger, so every read finds
+// overlay only after its index is committed to badger (and its leaf
+// hashes and keys are in the windows beside it, window.go), so every read finds
 // everything committed in one place or the other; readers look here first.
 
 // maxPendingFrames bounds the frames waiting for the indexer: a Commit

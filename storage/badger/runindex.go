@@ -37,9 +37,9 @@ import (
 // each the records of the entries [first, end) sorted by (hash, index),
 // in a file named by that range (first-end.leaves, first-end.keys; 20
 // decimal digits each), written whole, synced and renamed into place,
-// and never changed; and, in badger as before, the records of the
-// entries after the last run, written with each frame's index ('h' keys
-// of leaf hashes, 'k' keys of idempotency keys). A record is a 32-byte
+// and never changed; and, in memory, the window: the records of the
+// entries after the last run, added as each frame is indexed and rebuilt
+// at Open from the frame log (window.go). A record is a 32-byte
 // hash and a u64 index: a leaf hash, or the SHA-256 of an idempotency
 // key. Every entry has a leaf hash, so a leaf-hash run holds a record per
 // entry (fewer only if hashes repeat: only the lowest index under a hash
@@ -48,10 +48,8 @@ import (
 // none. Neither index forgets: idempotency keys are kept for the life of
 // the log, at a resident cost of the fences alone.
 //
-// Once runSize entries follow an index's runs, the indexer writes their
-// records as a run, then deletes their keys from badger; keys a crash
-// left behind are below the runs' end, where lookups find the runs first,
-// and are deleted with the next run's. A background merger merges two
+// Once runSize entries follow an index's runs, the indexer writes the
+// window as a run, then empties it. A background merger merges two
 // neighbouring runs while the later one covers more than 1/ratio as many
 // entries as the one before it (half for leaf hashes, a quarter for
 // keys: runKind.ratio), so that sizes shrink by that ratio from the
@@ -86,14 +84,15 @@ type runKind struct {
 	dir    string // under the store's directory
 	suffix string // of its run files
 	magic  string // the 4 bytes ending its run files
-	prefix byte   // of its badger keys
-	mark   []byte // badger key of the entry up to which runs were written
+	prefix byte   // of its badger keys, before the window in memory
+	mark   []byte // badger key of the runs' end (window.go)
 	// sparse: a run may hold no record (entries without a key).
 	sparse bool
 	// rememberMisses: lookups remember what the runs do not hold
 	// (runIndex.missed), for the commit's check that follows them.
 	rememberMisses bool
-	// sorted: badger's order of the kind's keys is the records' order.
+	// sorted: badger's order of the kind's keys is the records' order
+	// (a store from before the window in memory, moved at Open).
 	sorted bool
 	// ratio: each run covers at least ratio times the entries of the
 	// next, which merges keep. A log of n entries has at most about
@@ -104,7 +103,8 @@ type runKind struct {
 	// writes of a record over its life there, not 9.4: a simulation of
 	// the merges).
 	ratio uint64
-	// record returns the record of one of the kind's badger keys.
+	// record returns the record of one of the kind's badger keys (a
+	// store from before the window in memory).
 	record func(item *badgerdb.Item) (runRecord, error)
 }
 
@@ -146,17 +146,17 @@ var (
 // feasible, and the key runs do not hold the keys themselves.
 func keyHash(key []byte) [ledger.HashSize]byte { return sha256.Sum256(key) }
 
-// runSize is how many entries' records gather in badger before they are
-// written as a run: about 1 MiB of badger's tables of leaf hashes, and a
-// run written about once a second at full speed. A variable for the
-// tests.
+// runSize is how many entries' records gather in the window before they
+// are written as a run: about 1.5 MiB of memory for leaf hashes
+// (window.go), and a run written about once a second at full speed. A
+// variable for the tests.
 var runSize uint64 = 1 << 14
 
 // sortChunk is the most entries whose records a run of a kind that is
 // not sorted in badger is sorted from at once, in memory (40 bytes a
-// record): a store from before the key runs moves its keys into runs of
-// this many entries, which the merger then merges. A variable for the
-// tests.
+// record): a store from before the key runs, or from before the window
+// in memory, moves its keys from badger into runs of this many entries,
+// which the merger then merges. A variable for the tests.
 var sortChunk uint64 = 1 << 18
 
 // mergesOff stops merges from starting; for the tests.
@@ -183,8 +183,8 @@ type runIndex struct {
 	logger *slog.Logger
 
 	// mu guards the fields below; lookups hold it for reading while
-	// they read the runs and badger, so that the merger closes no file
-	// under them and a run's keys are not deleted from badger between.
+	// they read the runs and the window, so that the merger closes no
+	// file under them and no run takes the window's records between.
 	mu   sync.RWMutex
 	runs []*indexRun // ordered, contiguous from entry 0
 	err  error       // a failed background merge, reported by indexed
@@ -202,6 +202,13 @@ type runIndex struct {
 	// block read per run. At most missedMax, all forgotten when full.
 	missedMu sync.Mutex
 	missed   map[[ledger.HashSize]byte]uint64
+
+	// winMu guards the window (window.go): the records of the entries
+	// from entry from, the runs' end, on, each hash with its lowest
+	// index. Taken after mu by those that hold both.
+	winMu  sync.RWMutex
+	window map[[ledger.HashSize]byte]uint64
+	from   uint64
 }
 
 // missedMax bounds runIndex.missed: more than the appends a ledger holds
@@ -236,7 +243,7 @@ func openRunIndex(kind *runKind, dir string, logger *slog.Logger) (*runIndex, er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: creating the %s index directory: %w", kind.what, err)
 	}
-	ri := &runIndex{kind: kind, dir: dir, logger: logger}
+	ri := &runIndex{kind: kind, dir: dir, logger: logger, window: map[[ledger.HashSize]byte]uint64{}}
 	names, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: reading the %s index directory: %w", kind.what, err)
@@ -476,95 +483,6 @@ func (ri *runIndex) runsEnd() uint64 {
 	ri.mu.RLock()
 	defer ri.mu.RUnlock()
 	return ri.end()
-}
-
-// indexed tells the index that badger now indexes the entries below size
-// (called by the indexer after each frame); it writes a run when runSize
-// of them follow the runs.
-func (ri *runIndex) indexed(db *badgerdb.DB, size uint64) error {
-	ri.mu.RLock()
-	err, end := ri.err, ri.end()
-	ri.mu.RUnlock()
-	if err != nil || size-end < runSize {
-		return err
-	}
-	return ri.flush(db, size)
-}
-
-// flush writes the records badger holds of the entries from the runs' end
-// up to size as runs (one, or, for a kind not sorted in badger, one per
-// sortChunk entries), then deletes from badger the keys it read of the
-// entries below each run's end (a first run over a whole older store's
-// drops the prefix instead), and starts the merger if the runs call for
-// it. Called by the indexer, when badger holds the keys of every entry
-// below size and none above, or by Open before recovery, which writes
-// again the keys of the frames after the indexed ones.
-func (ri *runIndex) flush(db *badgerdb.DB, size uint64) error {
-	ri.mu.RLock()
-	start := ri.end()
-	ri.mu.RUnlock()
-	what := ri.kind.what
-	// A first run over a whole older store's keys drops the prefix;
-	// otherwise the keys read are deleted, about a run's worth.
-	drop := start == 0 && size > 4*runSize
-	for first := start; first < size; {
-		end := size
-		if !ri.kind.sorted {
-			end = min(size, first+sortChunk)
-		}
-		var keys [][]byte
-		r, err := ri.createRun(first, end, func(add func(runRecord) error) error {
-			return ri.badgerRecords(db, first, end, add, func(item *badgerdb.Item, rec runRecord) {
-				// Those of the run, and those a crash left below the
-				// runs (read again by every chunk: deleted with the
-				// first).
-				if !drop && rec.index < end && (rec.index >= first || first == start) {
-					keys = append(keys, item.KeyCopy(nil))
-				}
-			})
-		})
-		if err != nil {
-			return err
-		}
-		ri.mu.Lock()
-		ri.runs = append(ri.runs, r)
-		ri.startMerger()
-		ri.mu.Unlock()
-		// Lookups find these entries in the runs from here on.
-		if !drop {
-			if err := ri.written(db, end, keys); err != nil {
-				return err
-			}
-		}
-		first = end
-	}
-	if drop {
-		if err := db.DropPrefix([]byte{ri.kind.prefix}); err != nil {
-			return fmt.Errorf("ledger: dropping the %s keys written to runs from badger: %w", what, err)
-		}
-		return ri.written(db, size, nil)
-	}
-	return nil
-}
-
-// written records in badger that the runs reach end, the runs being
-// durable, so that a run file lost later is found missing at Open, and
-// deletes keys, which the runs hold.
-func (ri *runIndex) written(db *badgerdb.DB, end uint64, keys [][]byte) error {
-	w := indexWriter{db: db, txn: db.NewTransaction(true)}
-	defer func() { w.txn.Discard() }()
-	w.set(ri.kind.mark, binary.BigEndian.AppendUint64(nil, end))
-	for _, k := range keys {
-		w.delete(k)
-	}
-	err := w.err
-	if err == nil {
-		err = w.txn.Commit()
-	}
-	if err != nil {
-		return fmt.Errorf("ledger: deleting the %s keys written to a run from badger: %w", ri.kind.what, err)
-	}
-	return nil
 }
 
 // eachBadgerKey calls fn with each of the kind's keys in badger and its
@@ -816,9 +734,9 @@ func (r *indexRun) find(h [ledger.HashSize]byte, b []byte) (uint64, bool, error)
 	return 0, false, nil
 }
 
-// lookup returns the lowest index under h: the runs, oldest first, then
-// badger, which inBadger reads.
-func (ri *runIndex) lookup(h [ledger.HashSize]byte, inBadger func() (uint64, bool, error)) (uint64, bool, error) {
+// lookup returns the lowest index under h: the runs, oldest first,
+// then the window.
+func (ri *runIndex) lookup(h [ledger.HashSize]byte) (uint64, bool, error) {
 	var index uint64
 	var found bool
 	err := ri.withRuns(func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error {
@@ -829,16 +747,16 @@ func (ri *runIndex) lookup(h [ledger.HashSize]byte, inBadger func() (uint64, boo
 		if ri.kind.rememberMisses {
 			ri.rememberMissed(h, ri.end())
 		}
-		index, found, err = inBadger()
-		return err
+		index, found = ri.inWindow(h)
+		return nil
 	})
 	return index, found, err
 }
 
 // withRuns calls fn with inRuns, which returns the lowest index under a
 // hash in the runs, oldest first, holding mu for reading until fn
-// returns: fn may read badger after the runs, for the entries after
-// them, as no run is added, and so no key deleted from badger, meanwhile.
+// returns: fn may read the window after the runs, for the entries after
+// them, as no run is added, and so the window not drained, meanwhile.
 func (ri *runIndex) withRuns(fn func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error) error {
 	b := blockPool.Get().(*[runBlockSize]byte)
 	defer blockPool.Put(b)
@@ -857,27 +775,6 @@ func (ri *runIndex) withRuns(fn func(inRuns func([ledger.HashSize]byte) (uint64,
 // blockPool holds the blocks lookups read into: a commit looks up each of
 // its keys, in every run, and a block each would be most of its garbage.
 var blockPool = sync.Pool{New: func() any { return new([runBlockSize]byte) }}
-
-// leafInBadger returns the lowest index badger holds under leaf hash h.
-func leafInBadger(db *badgerdb.DB, h [ledger.HashSize]byte) (uint64, bool, error) {
-	var index uint64
-	var found bool
-	err := db.View(func(txn *badgerdb.Txn) error {
-		prefix := leafHashKey(h, 0)[:1+ledger.HashSize]
-		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		// Keys of a hash sort by index: the first is the lowest.
-		if it.Seek(prefix); it.Valid() {
-			key := it.Item().Key()
-			if len(key) != len(prefix)+8 {
-				return fmt.Errorf("%w: a leaf-hash key of %d bytes", ledger.ErrCorrupt, len(key))
-			}
-			index, found = binary.BigEndian.Uint64(key[len(prefix):]), true
-		}
-		return nil
-	})
-	return index, found, err
-}
 
 // scan reads every block of the runs, checking its checksum, that the
 // records are in order and of entries in the run, and that there are as

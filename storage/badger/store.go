@@ -36,17 +36,11 @@ import (
 // entries can be located with one forward iterator. Integer values are
 // big-endian uint64.
 //
-//	'h' [32]byte leaf hash,     (empty), for the entries after the leaf-hash
-//	    u64 index               runs (runindex.go); the lowest index under
-//	                            a leaf hash is the first key with its prefix
 //	't' u8 level, u64 index     a partial tile's hashes, the last version
 //	                            committed (full tiles are in tiles/,
 //	                            tilefile.go; a tile's last partial version
 //	                            stays until the tiles mark after it is
 //	                            full, see writeTiles)
-//	'k' idempotency key         u64 index of the entry committed with it,
-//	                            for the entries after the idempotency-key
-//	                            runs (runindex.go)
 //	'm' "size"                  u64 tree size (number of entries indexed)
 //	'm' "end"                   u64 log position after the last frame indexed
 //	'm' "tiles"                 u64 log position up to which the store
@@ -56,19 +50,25 @@ import (
 //	'm' "tilefiles"             u64 size of each tile file (levels 0 to 7)
 //	                            when the tiles mark was last written
 //	'm' "leaves"                u64 entry up to which leaf-hash runs were
-//	                            written (absent: 0); 'h' keys hold the
-//	                            leaf hashes of the entries after the runs
+//	                            written, u64 log position of the frame
+//	                            holding that entry, from which Open
+//	                            rebuilds the window of the entries after
+//	                            the runs (absent: 0, 0; window.go)
 //	'm' "locations"             u64 log position up to which the locations
 //	                            file holds every frame's entry locations,
 //	                            u64 records it held when synced for this
 //	                            mark (absent: 0, 0; locfile.go)
 //	'm' "keys"                  u64 entry up to which idempotency-key runs
-//	                            were written (absent: 0); 'k' keys hold the
-//	                            keys of the entries after the runs
+//	                            were written, u64 log position of the
+//	                            frame holding it (absent: 0, 0; window.go)
 //
 // Where each entry is in the frame log is in the locations file
 // (locfile.go), not in badger; stores written before it kept it in 'f'
-// keys, which Open moves there.
+// keys, which Open moves there. The leaf hashes and idempotency keys of
+// the entries after their runs are in memory (window.go); stores written
+// before that kept them in 'h' keys ([32]byte leaf hash, u64 index →
+// empty) and 'k' keys (idempotency key → u64 index), with 8-byte run
+// marks, which Open moves to runs.
 //
 // A store written before the checkpoint history kept its checkpoints here,
 // 'c' u64 size → signed checkpoint and 'm' "checkpoint" → u64 size of the
@@ -151,14 +151,6 @@ var (
 	keyLatestCheckpoint = []byte{prefixMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'} // before the checkpoint history only
 )
 
-func leafHashKey(h [ledger.HashSize]byte, index uint64) []byte {
-	return binary.BigEndian.AppendUint64(append([]byte{prefixLeafHash}, h[:]...), index)
-}
-
-func idempotencyKey(key []byte) []byte {
-	return append([]byte{prefixKey}, key...)
-}
-
 func tileKey(level uint8, index uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{prefixTile, level}, index)
 }
@@ -171,11 +163,11 @@ func tileKey(level uint8, index uint64) []byte {
 // Entries live in the frame log, which is read and written with plain
 // file I/O, so their pages are the kernel's page cache, not the process's
 // memory, and so are the files that index them (locations, full tiles,
-// leaf-hash and idempotency-key runs, the checkpoint history). Badger
-// holds what does not grow with the log: the leaf hashes and keys of the
-// latest entries (at most a run's worth and a frame's), the partial
-// tiles and the marks, about 41 bytes per entry of that window (and each
-// key's length); it maps its table files into memory, so their pages
+// leaf-hash and idempotency-key runs, the checkpoint history). The leaf
+// hashes and keys of the latest entries (at most a run's worth and a
+// frame's) are in the process's memory, about 1.5 MiB for each index at
+// most (window.go). Badger holds what does not grow with the log: the
+// partial tiles and the marks; it maps its table files into memory, so their pages
 // count in RSS until the kernel needs them back. Each table it builds, on flush
 // and compaction, takes a buffer of about twice the table's size, of
 // which it keeps up to 8 for reuse: hence small memtables and tables. The
@@ -454,10 +446,13 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if s.keys, err = openRunIndex(&keyRunKind, filepath.Join(dir, keysDir), opts.Logger); err != nil {
 		return fail(err)
 	}
+	windowFrom := int64(math.MaxInt64)
 	for _, ri := range []*runIndex{s.leaves, s.keys} {
-		if err := s.migrateRuns(ctx, ri, opts.Logger); err != nil {
+		from, err := s.openWindow(ctx, ri, opts.Logger)
+		if err != nil {
 			return fail(err)
 		}
+		windowFrom = min(windowFrom, from)
 	}
 	if err := s.openCheckpoints(ctx, opts.Logger); err != nil {
 		return fail(err)
@@ -465,7 +460,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := s.openLocations(ctx, opts.Logger); err != nil {
 		return fail(err)
 	}
-	size, err := s.recover(ctx, opts.Logger)
+	size, err := s.recover(ctx, opts.Logger, &windowRebuild{from: windowFrom})
 	if err != nil {
 		return fail(err)
 	}
@@ -534,11 +529,12 @@ func ownerOnly(dir string) error {
 
 // recover indexes the frames after the last one badger holds, writes the
 // partial tiles of those after the last tiles badger holds and the entry
-// locations of those after the locations mark (locfile.go), brings the
+// locations of those after the locations mark (locfile.go), gives window
+// those it indexed already from its position on (window.go), brings the
 // latest signed checkpoint's two copies (the checkpoint history's and
 // the checkpoint file's) to the later of the two, makes the result
 // durable, and returns the number of entries.
-func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
+func (s *Store) recover(ctx context.Context, log *slog.Logger, window *windowRebuild) (uint64, error) {
 	var size, end, tilesEnd, locsEnd uint64
 	cpSize, latest, hasCP := s.cps.last()
 	err := s.db.View(func(txn *badgerdb.Txn) error {
@@ -582,7 +578,7 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 	// The partial tiles the frames replayed so far made, by which the
 	// next frames' tiles are rebuilt (replayTiles).
 	replayedTiles := map[tileID][]byte{}
-	dropped, err := s.log.recover(int64(min(tilesEnd, locsEnd)), size, ack, func(pos int64, payload []byte) (uint64, error) {
+	dropped, err := s.log.recover(min(int64(min(tilesEnd, locsEnd)), window.from), size, ack, func(pos int64, payload []byte) (uint64, error) {
 		b, frameTiles, locs, err := decodeFrame(payload)
 		if err != nil {
 			return 0, fmt.Errorf("%w: frame at log position %d: %w", ledger.ErrCorrupt, pos, err)
@@ -602,7 +598,11 @@ func (s *Store) recover(ctx context.Context, log *slog.Logger) (uint64, error) {
 		}
 		if uint64(frameEnd) <= end {
 			// Indexed already; only its tiles and entry locations may be
-			// missing. The marks are set once, at the end.
+			// missing, and its records in the windows. The marks are set
+			// once, at the end.
+			if err := window.frame(s, pos, frameEnd, b); err != nil {
+				return 0, err
+			}
 			if uint64(frameEnd) > locsEnd {
 				if err := s.locations.write(b.Start, locs); err != nil {
 					return 0, err
@@ -813,14 +813,6 @@ func (s *Store) runIndexer() {
 			tiles = append(tiles, s.ov.pendingTiles()...)
 		}
 		if err := s.index(f.batch, f.locs, f.end, tiles, flush); err != nil {
-			fail(err)
-			return
-		}
-		if err := s.leaves.indexed(s.db, f.batch.Start+uint64(len(f.locs))); err != nil {
-			fail(err)
-			return
-		}
-		if err := s.keys.indexed(s.db, f.batch.Start+uint64(len(f.locs))); err != nil {
 			fail(err)
 			return
 		}
@@ -1071,10 +1063,11 @@ func (s *Store) Commit(ctx context.Context, b ledger.Batch) error {
 }
 
 // checkKeysUnused refuses a batch with an idempotency key already stored:
-// in the overlay, the key runs or badger, as keyIndexOf looks, but with
-// one hold of the runs and one badger transaction for the batch. The
-// overlay is read first: a frame leaves it only once badger has it, so
-// badger's transaction, begun after, holds every key the overlay lacked.
+// in the overlay, the key runs or their window, as keyIndexOf looks, but
+// with one hold of the runs for the batch. The overlay is read first: a
+// frame leaves it only once the window has it, and the window's records
+// leave it only for a run, in one step under the runs' lock, so the runs
+// and the window, read after, hold every key the overlay lacked.
 func (s *Store) checkKeysUnused(b ledger.Batch) error {
 	stored := func() error {
 		return fmt.Errorf("ledger: batch at %d: an idempotency key is already stored: %w", b.Start, ledger.ErrConflict)
@@ -1094,30 +1087,26 @@ func (s *Store) checkKeysUnused(b ledger.Batch) error {
 	}
 	err := s.keys.withRuns(func(inRuns func([ledger.HashSize]byte) (uint64, bool, error)) error {
 		end := s.keys.end() // withRuns holds the runs still
-		return s.db.View(func(txn *badgerdb.Txn) error {
-			for _, k := range b.Keys {
-				if len(k) == 0 {
-					continue
-				}
-				// A key the ledger looked up for a replay and found in no
-				// run is in none still, while the runs end where they did.
-				if h := keyHash(k); !s.keys.takeMissed(h, end) {
-					if _, ok, err := inRuns(h); err != nil || ok {
-						if ok {
-							return stored()
-						}
-						return err
+		for _, k := range b.Keys {
+			if len(k) == 0 {
+				continue
+			}
+			// A key the ledger looked up for a replay and found in no
+			// run is in none still, while the runs end where they did.
+			h := keyHash(k)
+			if !s.keys.takeMissed(h, end) {
+				if _, ok, err := inRuns(h); err != nil || ok {
+					if ok {
+						return stored()
 					}
-				}
-				switch _, err := txn.Get(idempotencyKey(k)); {
-				case err == nil:
-					return stored()
-				case !errors.Is(err, badgerdb.ErrKeyNotFound):
 					return err
 				}
 			}
-			return nil
-		})
+			if _, ok := s.keys.inWindow(h); ok {
+				return stored()
+			}
+		}
+		return nil
 	})
 	if err != nil && !errors.Is(err, ledger.ErrConflict) {
 		return fmt.Errorf("ledger: batch at %d: looking up idempotency keys: %w", b.Start, err)
@@ -1158,9 +1147,10 @@ func (s *Store) checkTilesExtend(b ledger.Batch) error {
 }
 
 // index writes badger's index of the frame of b, ending at log position
-// end, with tiles; locs are the entries' locations (b.Entries and b.Tiles
-// are not read). tilesDone says tiles hold every tile version up to this
-// frame. A batch
+// end, with tiles, and adds its leaf hashes and keys to the windows
+// (window.go), writing a window as a run once it holds runSize entries;
+// locs are the entries' locations (b.Entries and b.Tiles are not read).
+// tilesDone says tiles hold every tile version up to this frame. A batch
 // too large for one badger transaction is written in several: the last
 // one sets the size and the log position. Re-indexing a frame after a
 // crash writes the same keys and values.
@@ -1170,16 +1160,6 @@ func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []l
 	// The locations file before badger: a frame leaves the overlay only
 	// once both hold it.
 	w.err = s.locations.write(b.Start, locs)
-	// The leaf hashes after the last leaf-hash run (runindex.go).
-	for i := range locs {
-		w.set(leafHashKey(b.LeafHashes[i], b.Start+uint64(i)), nil)
-	}
-	// The idempotency keys after the last key run (runindex.go).
-	for i, k := range b.Keys {
-		if len(k) > 0 {
-			w.set(idempotencyKey(k), binary.BigEndian.AppendUint64(nil, b.Start+uint64(i)))
-		}
-	}
 	s.writeTiles(&w, tiles)
 	w.set(keySize, binary.BigEndian.AppendUint64(nil, b.Start+uint64(len(locs))))
 	w.set(keyLogEnd, binary.BigEndian.AppendUint64(nil, uint64(end)))
@@ -1192,7 +1172,9 @@ func (s *Store) index(b ledger.Batch, locs []entryLocation, end int64, tiles []l
 	if w.err != nil {
 		return fmt.Errorf("ledger: indexing batch at %d: %w", b.Start, w.err)
 	}
-	return nil
+	// The leaf hashes and keys, in the windows after the runs
+	// (window.go), which may become a run here.
+	return s.addToWindows(b, len(locs), end)
 }
 
 // writeTiles writes tiles: a full one to the tile files (tilefile.go); a
@@ -1311,44 +1293,6 @@ func (s *Store) migrateTiles(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("ledger: deleting the full tiles moved to %s from the index: %w", tilesDir, w.err)
 	}
 	log.InfoContext(ctx, "ledger: moved the full tiles from the index to their files", slog.Int("tiles", len(moved)), slog.String("dir", tilesDir))
-	return nil
-}
-
-// migrateRuns checks that ri's runs reach its mark, and writes as runs
-// the records badger holds of the entries it indexed after them, if they
-// are more than a run holds: for a store written before the runs of ri's
-// kind, all of them, whose keys are then dropped (a crash before the drop
-// leaves the runs, and the keys, harmless, until the next run is
-// written); after a crash between the index of a frame and its run, the
-// run.
-func (s *Store) migrateRuns(ctx context.Context, ri *runIndex, log *slog.Logger) error {
-	var indexed, mark uint64
-	err := s.db.View(func(txn *badgerdb.Txn) error {
-		var err error
-		if mark, _, err = getUint64(txn, ri.kind.mark); err != nil {
-			return err
-		}
-		indexed, _, err = getUint64(txn, keySize)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("ledger: reading the index: %w", err)
-	}
-	// The merger may be running already (merges a close cut short), so
-	// the runs are read under the index's lock.
-	end := ri.runsEnd()
-	if end < mark {
-		return fmt.Errorf("%w: the %s runs in %s reach entry %d, but runs up to %d were written", ledger.ErrCorrupt, ri.kind.what, ri.kind.dir, end, mark)
-	}
-	if indexed < end || indexed-end < runSize {
-		return nil
-	}
-	if err := ri.flush(s.db, indexed); err != nil {
-		return err
-	}
-	if end == 0 {
-		log.InfoContext(ctx, "ledger: moved the "+ri.kind.what+" index from badger to runs", slog.Uint64("entries", indexed), slog.String("dir", ri.kind.dir))
-	}
 	return nil
 }
 
@@ -1494,11 +1438,12 @@ func (s *Store) readIndexed(ctx context.Context, r *entryReader, start, end uint
 }
 
 // IndexOf implements Store: the overlay first (a frame leaves it only once
-// badger has it), then the leaf-hash index (runindex.go), whose runs hold
-// the older leaf hashes and badger the others; the lower of the two.
+// the window has it), then the leaf-hash index (runindex.go), whose runs
+// hold the older leaf hashes and its window in memory the others; the
+// lower of the two.
 func (s *Store) IndexOf(ctx context.Context, leafHash [ledger.HashSize]byte) (uint64, error) {
 	index, found := s.ov.leafIndex(leafHash)
-	i, ok, err := s.leaves.lookup(leafHash, func() (uint64, bool, error) { return leafInBadger(s.db, leafHash) })
+	i, ok, err := s.leaves.lookup(leafHash)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("ledger: looking up leaf hash %x: %w", leafHash, err)
@@ -1534,24 +1479,15 @@ func (s *Store) IndexOfKey(ctx context.Context, key []byte) (uint64, error) {
 }
 
 // keyIndexOf returns the index of the entry committed with the non-empty
-// key, and whether one was: the overlay (a frame leaves it only once
-// badger has it), then the key runs, which hold the SHA-256 of the keys
-// of the older entries (keyHash), then badger, which holds the keys of
+// key, and whether one was: the overlay (a frame leaves it only once the
+// window has it), then the key runs, which hold the SHA-256 of the keys
+// of the older entries (keyHash), then the window, which holds those of
 // the others.
 func (s *Store) keyIndexOf(key []byte) (uint64, bool, error) {
 	if index, ok := s.ov.keyIndex(key); ok {
 		return index, true, nil
 	}
-	return s.keys.lookup(keyHash(key), func() (uint64, bool, error) {
-		var index uint64
-		var found bool
-		err := s.db.View(func(txn *badgerdb.Txn) error {
-			var err error
-			index, found, err = getUint64(txn, idempotencyKey(key))
-			return err
-		})
-		return index, found, err
-	})
+	return s.keys.lookup(keyHash(key))
 }
 
 // Tile implements Store: the overlay's version if a pending frame wrote
