@@ -53,7 +53,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, mediator string)
 	}
 	in.rec.Kind, in.rec.PolicySet = entry.KindDecision, set.Digest()
 	in.rec.Decision, in.rec.Policies, in.rec.PolicyErrors = res.Decision, res.Determining, res.Errored
-	s.appendAndAnswer(w, r, mediator, in, start, func(receipt ledger.Receipt) ([]byte, bool) {
+	s.appendAndAnswer(w, r, mediator, in, start, func(answer []byte, receipt ledger.Receipt) ([]byte, bool) {
 		// The decision is the stored entry's: a new entry's is the one
 		// just made; a replayed entry's is read back from it (parsing
 		// every new entry too would cost a third of a decide's CPU).
@@ -71,7 +71,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, mediator string)
 		head.Policies, head.PolicyErrors = nonNilIDs(head.Policies), nonNilIDs(head.PolicyErrors)
 		b, _ := json.Marshal(head)
 		// The members, without the braces, then a comma: the receipt's follow.
-		return append(b[1:len(b)-1], ','), true
+		return append(append(answer, b[1:len(b)-1]...), ','), true
 	})
 }
 
