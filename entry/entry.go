@@ -646,6 +646,17 @@ const (
 	sigFollowerPublication = `,"time":"`
 )
 
+// sigAt returns where the "sig" member goes in body, a signed message
+// less its domain separator: before its sigFollower, or before its
+// sigFollowerPublication if it has none; -1 if it has neither.
+func sigAt(body []byte) int {
+	if at := bytes.LastIndex(body, []byte(sigFollower)); at >= 0 {
+		return at
+	}
+	// No tiers_digest: a policy_set, version 4 or 5 entry.
+	return bytes.LastIndex(body, []byte(sigFollowerPublication))
+}
+
 // signedDomainSeparators are the domain separators a signed message may
 // begin with, one a version.
 var signedDomainSeparators = []string{
@@ -669,10 +680,7 @@ func SignedEntry(message, sig []byte) ([]byte, error) {
 			break
 		}
 	}
-	at := bytes.LastIndex(body, []byte(sigFollower))
-	if at < 0 { // no tiers_digest: a policy_set, version 4 or 5 entry
-		at = bytes.LastIndex(body, []byte(sigFollowerPublication))
-	}
+	at := sigAt(body)
 	if !ok || at < 0 {
 		return nil, fmt.Errorf("%w: not a signed message", ErrMalformed)
 	}
