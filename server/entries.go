@@ -416,7 +416,16 @@ func decodeRequest(body []byte, fields []string) (appendRequest, string) {
 	if err != nil {
 		return req, domainProblem(err, fields)
 	}
-	for i := range obj.Len() {
+	// Names are unique, so every member is one of fields when as many of
+	// fields are members: checked without taking each name out of the
+	// object (a string each). Otherwise the loop finds which is not.
+	known := 0
+	for _, f := range fields {
+		if _, ok := obj.Get(f); ok {
+			known++
+		}
+	}
+	for i := 0; known != obj.Len() && i < obj.Len(); i++ {
 		name := obj.Name(i)
 		if !slices.Contains(fields, name) {
 			if slices.Contains(appendFields, name) {
