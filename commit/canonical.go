@@ -124,6 +124,51 @@ func appendCanonical(b []byte, n *node) []byte {
 	}
 }
 
+// canonicalLen returns the length of appendCanonical's form of n, so that
+// a caller can allocate it at once.
+func canonicalLen(n *node) int {
+	switch n.kind {
+	case kindNull, kindTrue:
+		return len("null")
+	case kindFalse:
+		return len("false")
+	case kindInteger:
+		var digits [20]byte
+		return len(strconv.AppendInt(digits[:0], n.num, 10))
+	case kindNumber:
+		return len(n.text)
+	case kindString:
+		return stringLen(n.text)
+	case kindArray:
+		l := len("[]") + max(len(n.elems)-1, 0) // and the commas
+		for i := range n.elems {
+			l += canonicalLen(&n.elems[i])
+		}
+		return l
+	default: // kindObject
+		l := len("{}") + max(len(n.members)-1, 0)
+		for i := range n.members {
+			l += stringLen(n.members[i].name) + len(":") + canonicalLen(&n.members[i].value)
+		}
+		return l
+	}
+}
+
+// stringLen returns the length of appendString's form of s: its quotes,
+// and each escape's extra characters.
+func stringLen(s []byte) int {
+	l := len(s) + len(`""`)
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			l++ // \x
+		case c < 0x20:
+			l += len(`\u00xx`) - 1
+		}
+	}
+	return l
+}
+
 // appendString writes s as RFC 8785 requires: the two-character escapes
 // \" \\ \b \f \n \r \t, \u00xx (lower-case hex) for other control
 // characters, and every other character as itself in UTF-8.

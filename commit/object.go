@@ -77,7 +77,9 @@ func (v Value) TextList() ([]string, bool) {
 func (v Value) IsObject() bool { return v.n.kind == kindObject }
 
 // Canonical returns the value's RFC 8785 form.
-func (v Value) Canonical() []byte { return appendCanonical(nil, v.n) }
+func (v Value) Canonical() []byte {
+	return appendCanonical(make([]byte, 0, canonicalLen(v.n)), v.n)
+}
 
 // Any returns the value as encoding/json decodes its text with UseNumber:
 // map[string]any for an object, []any, string, json.Number (the

@@ -388,3 +388,46 @@ func TestPropertyAnyIsTheCanonicalTextDecoded(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyCanonicalLen: canonicalLen is the length of the canonical
+// form, for every value spelled every way and for each member's value, so
+// that Value.Canonical allocates it once, exactly; strings with every
+// escape included.
+func TestPropertyCanonicalLen(t *testing.T) {
+	check := func(t *rapid.T, v Value) {
+		c := v.Canonical()
+		if n := len(appendCanonical(nil, v.n)); len(c) != n || cap(c) != n {
+			t.Fatalf("Canonical %q: length %d, capacity %d, want %d", c, len(c), cap(c), n)
+		}
+	}
+	escapes := rapid.SampledFrom([]string{`"`, `\`, "\b", "\f", "\n", "\r", "\t", "\x00", "\x01", "\x1f", "\x7f", "é", "a"})
+	rapid.Check(t, func(t *rapid.T) {
+		v := genObject(t)
+		if rapid.Bool().Draw(t, "escapes") {
+			v["escaped"] = strings.Join(rapid.SliceOf(escapes).Draw(t, "escaped"), "")
+		}
+		var b strings.Builder
+		spell(t, &b, v)
+		obj, err := Domain{}.Object([]byte(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, Value{&node{kind: kindObject, members: obj.members}})
+		for i := range obj.Len() {
+			m, _ := obj.Get(obj.Name(i))
+			check(t, m)
+		}
+	})
+}
+
+// Value.Canonical allocates its result and nothing else.
+func TestCanonicalAllocatesOnce(t *testing.T) {
+	obj, err := Domain{}.Object([]byte(`{"a":{"amount_minor":123456789,"currency":"EUR","memo":"line\nbreak \"quoted\"","recipient":{"domain":"example.com"},"tags":["x","y",true,null]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := obj.Get("a")
+	if n := testing.AllocsPerRun(100, func() { v.Canonical() }); n != 1 {
+		t.Errorf("Canonical allocates %v times, want 1", n)
+	}
+}

@@ -646,6 +646,23 @@ const (
 	sigFollowerPublication = `,"time":"`
 )
 
+// sigAt returns where the "sig" member goes in body, a signed message
+// less its domain separator: before its sigFollower, or before its
+// sigFollowerPublication if it has none; -1 if it has neither.
+func sigAt(body []byte) int {
+	if at := bytes.LastIndex(body, []byte(sigFollower)); at >= 0 {
+		return at
+	}
+	// No tiers_digest: a policy_set, version 4 or 5 entry.
+	return bytes.LastIndex(body, []byte(sigFollowerPublication))
+}
+
+// signedDomainSeparators are the domain separators a signed message may
+// begin with, one a version.
+var signedDomainSeparators = []string{
+	SignedDomainSeparator, SignedDomainSeparatorV2, SignedDomainSeparatorV3, SignedDomainSeparatorV4, SignedDomainSeparatorV5,
+}
+
 // SignedEntry returns the entry's bytes, as Marshal would after setting
 // Signature to sig, from a message SignedMessage returned: it inserts the
 // "sig" member into the message instead of checking and encoding every
@@ -654,23 +671,16 @@ func SignedEntry(message, sig []byte) ([]byte, error) {
 	if len(sig) != ed25519.SignatureSize {
 		return nil, fieldError("sig", "not a %d-byte Ed25519 signature", ed25519.SignatureSize)
 	}
-	body, ok := strings.CutPrefix(string(message), SignedDomainSeparator)
-	if !ok {
-		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV2)
+	// Cut and searched as bytes: a string(message) would copy the
+	// message once per separator tried.
+	var body []byte
+	ok := false
+	for _, sep := range signedDomainSeparators {
+		if body, ok = bytes.CutPrefix(message, []byte(sep)); ok {
+			break
+		}
 	}
-	if !ok {
-		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV3)
-	}
-	if !ok {
-		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV4)
-	}
-	if !ok {
-		body, ok = strings.CutPrefix(string(message), SignedDomainSeparatorV5)
-	}
-	at := strings.LastIndex(body, sigFollower)
-	if at < 0 { // no tiers_digest: a policy_set, version 4 or 5 entry
-		at = strings.LastIndex(body, sigFollowerPublication)
-	}
+	at := sigAt(body)
 	if !ok || at < 0 {
 		return nil, fmt.Errorf("%w: not a signed message", ErrMalformed)
 	}

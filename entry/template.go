@@ -1,6 +1,10 @@
 package entry
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -31,6 +35,9 @@ const (
 // and encoding every member again. The message Message returns is byte
 // for byte what SignedMessage returns for the entry with those values.
 //
+// Once the entry is signed, Signed builds the signed entry in the same
+// buffer: the entry is encoded once, into one allocation.
+//
 // A Template is not safe for concurrent use.
 type Template struct {
 	msg []byte
@@ -49,8 +56,9 @@ func (e *Entry) Template() (*Template, error) {
 		return nil, err
 	}
 	sep := e.separator()
-	// Room for the longest index, so that setting it never reallocates.
-	b := make([]byte, 0, e.sizeHint()+len("9007199254740991"))
+	// Room for the longest index, so that setting it never reallocates,
+	// and for the signature member Signed inserts.
+	b := make([]byte, 0, e.sizeHint()+len("9007199254740991")+len(sigMember))
 	b = append(b, sep...)
 	t := &Template{sep: len(sep)}
 	b, err := e.appendJSON(b, false, &t.at)
@@ -63,6 +71,9 @@ func (e *Entry) Template() (*Template, error) {
 	}
 	return t, nil
 }
+
+// errTemplateSpent is the error of a Template's methods after Signed.
+var errTemplateSpent = errors.New("entry: the template is spent: Signed built its entry")
 
 // checkBound refuses, as AppendSignedMessage does, a message whose signed
 // entry would exceed MaxEntryBytes.
@@ -80,6 +91,9 @@ func (t *Template) checkBound() error {
 // the longer index makes too long). The message is the template's own
 // buffer: it is valid until the next call.
 func (t *Template) Message(index uint64, tm time.Time, prev commit.Digest) ([]byte, error) {
+	if t.msg == nil {
+		return nil, errTemplateSpent
+	}
 	if index > commit.MaxSafeInteger {
 		return nil, fieldError("index", "beyond 2^53-1")
 	}
@@ -106,4 +120,40 @@ func (t *Template) Message(index uint64, tm time.Time, prev commit.Digest) ([]by
 	text = tm.UTC().AppendFormat(scratch[:0], TimeLayout)
 	copy(t.msg[t.at.time:t.at.time+timeTextLen], text)
 	return t.msg, nil
+}
+
+// Signed returns the signed entry of the last message Message returned,
+// with signature sig: what SignedEntry returns for that message. It
+// builds the entry in the template's buffer, inserting the "sig" member
+// and dropping the domain separator, so the message is no longer valid
+// and the template is spent: Message and Signed must not be called
+// again.
+func (t *Template) Signed(sig []byte) ([]byte, error) {
+	if len(sig) != ed25519.SignatureSize {
+		return nil, fieldError("sig", "not a %d-byte Ed25519 signature", ed25519.SignatureSize)
+	}
+	if t.msg == nil {
+		return nil, errTemplateSpent
+	}
+	at := sigAt(t.msg[t.sep:])
+	if at < 0 {
+		return nil, fmt.Errorf("%w: not a signed message", ErrMalformed)
+	}
+	at += t.sep
+	n := len(t.msg)
+	// The tail moves right by the member's length (the buffer has room
+	// for it, from Template), and the member is written into the gap.
+	b := slices.Grow(t.msg, len(sigMember))[:n+len(sigMember)]
+	copy(b[at+len(sigMember):], b[at:n])
+	k := at + copy(b[at:], `,"sig":"`)
+	base64.StdEncoding.Encode(b[k:], sig)
+	b[at+len(sigMember)-1] = '"'
+	t.msg = nil
+	// The separator stays in the buffer, unused; the full slice
+	// expression keeps an append to the entry from writing past it.
+	entry := b[t.sep:len(b):len(b)]
+	if len(entry) > MaxEntryBytes {
+		return nil, fieldError("", "longer than %d bytes", MaxEntryBytes)
+	}
+	return entry, nil
 }

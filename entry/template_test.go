@@ -2,6 +2,7 @@ package entry
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -161,6 +162,101 @@ func TestTemplateRefuses(t *testing.T) {
 	}
 	if _, err := big.Message(10, e.Time, e.Prev); !errors.Is(err, ErrMalformed) {
 		t.Errorf("template took the longer entry: %v", err)
+	}
+}
+
+// Signed builds, in the template's buffer, the entry Marshal builds (and
+// SignedEntry from the message), for every kind of template, index width
+// and an entry at the format's bound; the template is then spent.
+func TestTemplateSigned(t *testing.T) {
+	_, priv := sampleEntry(t)
+	tm := time.Date(2026, 12, 1, 10, 55, 0, 123456000, time.UTC)
+	prev := sha256.Sum256([]byte("prev"))
+	entries := templateEntries(t)
+	largest, _ := sampleEntry(t)
+	largest.Policies = nil
+	for i := range 33 {
+		largest.Policies = append(largest.Policies, fmt.Sprintf("p%02d-%s", i, strings.Repeat("y", 995)))
+	}
+	for pad := 30000; ; pad++ {
+		largest.Attributes = []byte(`{"a":"` + strings.Repeat("x", pad) + `"}`)
+		largest.Index = commit.MaxSafeInteger
+		if _, err := largest.SignedMessage(); err != nil {
+			largest.Attributes = []byte(`{"a":"` + strings.Repeat("x", pad-1) + `"}`)
+			break
+		}
+	}
+	entries["largest"] = largest
+	for name, e := range entries {
+		for _, index := range []uint64{0, 7, 12345, commit.MaxSafeInteger} {
+			tmpl, err := e.Template()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			m, err := tmpl.Message(index, tm, prev)
+			if err != nil {
+				t.Fatalf("%s, index %d: %v", name, index, err)
+			}
+			sig := ed25519.Sign(priv, m)
+			fromMessage, err := SignedEntry(bytes.Clone(m), sig)
+			if err != nil {
+				t.Fatalf("%s, index %d: SignedEntry: %v", name, index, err)
+			}
+			c := *e
+			c.Index, c.Time, c.Prev, c.Signature = index, tm, prev, sig
+			want, err := c.Marshal()
+			if err != nil || !bytes.Equal(fromMessage, want) {
+				t.Fatalf("%s, index %d: SignedEntry %s (%v), want %s", name, index, fromMessage, err, want)
+			}
+			got, err := tmpl.Signed(sig)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s, index %d: Signed %s (%v)\nwant   %s", name, index, got, err, want)
+			}
+			if _, err := tmpl.Signed(sig); !errors.Is(err, errTemplateSpent) {
+				t.Errorf("%s: Signed twice: %v", name, err)
+			}
+			if _, err := tmpl.Message(index, tm, prev); !errors.Is(err, errTemplateSpent) {
+				t.Errorf("%s: Message after Signed: %v", name, err)
+			}
+		}
+	}
+	tmpl, _ := entries["v1"].Template()
+	if _, err := tmpl.Signed(make([]byte, 10)); err == nil {
+		t.Error("Signed took a short signature")
+	}
+}
+
+// The entry is encoded once: chaining it (Message) and signing it
+// (Signed) allocate nothing beyond its template, also when its strings
+// need escapes (here 150 quotes, which the template's size hint does not
+// foresee: the room it keeps for the signature takes them).
+func TestTemplateSignedAllocatesNothing(t *testing.T) {
+	e, priv := sampleEntry(t)
+	escaped := *e
+	escaped.Principal = strings.Repeat(`"`, 150)
+	tm := time.Date(2026, 12, 1, 10, 55, 0, 123456000, time.UTC)
+	sig := ed25519.Sign(priv, []byte("any"))
+	for _, e := range []*Entry{e, &escaped} {
+		template := testing.AllocsPerRun(100, func() {
+			if _, err := e.Template(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		signed := testing.AllocsPerRun(100, func() {
+			tmpl, err := e.Template()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tmpl.Message(123456789, tm, e.Prev); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tmpl.Signed(sig); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if signed != template {
+			t.Errorf("principal %.20q: template, message and signed entry: %v allocations, the template alone %v", e.Principal, signed, template)
+		}
 	}
 }
 

@@ -304,8 +304,9 @@ type Ledger struct {
 type request struct {
 	entry *entry.Entry
 	// tmpl is the entry checked and encoded by prepare, with index, time
-	// and prev to be set when it is chained (nil for a version 4 entry,
-	// which is encoded again then).
+	// and prev to be set when it is chained, and the signature when it is
+	// signed, in one buffer (nil for a version 4 entry, which is encoded
+	// again then).
 	tmpl  *entry.Template
 	reply chan result
 	// Set when the record is chained (message) and signed (leaf, the
@@ -896,8 +897,7 @@ func (p *pendingBatch) add(r *request, tip *chainState, now func() time.Time) er
 	var m []byte
 	var err error
 	if r.tmpl != nil {
-		m, err = r.tmpl.Message(e.Index, e.Time, e.Prev)
-		r.tmpl = nil // its buffer is now the message
+		m, err = r.tmpl.Message(e.Index, e.Time, e.Prev) // its buffer is now the message
 	} else {
 		m, err = e.SignedMessage()
 	}
@@ -1004,8 +1004,14 @@ func (j signJob) finish(sig []byte) {
 	r := j.r
 	r.entry.Signature = sig
 	// The message was built from the checked entry: inserting the
-	// signature into it spares checking and encoding it again.
-	r.leaf, r.err = entry.SignedEntry(r.message, r.entry.Signature)
+	// signature into it spares checking and encoding it again, and the
+	// template inserts it in place, where the message was.
+	if r.tmpl != nil {
+		r.leaf, r.err = r.tmpl.Signed(sig)
+		r.tmpl, r.message = nil, nil // spent
+	} else {
+		r.leaf, r.err = entry.SignedEntry(r.message, sig)
+	}
 	if r.err == nil {
 		r.hash = entry.LeafHash(r.leaf)
 	}

@@ -64,6 +64,9 @@ type Store interface {
 	// the caller may retry; after a failed write or sync the store MAY
 	// refuse every later write until it is reopened, and the reopened
 	// store then holds the batch whole or not at all.
+	// Commit MUST NOT write into b's slices, which the ledger shares (its
+	// receipts hold the Entries, its tree's edge the Tiles' bytes), nor
+	// keep them after it returns.
 	Commit(ctx context.Context, b Batch) error
 
 	// Entry returns the bytes of the entry at index, or ErrNotFound if

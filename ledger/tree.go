@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -43,7 +44,10 @@ func hashChildrenArray(l, r []byte) [HashSize]byte {
 }
 
 // edge is the right edge of the tree: the compact range [0, size) and the
-// partial tile at each tile level, which the next batch extends.
+// partial tile at each tile level, which the next batch extends. The
+// tiles' bytes are never written once a batch has extended them: clones
+// share them, and so do the batch's Tiles, which the store may keep;
+// appendLeaves extends a copy.
 type edge struct {
 	rng   *compact.Range
 	tiles map[uint8][]byte // tile level -> hashes of its rightmost tile (never full)
@@ -63,17 +67,21 @@ func (e *edge) clone() *edge {
 	if err != nil {
 		panic(err) // the hashes came from a valid range
 	}
-	tiles := make(map[uint8][]byte, len(e.tiles))
-	for l, t := range e.tiles {
-		tiles[l] = bytes.Clone(t)
-	}
-	return &edge{rng: rng, tiles: tiles}
+	// The tiles are shared, not copied: appendLeaves copies a tile before
+	// it extends it.
+	return &edge{rng: rng, tiles: maps.Clone(e.tiles)}
 }
 
 // appendLeaves appends leaf hashes to e (a clone the caller may discard)
-// and returns every tile they changed, in its new version.
+// and returns every tile they changed, in its new version, which shares
+// its bytes with e.
 func (e *edge) appendLeaves(leafHashes [][HashSize]byte) ([]Tile, error) {
 	changed := map[tileID][]byte{}
+	// Each tile is extended in a copy of its own, made at its first
+	// extension with room for all the hashes the batch adds to it (its
+	// bytes are shared with the edge e was cloned from and the batch
+	// before), so that it is copied once a batch and never grown.
+	var own [64 / TileHeight]bool
 	var visitErr error
 	visit := func(id compact.NodeID, hash []byte) {
 		if id.Level%TileHeight != 0 || visitErr != nil {
@@ -89,6 +97,13 @@ func (e *edge) appendLeaves(leafHashes [][HashSize]byte) ([]Tile, error) {
 		if uint64(len(t)) != pos*HashSize {
 			visitErr = fmt.Errorf("%w: tile %d/%d holds %d bytes where node %d goes", ErrCorrupt, level, key.index, len(t), id.Index)
 			return
+		}
+		if pos == 0 || !own[level] {
+			// At most one node at this level for each 256^level leaves,
+			// and one more for where they begin.
+			room := (len(leafHashes)>>(TileHeight*uint(level)) + 1) * HashSize
+			t = append(make([]byte, 0, min(len(t)+room, TileWidth*HashSize)), t...)
+			own[level] = true
 		}
 		t = append(t, hash...)
 		e.tiles[level] = t
@@ -107,7 +122,9 @@ func (e *edge) appendLeaves(leafHashes [][HashSize]byte) ([]Tile, error) {
 	}
 	tiles := make([]Tile, 0, len(changed))
 	for key, t := range changed {
-		tiles = append(tiles, Tile{Level: key.level, Index: key.index, Hashes: bytes.Clone(t)})
+		// Capped, so that a store's append to it never writes into the
+		// room of the edge's copy.
+		tiles = append(tiles, Tile{Level: key.level, Index: key.index, Hashes: t[:len(t):len(t)]})
 	}
 	return tiles, nil
 }

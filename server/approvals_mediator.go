@@ -282,12 +282,12 @@ func (s *Server) consumeApproval(w http.ResponseWriter, r *http.Request, mediato
 		return
 	}
 	rec.Params.Size = int(size)
-	s.appendAndAnswer(w, r, mediator, intake{rec: rec}, start, func(ledger.Receipt) ([]byte, bool) {
+	s.appendAndAnswer(w, r, mediator, intake{rec: rec}, start, func(answer []byte, _ ledger.Receipt) ([]byte, bool) {
 		// Spent: no approver needs the preview any more.
 		if err := s.appr.Previews.Remove(r.Context(), id); err != nil {
 			s.log.ErrorContext(r.Context(), "removing a consumed approval's preview failed; the sweep will", "approval", id.String(), "error", err)
 		}
-		return nil, true
+		return answer, true
 	})
 }
 

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
+	"github.com/decisionledger/ledger/commit"
 	"github.com/decisionledger/ledger/entry"
 	"github.com/decisionledger/ledger/ledger"
 	"github.com/decisionledger/ledger/policy"
@@ -53,39 +55,84 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, mediator string)
 	}
 	in.rec.Kind, in.rec.PolicySet = entry.KindDecision, set.Digest()
 	in.rec.Decision, in.rec.Policies, in.rec.PolicyErrors = res.Decision, res.Determining, res.Errored
-	s.appendAndAnswer(w, r, mediator, in, start, func(receipt ledger.Receipt) ([]byte, bool) {
+	s.appendAndAnswer(w, r, mediator, in, start, func(answer []byte, receipt ledger.Receipt) ([]byte, bool) {
 		// The decision is the stored entry's: a new entry's is the one
 		// just made; a replayed entry's is read back from it (parsing
 		// every new entry too would cost a third of a decide's CPU).
-		head := decidedHead{Decision: res.Decision, Policies: res.Determining, PolicyErrors: res.Errored, PolicySet: set.Digest().String()}
-		if receipt.Replayed {
-			e, err := entry.Parse(receipt.Entry)
-			if err != nil || e.Kind != entry.KindDecision {
-				s.refuse(w, http.StatusConflict, "idempotency_conflict", "the Idempotency-Key was used for another decision")
-				return nil, false
-			}
-			head = decidedHead{Decision: e.Decision, Policies: e.Policies, PolicyErrors: e.PolicyErrors, PolicySet: e.PolicySet.String()}
-		} else {
+		if !receipt.Replayed {
 			s.m.ObserveDecision(string(res.Decision))
+			return appendDecidedHead(answer, res.Decision, res.Determining, res.Errored, set.Digest()), true
 		}
-		head.Policies, head.PolicyErrors = nonNilIDs(head.Policies), nonNilIDs(head.PolicyErrors)
-		b, _ := json.Marshal(head)
-		// The members, without the braces, then a comma: the receipt's follow.
-		return append(b[1:len(b)-1], ','), true
+		e, err := entry.Parse(receipt.Entry)
+		if err != nil || e.Kind != entry.KindDecision {
+			s.refuse(w, http.StatusConflict, "idempotency_conflict", "the Idempotency-Key was used for another decision")
+			return nil, false
+		}
+		return appendDecidedHead(answer, e.Decision, e.Policies, e.PolicyErrors, e.PolicySet), true
 	})
 }
 
-// decidedHead is the decision part of a decide answer.
-type decidedHead struct {
-	Decision     entry.Decision `json:"decision"`
-	Policies     []string       `json:"policies"`
-	PolicyErrors []string       `json:"policy_errors"`
-	PolicySet    string         `json:"policy_set"`
+// appendDecidedHead appends to b the decision part of a decide answer:
+// its members decision, policies, policy_errors and policy_set, as
+// json.Marshal would write them (an empty list as [], never null), each
+// followed by a comma, for the receipt's members follow. It is written
+// by hand, for it is on every decide's path.
+func appendDecidedHead(b []byte, decision entry.Decision, policies, errored []string, set commit.Digest) []byte {
+	b = append(b, `"decision":`...)
+	b = appendJSONString(b, string(decision))
+	b = append(b, `,"policies":`...)
+	b = appendJSONStrings(b, policies)
+	b = append(b, `,"policy_errors":`...)
+	b = appendJSONStrings(b, errored)
+	b = append(b, `,"policy_set":"`...)
+	b, _ = set.AppendText(b)
+	return append(b, `",`...)
 }
 
-func nonNilIDs(ids []string) []string {
-	if ids == nil {
-		return []string{}
+// appendJSONStrings appends ss as a JSON array of strings.
+func appendJSONStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
 	}
-	return ids
+	return append(b, ']')
+}
+
+// appendJSONString appends s as json.Marshal writes it: between quotes
+// as it is when it is plainJSON, as an identifier (the decision, a policy
+// id) nearly always is, and otherwise by json.Marshal.
+func appendJSONString(b []byte, s string) []byte {
+	if !plainJSON(s) {
+		q, _ := json.Marshal(s)
+		return append(b, q...)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// plainJSON reports whether json.Marshal writes s unescaped between
+// quotes: whether s is valid UTF-8 without a control character, a quote,
+// a backslash, the characters it escapes for HTML (<, >, &), U+2028 or
+// U+2029.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+		i += size
+	}
+	return true
 }

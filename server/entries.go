@@ -184,11 +184,7 @@ func (s *Server) readMediatorBody(w http.ResponseWriter, r *http.Request, mediat
 		return nil, nil, false
 	}
 	buf := bodyBuffers.Get().(*[]byte)
-	release = func() {
-		if cap(*buf) <= maxPooledBody {
-			bodyBuffers.Put(buf)
-		}
-	}
+	release = func() { putBuffer(buf) }
 	body, err := readBody(http.MaxBytesReader(w, r.Body, s.maxBodyBytes), (*buf)[:0])
 	*buf = body
 	if err != nil {
@@ -215,14 +211,14 @@ func (s *Server) readMediatorBody(w http.ResponseWriter, r *http.Request, mediat
 
 // appendAndAnswer appends in's record for mediator and answers with its
 // receipt: 201, or 200 with Idempotent-Replayed when the Idempotency-Key
-// named an entry appended before. head, if not nil, gives the members the
-// answer carries before the receipt's (decide's decision), from the
-// receipt; if it returns false, it has answered. When approvals are on,
-// the preview of a needs_approval record is staged before the append and
-// kept under the approval's id after it (approvalHead), and the answer
-// of a recorded needs_approval decision that opened an approval carries
-// the approval member after head's.
-func (s *Server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediator string, in intake, start time.Time, head func(ledger.Receipt) ([]byte, bool)) {
+// named an entry appended before. head, if not nil, appends to the answer
+// the members it carries before the receipt's (decide's decision), from
+// the receipt, each followed by a comma; if it returns false, it has
+// answered. When approvals are on, the preview of a needs_approval record
+// is staged before the append and kept under the approval's id after it
+// (approvalHead), and the answer of a recorded needs_approval decision
+// that opened an approval carries the approval member after head's.
+func (s *Server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediator string, in intake, start time.Time, head func(answer []byte, receipt ledger.Receipt) ([]byte, bool)) {
 	rc := http.NewResponseController(w)
 	var staged *approvals.Staged
 	if s.appr != nil && in.preview != nil && in.rec.Decision == entry.NeedsApproval {
@@ -280,10 +276,13 @@ func (s *Server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 		return
 	}
 	s.m.ObserveAppend(time.Since(start), receipt.Replayed)
-	var headPart []byte
+	// The answer is built in a pooled buffer: Write copies it.
+	buf := bodyBuffers.Get().(*[]byte)
+	defer putBuffer(buf)
+	answer := append((*buf)[:0], '{')
 	if head != nil {
 		var ok bool
-		if headPart, ok = head(receipt); !ok {
+		if answer, ok = head(answer, receipt); !ok {
 			return
 		}
 	}
@@ -299,7 +298,7 @@ func (s *Server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 				"the decision was appended (index %d, approval %s), but its preview could not be stored: retry with the same Idempotency-Key, which stores it", receipt.Index, id)
 			return
 		}
-		headPart = append(headPart, approval...)
+		answer = append(answer, approval...)
 	}
 	var proofPart []byte
 	if in.wait {
@@ -329,16 +328,17 @@ func (s *Server) appendAndAnswer(w http.ResponseWriter, r *http.Request, mediato
 	} else {
 		w.WriteHeader(http.StatusCreated)
 	}
-	w.Write(appendReceipt(make([]byte, 0, receiptSize(headPart, receipt.Entry, proofPart)), headPart, receipt, proofPart))
+	answer = appendReceipt(answer, receipt, proofPart)
+	*buf = answer
+	w.Write(answer)
 }
 
-// appendReceipt appends to b the answer to an append: the head's members
-// (which end in a comma), the receipt and, if any, the inclusion proof,
-// as one JSON object and a newline. Written with one Write, it is sent
-// with a Content-Length when it fits net/http's buffer.
-func appendReceipt(b, head []byte, receipt ledger.Receipt, proof []byte) []byte {
-	b = append(b, '{')
-	b = append(b, head...)
+// appendReceipt appends to b, the answer to an append up to its receipt
+// (its opening brace, then any head's members, which end in a comma), the
+// receipt and, if any, the inclusion proof, and closes the JSON object
+// with a newline. Written with one Write, it is sent with a
+// Content-Length when it fits net/http's buffer.
+func appendReceipt(b []byte, receipt ledger.Receipt, proof []byte) []byte {
 	b = append(b, `"index":`...)
 	b = strconv.AppendUint(b, receipt.Index, 10)
 	b = append(b, `,"leaf_hash":"`...)
@@ -350,16 +350,6 @@ func appendReceipt(b, head []byte, receipt ledger.Receipt, proof []byte) []byte 
 		b = append(b, proof...)
 	}
 	return append(b, "}\n"...)
-}
-
-// receiptSize is the length of appendReceipt's answer, bar the index's
-// digits, at most 20.
-func receiptSize(head, entry, proof []byte) int {
-	n := len(`{"index":,"leaf_hash":"","entry":}`+"\n") + 20 + 2*ledger.HashSize + len(head) + len(entry)
-	if proof != nil {
-		n += len(`,"inclusion":`) + len(proof)
-	}
-	return n
 }
 
 // appendFailed logs an append the ledger could not take. After a storage
@@ -376,11 +366,19 @@ func (s *Server) appendFailed(r *http.Request, mediator string, err error) {
 	s.log.ErrorContext(r.Context(), "append failed", "mediator", mediator, "error", err)
 }
 
-// bodyBuffers hold append bodies while they are decoded; buffers grown
-// past maxPooledBody are dropped rather than kept.
+// bodyBuffers hold append bodies while they are decoded, and answers
+// while they are written; buffers grown past maxPooledBody are dropped
+// rather than kept (putBuffer).
 var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 const maxPooledBody = 64 << 10
+
+// putBuffer returns buf to bodyBuffers, unless it grew past maxPooledBody.
+func putBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooledBody {
+		bodyBuffers.Put(buf)
+	}
+}
 
 // readBody appends everything r yields to b.
 func readBody(r io.Reader, b []byte) ([]byte, error) {
@@ -418,7 +416,16 @@ func decodeRequest(body []byte, fields []string) (appendRequest, string) {
 	if err != nil {
 		return req, domainProblem(err, fields)
 	}
-	for i := range obj.Len() {
+	// Names are unique, so every member is one of fields when as many of
+	// fields are members: checked without taking each name out of the
+	// object (a string each). Otherwise the loop finds which is not.
+	known := 0
+	for _, f := range fields {
+		if _, ok := obj.Get(f); ok {
+			known++
+		}
+	}
+	for i := 0; known != obj.Len() && i < obj.Len(); i++ {
 		name := obj.Name(i)
 		if !slices.Contains(fields, name) {
 			if slices.Contains(appendFields, name) {

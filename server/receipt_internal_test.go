@@ -9,8 +9,7 @@ import (
 )
 
 // TestAppendReceipt holds the hand-built answer to an append to the format
-// it replaced, with and without a head and an inclusion proof, and checks
-// that receiptSize leaves room for the longest index.
+// it replaced, with and without a head and an inclusion proof.
 func TestAppendReceipt(t *testing.T) {
 	receipt := ledger.Receipt{Index: 1<<64 - 1, Entry: []byte(`{"v":3}`)}
 	for i := range receipt.LeafHash {
@@ -18,16 +17,13 @@ func TestAppendReceipt(t *testing.T) {
 	}
 	for _, head := range [][]byte{nil, []byte(`"decision":"allow",`)} {
 		for _, proof := range [][]byte{nil, []byte(`{"tree_size":2}`)} {
-			got := appendReceipt(nil, head, receipt, proof)
+			got := appendReceipt(append([]byte{'{'}, head...), receipt, proof)
 			want := fmt.Sprintf(`{%s"index":%d,"leaf_hash":"%x","entry":%s}`+"\n", head, receipt.Index, receipt.LeafHash, receipt.Entry)
 			if proof != nil {
 				want = fmt.Sprintf(`{%s"index":%d,"leaf_hash":"%x","entry":%s,"inclusion":%s}`+"\n", head, receipt.Index, receipt.LeafHash, receipt.Entry, proof)
 			}
 			if !bytes.Equal(got, []byte(want)) {
 				t.Errorf("got  %s\nwant %s", got, want)
-			}
-			if n := receiptSize(head, receipt.Entry, proof); n < len(got) {
-				t.Errorf("receiptSize %d < %d", n, len(got))
 			}
 		}
 	}

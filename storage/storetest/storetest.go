@@ -812,12 +812,21 @@ func testReopen(t *testing.T, h *harness) {
 }
 
 // testNoAliasing writes into every slice passed to and returned by the
-// store, then checks that the store's data did not change.
+// store, then checks that the store's data did not change; and checks
+// that Commit wrote into none of the batch's slices, which the caller
+// shares.
 func testNoAliasing(t *testing.T, h *harness) {
 	ctx := t.Context()
 	b := h.m.nextBatch(300)
+	given := cloneBatch(b)
 	if err := h.s.Commit(ctx, b); err != nil {
 		t.Fatal(err)
+	}
+	if !slices.EqualFunc(b.Entries, given.Entries, bytes.Equal) || !slices.Equal(b.LeafHashes, given.LeafHashes) ||
+		!slices.EqualFunc(b.Tiles, given.Tiles, func(a, c ledger.Tile) bool {
+			return a.Level == c.Level && a.Index == c.Index && bytes.Equal(a.Hashes, c.Hashes)
+		}) {
+		t.Fatal("Commit wrote into the batch it was given")
 	}
 	h.m.apply(cloneBatch(b)) // the model keeps its own copy
 	signed := testCheckpoint(300)
