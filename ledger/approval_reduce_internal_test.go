@@ -730,3 +730,40 @@ func snapshotV1Of(ctx context.Context, store Store, size uint64) ([]byte, error)
 	}
 	return encodeSnapshotV1(ref, size, root, refused), nil
 }
+
+// A snapshot that lists one closed approval twice (under two requests,
+// its checksum good) is refused as damaged.
+func TestApprovalSnapshotClosedTwice(t *testing.T) {
+	s := newApprovals()
+	drive := func(e *entry.Entry) {
+		apply, err := s.admit(e, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		apply(fixtureID(e.Index))
+	}
+	drive(&entry.Entry{Kind: entry.KindApprovalConfig, Index: 0, Time: fixtureT0, PendingTTL: time.Minute, ExecutionTTL: time.Minute})
+	for i := uint64(1); i <= 3; i++ {
+		drive(&entry.Entry{Index: i, Time: fixtureT0, Decision: entry.NeedsApproval, Mediator: "mediator-1", Principal: "agent-1", Action: "pay"})
+	}
+	later := fixtureT0.Add(time.Hour)
+	drive(&entry.Entry{Index: 4, Time: later, Decision: entry.NeedsApproval, Mediator: "mediator-1", Principal: "agent-1", Action: "pay"})
+	drive(&entry.Entry{Index: 5, Time: later, Decision: entry.NeedsApproval, Mediator: "mediator-1", Principal: "agent-1", Action: "pay"})
+	if len(s.closed) != 3 {
+		t.Fatalf("%d closed approvals, want 3", len(s.closed))
+	}
+	good := s.encodeSnapshot(6, make([]byte, HashSize), 0)
+	if _, _, _, _, err := decodeSnapshot(good); err != nil {
+		t.Fatalf("the snapshot as encoded: %v", err)
+	}
+	// The closed approvals are the last records before the checksum:
+	// the last one takes the id of the one before it.
+	b := bytes.Clone(good[:len(good)-sha256.Size])
+	last, before := len(b)-closedSize, len(b)-2*closedSize
+	copy(b[last:last+32], b[before:before+32])
+	sum := sha256.Sum256(b)
+	b = append(b, sum[:]...)
+	if _, _, _, _, err := decodeSnapshot(b); !errors.Is(err, errSnapshotDamaged) {
+		t.Fatalf("a closed approval listed twice: %v, want damaged", err)
+	}
+}

@@ -116,19 +116,29 @@ var (
 
 // encodeSnapshot returns the snapshot of s for the tree of size entries
 // with the given root, refused entries of which the rules refused.
+//
+// It holds s.mu while it encodes: the closed approvals, most of the state
+// on a log with many approvals, are ordered by a list of their ids and
+// requests (40 bytes each) and read from the map as they are written,
+// not copied whole first, which would double the state in memory while
+// the snapshot is made (the background snapshot already holds a second
+// state, the stored one moved on). Its callers hold a state no other
+// goroutine writes: Open's and Close's, around the sequencer, and the
+// background snapshot's own.
 func (s *approvals) encodeSnapshot(size uint64, root []byte, refused uint64) []byte {
-	type closed struct {
-		id commit.Digest
-		closedApproval
+	type closedRef struct {
+		request uint64
+		id      commit.Digest
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	open := make([]approval, 0, len(s.open))
 	for _, a := range s.open {
 		open = append(open, *a)
 	}
-	list := make([]closed, 0, len(s.closed))
+	list := make([]closedRef, 0, len(s.closed))
 	for id, c := range s.closed {
-		list = append(list, closed{id, c})
+		list = append(list, closedRef{c.request, id})
 	}
 	mediators := make([]string, len(s.mediators))
 	for i, m := range s.mediators {
@@ -136,14 +146,13 @@ func (s *approvals) encodeSnapshot(size uint64, root []byte, refused uint64) []b
 	}
 	configured, pendingTTL, executionTTL := s.configured, s.pendingTTL, s.executionTTL
 	settled, last := s.settled, s.last
-	s.mu.Unlock()
 	if last.ok && last.index >= size {
 		// Admitted, but not chained (its batch failed, or signing it):
 		// not an entry of [0, size).
 		last.ok, last.index, last.time = false, 0, 0
 	}
 	slices.SortFunc(open, func(x, y approval) int { return cmp.Compare(x.request, y.request) })
-	slices.SortFunc(list, func(x, y closed) int { return cmp.Compare(x.request, y.request) })
+	slices.SortFunc(list, func(x, y closedRef) int { return cmp.Compare(x.request, y.request) })
 
 	b := make([]byte, 0, snapshotHeader+17+25+8+len(open)*200+16+len(mediators)*20+8+len(list)*closedSize+sha256.Size)
 	b = append(b, snapshotMagic...)
@@ -197,8 +206,9 @@ func (s *approvals) encodeSnapshot(size uint64, root []byte, refused uint64) []b
 		str(m)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(len(list)))
-	for _, c := range list {
-		b = append(b, c.id[:]...)
+	for _, ref := range list {
+		c := s.closed[ref.id]
+		b = append(b, ref.id[:]...)
 		b = binary.BigEndian.AppendUint64(b, c.request)
 		b = binary.BigEndian.AppendUint64(b, uint64(c.pending))
 		b = binary.BigEndian.AppendUint64(b, c.verdictIndex)
@@ -405,6 +415,11 @@ func (s *approvals) decodeClosed(r *snapshotReader, size uint64, ids map[commit.
 	if r.err == nil && count > uint64(len(r.b)/closedSize) {
 		r.err = errSnapshotDamaged
 	}
+	if r.err == nil && len(s.closed) == 0 {
+		// Sized once: grown as it fills, the map would leave its
+		// smaller tables behind, as much garbage again as the state.
+		s.closed = make(map[commit.Digest]closedApproval, count)
+	}
 	for i := uint64(0); i < count && r.err == nil; i++ {
 		id := commit.Digest(r.bytes(32))
 		c := closedApproval{request: r.u64(), pending: r.i64(), verdictIndex: r.u64(), execution: r.i64(),
@@ -413,7 +428,8 @@ func (s *approvals) decodeClosed(r *snapshotReader, size uint64, ids map[commit.
 		if r.err != nil {
 			break
 		}
-		ok := c.request < size && !ids[id] && (i == 0 || c.request > prev)
+		_, dup := s.closed[id]
+		ok := c.request < size && !ids[id] && !dup && (i == 0 || c.request > prev)
 		prev = c.request
 		decided := c.request < c.verdictIndex && c.verdictIndex < size
 		none := c.consumption == 0 && c.outcome == 0 && c.outcomeIndex == 0 && c.mediator == 0
@@ -435,7 +451,6 @@ func (s *approvals) decodeClosed(r *snapshotReader, size uint64, ids map[commit.
 			r.err = fmt.Errorf("%w: closed approval %d (request %d) is not one the log can hold", errSnapshotDamaged, i, c.request)
 			break
 		}
-		ids[id] = true
 		s.closed[id] = c
 		if c.state == closedConsumed {
 			s.consumptions = append(s.consumptions, c.consumption)
