@@ -28,7 +28,9 @@ import (
 // frames, badger's table checksums (badger.Store.Check), and every entry,
 // tile, checkpoint and key as ledger.Fsck checks them. A progress line
 // goes to stderr if it is a terminal (internal/progress), the summary to
-// stdout, each damage found to stderr. It signs nothing and appends
+// stdout, each damage found to stderr. Damage in what opening reads
+// (the frames of the latest entries, those a crash left unindexed) stops
+// the check there, reported as damage. It signs nothing and appends
 // nothing. Exit 0: no damage; 1: damage or an error, named.
 func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -65,6 +67,15 @@ func fsckCommand(ctx context.Context, name string, args []string, stdout, stderr
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	store, err := daemon.OpenStore(ctx, cfg, log)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, ledger.ErrCorrupt) && !errors.Is(err, ledger.ErrRotation) {
+			// Damage in what opening reads (the frames it replays, and
+			// those of the latest entries, whose leaf hashes and keys it
+			// indexes again: docs/log.md §5): found, but nothing else can
+			// be checked in a store that does not open.
+			fmt.Fprintf(stderr, "ledgerd: damage: %v\n", err)
+			fmt.Fprintf(stderr, "ledgerd: %s: the store does not open, so nothing else was checked; docs/operations.md \"Damage\" says what to do\n", name)
+			return 1
+		}
 		return fail(stderr, "%v", err)
 	}
 	defer store.Close()

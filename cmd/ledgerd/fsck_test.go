@@ -125,14 +125,37 @@ func TestFsckCommand(t *testing.T) {
 				t.Fatalf("%s is in no segment", index)
 			}
 		}
-	}, "ledgerd: damage: ", "entry 150", "entry 420", "problems found")
+	}, "ledgerd: damage: ", "entry 150", "the store does not open, so nothing else was checked")
+	// Damage that opening does not read, which fsck finds and names, all
+	// of it: entry 150's record in the locations file and a full tile.
+	damage("locations and tiles", func(t *testing.T, d string) {
+		for _, f := range []struct {
+			path string
+			at   int64
+		}{{filepath.Join(d, "store", "locations"), 150*20 + 3}, {filepath.Join(d, "store", "tiles", "level-0"), 8196 + 100}} {
+			b, err := os.ReadFile(f.path)
+			if err != nil || int64(len(b)) <= f.at {
+				t.Fatalf("%s: %d bytes, %v", f.path, len(b), err)
+			}
+			b[f.at] ^= 1
+			if err := os.WriteFile(f.path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, "ledgerd: damage: ", "entry 150", "tile", "problems found")
 	damage("truncated", func(t *testing.T, d string) {
+		// Cut in half what the segment holds of frames, not its size: the
+		// segment may end in zeros written ahead of need, and half of it
+		// cut only those where frames are small.
 		seg := frames(t, d)
-		st, _ := os.Stat(seg)
-		if err := os.Truncate(seg, st.Size()/2); err != nil {
+		b, err := os.ReadFile(seg)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}, "ledgerd: error: ")
+		if err := os.Truncate(seg, int64(len(bytes.TrimRight(b, "\x00"))/2)); err != nil {
+			t.Fatal(err)
+		}
+	}, "ledgerd: damage: ", "the store does not open")
 	// The checkpoint file is the index's copy of the latest checkpoint:
 	// without it the index still has it, and nothing is lost.
 	d := filepath.Join(t.TempDir(), "data")

@@ -303,7 +303,7 @@ func damageHints(stderr io.Writer, err error, configPath string) {
 	if !errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrRotation) {
 		return
 	}
-	hint(stderr, "ledgerd fsck --config %s names all of the damage; docs/operations.md \"Damage\" says what to do (restore from a backup, keep the damaged copy, never edit a store by hand)", shellQuote(configPath))
+	hint(stderr, "ledgerd fsck --config %s names the damage; docs/operations.md \"Damage\" says what to do (restore from a backup, keep the damaged copy, never edit a store by hand)", shellQuote(configPath))
 }
 
 func hint(stderr io.Writer, format string, args ...any) {
