@@ -588,13 +588,7 @@ func TestApprovalReductionUnchained(t *testing.T) {
 // new map: a Go map keeps the memory of its largest size.
 func TestApprovalShrink(t *testing.T) {
 	s := newApprovals()
-	drive := func(e *entry.Entry) {
-		apply, err := s.admit(e, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		apply(fixtureID(e.Index))
-	}
+	drive := driver(t, s)
 	drive(&entry.Entry{Kind: entry.KindApprovalConfig, Index: 0, Time: fixtureT0, PendingTTL: time.Minute, ExecutionTTL: time.Minute})
 	const n = 10_000
 	for i := uint64(1); i <= n; i++ {
@@ -735,13 +729,7 @@ func snapshotV1Of(ctx context.Context, store Store, size uint64) ([]byte, error)
 // its checksum good) is refused as damaged.
 func TestApprovalSnapshotClosedTwice(t *testing.T) {
 	s := newApprovals()
-	drive := func(e *entry.Entry) {
-		apply, err := s.admit(e, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		apply(fixtureID(e.Index))
-	}
+	drive := driver(t, s)
 	drive(&entry.Entry{Kind: entry.KindApprovalConfig, Index: 0, Time: fixtureT0, PendingTTL: time.Minute, ExecutionTTL: time.Minute})
 	for i := uint64(1); i <= 3; i++ {
 		drive(&entry.Entry{Index: i, Time: fixtureT0, Decision: entry.NeedsApproval, Mediator: "mediator-1", Principal: "agent-1", Action: "pay"})
@@ -765,5 +753,18 @@ func TestApprovalSnapshotClosedTwice(t *testing.T) {
 	b = append(b, sum[:]...)
 	if _, _, _, _, err := decodeSnapshot(b); !errors.Is(err, errSnapshotDamaged) {
 		t.Fatalf("a closed approval listed twice: %v, want damaged", err)
+	}
+}
+
+// driver returns a function that admits an entry to s and applies it
+// under the fixture's id for its index, failing t if it is refused.
+func driver(t *testing.T, s *approvals) func(*entry.Entry) {
+	return func(e *entry.Entry) {
+		t.Helper()
+		apply, err := s.admit(e, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		apply(fixtureID(e.Index))
 	}
 }
